@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+#
+# profile.sh - measure and explain RPC servers: requests per server CPU-second, and where each
+#              request's CPU goes.
+#
+# Installs what is missing first (tools/setup.sh), then runs the rpcprof command given.
+#
+# USAGE: ./profile.sh run SERVER... [options]     compare servers end to end (see run --help)
+#        ./profile.sh --help
+#
+# eg,
+#   ./profile.sh run rust_tonic rust_pajamax               # the seed comparison, C=1 S=100
+#   ./profile.sh run rust_tonic go_grpc -C 10 -S 100 -d 10 # 10 connections, 100 streams, 10 s window
+#   ./profile.sh run rust_tonic --driver ghz --format json # ghz instead of h2load, JSON output
+#
+# Each run writes flamegraphs/<timestamp>-<label>/ (manifest.json, metrics.json, logs per server).
+# The server runs on CPU 0, the load on the other CPUs (--server-cpus, --load-cpus).
+#
+# REQUIREMENTS: Linux, root (perf, taskset, cgroup CPU accounting), the registries for first setup.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+case "${1:-}" in
+  ""|-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+
+# shellcheck source=tools/env.sh
+source "$here/tools/env.sh"
+"$here/tools/setup.sh" >&2
+
+export PYTHONPATH="$here/tools${PYTHONPATH:+:$PYTHONPATH}"
+exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli_profile "$@"

@@ -1,0 +1,128 @@
+"""The commands behind profile.sh: run (and, later, attach and sweep). Thin: options in, functions out."""
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from .errors import UserError
+from .load import DRIVERS
+from .runner import Run, RunOptions
+from .scenario import SCENARIOS
+from .summary import render_run
+from .tables import FORMATS
+
+
+def cpu_list(ctx, param, value):
+    """'0', '0,2' or '1-3' -> [ints]."""
+    if value is None:
+        return None
+    cpus = []
+    try:
+        for part in value.split(","):
+            if "-" in part:
+                lo, hi = part.split("-")
+                cpus.extend(range(int(lo), int(hi) + 1))
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a CPU list such as 0 or 1,2 or 1-3") from None
+    import os
+    n = os.cpu_count() or 1
+    bad = [c for c in cpus if c < 0 or c >= n]
+    if bad:
+        raise click.BadParameter(f"CPU {bad[0]} does not exist (this machine has CPUs 0-{n - 1})")
+    return cpus
+
+
+def key_values(ctx, param, values):
+    out = {}
+    for v in values:
+        if "=" not in v:
+            raise click.BadParameter(f"{v!r}: expected KEY=VALUE")
+        k, val = v.split("=", 1)
+        out[k] = val
+    return out
+
+
+def positive(ctx, param, value):
+    if value is not None and value <= 0:
+        raise click.BadParameter(f"must be positive (got {value})")
+    return value
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """rpcprof: why does RPC server A serve N times more requests per CPU than server B?"""
+
+
+@main.command()
+@click.argument("servers", nargs=-1, required=True)
+@click.option("-C", "--connections", default=1, show_default=True, callback=positive, help="Connections (C).")
+@click.option("-S", "--streams", default=100, show_default=True, callback=positive,
+              help="Concurrent streams in flight across all connections (S).")
+@click.option("-d", "--duration", default=20.0, show_default=True, callback=positive,
+              help="Measured window [s].")
+@click.option("-w", "--warmup", default=5.0, show_default=True, help="Warm-up before the window [s].")
+@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
+@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True, help="Load driver.")
+@click.option("--server-cpus", default="0", show_default=True, callback=cpu_list, help="CPUs the server is pinned to.")
+@click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load driver [default: the others].")
+@click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535))
+@click.option("--label", default="", help="Name part of the run folder [default: the servers].")
+@click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
+        params, fmt):
+    """Measure SERVERS one after another on the same load; print the comparison.
+
+    eg, ./profile.sh run rust_tonic rust_pajamax -C 1 -S 100
+    """
+    if load_cpus and set(load_cpus) & set(server_cpus):
+        raise UserError(f"--load-cpus {load_cpus} overlaps --server-cpus {server_cpus}: the load would steal the "
+                        "server's CPU")
+    opts = RunOptions(servers=list(servers), connections=connections, streams=streams, duration=duration,
+                      warmup=warmup, scenario=scenario, driver=driver, server_cpus=server_cpus,
+                      load_cpus=load_cpus, port=port, label=label, params=params)
+    the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
+    try:
+        run_dir = the_run.execute()
+    except KeyboardInterrupt:
+        if the_run.dir:
+            click.echo(render_run(the_run.dir, fmt), nl=False)
+            raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
+                            f"{the_run.dir} (marked incomplete)", exit_code=130) from None
+        raise UserError("interrupted", exit_code=130) from None
+    click.echo(render_run(run_dir, fmt), nl=False)
+    if any(r.get("status") != "ok" for r in the_run.results.values()):
+        failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
+        raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
+
+
+def entry() -> None:
+    """Run the CLI with one-line errors; SIGTERM is treated like Ctrl-C so cleanup runs."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        main(standalone_mode=False)
+    except UserError as e:
+        click.echo(f"rpcprof: error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("rpcprof: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("rpcprof: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,210 @@
+"""Load drivers: h2load (default) and ghz. Each runs pinned to the load CPUs for a fixed duration,
+and returns what it measured: OK and non-OK responses, per-request latencies, its own CPU time.
+
+h2load drives gRPC with a pre-framed body and counts HTTP status only. A gRPC error still comes
+with HTTP 200, but carries no message: so OK responses are counted from the DATA bytes received
+(every correct reply has the same framed length), and the rest of the HTTP successes are non-OK.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UserError
+from .scenario import Scenario, grpc_frame
+from .stats import LatencyHistogram
+
+DRIVERS = ("h2load", "ghz")
+
+
+@dataclass
+class LoadSettings:
+    connections: int
+    streams: int            # total concurrent streams in flight, across all connections (seed's S)
+    duration: float
+    cpus: list[int]
+    driver: str = "h2load"
+
+    def validate(self) -> None:
+        if self.connections < 1:
+            raise UserError(f"--connections must be at least 1 (got {self.connections})")
+        if self.streams < self.connections:
+            raise UserError(f"--streams ({self.streams}) must be at least --connections ({self.connections}): "
+                            "S counts streams in flight across all connections")
+        if self.streams % self.connections:
+            raise UserError(f"--streams ({self.streams}) must be a multiple of --connections ({self.connections}) "
+                            "so every connection carries the same number of streams")
+        if self.duration <= 0:
+            raise UserError(f"--duration must be positive (got {self.duration})")
+        if self.driver not in DRIVERS:
+            raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {self.driver!r})")
+
+
+@dataclass
+class LoadResult:
+    driver: str
+    argv: list[str]
+    wall_s: float                 # our own clock around the driver process
+    ok: int                       # responses with grpc-status 0 and the expected message
+    non_ok: int                   # everything else that was answered or failed
+    client_cpu_s: float           # user + system CPU of the driver, all threads (wait4 rusage)
+    latency: LatencyHistogram
+    exit_code: int
+    raw: dict = field(default_factory=dict)   # driver's own figures, for the record
+
+    @property
+    def client_cpu_cores(self) -> float:
+        return self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise UserError(f"{name} not found: run tools/setup.sh to install it")
+    return path
+
+
+def run_measured(argv: list[str], log_path: Path, on_start=None) -> tuple[int, float, float]:
+    """Run argv with output to log_path; returns (exit code, wall seconds, CPU seconds of the driver).
+
+    on_start(pid) is called right after the process starts (e.g. to mark the server's CPU).
+    """
+    with open(log_path, "wb") as log:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            if on_start:
+                on_start(proc.pid)
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        wall = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, wall, usage.ru_utime + usage.ru_stime
+
+
+class H2load:
+    name = "h2load"
+
+    def __init__(self, scenario: Scenario, workdir: Path):
+        self.scenario = scenario
+        self.body = workdir / f"{scenario.package}.body"
+        self.body.write_bytes(grpc_frame(scenario.request_bytes()))
+        self.reply_len = len(grpc_frame(scenario.expected_reply_bytes()))
+
+    def argv(self, settings: LoadSettings, port: int, latency_log: Path | None) -> list[str]:
+        threads = max(1, min(len(settings.cpus), settings.connections))
+        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("h2load"),
+                "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
+                "-t", str(threads), "-D", f"{settings.duration:g}",
+                "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers"]
+        if latency_log:
+            argv += ["--log-file", str(latency_log)]
+        return argv + [f"http://127.0.0.1:{port}{self.scenario.method}"]
+
+    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None,
+            latencies: bool = True) -> LoadResult:
+        latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
+        argv = self.argv(settings, port, latency_log)
+        code, wall, cpu = run_measured(argv, log_path, on_start)
+        raw = parse_h2load_output(log_path.read_text(errors="replace"))
+        hist = LatencyHistogram()
+        if latency_log and latency_log.exists():
+            read_h2load_latency_log(latency_log, hist)
+            latency_log.unlink()     # millions of lines; the histogram keeps what matters
+        ok = raw.get("data_bytes", 0) // self.reply_len
+        answered = raw.get("succeeded", 0)
+        non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
+        return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw)
+
+
+_H2_PATTERNS = {
+    "finished_s": (r"finished in ([\d.]+)s", float),
+    "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
+    "total": (r"requests: (\d+) total", int),
+    "done": (r"(\d+) done", int),
+    "succeeded": (r"(\d+) succeeded", int),
+    "failed": (r"(\d+) failed", int),
+    "errored": (r"(\d+) errored", int),
+    "timeout": (r"(\d+) timeout", int),
+    "status_2xx": (r"status codes: (\d+) 2xx", int),
+    "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
+}
+
+
+def parse_h2load_output(text: str) -> dict:
+    """The figures of h2load's summary, keyed as in _H2_PATTERNS; missing ones are left out."""
+    out = {}
+    for key, (pattern, conv) in _H2_PATTERNS.items():
+        m = re.search(pattern, text)
+        if m:
+            out[key] = conv(m.group(1))
+    return out
+
+
+def read_h2load_latency_log(path: Path, hist: LatencyHistogram) -> None:
+    """h2load --log-file lines: start time (µs), HTTP status, duration (µs). Only 2xx are counted."""
+    counts = hist.counts
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            parts = line.split(b"\t")
+            if len(parts) >= 3 and parts[1].startswith(b"2"):
+                counts[int(parts[2])] += 1
+                n += 1
+    hist.n += n
+
+
+class Ghz:
+    name = "ghz"
+
+    def __init__(self, scenario: Scenario, workdir: Path):
+        self.scenario = scenario
+        self.workdir = workdir
+
+    def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
+        return ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("ghz"),
+                "--insecure", f"--proto={self.scenario.proto_path}", f"--call={self.scenario.ghz_call}",
+                f"--data-file={self.scenario.json_path}",
+                f"--connections={settings.connections}", f"--concurrency={settings.streams}",
+                f"--duration={settings.duration:g}s", f"--cpus={len(settings.cpus)}",
+                # template processing costs ghz ~58 % of its CPU per request: off
+                "--disable-template-functions", "--disable-template-data",
+                "--format=json", f"--output={out_json}", f"127.0.0.1:{port}"]
+
+    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None,
+            latencies: bool = True) -> LoadResult:
+        out_json = log_path.with_suffix(".json")
+        argv = self.argv(settings, port, out_json)
+        code, wall, cpu = run_measured(argv, log_path, on_start)
+        try:
+            report = json.loads(out_json.read_text())
+        except (OSError, json.JSONDecodeError):
+            report = {}
+        hist = LatencyHistogram()
+        for d in report.get("details") or []:
+            if d.get("status") == "OK" and latencies:
+                hist.add(int(d.get("latency", 0)) // 1000)
+        statuses = report.get("statusCodeDistribution") or {}
+        ok = int(statuses.get("OK", 0))
+        non_ok = sum(int(v) for k, v in statuses.items() if k != "OK")
+        raw = {k: report.get(k) for k in ("count", "total", "rps", "statusCodeDistribution", "errorDistribution")}
+        if out_json.exists():
+            out_json.unlink()        # per-request details: large; the histogram keeps what matters
+        return LoadResult("ghz", argv, wall, ok, non_ok, cpu, hist, code, raw)
+
+
+def make_driver(name: str, scenario: Scenario, workdir: Path):
+    if name == "h2load":
+        return H2load(scenario, workdir)
+    if name == "ghz":
+        return Ghz(scenario, workdir)
+    raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")

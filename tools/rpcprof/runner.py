@@ -1,0 +1,361 @@
+"""The measured comparison run: for each server, start it pinned, wait until it answers a real gRPC
+call, warm up, measure a window with no profiler attached, (optionally) profile a second window,
+stop it. Every run writes its own folder; nothing is overwritten, and whatever happens every process
+started here is stopped by PID.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import UserError
+from .load import LoadSettings, make_driver
+from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
+from .scenario import get_scenario, probe
+from .servers import ROOT, ServerSpec, load_server
+
+RUNS_DIR = ROOT / "flamegraphs"
+CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
+LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
+
+
+@dataclass
+class RunOptions:
+    servers: list[str]
+    connections: int = 1
+    streams: int = 100
+    duration: float = 20.0
+    warmup: float = 5.0
+    scenario: str = "helloworld"
+    driver: str = "h2load"
+    server_cpus: list[int] = field(default_factory=lambda: [0])
+    load_cpus: list[int] | None = None
+    port: int = 50051
+    label: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 60.0
+
+    def resolved_load_cpus(self) -> list[int]:
+        if self.load_cpus:
+            return self.load_cpus
+        others = [c for c in range(os.cpu_count() or 1) if c not in self.server_cpus]
+        if not others:
+            raise UserError("no CPU left for the load generator: give --server-cpus fewer CPUs or set --load-cpus")
+        return others
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
+    """A new folder base/YYYYmmdd-HHMMSS-label; a suffix -2, -3... if one exists (never reuse)."""
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-") or "run"
+    for i in range(1, 1000):
+        path = base / (f"{stamp}-{safe}" if i == 1 else f"{stamp}-{safe}-{i}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise UserError(f"could not create a run folder under {base}")
+
+
+def git_commit() -> dict:
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain"))}
+
+
+def tool_versions() -> dict:
+    ghz = command_version(["bash", "-c", 'go version -m "$(command -v ghz)" | grep -m1 "mod.*ghz"'])
+    return {
+        "perf": command_version(["perf", "--version"]),
+        "h2load": command_version(["h2load", "--version"]),
+        "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
+        "inferno": command_version(["inferno-flamegraph", "--version"]),
+        "py-spy": command_version(["py-spy", "--version"]),
+        "protoc": command_version(["protoc", "--version"]),
+        "python": sys.version.split()[0],
+    }
+
+
+def port_owner(port: int) -> str:
+    """'pid N (name)' of whatever listens on 127.0.0.1:port, from ss; '' if unknown."""
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+    m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+    return f"pid {m.group(2)} ({m.group(1)})" if m else ""
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            owner = port_owner(port)
+            who = f" by {owner}" if owner else ""
+            raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
+
+
+def log_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+class ServerFailed(Exception):
+    """This server could not be measured; the run goes on with the next."""
+
+
+class ServerProcess:
+    """A server started pinned, in a CPU-accounting cgroup of its own; stop() by PID, always."""
+
+    def __init__(self, spec: ServerSpec, argv: list[str], cpus: list[int], log_path: Path, cgroup_name: str):
+        self.spec = spec
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        pinned = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
+        try:
+            self.proc = subprocess.Popen(pinned, cwd=spec.folder, stdout=self.log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            self.log.close()
+            raise ServerFailed(f"{spec.name}: could not start {argv[0]}: {e.strerror} "
+                               f"(build it with servers/{spec.name}/build.sh)") from None
+        self.pid = self.proc.pid
+        try:
+            self.cgroup = CgroupCpu(cgroup_name)
+            self.cgroup.add(self.pid)
+        except OSError:
+            self.cgroup = None   # fall back to per-thread schedstat polling
+        self.monitor = ProcessMonitor(self.pid, self.cgroup)
+
+    def exited(self) -> int | None:
+        return self.proc.poll()
+
+    def wait_ready(self, scenario, port: int, timeout: float) -> float:
+        """Poll with real gRPC calls until one succeeds; returns seconds taken."""
+        t0 = time.monotonic()
+        last = "no answer"
+        while time.monotonic() - t0 < timeout:
+            if self.exited() is not None:
+                raise ServerFailed(f"{self.spec.name} exited with status {self.proc.returncode} before it was "
+                                   f"ready: {log_tail(self.log_path)}")
+            problem = probe(scenario, port, timeout=1.0)
+            if problem is None:
+                return time.monotonic() - t0
+            last = problem
+            if not problem.startswith("grpc-status UNAVAILABLE"):
+                raise ServerFailed(f"{self.spec.name} answered {scenario.method} wrongly: {problem}")
+            time.sleep(0.1)
+        raise ServerFailed(f"{self.spec.name} did not answer a gRPC call within {timeout:g} s ({last}): "
+                           f"{log_tail(self.log_path)}")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s; the whole session, so no child outlives it."""
+        if self.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        self.monitor.close()
+        if self.cgroup:
+            self.cgroup.remove()
+        self.log.close()
+
+
+def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores: float,
+                        load_cpu_count: int) -> dict:
+    """Flags saying what limited the run: the client, latency (neither side busy), or the server."""
+    server_share = server_cores / server_cpu_count
+    client_share = client_cores / load_cpu_count
+    return {
+        "server_cpu_share": server_share,
+        "client_cpu_share": client_share,
+        "client_bound": client_share >= CLIENT_BOUND_SHARE,
+        "latency_bound": server_share < LATENCY_BOUND_SHARE and client_share < LATENCY_BOUND_SHARE,
+    }
+
+
+def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpus: list[int]) -> dict:
+    """The figures of one measured window; every rate uses the same wall clock around the driver."""
+    wall = result.wall_s
+    server_cores = cpu_seconds_per_second(cpu_ns, wall)
+    ok = result.ok
+    m = {
+        "window_s": wall,
+        "requests_ok": ok,
+        "requests_non_ok": result.non_ok,
+        "req_per_s": ok / wall if wall > 0 else 0.0,
+        "server_cpu_s": cpu_ns / 1e9,
+        "server_cpu_cores": server_cores,
+        "req_per_cpu_s": ok / (cpu_ns / 1e9) if cpu_ns > 0 else None,
+        "cpu_us_per_req": (cpu_ns / 1e3 / ok) if ok else None,
+        "client_cpu_s": result.client_cpu_s,
+        "client_cpu_cores": result.client_cpu_cores,
+        "latency": result.latency.summary(),
+        "memory": memory,
+        "driver_exit_code": result.exit_code,
+        "driver_figures": result.raw,
+    }
+    m.update(classify_bottleneck(server_cores, len(opts.server_cpus), result.client_cpu_cores, len(load_cpus)))
+    return m
+
+
+class Run:
+    """One invocation of `profile.sh run`: a folder, a manifest, a result per server."""
+
+    def __init__(self, opts: RunOptions, command: list[str]):
+        self.opts = opts
+        self.scenario = get_scenario(opts.scenario)
+        self.load_cpus = opts.resolved_load_cpus()
+        self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
+        self.settings.validate()
+        if opts.warmup < 0:
+            raise UserError(f"--warmup must be 0 or more (got {opts.warmup})")
+        self.specs = [load_server(name) for name in opts.servers]
+        for key in opts.params:
+            if not any(key in spec.params for spec in self.specs):
+                raise UserError(f"--param {key}: none of {', '.join(opts.servers)} has a parameter {key!r}")
+        self.command = command
+        self.results: dict[str, dict] = {}
+        self.dir: Path | None = None
+        self.current: ServerProcess | None = None
+
+    def manifest(self, status: str) -> dict:
+        params = asdict(self.opts)
+        params["load_cpus"] = self.load_cpus
+        return {
+            "status": status,
+            "command": self.command,
+            "started": self.started,
+            "finished": dt.datetime.now().isoformat(timespec="seconds") if status != "running" else None,
+            "machine": self.machine,
+            "tools": self.tools,
+            "git": self.git,
+            "parameters": params,
+            "scenario": {"name": self.scenario.name, "method": self.scenario.method},
+            "servers": {name: r.get("status") for name, r in self.results.items()},
+        }
+
+    def write_manifest(self, status: str) -> None:
+        (self.dir / "manifest.json").write_text(json.dumps(self.manifest(status), indent=2, sort_keys=True) + "\n")
+        (self.dir / "metrics.json").write_text(json.dumps(self.results, indent=2, sort_keys=True) + "\n")
+
+    def execute(self) -> Path:
+        label = self.opts.label or "-".join(self.opts.servers)
+        self.dir = make_run_dir(label)
+        self.started = dt.datetime.now().isoformat(timespec="seconds")
+        self.machine, self.tools, self.git = machine_specs(), tool_versions(), git_commit()
+        self.write_manifest("running")
+        _log(f"rpcprof: run folder {self.dir.relative_to(ROOT) if self.dir.is_relative_to(ROOT) else self.dir}")
+        _log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
+             f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
+             f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
+        status = "complete"
+        try:
+            for spec in self.specs:
+                self.results[spec.name] = self.measure(spec)
+                self.write_manifest("running")
+        except KeyboardInterrupt:
+            status = "incomplete"
+            for spec in self.specs:
+                self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
+        finally:
+            if self.current:
+                self.current.stop()
+                self.current = None
+            if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
+                status = "failed"
+            self.write_manifest(status)
+        if status == "incomplete":
+            raise KeyboardInterrupt
+        return self.dir
+
+    def measure(self, spec: ServerSpec) -> dict:
+        opts = self.opts
+        out = self.dir / spec.name
+        out.mkdir()
+        result = {"server": spec.name, "description": spec.description, "status": "running"}
+        try:
+            return self._measure(spec, out, result)
+        except ServerFailed as e:
+            result.update(status="failed", error=str(e))
+            _log(f"rpcprof: FAILED {e}")
+            return result
+        except KeyboardInterrupt:
+            result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
+            self.results[spec.name] = result
+            raise
+        finally:
+            if self.current:
+                self.current.stop()
+                self.current = None
+            (out / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+
+    def _measure(self, spec: ServerSpec, out: Path, result: dict) -> dict:
+        opts = self.opts
+        with open(out / "build.log", "w") as blog:
+            spec.build(blog)
+        check_port_free(opts.port)
+        argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
+        result["argv"] = argv
+        self.current = server = ServerProcess(spec, argv, opts.server_cpus, out / "server.log",
+                                              f"rpcprof-{os.getpid()}-{spec.name}")
+        result["pid"] = server.pid
+        ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
+        _log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
+        driver = make_driver(opts.driver, self.scenario, out)
+        if opts.warmup > 0:
+            warm = LoadSettings(**{**asdict(self.settings), "duration": opts.warmup})
+            driver.run(warm, opts.port, out / "warmup.log", latencies=False)
+            self._check_alive(server, "during the warm-up")
+        marks = {}
+
+        def window_start(_pid):
+            marks["cpu0"] = server.monitor.mark()
+            server.monitor.start_rss_window()
+
+        _log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
+        load = driver.run(self.settings, opts.port, out / "load.log", on_start=window_start)
+        cpu_ns = server.monitor.mark() - marks["cpu0"]
+        memory = server.monitor.stop_rss_window()
+        result["cpu_method"] = server.monitor.method
+        result["load_argv"] = load.argv
+        result.update(window_metrics(load, cpu_ns, memory, opts, self.load_cpus))
+        self._check_alive(server, "during the measured window")
+        if load.ok == 0:
+            raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
+                               f"({load.non_ok} non-OK; driver exit {load.exit_code}): see {out / 'load.log'}")
+        if load.non_ok:
+            _log(f"rpcprof: WARNING: {spec.name}: {load.non_ok} responses were not OK; they are not counted in req/s")
+        result["status"] = "ok"
+        return result
+
+    def _check_alive(self, server: ServerProcess, when: str) -> None:
+        code = server.exited()
+        if code is not None:
+            raise ServerFailed(f"{server.spec.name} exited with status {code} {when}: {log_tail(server.log_path)}")

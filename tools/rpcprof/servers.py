@@ -1,0 +1,102 @@
+"""The servers under test: one folder each under servers/, described by its server.yaml.
+
+See servers/README.md for the contract.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import UserError
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS_DIR = ROOT / "servers"
+PROTO_DIR = SERVERS_DIR / "proto"
+VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
+
+REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
+OPTIONAL_KEYS = {"params"}
+PROFILERS = {"perf", "py-spy"}
+
+
+@dataclass
+class ServerSpec:
+    name: str
+    folder: Path
+    description: str
+    language: str
+    profiler: str
+    run: list[str]
+    app: str
+    params: dict = field(default_factory=dict)
+
+    def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
+        """The command that starts the server on port, placeholders filled in."""
+        values = {"port": str(port), "root": str(ROOT), "python": str(VENV / "bin" / "python"),
+                  "node": shutil.which("node") or "node"}
+        values.update({k: str(v) for k, v in self.params.items()})
+        for key, value in (overrides or {}).items():
+            if key not in self.params:
+                known = ", ".join(sorted(self.params)) or "none"
+                raise UserError(f"--param {key}: {self.name} has no parameter {key!r} (its parameters: {known})")
+            values[key] = value
+        try:
+            return [part.format(**values) for part in self.run]
+        except KeyError as e:
+            raise UserError(f"{self.folder}/server.yaml: run uses unknown placeholder {{{e.args[0]}}}") from None
+
+    def build(self, log) -> None:
+        """Run the folder's build.sh (idempotent); raise UserError with the log tail on failure."""
+        script = self.folder / "build.sh"
+        if not script.exists():
+            return
+        proc = subprocess.run(["bash", str(script)], cwd=self.folder, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        log.write(proc.stdout)
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stdout.strip().splitlines()[-3:])
+            raise UserError(f"building {self.name} failed (servers/{self.name}/build.sh, exit {proc.returncode}): {tail}")
+
+
+def known_servers() -> list[str]:
+    return sorted(p.parent.name for p in SERVERS_DIR.glob("*/server.yaml"))
+
+
+def load_server(name: str) -> ServerSpec:
+    """The ServerSpec for servers/NAME, validated; UserError naming the known servers if absent."""
+    folder = SERVERS_DIR / name
+    path = folder / "server.yaml"
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not path.exists():
+        raise UserError(f"unknown server {name!r}: known servers are {', '.join(known_servers())}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of keys {sorted(REQUIRED_KEYS)}")
+    missing = REQUIRED_KEYS - data.keys()
+    unknown = data.keys() - REQUIRED_KEYS - OPTIONAL_KEYS
+    if missing:
+        raise UserError(f"{path}: missing key(s) {', '.join(sorted(missing))}")
+    if unknown:
+        raise UserError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
+    if data["profiler"] not in PROFILERS:
+        raise UserError(f"{path}: profiler must be one of {', '.join(sorted(PROFILERS))}")
+    if not isinstance(data["run"], list) or not data["run"] or not all(isinstance(x, str) for x in data["run"]):
+        raise UserError(f"{path}: run must be a non-empty list of strings (an argv)")
+    try:
+        re.compile(data["app"])
+    except re.error as e:
+        raise UserError(f"{path}: app: invalid regex: {e}") from None
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        raise UserError(f"{path}: params must be a mapping")
+    return ServerSpec(name=name, folder=folder, description=str(data["description"]),
+                      language=str(data["language"]), profiler=data["profiler"], run=data["run"],
+                      app=data["app"], params=params)

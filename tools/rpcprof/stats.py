@@ -1,0 +1,83 @@
+"""Latency statistics from per-request samples.
+
+Percentiles use the nearest-rank method on the sorted samples (the value at rank ceil(p/100 * n)),
+so every reported percentile is a latency that was really observed. Samples are kept as an exact
+histogram of integer microseconds, so millions of requests cost little memory.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Iterable
+
+PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
+
+
+class LatencyHistogram:
+    """Exact counts of latencies in integer microseconds."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[int] = Counter()
+        self.n = 0
+
+    def add(self, us: int, count: int = 1) -> None:
+        self.counts[us] += count
+        self.n += count
+
+    def extend(self, values: Iterable[int]) -> None:
+        for v in values:
+            self.add(v)
+
+    def _sorted_items(self) -> list[tuple[int, int]]:
+        return sorted(self.counts.items())
+
+    def percentile(self, p: float) -> float:
+        """Nearest-rank percentile in µs; NaN when empty."""
+        if self.n == 0:
+            return math.nan
+        rank = max(1, math.ceil(p / 100.0 * self.n))
+        seen = 0
+        for value, count in self._sorted_items():
+            seen += count
+            if seen >= rank:
+                return float(value)
+        return float(max(self.counts))
+
+    def mean(self) -> float:
+        if self.n == 0:
+            return math.nan
+        return sum(v * c for v, c in self.counts.items()) / self.n
+
+    def stddev(self) -> float:
+        """Population standard deviation in µs."""
+        if self.n == 0:
+            return math.nan
+        m = self.mean()
+        return math.sqrt(sum(c * (v - m) ** 2 for v, c in self.counts.items()) / self.n)
+
+    def trimmed_mean(self, p: float = 99) -> float:
+        """Mean of the samples at or below the p-th percentile (tm99 for p=99)."""
+        if self.n == 0:
+            return math.nan
+        cut = self.percentile(p)
+        total = count_sum = 0
+        for v, c in self.counts.items():
+            if v <= cut:
+                total += v * c
+                count_sum += c
+        return total / count_sum
+
+    def summary(self) -> dict:
+        """Latency figures in milliseconds, keyed as in the metrics JSON."""
+        out = {"samples": self.n}
+        if self.n == 0:
+            return out
+        ms = 1000.0
+        out["avg_ms"] = self.mean() / ms
+        for p in PERCENTILES:
+            out[f"p{p:g}_ms".replace(".", "_")] = self.percentile(p) / ms
+        out["tm99_ms"] = self.trimmed_mean(99) / ms
+        out["stddev_ms"] = self.stddev() / ms
+        out["min_ms"] = min(self.counts) / ms
+        out["max_ms"] = max(self.counts) / ms
+        return out

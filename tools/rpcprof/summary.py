@@ -1,0 +1,105 @@
+"""The run table: seed 000's columns plus req/s per CPU and the ratio between servers."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .tables import render
+
+RUN_COLUMNS = [
+    ("server", "name"),
+    ("req_per_s", "req/s"),
+    ("avg_cpu_pct", "avg. cpu [%]"),
+    ("req_per_cpu_s", "req/s per CPU"),
+    ("cpu_us_per_req", "CPU [µs/req]"),
+    ("relative", "relative"),
+    ("avg_ms", "avg. latency [ms]"),
+    ("p90_ms", "90 % in [ms]"),
+    ("p95_ms", "95 % in [ms]"),
+    ("p99_ms", "99 % in [ms]"),
+    ("rss_avg_mib", "avg. memory [MiB]"),
+    ("client_cpu_pct", "client cpu [%]"),
+    ("notes", "notes"),
+]
+
+
+def notes_for(m: dict) -> str:
+    if m.get("status") != "ok":
+        return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
+    notes = []
+    if m.get("client_bound"):
+        notes.append("CLIENT-BOUND")
+    if m.get("latency_bound"):
+        notes.append("LATENCY-BOUND")
+    if m.get("requests_non_ok"):
+        notes.append(f"{m['requests_non_ok']} non-OK")
+    return ", ".join(notes)
+
+
+def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[dict]:
+    """One row per server in run order; 'relative' is req/s per CPU over the first measured server's."""
+    names = order or list(metrics)
+    base = next((metrics[n].get("req_per_cpu_s") for n in names if metrics.get(n, {}).get("req_per_cpu_s")), None)
+    rows = []
+    for name in names:
+        m = metrics.get(name, {"server": name, "status": "not run"})
+        lat = m.get("latency") or {}
+        mem = m.get("memory") or {}
+        rpc = m.get("req_per_cpu_s")
+        rows.append({
+            "server": name,
+            "status": m.get("status"),
+            "req_per_s": m.get("req_per_s"),
+            "avg_cpu_pct": 100 * m["server_cpu_cores"] if m.get("server_cpu_cores") is not None else None,
+            "req_per_cpu_s": rpc,
+            "cpu_us_per_req": m.get("cpu_us_per_req"),
+            "relative": rpc / base if rpc and base else None,
+            "avg_ms": lat.get("avg_ms"),
+            "p90_ms": lat.get("p90_ms"),
+            "p95_ms": lat.get("p95_ms"),
+            "p99_ms": lat.get("p99_ms"),
+            "rss_avg_mib": mem.get("rss_avg_mib"),
+            "client_cpu_pct": 100 * m["client_cpu_share"] if m.get("client_cpu_share") is not None else None,
+            "client_bound": m.get("client_bound"),
+            "latency_bound": m.get("latency_bound"),
+            "notes": notes_for(m),
+        })
+    return rows
+
+
+def ratio_lines(rows: list[dict]) -> list[str]:
+    """Sentences such as 'rust_pajamax serves ^11.2 the requests per CPU-second of rust_tonic'."""
+    measured = [r for r in rows if r.get("req_per_cpu_s")]
+    if len(measured) < 2:
+        return []
+    base = measured[0]
+    lines = []
+    for r in measured[1:]:
+        ratio = r["req_per_cpu_s"] / base["req_per_cpu_s"]
+        lines.append(f"{r['server']} vs {base['server']}: ^{ratio:.1f} requests per server CPU-second")
+    for r in rows:
+        if r.get("client_bound"):
+            lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
+                         f"{r['client_cpu_pct']:.0f} %): req/s understates the server; req/s per CPU still holds.")
+        if r.get("latency_bound"):
+            lines.append(f"{r['server']}: neither side was busy: the run is latency-bound (e.g. Nagle + delayed "
+                         "ACK); try another --streams.")
+    return lines
+
+
+def render_run(run_dir: Path, fmt: str = "table") -> str:
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    order = manifest["parameters"]["servers"]
+    rows = run_rows(metrics, order)
+    if fmt == "json":
+        return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
+    text = render(rows, RUN_COLUMNS, fmt)
+    if fmt in ("table", "markdown"):
+        p = manifest["parameters"]
+        head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "
+                f"{p['duration']:g} s window, server CPU {p['server_cpus']}, load CPU {p['load_cpus']} "
+                f"[{manifest['status']}]")
+        lines = ratio_lines(rows)
+        text = head + "\n" + text + ("\n" + "\n".join(lines) + "\n" if lines else "")
+    return text

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+#
+# setup.sh - install everything rpcprof needs, idempotently.
+#
+# A second run finds everything present and returns in about a second.
+# Installs only from the package registries: Debian, crates.io, the Go module proxy, PyPI, npm.
+#
+# USAGE: tools/setup.sh [--check]
+#
+#   --check   only report what is missing; exit 1 if anything is
+#
+# eg,
+#   tools/setup.sh            # install what is missing
+#   tools/setup.sh --check    # what would be installed?
+#
+# WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc);
+#       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
+#       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
+#       pytest, py-spy, grpcio...). Servers are built on demand by profile.sh (servers/*/build.sh).
+#
+# REQUIREMENTS: root (apt-get), cargo, go, python3.
+set -euo pipefail
+
+INFERNO_VERSION=0.12.8
+GHZ_VERSION=v0.120.0
+
+check_only=0
+case "${1:-}" in
+  --check) check_only=1 ;;
+  "") ;;
+  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+  *) echo "setup.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+esac
+
+# shellcheck source=tools/env.sh
+source "$(dirname "$0")/env.sh"
+cd "$RPCPROF_ROOT"
+
+missing=()
+note() { echo "setup: $*"; }
+
+# --- Debian packages ---------------------------------------------------------------
+declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux)
+debs=()
+for cmd in perf h2load protoc taskset; do
+  command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
+done
+if ((${#debs[@]})); then
+  missing+=("debian: ${debs[*]}")
+  if ((!check_only)); then
+    [[ $(id -u) == 0 ]] || { echo "setup: ERROR: installing ${debs[*]} needs root (apt-get)." >&2; exit 1; }
+    note "installing Debian packages: ${debs[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+  fi
+fi
+
+# --- inferno (cargo) ----------------------------------------------------------------
+# inferno's binaries have no --version: ask cargo what it installed.
+if ! { command -v inferno-flamegraph >/dev/null && cargo install --list 2>/dev/null | grep -qxF "inferno v$INFERNO_VERSION:"; }; then
+  missing+=("inferno $INFERNO_VERSION")
+  if ((!check_only)); then
+    command -v cargo >/dev/null || { echo "setup: ERROR: cargo not found: install Rust (rustup) first." >&2; exit 1; }
+    note "installing inferno $INFERNO_VERSION (cargo install, about a minute)"
+    cargo install inferno --version "$INFERNO_VERSION" --locked --quiet
+  fi
+fi
+
+# --- ghz (go install) ---------------------------------------------------------------
+ghz_bin="$GOBIN_DIR/ghz"
+if ! { [[ -x $ghz_bin ]] && go version -m "$ghz_bin" 2>/dev/null | grep -q "mod.*github.com/bojand/ghz.*$GHZ_VERSION"; }; then
+  missing+=("ghz $GHZ_VERSION")
+  if ((!check_only)); then
+    command -v go >/dev/null || { echo "setup: ERROR: go not found: install Go first." >&2; exit 1; }
+    note "installing ghz $GHZ_VERSION (go install)"
+    GOBIN="$GOBIN_DIR" go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+  fi
+fi
+
+# --- Python virtualenv --------------------------------------------------------------
+# The stamp holds a hash of the requirement files: pip runs again only when they change.
+req_hash=$(cat requirements.txt servers/requirements-python.txt 2>/dev/null | sha256sum | cut -c1-16)
+stamp="$RPCPROF_VENV/.rpcprof-requirements"
+if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash" ]]; then
+  missing+=("python virtualenv $RPCPROF_VENV")
+  if ((!check_only)); then
+    note "creating/updating the virtualenv $RPCPROF_VENV"
+    [[ -x $RPCPROF_VENV/bin/python ]] || python3 -m venv "$RPCPROF_VENV"
+    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
+    echo "$req_hash" > "$stamp"
+  fi
+fi
+
+if ((${#missing[@]})); then
+  if ((check_only)); then
+    printf 'setup: missing: %s\n' "${missing[@]}"
+    echo "setup: run tools/setup.sh to install them."
+    exit 1
+  fi
+  note "done."
+else
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION, ghz $GHZ_VERSION, .venv)."
+fi
