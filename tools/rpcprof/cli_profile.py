@@ -1,17 +1,18 @@
 """The commands behind profile.sh: run (and, later, attach and sweep). Thin: options in, functions out."""
 from __future__ import annotations
 
-import signal
 import sys
 
 import click
 
+from .clicommon import format_option, run_click
 from .errors import UserError
 from .load import DRIVERS
 from .runner import Run, RunOptions
 from .scenario import SCENARIOS
 from .summary import render_run
-from .tables import FORMATS
+from .compare import render_compare
+from .profiler import CALL_GRAPHS, MIN_SAMPLES
 
 
 def cpu_list(ctx, param, value):
@@ -52,7 +53,7 @@ def positive(ctx, param, value):
     return value
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="profile.sh", context_settings={"help_option_names": ["-h", "--help"]})
 def main():
     """rpcprof: why does RPC server A serve N times more requests per CPU than server B?"""
 
@@ -72,9 +73,18 @@ def main():
 @click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535))
 @click.option("--label", default="", help="Name part of the run folder [default: the servers].")
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--profile/--no-profile", default=True, show_default=True,
+              help="After the measured window, profile a second window with the same load.")
+@click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default="dwarf", show_default=True,
+              help="perf stack unwinding.")
+@click.option("-F", "--frequency", default=999, show_default=True, callback=positive, help="Sampling rate [Hz].")
+@click.option("--profile-duration", default=10.0, show_default=True, callback=positive, help="Profile window [s].")
+@click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
+              help="Raise the rate, then the duration, to reach this many samples.")
+@click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
+@format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
-        params, fmt):
+        params, profile, call_graph, frequency, profile_duration, min_samples, app, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic rust_pajamax -C 1 -S 100
@@ -84,7 +94,9 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                         "server's CPU")
     opts = RunOptions(servers=list(servers), connections=connections, streams=streams, duration=duration,
                       warmup=warmup, scenario=scenario, driver=driver, server_cpus=server_cpus,
-                      load_cpus=load_cpus, port=port, label=label, params=params)
+                      load_cpus=load_cpus, port=port, label=label, params=params,
+                      profile=profile, call_graph=call_graph, frequency=frequency,
+                      profile_duration=profile_duration, min_samples=min_samples, app=app)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
@@ -95,33 +107,16 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                             f"{the_run.dir} (marked incomplete)", exit_code=130) from None
         raise UserError("interrupted", exit_code=130) from None
     click.echo(render_run(run_dir, fmt), nl=False)
+    if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
+        click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
+        click.echo(render_compare(run_dir, the_run.rules, fmt, app), nl=False)
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
         raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
 
 
 def entry() -> None:
-    """Run the CLI with one-line errors; SIGTERM is treated like Ctrl-C so cleanup runs."""
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, on_term)
-    try:
-        main(standalone_mode=False)
-    except UserError as e:
-        click.echo(f"rpcprof: error: {e}", err=True)
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo("rpcprof: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo("rpcprof: interrupted", err=True)
-        sys.exit(130)
-    sys.exit(0)
+    run_click(main)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from .errors import UserError
 from .load import LoadSettings, make_driver
+from .categorize import categorize, load_rules, open_folded
 from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
+from .profiler import (CALL_GRAPHS, MIN_SAMPLES, ProfilePlan, count_folded_samples, fold_perf, max_sample_rate,
+                       pmu_event, start_perf, start_pyspy)
 from .scenario import get_scenario, probe
 from .servers import ROOT, ServerSpec, load_server
 
@@ -43,6 +46,12 @@ class RunOptions:
     label: str = ""
     params: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
+    profile: bool = True            # a second window with the profiler attached
+    call_graph: str = "dwarf"
+    frequency: int = 999
+    profile_duration: float = 10.0
+    min_samples: int = MIN_SAMPLES
+    app: str | None = None          # overrides the servers' app pattern
 
     def resolved_load_cpus(self) -> list[int]:
         if self.load_cpus:
@@ -244,6 +253,13 @@ class Run:
         self.results: dict[str, dict] = {}
         self.dir: Path | None = None
         self.current: ServerProcess | None = None
+        self.recorder = None
+        if opts.call_graph not in CALL_GRAPHS:
+            raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
+        self.rules = load_rules() if opts.profile else None
+        if self.rules and opts.app:
+            self.rules.with_app(opts.app)        # validates the regex before anything starts
+        self.event = pmu_event() if opts.profile else None
 
     def manifest(self, status: str) -> dict:
         params = asdict(self.opts)
@@ -285,9 +301,7 @@ class Run:
             for spec in self.specs:
                 self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
         finally:
-            if self.current:
-                self.current.stop()
-                self.current = None
+            self._stop_all()
             if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
                 status = "failed"
             self.write_manifest(status)
@@ -302,7 +316,7 @@ class Run:
         result = {"server": spec.name, "description": spec.description, "status": "running"}
         try:
             return self._measure(spec, out, result)
-        except ServerFailed as e:
+        except (ServerFailed, UserError) as e:
             result.update(status="failed", error=str(e))
             _log(f"rpcprof: FAILED {e}")
             return result
@@ -311,9 +325,7 @@ class Run:
             self.results[spec.name] = result
             raise
         finally:
-            if self.current:
-                self.current.stop()
-                self.current = None
+            self._stop_all()
             (out / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
 
     def _measure(self, spec: ServerSpec, out: Path, result: dict) -> dict:
@@ -352,8 +364,76 @@ class Run:
                                f"({load.non_ok} non-OK; driver exit {load.exit_code}): see {out / 'load.log'}")
         if load.non_ok:
             _log(f"rpcprof: WARNING: {spec.name}: {load.non_ok} responses were not OK; they are not counted in req/s")
+        result["app"] = opts.app or spec.app
+        result["profiler"] = spec.profiler
+        if opts.profile:
+            result["profile"] = self._profile(spec, server, driver, out, result)
         result["status"] = "ok"
         return result
+
+    def _stop_all(self) -> None:
+        """Stop the profiler, then the server: by PID, whatever happened."""
+        if self.recorder:
+            self.recorder.stop()
+            self.recorder = None
+        if self.current:
+            self.current.stop()
+            self.current = None
+
+    def _profile(self, spec: ServerSpec, server: ServerProcess, driver, out: Path, result: dict) -> dict:
+        """A second window with the same load and the profiler attached; returns the profile's record."""
+        opts = self.opts
+        profiler = spec.profiler
+        plan = ProfilePlan.for_load(result["server_cpu_cores"], opts.frequency, opts.profile_duration,
+                                    opts.min_samples, max_frequency=min(4999, max_sample_rate()))
+        what = f"{profiler} {self.event if profiler == 'perf' else 'wall-clock samples of on-CPU Python threads'}"
+        _log(f"rpcprof: {spec.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
+             + (f" ({plan.raised} to reach {opts.min_samples} samples)" if plan.raised else ""))
+        folded = out / "profile.folded"
+        if profiler == "perf":
+            self.recorder = start_perf(server.pid, out, plan.frequency, opts.call_graph, self.event)
+        else:
+            self.recorder = start_pyspy(server.pid, folded, plan.frequency)
+        self.recorder.wait_attached()
+        marks = {}
+        settings = LoadSettings(**{**asdict(self.settings), "duration": plan.duration})
+        load = driver.run(settings, opts.port, out / "profile-load.log", latencies=False,
+                          on_start=lambda _pid: marks.setdefault("cpu0", server.monitor.mark()))
+        cpu_ns = server.monitor.mark() - marks["cpu0"]
+        code = self.recorder.stop()
+        self.recorder = None
+        self._check_alive(server, "during the profile window")
+        record = {
+            "profiler": profiler,
+            "event": self.event if profiler == "perf" else "py-spy wall-clock sampling (non-blocking)",
+            "call_graph": opts.call_graph if profiler == "perf" else "python (py-spy)",
+            "frequency_hz": plan.frequency,
+            "duration_s": plan.duration,
+            "plan": plan.raised or "as requested",
+            "weight": "sample period in ns (inferno weights perf samples by period)" if profiler == "perf"
+                      else "samples",
+            "recorder_exit_code": code,
+            "requests_ok": load.ok,
+            "server_cpu_s": cpu_ns / 1e9,
+            "cpu_us_per_req_profiled": cpu_ns / 1e3 / load.ok if load.ok else None,
+        }
+        if profiler == "perf":
+            record.update(fold_perf(out / "perf.data", folded))
+        else:
+            record["samples"] = count_folded_samples(folded) if folded.exists() else 0
+        unprofiled = result.get("cpu_us_per_req")
+        if unprofiled and record["cpu_us_per_req_profiled"]:
+            record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled - 1)
+        record["too_few_samples"] = record["samples"] < opts.min_samples
+        if record["too_few_samples"]:
+            _log(f"rpcprof: WARNING: {spec.name}: only {record['samples']} samples (< {opts.min_samples}): shares "
+                 "are rough; raise --profile-duration or --frequency")
+        if folded.exists() and folded.stat().st_size:
+            rules = self.rules.with_app(opts.app or spec.app, "--app" if opts.app else f"servers/{spec.name}/server.yaml")
+            b = categorize(open_folded(folded), rules)
+            record["shares"] = {c: b.share(c) for c in rules.all_categories}
+        (out / "profile.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        return record
 
     def _check_alive(self, server: ServerProcess, when: str) -> None:
         code = server.exited()

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""report.py - explain profiles: category shares, per-request CPU by category, rules.
+
+Reads what profile.sh wrote (folded stacks, run folders); rerun it after editing categorize.yaml.
+
+USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
+
+  table FOLDED...           share of each category per profile (+ other: rule coverage)
+  compare RUN_DIR           req/s per CPU and CPU µs per request by category, side by side
+  top FOLDED -c CATEGORY    the frames that decide a category, to see and fix rules
+  explain FRAME             which rule a frame matches, and why
+  check-rules               validate categorize.yaml and its examples
+
+eg,
+  ./report.py compare flamegraphs/20261121-101500-rust_tonic-rust_pajamax
+  ./report.py table flamegraphs/*/rust_tonic/profile.folded --format markdown
+  ./report.py top flamegraphs/RUN/go_grpc/profile.folded -c other
+  ./report.py explain 'tcp_recvmsg_locked_[k]'
+
+Folded files are inferno's (perf, weighted by sample period) or py-spy's raw format (sample counts).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VENV_PYTHON = HERE / ".venv" / "bin" / "python"
+# Run under the project's virtualenv (tools/setup.sh makes it), whatever python3 started us.
+if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != (HERE / ".venv").resolve():
+    os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), __file__, *sys.argv[1:]])
+sys.path.insert(0, str(HERE / "tools"))
+
+from rpcprof.report_cli import entry  # noqa: E402
+
+if __name__ == "__main__":
+    entry()

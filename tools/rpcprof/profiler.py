@@ -1,0 +1,177 @@
+"""Capture and fold: perf record (native code, Go, Node) or py-spy (CPython) attached to a PID,
+then folded stacks via inferno-collapse-perf (perf) or py-spy's own raw output.
+
+Call-graph modes for perf:
+  dwarf       --call-graph dwarf (8 KiB of stack per sample): the default. Deep async stacks are cut
+              near the root, but the leaf side, which decides categories, is intact.
+  dwarf-deep  --call-graph dwarf,32768: complete stacks, ~4x the data.
+  fp          -g (frame pointers): cheapest, but callers inside glibc (no frame pointers in Debian's
+              build) are lost: blocking recv/send wrappers and malloc lose their callers.
+perf samples the `cpu-clock` software event where there is no hardware PMU (this machine kind), so
+time spent with interrupts off is charged where they are re-enabled; category shares are not
+distorted by this, leaf "top frame" lists are.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import UserError
+
+CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"]}
+PROFILERS = ("perf", "py-spy")
+MIN_SAMPLES = 5000
+
+
+def pmu_event() -> str:
+    """'cycles' when a hardware PMU counts, else 'cpu-clock' (software hrtimer)."""
+    try:
+        out = subprocess.run(["perf", "stat", "-x,", "-e", "cycles", "true"], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "cpu-clock"
+    return "cpu-clock" if ("not supported" in out.stderr or "<not" in out.stderr or out.returncode) else "cycles"
+
+
+def max_sample_rate() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
+    except (OSError, ValueError):
+        return 10000
+
+
+@dataclass
+class ProfilePlan:
+    """Rate and duration chosen so that the profile should hold at least min_samples samples."""
+    frequency: int
+    duration: float
+    expected_samples: int
+    raised: str = ""
+
+    @classmethod
+    def for_load(cls, cpu_cores: float, frequency: int, duration: float, min_samples: int = MIN_SAMPLES,
+                 max_frequency: int = 4999, max_duration: float = 60.0) -> "ProfilePlan":
+        """Raise the rate first (up to max_frequency), then the duration, using the CPU the server
+        used in the unprofiled window to predict samples = cores x seconds x Hz."""
+        cores = max(cpu_cores, 1e-3)
+        want = min_samples * 1.1
+        raised = []
+        if cores * duration * frequency < want and frequency < max_frequency:
+            frequency = min(max_frequency, max(frequency, math.ceil(want / (cores * duration))))
+            raised.append(f"rate raised to {frequency} Hz")
+        if cores * duration * frequency < want and duration < max_duration:
+            duration = min(max_duration, max(duration, math.ceil(want / (cores * frequency))))
+            raised.append(f"duration raised to {duration:g} s")
+        return cls(frequency, duration, int(cores * duration * frequency), ", ".join(raised))
+
+
+def require(tool: str, how: str = "run tools/setup.sh") -> str:
+    path = shutil.which(tool)
+    if not path:
+        raise UserError(f"{tool} not found: {how}")
+    return path
+
+
+class Recorder:
+    """A profiler attached to one PID until stop(); stop() always leaves no process behind."""
+
+    def __init__(self, argv: list[str], out_path: Path, log_path: Path, stop_signal=signal.SIGINT):
+        self.argv = argv
+        self.out_path = out_path
+        self.log_path = log_path
+        self.stop_signal = stop_signal
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+
+    def wait_attached(self, timeout: float = 10.0) -> None:
+        """Poll until the profiler has written its output header (perf) or is running (py-spy)."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if self.proc.poll() is not None:
+                tail = " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-3:])
+                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): {tail}")
+            if self.out_path.name.endswith(".data"):
+                if self.out_path.exists() and self.out_path.stat().st_size > 0:
+                    return
+            elif time.monotonic() - t0 > 0.5:
+                return
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 120.0) -> int:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, self.stop_signal)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        self.log.close()
+        return self.proc.returncode
+
+
+def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str) -> Recorder:
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    data = out_dir / "perf.data"
+    argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], "-p", str(pid),
+            "-o", str(data)]
+    return Recorder(argv, data, out_dir / "perf-record.log")
+
+
+def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
+    pyspy = require("py-spy", "run tools/setup.sh (py-spy is in the project's virtualenv)")
+    # --nonblocking: don't pause the interpreter to sample it (~4 % cost instead of ~18 %)
+    argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--rate", str(frequency),
+            "--output", str(folded)]
+    return Recorder(argv, folded, folded.with_name("py-spy.log"))
+
+
+_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
+
+
+def fold_perf(data: Path, folded: Path) -> dict:
+    """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
+
+    --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
+    """
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    collapse = require("inferno-collapse-perf")
+    script = folded.with_suffix(".script")
+    t0 = time.monotonic()
+    with open(script, "wb") as out:
+        proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
+                              stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        script.unlink(missing_ok=True)
+        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    samples = 0
+    with open(script, "rb") as f:
+        for line in f:
+            if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
+                samples += 1
+    with open(folded, "wb") as out:
+        proc = subprocess.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+    script.unlink()
+    if proc.returncode != 0:
+        raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    return {"samples": samples, "fold_seconds": time.monotonic() - t0}
+
+
+def count_folded_samples(folded: Path) -> int:
+    """Samples in a py-spy raw file: its counts are samples."""
+    total = 0
+    with open(folded, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            _, _, n = line.rstrip("\n").rpartition(" ")
+            if n.isdigit():
+                total += int(n)
+    return total

@@ -1,0 +1,127 @@
+"""The commands behind report.py. Each maps options onto a function of the package and prints rows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .categorize import RULES_PATH, OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
+from .clicommon import format_option, run_click
+from .compare import render_compare
+from .errors import UserError
+from .tables import render
+
+rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
+                            show_default="categorize.yaml", help="Categorisation rules.")
+app_option = click.option("--app", default=None, metavar="REGEX",
+                          help="Regex of the application handler's frames (else the server's, where known).")
+
+
+def app_for(folded: Path) -> str | None:
+    """The app pattern recorded for a folded file's server in its run folder, if any."""
+    import json
+    result = folded.parent / "result.json"
+    try:
+        return json.loads(result.read_text()).get("app")
+    except (OSError, ValueError):
+        return None
+
+
+@click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
+def main():
+    """Explain profiles: category shares, per-request CPU by category, and the rules behind them."""
+
+
+@main.command()
+@click.argument("folded", nargs=-1, required=True, type=click.Path(path_type=Path))
+@rules_option
+@app_option
+@format_option
+def table(folded, rules_path, app, fmt):
+    """Share of each category per profile, plus `other` (stacks no rule matched)."""
+    rules = load_rules(rules_path)
+    rows = []
+    for path in folded:
+        b = categorize(open_folded(path), rules.with_app(app or app_for(path), "--app" if app else "result.json"))
+        row = {"profile": str(path), "samples": b.samples}
+        row.update({c: 100 * b.share(c) for c in rules.all_categories})
+        rows.append(row)
+    columns = [("profile", "profile"), ("samples", "samples")] + [(c, f"{c} [%]") for c in rules.all_categories]
+    click.echo(render(rows, columns, fmt), nl=False)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@rules_option
+@app_option
+@format_option
+def compare(run_dir, rules_path, app, fmt):
+    """Per server of a run: req/s per CPU, the ratio to the first, and CPU µs per request by category."""
+    click.echo(render_compare(run_dir, load_rules(rules_path), fmt, app), nl=False)
+
+
+@main.command()
+@click.argument("folded", type=click.Path(path_type=Path))
+@click.option("-c", "--category", required=True, help="Category to look into (recv, send, ..., other).")
+@click.option("-n", "--limit", default=20, show_default=True, help="Rows.")
+@rules_option
+@app_option
+@format_option
+def top(folded, category, limit, rules_path, app, fmt):
+    """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
+    rules = load_rules(rules_path)
+    if category not in rules.all_categories:
+        raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
+    r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
+    b = categorize(open_folded(folded), r)
+    frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    rows = []
+    for frame, w in frames:
+        hit = r.classify_frame(frame)
+        rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
+                     "rule": hit[1].name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
+    columns = [("share", "share [%]"), ("rule", "rule"), ("frame", "frame")]
+    click.echo(render(rows, columns, fmt), nl=False)
+
+
+@main.command()
+@click.argument("frame")
+@rules_option
+@app_option
+@format_option
+def explain(frame, rules_path, app, fmt):
+    """Which rule FRAME matches, and why (the normalised name the rules see)."""
+    rules = load_rules(rules_path).with_app(app)
+    name, kernel = normalize_frame(frame)
+    hit = rules.classify_frame(frame)
+    row = {"frame": frame, "matched_as": name, "kernel": kernel,
+           "category": hit[0] if hit else "(none: falls to its nearest classified caller, or other)",
+           "rule": hit[1].name if hit else "-", "pattern": hit[1].pattern.pattern if hit else "-"}
+    if fmt == "table":
+        width = max(len(k) for k in row)
+        click.echo("\n".join(f"{k.ljust(width)}  {v if not isinstance(v, bool) else ('yes' if v else 'no')}"
+                             for k, v in row.items()))
+        return
+    click.echo(render([row], [(k, k) for k in row], fmt), nl=False)
+
+
+@main.command("check-rules")
+@rules_option
+@format_option
+def check_rules(rules_path, fmt):
+    """Validate the rules file and that every rule decides its own examples."""
+    rules = load_rules(rules_path)
+    problems = check_examples(rules)
+    if fmt != "table":
+        rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
+        click.echo(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), nl=False)
+    if problems:
+        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=1)
+    if fmt == "table":
+        n = sum(len(r.examples) for r in rules.rules)
+        click.echo(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories, "
+                   f"{n} examples, all decided by their own rule.")
+
+
+def entry() -> None:
+    run_click(main)
