@@ -75,8 +75,8 @@ def main():
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
 @click.option("--profile/--no-profile", default=True, show_default=True,
               help="After the measured window, profile a second window with the same load.")
-@click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default="dwarf", show_default=True,
-              help="perf stack unwinding.")
+@click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None,
+              help="perf stack unwinding [default: the server's call_graph, else dwarf].")
 @click.option("-F", "--frequency", default=999, show_default=True, callback=positive, help="Sampling rate [Hz].")
 @click.option("--profile-duration", default=10.0, show_default=True, callback=positive, help="Profile window [s].")
 @click.option("--min-samples", default=MIN_SAMPLES, show_default=True,

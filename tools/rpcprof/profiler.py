@@ -28,6 +28,11 @@ from .errors import UserError
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"]}
 PROFILERS = ("perf", "py-spy")
 MIN_SAMPLES = 5000
+# py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
+# Condition.wait its idle detection fails (two thirds of the samples), so only the thread holding
+# the GIL is sampled: Python on CPU. Work done without the GIL (gRPC core's C code, the kernel's
+# recv/send) is not in such a profile: perf's view of the same process shows it.
+PYSPY_EVENT = "py-spy samples of the GIL holder (--gil --nonblocking): no kernel time, no GIL-free native work"
 
 
 def pmu_event() -> str:
@@ -130,7 +135,7 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
 def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
     pyspy = require("py-spy", "run tools/setup.sh (py-spy is in the project's virtualenv)")
     # --nonblocking: don't pause the interpreter to sample it (~4 % cost instead of ~18 %)
-    argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--rate", str(frequency),
+    argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
     return Recorder(argv, folded, folded.with_name("py-spy.log"))
 

@@ -21,7 +21,7 @@ from .errors import UserError
 from .load import LoadSettings, make_driver
 from .categorize import categorize, load_rules, open_folded
 from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
-from .profiler import (CALL_GRAPHS, MIN_SAMPLES, ProfilePlan, count_folded_samples, fold_perf, max_sample_rate,
+from .profiler import (CALL_GRAPHS, PYSPY_EVENT, MIN_SAMPLES, ProfilePlan, count_folded_samples, fold_perf, max_sample_rate,
                        pmu_event, start_perf, start_pyspy)
 from .scenario import get_scenario, probe
 from .servers import ROOT, ServerSpec, load_server
@@ -47,7 +47,7 @@ class RunOptions:
     params: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
     profile: bool = True            # a second window with the profiler attached
-    call_graph: str = "dwarf"
+    call_graph: str | None = None   # None: each server's own (server.yaml call_graph, else dwarf)
     frequency: int = 999
     profile_duration: float = 10.0
     min_samples: int = MIN_SAMPLES
@@ -194,6 +194,8 @@ class ServerProcess:
         if self.cgroup:
             self.cgroup.remove()
         self.log.close()
+        # JIT runtimes started with --perf-basic-prof leave their symbol map behind
+        Path(f"/tmp/perf-{self.pid}.map").unlink(missing_ok=True)
 
 
 def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores: float,
@@ -254,7 +256,7 @@ class Run:
         self.dir: Path | None = None
         self.current: ServerProcess | None = None
         self.recorder = None
-        if opts.call_graph not in CALL_GRAPHS:
+        if opts.call_graph is not None and opts.call_graph not in CALL_GRAPHS:
             raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
         self.rules = load_rules() if opts.profile else None
         if self.rules and opts.app:
@@ -384,14 +386,17 @@ class Run:
         """A second window with the same load and the profiler attached; returns the profile's record."""
         opts = self.opts
         profiler = spec.profiler
-        plan = ProfilePlan.for_load(result["server_cpu_cores"], opts.frequency, opts.profile_duration,
+        call_graph = opts.call_graph or spec.call_graph
+        # py-spy --gil samples only while a thread holds the GIL: plan for half the measured CPU
+        cores = result["server_cpu_cores"] * (0.5 if profiler == "py-spy" else 1.0)
+        plan = ProfilePlan.for_load(cores, opts.frequency, opts.profile_duration,
                                     opts.min_samples, max_frequency=min(4999, max_sample_rate()))
-        what = f"{profiler} {self.event if profiler == 'perf' else 'wall-clock samples of on-CPU Python threads'}"
+        what = f"perf {self.event}, {call_graph} call graphs" if profiler == "perf" else f"py-spy ({PYSPY_EVENT})"
         _log(f"rpcprof: {spec.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
              + (f" ({plan.raised} to reach {opts.min_samples} samples)" if plan.raised else ""))
         folded = out / "profile.folded"
         if profiler == "perf":
-            self.recorder = start_perf(server.pid, out, plan.frequency, opts.call_graph, self.event)
+            self.recorder = start_perf(server.pid, out, plan.frequency, call_graph, self.event)
         else:
             self.recorder = start_pyspy(server.pid, folded, plan.frequency)
         self.recorder.wait_attached()
@@ -405,8 +410,8 @@ class Run:
         self._check_alive(server, "during the profile window")
         record = {
             "profiler": profiler,
-            "event": self.event if profiler == "perf" else "py-spy wall-clock sampling (non-blocking)",
-            "call_graph": opts.call_graph if profiler == "perf" else "python (py-spy)",
+            "event": self.event if profiler == "perf" else PYSPY_EVENT,
+            "call_graph": call_graph if profiler == "perf" else "python (py-spy)",
             "frequency_hz": plan.frequency,
             "duration_s": plan.duration,
             "plan": plan.raised or "as requested",

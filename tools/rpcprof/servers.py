@@ -21,7 +21,8 @@ PROTO_DIR = SERVERS_DIR / "proto"
 VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
 
 REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
-OPTIONAL_KEYS = {"params"}
+OPTIONAL_KEYS = {"params", "call_graph"}
+CALL_GRAPH_MODES = ("dwarf", "dwarf-deep", "fp")
 PROFILERS = {"perf", "py-spy"}
 
 
@@ -35,6 +36,7 @@ class ServerSpec:
     run: list[str]
     app: str
     params: dict = field(default_factory=dict)
+    call_graph: str = "dwarf"       # the perf unwinding that works for this server's code
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
@@ -94,9 +96,12 @@ def load_server(name: str) -> ServerSpec:
         re.compile(data["app"])
     except re.error as e:
         raise UserError(f"{path}: app: invalid regex: {e}") from None
+    call_graph = data.get("call_graph", "dwarf")
+    if call_graph not in CALL_GRAPH_MODES:
+        raise UserError(f"{path}: call_graph must be one of {', '.join(CALL_GRAPH_MODES)}")
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise UserError(f"{path}: params must be a mapping")
     return ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
-                      app=data["app"], params=params)
+                      app=data["app"], params=params, call_graph=call_graph)
