@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+#
+# capture.sh - record the real profiles the golden tests read: one short profile per server.
+#
+# Runs the five servers through profile.sh (each with its own profiler and call-graph mode), copies each
+# profile.folded here as SERVER.folded with its app pattern in captures.yaml, then blesses the expected
+# tables. Rerun after adding a server; review `git diff tests/data` before committing.
+#
+# USAGE: tests/data/capture.sh [SERVER...]
+#
+# eg,
+#   tests/data/capture.sh                  # all five
+#   tests/data/capture.sh go_grpc          # one
+#
+# REQUIREMENTS: what tools/setup.sh installs; root.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+servers=("$@")
+((${#servers[@]})) || servers=(rust_tonic rust_pajamax go_grpc python_grpcio node_grpcjs)
+
+"$root/profile.sh" run "${servers[@]}" -d 2 -w 1 --profile-duration 3 --min-samples 2000 \
+  --label golden-capture --port 50451 --format json > /dev/null
+run=$(ls -d "$root"/flamegraphs/*-golden-capture | tail -n 1)
+for s in "${servers[@]}"; do
+  cp "$run/$s/profile.folded" "$here/$s.folded"
+done
+RPCPROF_BLESS=1 "$root/tests/run.sh" -q -k golden
+echo "capture.sh: captured ${servers[*]} from $run"

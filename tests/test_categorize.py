@@ -1,0 +1,174 @@
+"""Rules and the leaf-first walk, as (frame, expected category) tables."""
+import textwrap
+
+import pytest
+
+from rpcprof.categorize import (OTHER, categorize, check_examples, load_rules, normalize_frame, read_folded,
+                                strip_generics)
+from rpcprof.errors import UserError
+
+RULES = load_rules()
+
+
+@pytest.mark.parametrize("raw, stripped", [
+    ("core::ptr::drop_in_place<tonic::codec::decode::StreamingInner>", "core::ptr::drop_in_place"),
+    ("<a::greeter_server::GreeterServer<T> as tower_service::Service<http::request::Request<B>>>::call::{{closure}}",
+     "<a::greeter_server::GreeterServer as tower_service::Service>::call::{{closure}}"),
+    ("prost::encoding::<impl prost::encoding::sealed::BytesAdapter for alloc::vec::Vec<u8>>::replace_with",
+     "prost::encoding::<impl prost::encoding::sealed::BytesAdapter for alloc::vec::Vec>::replace_with"),
+    ("iter::collect::<Vec<u8>>", "iter::collect"),
+    ("f<Box<dyn Fn() -> u8>>::g", "f::g"),
+    ("tcp_recvmsg_locked", "tcp_recvmsg_locked"),
+])
+def test_generic_argument_lists_are_stripped_but_qualified_paths_stay(raw, stripped):
+    assert strip_generics(raw) == stripped
+
+
+def test_kernel_suffix_marks_a_kernel_frame():
+    assert normalize_frame("tcp_sendmsg_[k]") == ("tcp_sendmsg", True)
+    assert normalize_frame("tcp_sendmsg") == ("tcp_sendmsg", False)
+
+
+@pytest.mark.parametrize("frame, category", [
+    # kernel socket layer decides the direction, whatever the user-space symbol says
+    ("tcp_recvmsg_locked_[k]", "recv"),
+    ("__x64_sys_recvfrom_[k]", "recv"),
+    ("do_writev_[k]", "send"),
+    ("tcp_sendmsg_[k]", "send"),
+    ("do_epoll_wait_[k]", "runtime"),
+    ("futex_wait_[k]", "runtime"),
+    # a kernel rule does not match a user frame of the same name, and vice versa
+    ("tcp_recvmsg", None),
+    ("recvfrom_[k]", None),
+    # std's shared socket symbol: direction from the name, not the socket type
+    ("<std::os::unix::net::datagram::UnixDatagram>::recv", "recv"),
+    ("<std::net::tcp::TcpStream as std::io::Write>::write", "send"),
+    ("tokio::runtime::scheduler::current_thread::Context::run_task", "runtime"),
+    ("mio::poll::Poll::poll", "runtime"),
+    ("h2::hpack::decoder::Decoder::decode", "protocol"),
+    ("pajamax::hpack_decoder::Decoder::find_path", "protocol"),
+    ("<rust_tonic::helloworld::greeter_server::GreeterServer<rust_tonic::HelloGreeter> as "
+     "tower_service::Service<http::request::Request<B>>>::call::{{closure}}", "protocol"),
+    ("runtime.findRunnable", "runtime"),
+    ("runtime.newstack", "runtime"),
+    ("google.golang.org/grpc/internal/transport.(*http2Server).operateHeaders", "protocol"),
+    ("v8::internal::Scavenger::ScavengeObject<v8::internal::FullHeapObjectSlot>", "runtime"),
+    ("_status (grpc/_server.py:766)", "protocol"),
+    # helpers match nothing, so they fall to their caller
+    ("malloc", None),
+    ("__memmove_avx512_unaligned_erms", None),
+    ("Builtins_KeyedLoadIC_Megamorphic", None),
+    ("finish_task_switch.isra.0_[k]", None),
+])
+def test_frame_is_decided_by_the_expected_category(frame, category):
+    hit = RULES.classify_frame(frame)
+    assert (hit[0] if hit else None) == category
+
+
+def test_app_pattern_is_matched_after_stripping_generics():
+    rules = RULES.with_app(r"my_server::MyGreeter\b")
+    # generic arguments naming the app type must not make a framework frame look like the app
+    assert rules.classify_frame("core::ptr::drop_in_place<tonic::X<my_server::MyGreeter>>") is None
+    assert rules.classify_frame("<my_server::MyGreeter as x::Greeter>::say_hello")[0] == "app"
+
+
+def test_leaf_frame_decides_category():
+    rules = RULES.with_app(r"my_server::handler")
+    # root ... protocol ... app ... helper(leaf): the app frame is the nearest classified one
+    stack = ["thread", "tokio::runtime::task::raw::poll", "h2::proto::streams::Recv::recv", "my_server::handler",
+             "alloc::fmt::format::format_inner", "malloc"]
+    assert rules.classify_stack(stack) == ("app", 3)
+    # a send syscall under the protocol code is send
+    stack = ["thread", "h2::codec::framed_write::FramedWrite::flush", "__GI___writev", "do_writev_[k]",
+             "copy_user_generic_[k]"]
+    assert rules.classify_stack(stack) == ("send", 3)
+
+
+def test_stack_with_no_matching_frame_is_other():
+    assert RULES.classify_stack(["thread", "mystery", "malloc"]) == (OTHER, -1)
+
+
+def test_categorize_sums_weights_per_category():
+    folded = ["t;h2::codec::FramedRead::poll;tcp_recvmsg_[k] 30", "t;h2::codec::FramedRead::poll 50",
+              "t;mystery 20"]
+    b = categorize(list(read_folded(folded)), RULES)
+    assert b.weights["recv"] == 30 and b.weights["protocol"] == 50 and b.weights[OTHER] == 20
+    assert b.total == 100 and b.samples == 10          # gcd of the weights is one sample's weight
+    assert sum(b.share(c) for c in RULES.all_categories) == pytest.approx(1.0)
+
+
+def test_every_rule_decides_its_own_examples():
+    assert check_examples(RULES) == []
+
+
+def write_rules(tmp_path, body):
+    path = tmp_path / "categorize.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+GOOD_APP = """
+categories:
+  - name: app
+    color: "#00ff00"
+    rules: []
+"""
+
+
+@pytest.mark.parametrize("body, message", [
+    (GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    rules:
+      - name: broken
+        match: 'tcp_(recv'
+        examples: [tcp_recv]
+""", "rule 'broken' in recv: invalid regex"),
+    (GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    rules:
+      - name: r
+        match: 'x'
+        examples: [x]
+        colour: red
+""", "rule 'r' in recv: unknown key(s) colour"),
+    (GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    rules:
+      - name: r
+        examples: [x]
+""", "rule 'r' in recv: missing field `match`"),
+    (GOOD_APP + """
+  - name: app
+    color: "#0000ff"
+    rules: []
+""", "category 'app' is defined twice"),
+    ("categories: 3\n", "expected a top-level `categories:` list"),
+    ("categories: [\n", "invalid YAML"),
+])
+def test_invalid_rules_file_is_one_line_naming_the_problem(tmp_path, body, message):
+    with pytest.raises(UserError) as e:
+        load_rules(write_rules(tmp_path, body))
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_rule_shadowed_by_an_earlier_rule_is_reported(tmp_path):
+    path = write_rules(tmp_path, GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    rules:
+      - name: broad
+        match: 'tcp_'
+        examples: [tcp_recvmsg]
+  - name: send
+    color: "#ff0000"
+    rules:
+      - name: never
+        match: '^tcp_sendmsg$'
+        examples: [tcp_sendmsg]
+""")
+    problems = check_examples(load_rules(path))
+    assert len(problems) == 1 and "'never' in send" in problems[0] and "shadowed" in problems[0]
