@@ -88,6 +88,7 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
         return json.dumps({"servers": head, "rows": rows}, indent=2, sort_keys=True) + "\n"
     text = render(rows, columns, fmt)
     if fmt in ("table", "markdown"):
-        text = "\n".join(head) + "\n\n" + text + ("CPU µs per request = category share of the profile × server CPU µs "
-                                                  "per request of the unprofiled window.\n")
+        text = "\n".join(head) + "\n\n" + text + (
+            "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
+            "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
     return text

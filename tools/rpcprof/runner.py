@@ -276,6 +276,7 @@ class Run:
             "git": self.git,
             "parameters": params,
             "scenario": {"name": self.scenario.name, "method": self.scenario.method},
+            "sampled_event": self.event,
             "servers": {name: r.get("status") for name, r in self.results.items()},
         }
 
