@@ -23,8 +23,10 @@ def cpu_list(ctx, param, value):
     try:
         for part in value.split(","):
             if "-" in part:
-                lo, hi = part.split("-")
-                cpus.extend(range(int(lo), int(hi) + 1))
+                lo, hi = (int(x) for x in part.split("-"))
+                if hi < lo:
+                    raise ValueError
+                cpus.extend(range(lo, hi + 1))
             else:
                 cpus.append(int(part))
     except ValueError:

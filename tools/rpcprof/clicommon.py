@@ -20,7 +20,11 @@ def run_click(group: click.Group) -> None:
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
     try:
-        group(standalone_mode=False)
+        group(prog_name=group.name, standalone_mode=False)
+    except click.UsageError as e:
+        hint = f" (try '{e.ctx.command_path} --help')" if e.ctx else ""
+        click.echo(f"{group.name}: error: {e.format_message()}{hint}", err=True)
+        sys.exit(2)
     except UserError as e:
         click.echo(f"{group.name}: error: {e}", err=True)
         sys.exit(e.exit_code)

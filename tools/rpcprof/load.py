@@ -114,12 +114,15 @@ class H2load:
             latencies: bool = True) -> LoadResult:
         latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
         argv = self.argv(settings, port, latency_log)
-        code, wall, cpu = run_measured(argv, log_path, on_start)
-        raw = parse_h2load_output(log_path.read_text(errors="replace"))
         hist = LatencyHistogram()
-        if latency_log and latency_log.exists():
-            read_h2load_latency_log(latency_log, hist)
-            latency_log.unlink()     # millions of lines; the histogram keeps what matters
+        try:
+            code, wall, cpu = run_measured(argv, log_path, on_start)
+            if latency_log and latency_log.exists():
+                read_h2load_latency_log(latency_log, hist)
+        finally:
+            if latency_log:
+                latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
+        raw = parse_h2load_output(log_path.read_text(errors="replace"))
         ok = raw.get("data_bytes", 0) // self.reply_len
         answered = raw.get("succeeded", 0)
         non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
@@ -184,11 +187,14 @@ class Ghz:
             latencies: bool = True) -> LoadResult:
         out_json = log_path.with_suffix(".json")
         argv = self.argv(settings, port, out_json)
-        code, wall, cpu = run_measured(argv, log_path, on_start)
         try:
-            report = json.loads(out_json.read_text())
-        except (OSError, json.JSONDecodeError):
-            report = {}
+            code, wall, cpu = run_measured(argv, log_path, on_start)
+            try:
+                report = json.loads(out_json.read_text())
+            except (OSError, json.JSONDecodeError):
+                report = {}
+        finally:
+            out_json.unlink(missing_ok=True)   # per-request details: large; the histogram keeps what matters
         hist = LatencyHistogram()
         for d in report.get("details") or []:
             if d.get("status") == "OK" and latencies:
@@ -197,8 +203,11 @@ class Ghz:
         ok = int(statuses.get("OK", 0))
         non_ok = sum(int(v) for k, v in statuses.items() if k != "OK")
         raw = {k: report.get(k) for k in ("count", "total", "rps", "statusCodeDistribution", "errorDistribution")}
-        if out_json.exists():
-            out_json.unlink()        # per-request details: large; the histogram keeps what matters
+        # When its duration ends ghz cancels the calls in flight (at most S); they are not server errors.
+        cut = sum(int(v) for k, v in statuses.items() if k in ("Canceled", "Unavailable"))
+        if 0 < cut <= settings.streams:
+            raw["cut_off_at_end"] = cut
+            non_ok -= cut
         return LoadResult("ghz", argv, wall, ok, non_ok, cpu, hist, code, raw)
 
 

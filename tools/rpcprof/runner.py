@@ -6,7 +6,6 @@ started here is stopped by PID.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import signal
@@ -19,10 +18,10 @@ from pathlib import Path
 
 from .errors import UserError
 from .load import LoadSettings, make_driver
-from .categorize import categorize, load_rules, open_folded
+from .capture import ProfileTarget, capture_profile, write_json
+from .categorize import load_rules
 from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
-from .profiler import (CALL_GRAPHS, PYSPY_EVENT, MIN_SAMPLES, ProfilePlan, count_folded_samples, fold_perf, max_sample_rate,
-                       pmu_event, start_perf, start_pyspy)
+from .profiler import CALL_GRAPHS, MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
 from .scenario import get_scenario, probe
 from .servers import ROOT, ServerSpec, load_server
 
@@ -94,7 +93,8 @@ def tool_versions() -> dict:
         "perf": command_version(["perf", "--version"]),
         "h2load": command_version(["h2load", "--version"]),
         "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
-        "inferno": command_version(["inferno-flamegraph", "--version"]),
+        # inferno's binaries have no --version: cargo knows what it installed
+        "inferno": command_version(["bash", "-c", "cargo install --list | grep -m1 '^inferno v'"]).rstrip(":"),
         "py-spy": command_version(["py-spy", "--version"]),
         "protoc": command_version(["protoc", "--version"]),
         "python": sys.version.split()[0],
@@ -113,6 +113,9 @@ def port_owner(port: int) -> str:
 
 def check_port_free(port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as servers bind: a connection of a stopped server lingering in TIME_WAIT does not block the
+        # port, a listener does
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -281,8 +284,8 @@ class Run:
         }
 
     def write_manifest(self, status: str) -> None:
-        (self.dir / "manifest.json").write_text(json.dumps(self.manifest(status), indent=2, sort_keys=True) + "\n")
-        (self.dir / "metrics.json").write_text(json.dumps(self.results, indent=2, sort_keys=True) + "\n")
+        write_json(self.dir / "manifest.json", self.manifest(status))
+        write_json(self.dir / "metrics.json", self.results)
 
     def execute(self) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
@@ -313,7 +316,6 @@ class Run:
         return self.dir
 
     def measure(self, spec: ServerSpec) -> dict:
-        opts = self.opts
         out = self.dir / spec.name
         out.mkdir()
         result = {"server": spec.name, "description": spec.description, "status": "running"}
@@ -329,7 +331,7 @@ class Run:
             raise
         finally:
             self._stop_all()
-            (out / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+            write_json(out / "result.json", result)
 
     def _measure(self, spec: ServerSpec, out: Path, result: dict) -> dict:
         opts = self.opts
@@ -386,59 +388,24 @@ class Run:
     def _profile(self, spec: ServerSpec, server: ServerProcess, driver, out: Path, result: dict) -> dict:
         """A second window with the same load and the profiler attached; returns the profile's record."""
         opts = self.opts
-        profiler = spec.profiler
-        call_graph = opts.call_graph or spec.call_graph
         # py-spy --gil samples only while a thread holds the GIL: plan for half the measured CPU
-        cores = result["server_cpu_cores"] * (0.5 if profiler == "py-spy" else 1.0)
+        cores = result["server_cpu_cores"] * (0.5 if spec.profiler == "py-spy" else 1.0)
         plan = ProfilePlan.for_load(cores, opts.frequency, opts.profile_duration,
                                     opts.min_samples, max_frequency=min(4999, max_sample_rate()))
-        what = f"perf {self.event}, {call_graph} call graphs" if profiler == "perf" else f"py-spy ({PYSPY_EVENT})"
-        _log(f"rpcprof: {spec.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
-             + (f" ({plan.raised} to reach {opts.min_samples} samples)" if plan.raised else ""))
-        folded = out / "profile.folded"
-        if profiler == "perf":
-            self.recorder = start_perf(server.pid, out, plan.frequency, call_graph, self.event)
-        else:
-            self.recorder = start_pyspy(server.pid, folded, plan.frequency)
-        self.recorder.wait_attached()
-        marks = {}
+        origin = "--app" if opts.app else f"servers/{spec.name}/server.yaml"
+        target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
+                               self.rules.with_app(opts.app or spec.app, origin), out, opts.min_samples)
         settings = LoadSettings(**{**asdict(self.settings), "duration": plan.duration})
-        load = driver.run(settings, opts.port, out / "profile-load.log", latencies=False,
-                          on_start=lambda _pid: marks.setdefault("cpu0", server.monitor.mark()))
-        cpu_ns = server.monitor.mark() - marks["cpu0"]
-        code = self.recorder.stop()
-        self.recorder = None
+
+        def drive(mark_start):
+            return driver.run(settings, opts.port, out / "profile-load.log", latencies=False, on_start=mark_start).ok
+
+        record = capture_profile(target, plan, server.monitor, drive, self)
         self._check_alive(server, "during the profile window")
-        record = {
-            "profiler": profiler,
-            "event": self.event if profiler == "perf" else PYSPY_EVENT,
-            "call_graph": call_graph if profiler == "perf" else "python (py-spy)",
-            "frequency_hz": plan.frequency,
-            "duration_s": plan.duration,
-            "plan": plan.raised or "as requested",
-            "weight": "sample period in ns (inferno weights perf samples by period)" if profiler == "perf"
-                      else "samples",
-            "recorder_exit_code": code,
-            "requests_ok": load.ok,
-            "server_cpu_s": cpu_ns / 1e9,
-            "cpu_us_per_req_profiled": cpu_ns / 1e3 / load.ok if load.ok else None,
-        }
-        if profiler == "perf":
-            record.update(fold_perf(out / "perf.data", folded))
-        else:
-            record["samples"] = count_folded_samples(folded) if folded.exists() else 0
         unprofiled = result.get("cpu_us_per_req")
         if unprofiled and record["cpu_us_per_req_profiled"]:
             record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled - 1)
-        record["too_few_samples"] = record["samples"] < opts.min_samples
-        if record["too_few_samples"]:
-            _log(f"rpcprof: WARNING: {spec.name}: only {record['samples']} samples (< {opts.min_samples}): shares "
-                 "are rough; raise --profile-duration or --frequency")
-        if folded.exists() and folded.stat().st_size:
-            rules = self.rules.with_app(opts.app or spec.app, "--app" if opts.app else f"servers/{spec.name}/server.yaml")
-            b = categorize(open_folded(folded), rules)
-            record["shares"] = {c: b.share(c) for c in rules.all_categories}
-        (out / "profile.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+            write_json(out / "profile.json", record)
         return record
 
     def _check_alive(self, server: ServerProcess, when: str) -> None:

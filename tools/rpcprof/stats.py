@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from fractions import Fraction
 from typing import Iterable
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
@@ -35,7 +36,8 @@ class LatencyHistogram:
         """Nearest-rank percentile in µs; NaN when empty."""
         if self.n == 0:
             return math.nan
-        rank = max(1, math.ceil(p / 100.0 * self.n))
+        # exact arithmetic: in floats 99.9/100*1000 is 999.0000000000001, one rank too far
+        rank = max(1, math.ceil(Fraction(str(p)) * self.n / 100))
         seen = 0
         for value, count in self._sorted_items():
             seen += count

@@ -37,31 +37,34 @@ def notes_for(m: dict) -> str:
 
 
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[dict]:
-    """One row per server in run order; 'relative' is req/s per CPU over the first measured server's."""
+    """One row per server in run order; 'relative' is req/s per CPU over the first measured server's.
+    A server that failed shows no figures: a window it did not finish is not a measurement."""
     names = order or list(metrics)
-    base = next((metrics[n].get("req_per_cpu_s") for n in names if metrics.get(n, {}).get("req_per_cpu_s")), None)
+    figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == "ok" else {}) for n in names}
+    base = next((figures[n]["req_per_cpu_s"] for n in names if figures[n].get("req_per_cpu_s")), None)
     rows = []
     for name in names:
         m = metrics.get(name, {"server": name, "status": "not run"})
-        lat = m.get("latency") or {}
-        mem = m.get("memory") or {}
-        rpc = m.get("req_per_cpu_s")
+        f = figures[name]
+        lat = f.get("latency") or {}
+        mem = f.get("memory") or {}
+        rpc = f.get("req_per_cpu_s")
         rows.append({
             "server": name,
             "status": m.get("status"),
-            "req_per_s": m.get("req_per_s"),
-            "avg_cpu_pct": 100 * m["server_cpu_cores"] if m.get("server_cpu_cores") is not None else None,
+            "req_per_s": f.get("req_per_s"),
+            "avg_cpu_pct": 100 * f["server_cpu_cores"] if f.get("server_cpu_cores") is not None else None,
             "req_per_cpu_s": rpc,
-            "cpu_us_per_req": m.get("cpu_us_per_req"),
+            "cpu_us_per_req": f.get("cpu_us_per_req"),
             "relative": rpc / base if rpc and base else None,
             "avg_ms": lat.get("avg_ms"),
             "p90_ms": lat.get("p90_ms"),
             "p95_ms": lat.get("p95_ms"),
             "p99_ms": lat.get("p99_ms"),
             "rss_avg_mib": mem.get("rss_avg_mib"),
-            "client_cpu_pct": 100 * m["client_cpu_share"] if m.get("client_cpu_share") is not None else None,
-            "client_bound": m.get("client_bound"),
-            "latency_bound": m.get("latency_bound"),
+            "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
+            "client_bound": f.get("client_bound"),
+            "latency_bound": f.get("latency_bound"),
             "notes": notes_for(m),
         })
     return rows

@@ -48,7 +48,7 @@ def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table")
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |",
                  "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
-        lines += ["| " + " | ".join(c) + " |" for c in cells]
+        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in c) + " |" for c in cells]
         return "\n".join(lines) + "\n"
     if fmt != "table":
         raise ValueError(f"unknown format {fmt}")

@@ -1,0 +1,194 @@
+"""Shared helpers for rpcprof's tests: ports, running profile.sh, and cleaning up the run folders the
+tests created (only those: other people's runs live in the same flamegraphs/ folder).
+
+Ports start at 50151; 50051 belongs to someone else on this machine.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE_SH = ROOT / "profile.sh"
+RUNS_DIR = ROOT / "flamegraphs"
+FIRST_PORT = 50151
+LAST_PORT = 50299
+
+# A whole run (build included, if the servers are not built yet) must end within this.
+RUN_TIMEOUT_S = 600
+
+_next_port = FIRST_PORT + 1     # 50151 itself is reserved for the integration run
+
+
+def port_is_free(port: int) -> bool:
+    """True if 127.0.0.1:port can be bound the way rpcprof checks it (no SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def take_port() -> int:
+    """A port not used before by this test session and free right now."""
+    global _next_port
+    while _next_port <= LAST_PORT:
+        port, _next_port = _next_port, _next_port + 1
+        if port_is_free(port):
+            return port
+    raise RuntimeError(f"no free port left in {FIRST_PORT + 1}-{LAST_PORT}")
+
+
+def pid_alive(pid: int) -> bool:
+    """True if pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+ERROR_LINE = re.compile(r"^(rpcprof|profile\.sh): error: ")
+
+
+def error_lines(stderr: str) -> list[str]:
+    """What stderr says beyond tools/setup.sh's install report and rpcprof's progress lines."""
+    return [line for line in stderr.splitlines()
+            if line.strip() and not line.startswith("setup:")
+            and not (line.startswith("rpcprof: ") and not ERROR_LINE.match(line))]
+
+
+RUN_FOLDER_LINE = re.compile(r"^rpcprof: run folder (\S+)", re.M)
+
+
+class Profile:
+    """Runs ./profile.sh as subprocesses; on cleanup stops any still running (SIGINT to its process group,
+    so rpcprof stops its servers) and deletes the run folders they reported, and only those."""
+
+    def __init__(self) -> None:
+        self.started: list[Running] = []
+
+    def run(self, *args: str, timeout: float = RUN_TIMEOUT_S) -> "Finished":
+        """Run profile.sh with args to the end; the result carries returncode, stdout, stderr, run_dir."""
+        return self.start(*args).finish(timeout)
+
+    def start(self, *args: str) -> "Running":
+        """Start profile.sh in a process group of its own; stderr is read line by line in the background."""
+        proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        running = Running(proc)
+        self.started.append(running)
+        return running
+
+    def cleanup(self) -> None:
+        for running in self.started:
+            running.stop()
+            path = running.run_dir()
+            # Only folders a test's own run reported, and only under flamegraphs/.
+            if path and path.parent.resolve() == RUNS_DIR.resolve() and path.is_dir():
+                shutil.rmtree(path)
+
+
+class Finished:
+    def __init__(self, returncode: int, stdout: str, stderr: str, run_dir: Path | None):
+        self.returncode, self.stdout, self.stderr, self.run_dir = returncode, stdout, stderr, run_dir
+
+
+class Running:
+    """A profile.sh still running: wait_for(pattern) blocks until a stderr line matches."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        self._eof = False
+        self._stdout: list[str] = []
+        self._readers = [threading.Thread(target=self._read_stderr, daemon=True),
+                         threading.Thread(target=lambda: self._stdout.append(proc.stdout.read()), daemon=True)]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            with self._cond:
+                self.lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float = RUN_TIMEOUT_S) -> re.Match:
+        rx = re.compile(pattern)
+        seen = 0
+        with self._cond:
+            while True:
+                for line in self.lines[seen:]:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                seen = len(self.lines)
+                if self._eof:
+                    raise AssertionError(f"profile.sh ended before printing {pattern!r}:\n{''.join(self.lines)}")
+                if not self._cond.wait(timeout):
+                    raise AssertionError(f"no line matching {pattern!r} within {timeout} s:\n{''.join(self.lines)}")
+
+    def run_dir(self) -> Path | None:
+        """The run folder profile.sh announced on stderr, if it did."""
+        with self._cond:
+            m = RUN_FOLDER_LINE.search("".join(self.lines))
+        if not m:
+            return None
+        path = Path(m.group(1))
+        return path if path.is_absolute() else ROOT / path
+
+    def finish(self, timeout: float = RUN_TIMEOUT_S) -> Finished:
+        """Wait for the end (TimeoutExpired after timeout s; cleanup then stops it)."""
+        self.proc.wait(timeout=timeout)
+        for reader in self._readers:
+            reader.join(timeout=30)
+        return Finished(self.proc.returncode, "".join(self._stdout), "".join(self.lines), self.run_dir())
+
+    def stop(self) -> None:
+        """If still running: SIGINT to the process group (Ctrl-C: rpcprof stops what it started), then SIGKILL."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        for reader in self._readers:
+            reader.join(timeout=30)
+
+
+@pytest.fixture
+def profile():
+    """A Profile whose run folders are deleted when the test ends."""
+    p = Profile()
+    yield p
+    p.cleanup()
+
+
+@pytest.fixture(scope="module")
+def module_profile():
+    """Like profile, shared by the tests of one module (for one expensive run checked many ways)."""
+    p = Profile()
+    yield p
+    p.cleanup()
+
+
+@pytest.fixture
+def port() -> int:
+    return take_port()

@@ -1,0 +1,217 @@
+"""A real `profile.sh run` of rust_tonic and rust_pajamax, checked for invariants that hold whatever the
+machine's speed: the figures agree with each other, the run folder holds everything it should.
+
+The run builds the servers first if needed (minutes on a fresh machine), then measures each for 2 s.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import ROOT, RUNS_DIR, pid_alive
+from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, RunOptions, make_run_dir
+
+SERVERS = ["rust_tonic", "rust_pajamax"]
+PORT = 50151
+ARGS = ["run", *SERVERS, "-d", "2", "-w", "1", "--port", str(PORT), "--format", "json", "--label", "pytest"]
+
+
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def head_before_run() -> str:
+    return git("rev-parse", "HEAD").stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def seed_run(module_profile, head_before_run):
+    """The one measured run this module checks; its folder is deleted after the module."""
+    done = module_profile.run(*ARGS)
+    assert done.returncode == 0, f"profile.sh {' '.join(ARGS)} failed:\n{done.stderr}"
+    assert done.run_dir is not None, f"no 'run folder' line on stderr:\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def output(seed_run) -> dict:
+    return json.loads(seed_run.stdout)
+
+
+@pytest.fixture(scope="module")
+def manifest(seed_run) -> dict:
+    return json.loads((seed_run.run_dir / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def metrics(seed_run) -> dict:
+    return json.loads((seed_run.run_dir / "metrics.json").read_text())
+
+
+# ----- the figures --------------------------------------------------------------------------------
+
+def test_run_exits_zero_without_a_traceback(seed_run):
+    assert seed_run.returncode == 0
+    assert "Traceback" not in seed_run.stderr
+
+
+def test_printed_json_holds_the_same_metrics_and_manifest_as_the_folder(output, metrics, manifest):
+    assert output["metrics"] == metrics
+    assert output["manifest"] == manifest
+    assert [row["server"] for row in output["rows"]] == SERVERS
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_server_was_measured_ok_with_requests_answered(metrics, name):
+    m = metrics[name]
+    assert m["status"] == "ok"
+    assert m["requests_ok"] > 0
+    assert m["req_per_s"] > 0
+    assert m["req_per_s"] == pytest.approx(m["requests_ok"] / m["window_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_server_used_some_cpu_but_at_most_its_one_pinned_core(metrics, name):
+    cores = metrics[name]["server_cpu_cores"]
+    assert 0 < cores <= 1.05
+    assert cores == pytest.approx(metrics[name]["server_cpu_s"] / metrics[name]["window_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_req_per_cpu_second_is_req_per_second_over_server_cores(metrics, name):
+    m = metrics[name]
+    assert m["req_per_cpu_s"] == pytest.approx(m["req_per_s"] / m["server_cpu_cores"], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_cpu_microseconds_per_request_is_the_inverse_of_req_per_cpu_second(metrics, name):
+    m = metrics[name]
+    assert m["cpu_us_per_req"] * m["req_per_cpu_s"] == pytest.approx(1e6, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_bottleneck_flags_match_the_cpu_shares(metrics, manifest, name):
+    m = metrics[name]
+    load_cpus = manifest["parameters"]["load_cpus"]
+    assert m["client_cpu_share"] == pytest.approx(m["client_cpu_cores"] / len(load_cpus), rel=1e-9)
+    assert m["client_bound"] is (m["client_cpu_share"] >= CLIENT_BOUND_SHARE)
+    assert m["latency_bound"] is (m["server_cpu_share"] < LATENCY_BOUND_SHARE
+                                  and m["client_cpu_share"] < LATENCY_BOUND_SHARE)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_latency_percentiles_are_ordered(metrics, name):
+    lat = metrics[name]["latency"]
+    assert lat["samples"] > 0
+    chain = [lat["min_ms"], lat["p50_ms"], lat["p90_ms"], lat["p95_ms"], lat["p99_ms"], lat["p99_9_ms"],
+             lat["max_ms"]]
+    assert chain == sorted(chain), chain
+    assert lat["min_ms"] <= lat["avg_ms"] <= lat["max_ms"]
+
+
+def test_relative_column_starts_at_one_and_matches_the_ratio_of_req_per_cpu(output, metrics):
+    rows = {row["server"]: row for row in output["rows"]}
+    assert rows["rust_tonic"]["relative"] == pytest.approx(1.0)
+    assert rows["rust_pajamax"]["relative"] == pytest.approx(
+        metrics["rust_pajamax"]["req_per_cpu_s"] / metrics["rust_tonic"]["req_per_cpu_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_server_ran_under_the_cpu_accounting_the_result_names(metrics, name):
+    assert re.fullmatch(r"cgroup-v[12]|schedstat", metrics[name]["cpu_method"])
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_no_server_process_outlives_the_run(metrics, name):
+    assert not pid_alive(metrics[name]["pid"])
+
+
+# ----- the run folder -----------------------------------------------------------------------------
+
+def test_run_folder_is_a_new_timestamped_folder_under_flamegraphs(seed_run):
+    assert seed_run.run_dir.parent.resolve() == RUNS_DIR.resolve()
+    assert re.fullmatch(r"\d{8}-\d{6}-pytest(-\d+)?", seed_run.run_dir.name)
+    assert seed_run.run_dir.is_dir()
+
+
+def test_manifest_says_complete_with_every_server_ok(manifest):
+    assert manifest["status"] == "complete"
+    assert manifest["servers"] == {name: "ok" for name in SERVERS}
+    assert manifest["started"] <= manifest["finished"]
+    assert manifest["command"] == ["profile.sh", *ARGS]
+    assert manifest["scenario"] == {"name": "helloworld", "method": "/helloworld.Greeter/SayHello"}
+
+
+def test_manifest_records_the_machine(manifest):
+    machine = manifest["machine"]
+    assert machine["cpus"] == os.cpu_count()
+    assert machine["kernel"] == os.uname().release
+    assert machine["hostname"] == os.uname().nodename
+    assert machine["memory_gib"] > 0
+    assert set(machine) >= {"os", "cpu_model"}
+
+
+def test_manifest_records_every_tool_version(manifest):
+    assert set(manifest["tools"]) == {"perf", "h2load", "ghz", "inferno", "py-spy", "protoc", "python"}
+    assert manifest["tools"]["h2load"].startswith("h2load nghttp2/")
+    assert "v0.120.0" in manifest["tools"]["ghz"]
+
+
+def test_no_tool_version_is_an_error_message(manifest):
+    bad = {tool: v for tool, v in manifest["tools"].items() if re.search(r"error|unexpected|not found", v, re.I)}
+    assert bad == {}
+
+
+def test_manifest_records_the_git_commit(manifest, head_before_run):
+    # Others commit to this repository while tests run: the recorded commit is HEAD as it was at the
+    # start of the run, so it is HEAD from before the run or a later one, and an ancestor of HEAD now.
+    commit = manifest["git"]["commit"]
+    assert re.fullmatch(r"[0-9a-f]{40}", commit)
+    assert git("merge-base", "--is-ancestor", head_before_run, commit).returncode == 0
+    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
+    assert isinstance(manifest["git"]["dirty"], bool)
+
+
+def test_manifest_records_every_parameter_as_given(manifest):
+    params = manifest["parameters"]
+    assert set(params) == {f.name for f in dataclasses.fields(RunOptions)}
+    assert params["servers"] == SERVERS
+    assert (params["duration"], params["warmup"], params["port"], params["label"]) == (2.0, 1.0, PORT, "pytest")
+    assert (params["driver"], params["connections"], params["streams"]) == ("h2load", 1, 100)
+    assert params["server_cpus"] == [0]
+    assert params["load_cpus"] == [c for c in range(os.cpu_count()) if c != 0]
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_each_server_has_its_logs_and_result_in_the_folder(seed_run, metrics, name):
+    folder = seed_run.run_dir / name
+    for log in ("server.log", "load.log", "build.log"):
+        assert (folder / log).is_file(), f"{folder / log} missing"
+    assert json.loads((folder / "result.json").read_text()) == metrics[name]
+    assert "finished in" in (folder / "load.log").read_text()     # h2load's own summary
+
+
+# ----- one folder per run -------------------------------------------------------------------------
+
+def test_two_runs_get_two_distinct_folders(profile, port):
+    args = ["run", "rust_tonic", "-d", "1", "-w", "0", "--port", str(port), "--label", "pytest-twice"]
+    first, second = profile.run(*args), profile.run(*args)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert first.run_dir != second.run_dir
+    for done in (first, second):
+        manifest = json.loads((done.run_dir / "manifest.json").read_text())
+        assert manifest["status"] == "complete"
+
+
+def test_run_folders_made_in_the_same_second_get_a_suffix(tmp_path):
+    folders = [make_run_dir("same label", base=tmp_path) for _ in range(3)]
+    assert len(set(folders)) == 3
+    assert all(f.is_dir() and f.parent == tmp_path for f in folders)
+    assert all(re.fullmatch(r"\d{8}-\d{6}-same-label(-\d+)?", f.name) for f in folders)
