@@ -37,14 +37,14 @@ def check_golden(expected: Path, actual: str):
 
 @pytest.mark.parametrize("server", sorted(CAPTURES))
 def test_golden_category_table(server):
-    folded = DATA / f"{server}.folded"
+    folded = DATA / f"{server}.folded.gz"
     out = report("table", str(folded), "--app", CAPTURES[server]["app"], "--format", "csv")
     check_golden(DATA / f"{server}.table.csv", out.replace(str(folded), folded.name))
 
 
 @pytest.mark.parametrize("server", sorted(CAPTURES))
 def test_golden_other_frames(server):
-    folded = DATA / f"{server}.folded"
+    folded = DATA / f"{server}.folded.gz"
     out = report("top", str(folded), "-c", "other", "-n", "10", "--app", CAPTURES[server]["app"], "--format", "csv")
     check_golden(DATA / f"{server}.other.csv", out)
 
@@ -52,7 +52,7 @@ def test_golden_other_frames(server):
 @pytest.mark.parametrize("server", sorted(CAPTURES))
 def test_golden_capture_has_little_other(server):
     import json
-    folded = DATA / f"{server}.folded"
+    folded = DATA / f"{server}.folded.gz"
     row = json.loads(report("table", str(folded), "--app", CAPTURES[server]["app"], "--format", "json"))[0]
     limit = CAPTURES[server]["max_other"]
     assert limit <= 3 or CAPTURES[server].get("why"), "a limit above 3 % needs a `why`"
@@ -65,7 +65,7 @@ def test_seed_servers_show_their_known_shapes(server):
     """tonic spends most per-request CPU in protocol + runtime; pajamax mostly in its recv/send syscalls
     (seed 001 and FIELD-NOTES)."""
     import json
-    folded = DATA / f"{server}.folded"
+    folded = DATA / f"{server}.folded.gz"
     row = json.loads(report("table", str(folded), "--app", CAPTURES[server]["app"], "--format", "json"))[0]
     if server == "rust_tonic":
         assert row["protocol"] + row["runtime"] > 50

@@ -3,7 +3,7 @@
 # capture.sh - record the real profiles the golden tests read: one short profile per server.
 #
 # Runs the five servers through profile.sh (each with its own profiler and call-graph mode), copies each
-# profile.folded here as SERVER.folded with its app pattern in captures.yaml, then blesses the expected
+# profile.folded here as SERVER.folded.gz with its app pattern in captures.yaml, then blesses the expected
 # tables. Rerun after adding a server; review `git diff tests/data` before committing.
 #
 # USAGE: tests/data/capture.sh [SERVER...]
@@ -24,7 +24,7 @@ servers=("$@")
   --label golden-capture --port 50451 --format json > /dev/null
 run=$(ls -d "$root"/flamegraphs/*-golden-capture | tail -n 1)
 for s in "${servers[@]}"; do
-  cp "$run/$s/profile.folded" "$here/$s.folded"
+  gzip -9n < "$run/$s/profile.folded" > "$here/$s.folded.gz"
 done
 RPCPROF_BLESS=1 "$root/tests/run.sh" -q -k golden
 echo "capture.sh: captured ${servers[*]} from $run"

@@ -6,6 +6,7 @@ first in the file wins.
 """
 from __future__ import annotations
 
+import gzip
 import math
 import re
 from collections import defaultdict
@@ -232,13 +233,16 @@ def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
 
 def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
     path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
             stacks = list(read_folded(f))
     except FileNotFoundError:
         raise UserError(f"{path}: no such folded file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory; give a folded file (e.g. RUN/SERVER/perf.folded)") from None
+    except (OSError, EOFError) as e:
+        raise UserError(f"{path}: unreadable: {e}") from None
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
     return stacks
