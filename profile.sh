@@ -6,6 +6,7 @@
 # Installs what is missing first (tools/setup.sh), then runs the rpcprof command given.
 #
 # USAGE: ./profile.sh run SERVER... [options]     compare servers end to end (see run --help)
+#        ./profile.sh attach --pid PID [options]  profile a running process (see attach --help)
 #        ./profile.sh --help
 #
 # eg,
@@ -22,7 +23,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 case "${1:-}" in
-  ""|-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  ""|-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 
 # shellcheck source=tools/env.sh

@@ -11,7 +11,8 @@ from .load import DRIVERS
 from .runner import Run, RunOptions
 from .scenario import SCENARIOS
 from .summary import render_run
-from .compare import render_compare
+from .attach import Attach, AttachOptions
+from .compare import render_compare, render_shares
 from .profiler import CALL_GRAPHS, MIN_SAMPLES
 
 
@@ -115,6 +116,59 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
         raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
+
+
+@main.command()
+@click.option("--pid", type=int, required=True, help="The process to profile.")
+@click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Profile window [s].")
+@click.option("--name", default="", help="Name in reports [default: the process's name].")
+@click.option("--app", default=None, metavar="REGEX", help="Regex of the application handler's frames.")
+@click.option("--profiler", type=click.Choice(["perf", "py-spy"]), default=None,
+              help="Override the choice made from what the process is.")
+@click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None, help="perf stack unwinding.")
+@click.option("-F", "--frequency", default=999, show_default=True, callback=positive, help="Sampling rate [Hz].")
+@click.option("--min-samples", default=MIN_SAMPLES, show_default=True, help="Raise the rate to reach this many.")
+@click.option("--requests", type=int, default=None, help="Requests the process served during the window.")
+@click.option("--rps", type=float, default=None, help="Its request rate during the window [req/s].")
+@click.option("--load", is_flag=True, help="Drive load at --target during the windows, as `run` does.")
+@click.option("--target", default=None, metavar="HOST:PORT", help="Loopback address the process serves gRPC on.")
+@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True)
+@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
+@click.option("-C", "--connections", default=1, show_default=True, callback=positive)
+@click.option("-S", "--streams", default=100, show_default=True, callback=positive)
+@click.option("-w", "--warmup", default=2.0, show_default=True, help="Warm-up with --load [s].")
+@click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load [default: those the process "
+              "may not run on].")
+@click.option("--second-profile/--no-second-profile", default=True, show_default=True,
+              help="For CPython: also perf's view after py-spy's.")
+@format_option
+def attach(pid, duration, name, app, profiler, call_graph, frequency, min_samples, requests, rps, load, target,
+           driver, scenario, connections, streams, warmup, load_cpus, second_profile, fmt):
+    """Profile a running process by PID, without restarting it.
+
+    eg, ./profile.sh attach --pid 1234 --app 'my_service::handlers' --rps 20000
+    """
+    opts = AttachOptions(pid=pid, duration=duration, name=name, app=app, profiler=profiler, call_graph=call_graph,
+                         frequency=frequency, min_samples=min_samples, requests=requests, rps=rps, load=load,
+                         target=target, driver=driver, scenario=scenario, connections=connections, streams=streams,
+                         warmup=warmup, load_cpus=load_cpus, second_profile=second_profile,
+                         command=["profile.sh", *sys.argv[1:]])
+    job = Attach(opts)
+    try:
+        run_dir = job.execute()
+    except KeyboardInterrupt:
+        raise UserError(f"interrupted: the profiler was stopped; what was captured is kept in {job.dir} "
+                        "(marked incomplete)", exit_code=130) from None
+    except UserError as e:
+        if job.dir:
+            raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None
+        raise
+    click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
+    if any(r.get("cpu_us_per_req") for r in job.results.values()):
+        click.echo("")
+        click.echo(render_compare(run_dir, job.rules, fmt, app), nl=False)
+    elif fmt in ("table", "markdown"):
+        click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
 
 
 def entry() -> None:

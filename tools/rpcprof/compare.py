@@ -38,11 +38,24 @@ def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None)
     for name in manifest["parameters"]["servers"]:
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
-        if m.get("status") != "ok" or not folded.exists():
+        if m.get("status") not in ("ok", "incomplete") or not folded.exists() or not folded.stat().st_size:
             continue
         r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
         out[name] = categorize(open_folded(folded), r)
     return out
+
+
+def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
+    """The category share of each profile of a run (report.py table, for a run folder)."""
+    manifest, metrics = load_run(run_dir)
+    rows = []
+    for name, b in run_breakdowns(run_dir, rules).items():
+        prof = (metrics.get(name) or {}).get("profile") or {}
+        row = {"profile": name, "samples": b.samples, "event": prof.get("event", "")}
+        row.update({c: 100 * b.share(c) for c in rules.all_categories})
+        rows.append(row)
+    columns = [("profile", "profile"), ("samples", "samples")] + [(c, f"{c} [%]") for c in rules.all_categories]
+    return render(rows, columns, fmt)
 
 
 def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
@@ -61,7 +74,8 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
         note = "  TOO FEW SAMPLES" if prof.get("too_few_samples") else ""
         overhead = prof.get("overhead_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
-                    f"{m['cpu_us_per_req']:.2f} CPU µs/req unprofiled"
+                    f"{m['cpu_us_per_req']:.2f} CPU µs/req "
+                    + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
                     + f", {breakdowns[s].samples:,} samples{note}")
     rows = []

@@ -1,6 +1,7 @@
 """The commands behind report.py. Each maps options onto a function of the package and prints rows."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ from .categorize import RULES_PATH, OTHER, categorize, check_examples, load_rule
 from .clicommon import format_option, run_click
 from .compare import render_compare
 from .errors import UserError
+from .flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, run_of_folded, subtitle_for_run
 from .tables import render
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
@@ -121,6 +123,86 @@ def check_rules(rules_path, fmt):
         n = sum(len(r.examples) for r in rules.rules)
         click.echo(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories, "
                    f"{n} examples, all decided by their own rule.")
+
+
+def command_line(*parts: str | None, **options) -> str:
+    """The report.py command that made a graph, for its title: the arguments given, default options left out."""
+    argv = ["report.py", *(p for p in parts if p)]
+    for flag, value in options.items():
+        if value is True:
+            argv.append(flag)
+        elif value:
+            argv += [flag, str(value)]
+    return shlex.join(argv)
+
+
+def profile_labels(a: Path, b: Path) -> tuple[str, str, str]:
+    """(label of A, label of B, where they come from): server names for profiles of runs, else paths."""
+    run_a, run_b = run_of_folded(a), run_of_folded(b)
+    if run_a and run_b and run_a[0].resolve() == run_b[0].resolve():
+        return run_a[1], run_b[1], f"run {run_a[0].name}"
+    label_a = f"{run_a[1]} of run {run_a[0].name}" if run_a else str(a)
+    label_b = f"{run_b[1]} of run {run_b[0].name}" if run_b else str(b)
+    return label_a, label_b, ""
+
+
+@main.command()
+@click.argument("folded", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="SVG file to write.")
+@click.option("--title", default=None, help="Title (default: this command line).")
+@rules_option
+@app_option
+def svg(folded, out, title, rules_path, app):
+    """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
+    rules = load_rules(rules_path)
+    r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
+    run = run_of_folded(folded)
+    if run:
+        subtitle = subtitle_for_run(*run)
+    else:
+        b = categorize(open_folded(folded), r)
+        subtitle = f"{folded.name} · {b.samples:,} samples"
+    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
+    title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
+                                  **{"--rules": None if default_rules else rules_path})
+    render_flamegraph(folded, r, out, title, subtitle)
+    click.echo(f"wrote {out}")
+
+
+@main.command()
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="SVG file to write.")
+@click.option("--normalize/--no-normalize", default=True, show_default=True,
+              help="Scale A to B's total samples first (inferno-diff-folded -n).")
+@click.option("--title", default=None, help="Title (default: this command line).")
+@rules_option
+@app_option
+@format_option
+def diff(a, b, out, normalize, title, rules_path, app, fmt):
+    """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and the
+    share of each category in A and B: frame-level colours mislead when a parent is unchanged but its
+    children grew."""
+    rules = load_rules(rules_path)
+    rules_a = rules.with_app(app or app_for(a), "--app" if app else "result.json")
+    rules_b = rules.with_app(app or app_for(b), "--app" if app else "result.json")
+    rows = category_diff_rows(a, b, rules_a, rules_b)
+    label_a, label_b, origin = profile_labels(a, b)
+    scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
+    subtitle = " · ".join(x for x in (f"A = {label_a} → B = {label_b}", origin, "widths: B",
+                                      "red: more in B, blue: less", scaling) if x)
+    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
+    title = title or command_line("diff", str(a), str(b), "-o", str(out), **{"--no-normalize": not normalize},
+                                  **{"--app": app}, **{"--rules": None if default_rules else rules_path})
+    render_diff_flamegraph(a, b, out, title, subtitle, normalize, rows)
+    columns = [("category", "category"), ("a", "A [%]"), ("b", "B [%]"), ("delta", "B−A [points]")]
+    if fmt in ("table", "markdown"):
+        click.echo(f"A = {label_a}\nB = {label_b}" + (f" ({origin})" if origin else "") + "\n")
+    click.echo(render(rows, columns, fmt), nl=False)
+    if fmt in ("table", "markdown"):
+        click.echo(f"\nShare of samples per category; the differences sum to 0. Wrote {out} ({scaling}).")
 
 
 def entry() -> None:

@@ -1,0 +1,352 @@
+"""Profile a running process by PID, any language, without restarting it.
+
+The profiler is chosen from what the process is: perf for native code (Rust, C, C++; frame pointers
+for Go), py-spy for CPython (then perf's view of the same process as a second profile), perf with the
+JIT map for Node started with --perf-basic-prof. The process's cgroup is left alone: its CPU time is
+read from per-thread schedstat.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+from .capture import ProfileTarget, capture_profile, log, write_json
+from .categorize import load_rules
+from .errors import UserError
+from .load import LoadSettings, make_driver
+from .procstat import ProcessMonitor, machine_specs
+from .profiler import MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
+from .runner import RUNS_DIR, git_commit, make_run_dir, tool_versions, window_metrics
+from .scenario import get_scenario, probe
+
+GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+
+
+@dataclass
+class ProcessInfo:
+    pid: int
+    comm: str
+    exe: str
+    cmdline: list[str]
+    kind: str            # native | go | python | node
+    affinity: list[int]
+    uid: int
+
+
+def proc_state(pid: int) -> str | None:
+    """One-letter state from /proc/PID/stat (R, S, D, Z...), None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def inspect_process(pid: int) -> ProcessInfo:
+    """What the process is; UserError for a PID that is not a process rpcprof can profile."""
+    state = proc_state(pid)
+    if state is None:
+        raise UserError(f"no process with pid {pid}: check the PID (pgrep -a NAME)")
+    if state == "Z":
+        raise UserError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; nothing runs")
+    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    cmdline = [c for c in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if c]
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except FileNotFoundError:
+        exe = ""
+    except PermissionError:
+        raise UserError(f"not permitted to inspect pid {pid}: run as root (it belongs to another user)") from None
+    if not exe and not cmdline:
+        raise UserError(f"pid {pid} ({comm}) is a kernel thread: it has no user code to profile")
+    kind = "native"
+    base = Path(exe).name
+    if re.match(r"python\d*(\.\d+)?$", base) or any("libpython" in line for line in _maps(pid)):
+        kind = "python"
+    elif base in ("node", "nodejs"):
+        kind = "node"
+    elif _is_go_binary(exe):
+        kind = "go"
+    uid = os.stat(f"/proc/{pid}").st_uid
+    return ProcessInfo(pid, comm, exe, cmdline, kind, sorted(os.sched_getaffinity(pid)), uid)
+
+
+def _maps(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _is_go_binary(exe: str) -> bool:
+    """Go binaries carry a build-info blob with a fixed magic."""
+    try:
+        with open(exe, "rb") as f:
+            return GO_BUILDINFO_MAGIC in f.read(64 << 20)
+    except OSError:
+        return False
+
+
+def choose_profiler(info: ProcessInfo, override: str | None) -> tuple[str, str, list[str]]:
+    """(profiler, call graph, hints to print)."""
+    hints = []
+    if info.kind == "python" and override != "perf":
+        hints.append("py-spy cannot see kernel time: recv/send inside syscalls are invisible to it, and it samples "
+                     "only the thread holding the GIL; perf's view of the same process follows as a second profile "
+                     "(--profiler perf for perf alone)")
+        return "py-spy", "python", hints
+    if override == "py-spy" and info.kind != "python":
+        raise UserError(f"--profiler py-spy: pid {info.pid} ({info.comm}) is not a CPython process; use perf")
+    if info.kind == "node":
+        if "--perf-basic-prof" not in info.cmdline and "--perf-basic-prof-only-functions" not in info.cmdline:
+            hints.append("node was started without --perf-basic-prof, so JS frames show as raw addresses: restart it "
+                         "as `node --perf-basic-prof ...` to see them by name")
+        return "perf", "fp", hints
+    if info.kind == "go":
+        return "perf", "fp", hints     # perf cannot DWARF-unwind Go stacks; Go keeps frame pointers
+    return "perf", "dwarf", hints
+
+
+def check_permissions(info: ProcessInfo, profiler: str) -> None:
+    """UserError naming the setting that forbids profiling, before anything starts."""
+    if os.geteuid() == 0:
+        return
+    if info.uid != os.geteuid():
+        raise UserError(f"not permitted to profile pid {info.pid}: it belongs to uid {info.uid}; run as root")
+    if profiler == "perf":
+        level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+        if level > 1:
+            raise UserError(f"not permitted to profile pid {info.pid} with perf: kernel.perf_event_paranoid is "
+                            f"{level}; run as root or set it to 1 (sysctl -w kernel.perf_event_paranoid=1)")
+    else:
+        scope_file = Path("/proc/sys/kernel/yama/ptrace_scope")
+        scope = int(scope_file.read_text()) if scope_file.exists() else 0
+        if scope >= 1:
+            raise UserError(f"not permitted to attach py-spy to pid {info.pid}: kernel.yama.ptrace_scope is {scope}; "
+                            "run as root or set it to 0 (sysctl -w kernel.yama.ptrace_scope=0)")
+
+
+def parse_target(target: str) -> int:
+    """The port of a loopback HOST:PORT; load goes to this machine only."""
+    m = re.fullmatch(r"(127\.\d+\.\d+\.\d+|localhost|\[::1\]):(\d+)", target)
+    if not m:
+        raise UserError(f"--target {target!r}: give a loopback HOST:PORT such as 127.0.0.1:50051 "
+                        "(load goes to this machine only)")
+    return int(m.group(2))
+
+
+@dataclass
+class AttachOptions:
+    pid: int
+    duration: float = 10.0
+    name: str = ""
+    app: str | None = None
+    profiler: str | None = None
+    call_graph: str | None = None
+    frequency: int = 999
+    min_samples: int = MIN_SAMPLES
+    requests: int | None = None
+    rps: float | None = None
+    load: bool = False
+    target: str | None = None
+    driver: str = "h2load"
+    scenario: str = "helloworld"
+    connections: int = 1
+    streams: int = 100
+    warmup: float = 2.0
+    load_cpus: list[int] | None = None
+    second_profile: bool = True
+    command: list[str] = field(default_factory=list)
+
+
+class Attach:
+    """One `profile.sh attach`: a run folder like `run` writes, for a process rpcprof did not start."""
+
+    def __init__(self, opts: AttachOptions):
+        self.opts = opts
+        self.info = inspect_process(opts.pid)
+        self.name = re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.name or self.info.comm).strip("-") or f"pid{opts.pid}"
+        self.profiler, self.call_graph, self.hints = choose_profiler(self.info, opts.profiler)
+        if opts.call_graph and self.profiler == "perf":
+            self.call_graph = opts.call_graph
+        check_permissions(self.info, self.profiler)
+        if opts.requests is not None and opts.rps is not None:
+            raise UserError("--requests and --rps both given: the request count is one or the other")
+        if opts.load and not opts.target:
+            raise UserError("--load needs --target HOST:PORT, the loopback address the process serves on")
+        self.port = parse_target(opts.target) if opts.target else None
+        self.rules = load_rules()
+        self.rules.with_app(opts.app)          # validate the regex now
+        self.event = pmu_event()
+        self.recorder = None
+        self.dir: Path | None = None
+        self.results: dict[str, dict] = {}
+        if opts.load:
+            self.scenario = get_scenario(opts.scenario)
+            self.load_cpus = opts.load_cpus or [c for c in range(os.cpu_count() or 1) if c not in self.info.affinity]
+            if not self.load_cpus:
+                raise UserError(f"pid {opts.pid} may run on every CPU, so the load cannot be kept off its CPUs: pin it "
+                                f"(taskset -pc 0 {opts.pid}) or choose --load-cpus")
+            self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
+            self.settings.validate()
+
+    def manifest(self, status: str, ended: str | None = None) -> dict:
+        o = dict(vars(self.opts))
+        return {"status": status, "mode": "attach", "command": self.opts.command, "started": self.started,
+                "finished": ended, "machine": machine_specs(), "tools": self.tools, "git": git_commit(),
+                "parameters": {**o, "servers": list(self.results) or [self.name]},
+                "process": {"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe,
+                            "cmdline": self.info.cmdline, "kind": self.info.kind, "affinity": self.info.affinity},
+                "scenario": {"name": self.opts.scenario if self.opts.load else None},
+                "sampled_event": self.event,
+                "servers": {n: r.get("status") for n, r in self.results.items()}}
+
+    def write(self, status: str) -> None:
+        ended = dt.datetime.now().isoformat(timespec="seconds") if status != "running" else None
+        write_json(self.dir / "manifest.json", self.manifest(status, ended))
+        write_json(self.dir / "metrics.json", self.results)
+
+    def execute(self) -> Path:
+        self.started = dt.datetime.now().isoformat(timespec="seconds")
+        self.tools = tool_versions()
+        self.dir = make_run_dir(f"attach-{self.name}", RUNS_DIR)
+        log(f"rpcprof: run folder {self.dir}")
+        log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
+            f"{self.opts.duration:g} s. Ctrl-C stops.")
+        for hint in self.hints:
+            log(f"rpcprof: NOTE: {hint}")
+        self.monitor = ProcessMonitor(self.info.pid, None)
+        status = "running"
+        try:
+            self.write(status)
+            self.results[self.name] = self._attach(self.name, self.profiler, self.call_graph)
+            if self.profiler == "py-spy" and self.opts.second_profile and not self.gone():
+                measured = self.results[self.name] if self.opts.load else None
+                self.results[f"{self.name}-perf"] = self._attach(f"{self.name}-perf", "perf", "dwarf", measured)
+            status = "complete" if all(r["status"] == "ok" for r in self.results.values()) else "incomplete"
+        except KeyboardInterrupt:
+            status = "incomplete"
+            raise
+        except UserError:
+            # the process exited mid-window: what was captured is kept, marked incomplete
+            status = "incomplete" if any(r.get("status") == "incomplete" for r in self.results.values()) else "failed"
+            raise
+        finally:
+            if self.recorder:
+                self.recorder.stop()
+                self.recorder = None
+            self.monitor.close()
+            self.write(status if status != "running" else "failed")
+        return self.dir
+
+    def gone(self) -> bool:
+        return proc_state(self.info.pid) in (None, "Z")
+
+    def _attach(self, name: str, profiler: str, call_graph: str, measured: dict | None = None) -> dict:
+        opts = self.opts
+        out = self.dir / name
+        out.mkdir()
+        result = {"server": name, "status": "running", "pid": self.info.pid, "profiler": profiler,
+                  "app": opts.app, "mode": "attach"}
+        try:
+            if measured:                                   # the second profile reuses the measured window
+                for key in ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s",
+                            "requests_ok", "latency", "memory", "client_cpu_cores", "client_cpu_share",
+                            "client_bound", "latency_bound", "request_count_source"):
+                    if key in measured:
+                        result[key] = measured[key]
+            elif opts.load:
+                self._measure_with_load(out, result)
+            rules = self.rules.with_app(opts.app)
+            cores = result.get("server_cpu_cores") or self._cpu_now()
+            if profiler == "py-spy":
+                cores *= 0.5
+            plan = ProfilePlan.for_load(cores, opts.frequency, opts.duration, opts.min_samples,
+                                        max_frequency=min(4999, max_sample_rate()), max_duration=opts.duration)
+            target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, rules, out, opts.min_samples)
+            ended = {}
+            record = capture_profile(target, plan, self.monitor, lambda mark: self._drive(plan, out, mark, ended), self)
+            result["profile"] = record
+            if not opts.load and not measured:
+                self._figures_without_load(result, record, plan)
+            elif result.get("cpu_us_per_req") and record.get("cpu_us_per_req_profiled"):
+                record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / result["cpu_us_per_req"] - 1)
+                write_json(out / "profile.json", record)
+            self.results[name] = result
+            if "at" in ended:
+                result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
+                              f"{plan.duration:g} s window; the profile holds what was captured until then")
+                raise UserError(result["error"], exit_code=1)
+            if record["samples"] == 0:
+                result.update(status="failed", error="no samples")
+                raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
+                                f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
+                                "or attach while it is busy", exit_code=1)
+            result["status"] = "ok"
+            return result
+        finally:
+            write_json(out / "result.json", result)
+
+    def _cpu_now(self, seconds: float = 0.5) -> float:
+        """Cores the process uses right now, over a short look, to plan the sampling rate."""
+        a = self.monitor.mark()
+        time.sleep(seconds)
+        return (self.monitor.mark() - a) / 1e9 / seconds
+
+    def _drive(self, plan: ProfilePlan, out: Path, mark_start, ended: dict) -> int | None:
+        """The profile window: with --load, the driver's OK requests; otherwise wait, watching the process."""
+        if self.opts.load:
+            driver = make_driver(self.opts.driver, self.scenario, out)
+            settings = LoadSettings(**{**vars(self.settings), "duration": plan.duration})
+            result = driver.run(settings, self.port, out / "profile-load.log", latencies=False, on_start=mark_start)
+            return result.ok
+        mark_start(self.info.pid)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < plan.duration:
+            if self.gone():
+                ended["at"] = time.monotonic() - t0
+                break
+            time.sleep(0.1)
+        return None
+
+    def _measure_with_load(self, out: Path, result: dict) -> None:
+        """Unprofiled warm-up and window with the load driver, as `run` measures."""
+        problem = probe(self.scenario, self.port, timeout=2.0)
+        if problem:
+            raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
+        driver = make_driver(self.opts.driver, self.scenario, out)
+        if self.opts.warmup > 0:
+            driver.run(LoadSettings(**{**vars(self.settings), "duration": self.opts.warmup}), self.port,
+                       out / "warmup.log", latencies=False)
+        marks = {}
+
+        def start(_pid):
+            marks["cpu0"] = self.monitor.mark()
+            self.monitor.start_rss_window()
+
+        log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
+        load = driver.run(self.settings, self.port, out / "load.log", on_start=start)
+        cpu_ns = self.monitor.mark() - marks["cpu0"]
+        memory = self.monitor.stop_rss_window()
+        shape = SimpleNamespace(server_cpus=self.info.affinity)
+        result.update(window_metrics(load, cpu_ns, memory, shape, self.load_cpus))
+        result["request_count_source"] = f"{self.opts.driver} (--load)"
+        result["cpu_method"] = self.monitor.method
+
+    def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan) -> None:
+        """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
+        window = plan.duration
+        cpu_s = record["server_cpu_s"]
+        result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=self.monitor.method,
+                      cpu_note="measured while profiling: includes the profiler's cost")
+        count = self.opts.requests if self.opts.requests is not None else (
+            self.opts.rps * window if self.opts.rps is not None else None)
+        if count:
+            result.update(requests_ok=count, req_per_s=count / window, req_per_cpu_s=count / cpu_s if cpu_s else None,
+                          cpu_us_per_req=cpu_s * 1e6 / count,
+                          request_count_source="--requests" if self.opts.requests is not None else "--rps")

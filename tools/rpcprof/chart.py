@@ -1,0 +1,80 @@
+"""The per-request picture of a run (breakdown.svg): one stacked bar per server of CPU µs per request by
+category, in the categories' colours, with each server's req/s per CPU and its ratio to the first server.
+
+Drawn with matplotlib's SVG backend (no pyplot state, no display); the output is deterministic: fixed
+hash salt for element ids, no date, text kept as text.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("svg")
+from matplotlib.figure import Figure  # noqa: E402
+
+from .categorize import Rules  # noqa: E402
+from .compare import compare_rows, load_run  # noqa: E402
+from .flamegraph import check_xml, write_atomically  # noqa: E402
+
+STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
+
+
+def _servers(columns: list[tuple[str, str]]) -> list[str]:
+    """Servers in compare_rows' order (its `SERVER_us` columns)."""
+    return [key[:-3] for key, _ in columns if key.endswith("_us") and not key.startswith("delta_")]
+
+
+def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_override: str | None = None) -> None:
+    """Write breakdown.svg for a run: a horizontal stacked bar per server with both a measured window and
+    a profile (the same figures as `report.py compare`), the first server on top."""
+    run_dir = Path(run_dir)
+    rows, columns, _ = compare_rows(run_dir, rules, app_override)
+    manifest, metrics = load_run(run_dir)
+    servers = _servers(columns)
+    by_cat = {r["category"]: r for r in rows}
+    base_rate = metrics[servers[0]]["req_per_cpu_s"]
+    totals = [by_cat["total"][f"{s}_us"] for s in servers]
+    xmax = max(totals)
+
+    with matplotlib.rc_context(STYLE):
+        fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers)), layout="constrained")
+        absolute, shares = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
+        ys = list(range(len(servers)))
+        for ax, key, scale, limit in ((absolute, "_us", xmax, xmax * 1.15), (shares, "_share", 100.0, 100.0)):
+            left = [0.0] * len(servers)
+            for cat in rules.all_categories:
+                widths = [by_cat[cat][f"{s}{key}"] for s in servers]
+                ax.barh(ys, widths, left=left, height=0.6, color=rules.colors[cat], label=cat,
+                        edgecolor="white", linewidth=0.5)
+                for y, x0, w in zip(ys, left, widths):
+                    if w >= 0.08 * scale:      # a value only where it fits
+                        ax.text(x0 + w / 2, y, f"{w:.2f}" if key == "_us" else f"{w:.0f}%", ha="center",
+                                va="center", color="white", fontsize=8)
+                left = [a + b for a, b in zip(left, widths)]
+            ax.set_xlim(0, limit)
+            ax.spines[["top", "right"]].set_visible(False)
+        for y, total in zip(ys, totals):
+            absolute.text(total + 0.01 * xmax, y, f"{total:.2f}", va="center", ha="left", fontsize=8.5)
+        labels = []
+        for s in servers:
+            rate = metrics[s]["req_per_cpu_s"]
+            few = " (too few samples)" if (metrics[s].get("profile") or {}).get("too_few_samples") else ""
+            labels.append(f"{s}{few}\n{rate:,.0f} req/s per CPU · ×{rate / base_rate:.2f}")
+        absolute.set_yticks(ys, labels)
+        absolute.invert_yaxis()
+        absolute.set_xlabel("server CPU µs per request\n(unprofiled window × category share of the profile)")
+        shares.set_xlabel("category share of the profile [%]")
+        absolute.legend(ncols=len(rules.all_categories), loc="lower left", bbox_to_anchor=(0, 1.0),
+                        frameon=False, fontsize=8.5, handlelength=1.0, handleheight=1.0)
+        p = manifest.get("parameters", {})
+        scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
+        fig.suptitle(f"Where each request's CPU goes · {run_dir.name}\n"
+                     f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
+                     f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}", fontsize=10)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    svg = buf.getvalue()
+    check_xml(svg, str(out_svg))
+    write_atomically(out_svg, svg)

@@ -1,0 +1,455 @@
+"""Annotated flame graphs: inferno draws them, rpcprof colours every frame by its category and writes the
+legend, the measured figures and the hover text onto them.
+
+The colour of a frame (a box of the graph) is the category that the leaf-first rule (categorize.yaml)
+gives the stacks passing through that box; a box that several categories share takes the one with the
+most weight. inferno's palette map (`--cp`) and `--nameattr` are keyed by function name, not by box: a
+function called from recv and from protocol code would get one colour and one hover text everywhere
+(10-25 % of the boxes of the five servers' captures). So inferno draws with a palette map of each
+function's dominant category, and then each box gets its own category and hover text, matched to the
+stacks beneath it by replaying inferno's layout (`layout_boxes`).
+
+Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
+rejects non-UTF-8 input and passes control characters through.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unicodedata
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from .categorize import OTHER, Rules, categorize, open_folded
+from .errors import UserError
+from .tables import _cell
+
+FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
+FONT_WIDTH = 7.08        # inferno's 12 px monospace (--fontsize 12 x --fontwidth 0.59)
+XPAD = 10                # inferno's left margin
+LEGEND_HEIGHT = 24       # room made between the subtitle and the frames for the legend row
+PALETTE_MAP = "palette.map"
+
+
+# --- input ---------------------------------------------------------------------------------------
+
+def sample_weight(stacks: list[tuple[list[str], int]]) -> int:
+    """Weight of one sample: the gcd of the weights (perf's period, as inferno-collapse-perf weighted
+    each sample; 1 for py-spy's counts), as categorize() infers it."""
+    return reduce(math.gcd, (w for _, w in stacks), 0) or 1
+
+
+_TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
+
+
+def displayable_frame(name: str) -> str:
+    """The frame name as drawn: control characters (not allowed in XML, or line breaks) become U+FFFD.
+    Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        name = "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in name)
+    return name
+
+
+def displayable_stack(frames: list[str]) -> str:
+    """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
+    lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""
+    stack = ";".join(displayable_frame(f) for f in frames).strip()
+    if stack.startswith("# "):
+        stack = "#\u00a0" + stack[2:]
+    m = _TRAILING_COUNT.search(stack)
+    if m:
+        stack = stack[:m.start()] + "\u00a0" + m.group(1)
+    return stack or "[empty stack]"
+
+
+@dataclass
+class Stack:
+    text: str                # the stack as written for inferno (displayable_stack)
+    weight: int
+    category: str
+
+
+def classified_stacks(stacks: list[tuple[list[str], int]], rules: Rules) -> list[Stack]:
+    """Each stack's category by the leaf-first rule, computed on the names as captured."""
+    return [Stack(displayable_stack(frames), w, rules.classify_stack(frames)[0]) for frames, w in stacks]
+
+
+def write_folded(stacks: list[Stack], path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{s.text} {s.weight}\n" for s in stacks)
+
+
+# --- categories of functions and of boxes ----------------------------------------------------------
+
+def dominant(weights: dict[str, int], order: list[str]) -> str:
+    """The category with the most weight; ties go to the category listed first."""
+    return max(order, key=lambda c: (weights.get(c, 0), -order.index(c)))
+
+
+def function_categories(stacks: list[Stack], order: list[str]) -> dict[str, str]:
+    """Each function's dominant category over the stacks it appears in (a stack counts once)."""
+    weights: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for s in stacks:
+        for name in set(s.text.split(";")):
+            weights[name][s.category] += s.weight
+    return {name: dominant(w, order) for name, w in weights.items()}
+
+
+@dataclass
+class Box:
+    """One rectangle of the flame graph: depth 0 is inferno's `all`."""
+    depth: int
+    name: str
+    start: int
+    end: int = 0
+    weights: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def layout_boxes(stacks: list[Stack]) -> list[Box]:
+    """The boxes inferno draws for these stacks, with the category weights beneath each: inferno sorts
+    the lines as text and merges the common prefix of adjacent lines (flamegraph/merge.rs), so a box
+    spans a run of adjacent lines, not every line with its prefix."""
+    boxes: list[Box] = []
+    path: list[Box] = []
+    time = 0
+    for s in sorted(stacks, key=lambda s: f"{s.text} {s.weight}"):
+        frames = [""] + s.text.split(";")
+        common = 0
+        while common < len(path) and common < len(frames) and path[common].name == frames[common]:
+            common += 1
+        for box in path[common:]:
+            box.end = time
+            boxes.append(box)
+        del path[common:]
+        path += [Box(depth, frames[depth], time) for depth in range(common, len(frames))]
+        for box in path:
+            box.weights[s.category] += s.weight
+        time += s.weight
+    for box in path:
+        box.end = time
+        boxes.append(box)
+    return boxes
+
+
+def hex_to_rgb(color: str) -> str:
+    """'#4caf50' -> 'rgb(76,175,80)', the form inferno writes."""
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r},{g},{b})"
+
+
+def write_palette_map(categories: dict[str, str], colors: dict[str, str], path: Path) -> None:
+    """inferno's palette.map: one `NAME->rgb(R,G,B)` line per function (color/palette_map.rs). A name
+    containing '->' cannot be written; inferno falls back to --hash for it (its box is recoloured anyway)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for name in sorted(categories):
+            if "->" not in name:
+                f.write(f"{name}->{hex_to_rgb(colors[categories[name]])}\n")
+
+
+# --- running inferno -----------------------------------------------------------------------------
+
+def inferno_tool(name: str) -> str:
+    """Path of an inferno binary: on PATH, or where cargo installs it (report.py's PATH may lack it)."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path.home() / ".cargo" / "bin"))
+    if not found:
+        raise UserError(f"{name} not found: run tools/setup.sh (it installs inferno with cargo)")
+    return found
+
+
+def run_tool(argv: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
+    proc = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {err[-1] if err else 'no message'}")
+    return proc.stdout
+
+
+def inferno_options(title: str, subtitle: str, weight: int) -> list[str]:
+    # --factor: inferno sums weights (perf: the sample period in ns); dividing by the weight of one
+    # sample makes its "N samples" real sample counts. --hash: a colour inferno must pick itself
+    # (no palette entry) is a hash of the name, so the output is deterministic.
+    return ["--title", displayable_frame(title), "--subtitle", displayable_frame(subtitle),
+            "--hash", "--height", str(FRAME_HEIGHT), "--countname", "samples", "--factor", repr(1 / weight)]
+
+
+# --- post-processing inferno's SVG ----------------------------------------------------------------
+
+_FRAME = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
+_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
+_ATTR_Y = re.compile(r'\by="(\d+)"')
+
+
+def category_text(weights: dict[str, int], order: list[str]) -> str:
+    """'recv' when one category owns the box, else the main ones with their share of it."""
+    total = sum(weights.values())
+    present = sorted((c for c in order if weights.get(c)), key=lambda c: (-weights[c], order.index(c)))
+    if len(present) == 1:
+        return present[0]
+    parts = [f"{c} {100 * weights[c] / total:.0f}%" for c in present[:3]]
+    return ", ".join(parts) + (", ..." if len(present) > 3 else "")
+
+
+def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors: dict[str, str],
+                    order: list[str]) -> tuple[str, int]:
+    """inferno's SVG with each box's fill and hover text set from its own stacks; (svg, boxes unmatched).
+
+    Hover text: `NAME (N samples, P%; CATEGORY)`. inferno's script takes the label of a box from its
+    title minus the last parenthesis, so the parenthesis holds no '('."""
+    by_key = {(b.depth, b.start, b.end - b.start): b for b in boxes}
+    ys = [int(_ATTR_Y.search(m.group(2)).group(1)) for m in _FRAME.finditer(svg)]
+    y_all = max(ys) if ys else 0
+    unmatched = 0
+
+    def fix(m: re.Match) -> str:
+        nonlocal unmatched
+        title, attrs = m.group(1), dict(_ATTR.findall(m.group(2)))
+        depth = (y_all - int(attrs["y"])) // FRAME_HEIGHT
+        box = by_key.get((depth, int(attrs["fg:x"]), int(attrs["fg:w"])))
+        if box is None:
+            unmatched += 1
+            return m.group(0)
+        width = box.end - box.start
+        name = title[:title.rfind(" (")] if " (" in title else title
+        n = width // weight
+        hover = (f"{name} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
+                 f"{escape(category_text(box.weights, order))})")
+        rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(box.weights, order)])}"', m.group(2))
+        return f"<g><title>{hover}</title><rect {rect}/>"
+
+    return _FRAME.sub(fix, svg), unmatched
+
+
+
+@dataclass
+class LegendItem:
+    label: str
+    color: str | None = None     # a swatch before the label
+    hover: str = ""
+
+
+def legend_svg(items: list[LegendItem], heading: str, y: int) -> str:
+    """A row of swatches and labels, left-aligned like inferno's details line."""
+    x = float(XPAD)
+    out = [f'<g id="legend"><text x="{x:.0f}" y="{y}">{escape(heading)}</text>']
+    x += (len(heading) + 2) * FONT_WIDTH
+    for item in items:
+        out.append("<g>")
+        if item.hover:
+            out.append(f"<title>{escape(displayable_frame(item.hover))}</title>")
+        if item.color:
+            out.append(f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{escape(item.color)}" '
+                       'stroke="rgb(90,90,90)" stroke-width="0.5"/>')
+            x += 16
+        out.append(f'<text x="{x:.1f}" y="{y}">{escape(displayable_frame(item.label))}</text></g>')
+        x += (len(item.label) + 2) * FONT_WIDTH
+    out.append("</g>")
+    return "".join(out)
+
+
+def add_legend(svg: str, legend: str) -> str:
+    """Make LEGEND_HEIGHT px of room under the subtitle (the frames container moves down, and with it
+    the details line) and put the legend there. inferno's script only reads positions inside #frames."""
+    def grow(m: re.Match) -> str:
+        return f'{m.group(1)}{int(m.group(2)) + LEGEND_HEIGHT}{m.group(3)}'
+
+    head_end = svg.index("<defs>") if "<defs>" in svg else svg.index(">", svg.index("<svg")) + 1
+    head = re.sub(r'(\bheight=")(\d+)(")', grow, svg[:head_end], count=1)
+    head = re.sub(r'(viewBox="0 0 \d+ )(\d+)(")', grow, head, count=1)
+    body = svg[head_end:]
+    body = re.sub(r'(<rect x="0" y="0" width="100%" height=")(\d+)(" fill="url\(#background\)")', grow, body, count=1)
+    for text_id in ("details", "matched"):
+        body = re.sub(rf'(<text id="{text_id}"[^>]*? y=")([\d.]+)(")',
+                      lambda m: f'{m.group(1)}{float(m.group(2)) + LEGEND_HEIGHT:.2f}{m.group(3)}', body, count=1)
+    frames_tag = '<svg id="frames" '
+    if frames_tag not in body:
+        raise UserError("inferno's SVG has no frames container: is inferno 0.12.8 installed (tools/setup.sh)?")
+    body = body.replace(frames_tag, legend + f'<svg id="frames" y="{LEGEND_HEIGHT}" ', 1)
+    return head + body
+
+
+# inferno's search matches a box's whole hover text; its script leaves a hook (g_to_func) to trim it.
+# Trimmed to the name, searching "recv" finds recv functions, not every box with recv stacks beneath.
+_SEARCH_HOOK = "    return (func);\n"
+_SEARCH_NAME_ONLY = '    return (func.replace(/ \\([^(]*\\)$/, ""));\n'
+
+
+def search_names_only(svg: str) -> str:
+    return svg.replace(_SEARCH_HOOK, _SEARCH_NAME_ONLY, 1)
+
+
+def fit_headings(svg: str, title: str, subtitle: str, width: int = 1200) -> str:
+    """Shrink the title (17 px) and subtitle (12 px) font so a long command line or figure line fits the
+    default width, down to 8 px; inferno centres them and lets them run off both edges otherwise."""
+    for text_id, text, size in (("title", title, 17), ("subtitle", subtitle, 12)):
+        fit = min(size, int((width - 2 * XPAD) / (0.6 * max(len(text), 1))))
+        if fit < size:
+            svg = svg.replace(f'<text id="{text_id}" ', f'<text id="{text_id}" style="font-size:{max(fit, 8)}px" ', 1)
+    return svg
+
+
+def check_xml(svg: str, what: str) -> None:
+    try:
+        ET.fromstring(svg.encode("utf-8"))
+    except ET.ParseError as e:
+        raise UserError(f"{what}: the SVG written is not valid XML ({e}); please report this with the folded file")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# --- the two graphs --------------------------------------------------------------------------------
+
+def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
+    """One item per category, the share rounded as `report.py table` prints it."""
+    return [LegendItem(f"{c} {_cell(100 * shares.get(c, 0.0))}%", rules.colors[c],
+                       rules.descriptions.get(c) or "stacks that no rule matched")
+            for c in rules.all_categories]
+
+
+def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str,
+                      legend_shares: dict[str, float] | None = None) -> None:
+    """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
+    legend_shares: category -> share (0-1) for the legend; by default computed from the folded file."""
+    stacks = open_folded(folded)
+    if not stacks:
+        raise UserError(f"{folded}: no stacks to draw")
+    weight = sample_weight(stacks)
+    order = rules.all_categories
+    classified = classified_stacks(stacks, rules)
+    if legend_shares is None:
+        b = categorize(stacks, rules, weight)
+        legend_shares = {c: b.share(c) for c in order}
+    inferno = inferno_tool("inferno-flamegraph")
+    # inferno reads and rewrites palette.map in its working directory: a fresh one per render keeps
+    # concurrent renders and the user's own palette.map apart.
+    with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
+        scratch = Path(scratch)
+        write_folded(classified, scratch / "stacks.folded")
+        write_palette_map(function_categories(classified, order), rules.colors, scratch / PALETTE_MAP)
+        svg = run_tool([inferno, "--cp", *inferno_options(title, subtitle, weight), "stacks.folded"],
+                       scratch).decode("utf-8")
+    total = sum(s.weight for s in classified)
+    svg, unmatched = recolour_frames(svg, layout_boxes(classified), weight, total, rules.colors, order)
+    if unmatched:
+        print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
+              "they keep their function's colour", file=sys.stderr)
+    svg = fit_headings(search_names_only(svg), title, subtitle)
+    svg = add_legend(svg, legend_svg(category_legend(legend_shares, rules), "share of samples:", 72))
+    check_xml(svg, str(out_svg))
+    write_atomically(out_svg, svg)
+
+
+def category_shares(stacks: list[tuple[list[str], int]], rules: Rules) -> dict[str, float]:
+    b = categorize(stacks, rules)
+    return {c: b.share(c) for c in rules.all_categories}
+
+
+def category_diff_rows(a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> list[dict]:
+    """Per category: share of A and B in %, and B − A in percentage points (the deltas sum to 0)."""
+    sa, sb = category_shares(open_folded(a), rules_a), category_shares(open_folded(b), rules_b)
+    return [{"category": c, "a": 100 * sa[c], "b": 100 * sb[c], "delta": 100 * (sb[c] - sa[c])}
+            for c in rules_a.all_categories]
+
+
+def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool = True,
+                           rows: list[dict] | None = None) -> None:
+    """Write the differential flame graph of B against A (inferno-diff-folded | inferno-flamegraph):
+    widths are B's, red = more samples in B, blue = fewer. normalize: scale A to B's total first.
+    rows: category_diff_rows, shown as a text legend."""
+    stacks_b = open_folded(b)
+    stacks_a = open_folded(a)
+    if not stacks_a or not stacks_b:
+        raise UserError(f"{a if not stacks_a else b}: no stacks to compare")
+    diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
+    with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
+        scratch = Path(scratch)
+        for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
+            write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
+        diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
+        svg = run_tool([flame_tool, *inferno_options(title, subtitle, sample_weight(stacks_b)), "-"],
+                       scratch, stdin=diff).decode("utf-8")
+    svg = fit_headings(search_names_only(svg), title, subtitle)
+    if rows:
+        items = [LegendItem(f"{r['category']} {_cell(r['a'])}→{_cell(r['b'])}") for r in rows]
+        svg = add_legend(svg, legend_svg(items, "category share A→B [%]:", 72))
+    check_xml(svg, str(out_svg))
+    write_atomically(out_svg, svg)
+
+
+# --- figures from a run folder ----------------------------------------------------------------------
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: missing; give a run folder under flamegraphs/") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: unreadable JSON: {e}") from None
+
+
+def subtitle_for_run(run_dir: Path, server: str) -> str:
+    """The measured figures of one server of a run, as one line: server, scenario, C and S, req/s,
+    server CPU, req/s per CPU, CPU µs/request (unprofiled window), samples and event (profiled window).
+    A figure the run did not measure (e.g. req/s when attached without a request count) is left out."""
+    run_dir = Path(run_dir)
+    manifest, metrics = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "metrics.json")
+    m = metrics.get(server)
+    if not m:
+        raise UserError(f"{run_dir}: no server {server!r} in metrics.json (servers: {', '.join(sorted(metrics))})")
+    p = manifest.get("parameters", {})
+    prof = m.get("profile") or {}
+    if not prof and (run_dir / server / "profile.json").exists():
+        prof = _read_json(run_dir / server / "profile.json")
+    scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario")
+    parts = [server, scenario, f"C={p['connections']} S={p['streams']}" if "connections" in p and "streams" in p else None]
+    figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),
+               ("req_per_cpu_s", "{:,.0f} req/s per CPU"), ("cpu_us_per_req", "{:.2f} CPU µs/req"))
+    parts += [fmt.format(m[key]) for key, fmt in figures if m.get(key) is not None]
+    if m.get("cpu_note"):
+        parts.append("CPU measured while profiling")
+    if prof.get("samples") is not None:
+        parts.append(f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
+                     + (" TOO FEW" if prof.get("too_few_samples") else ""))
+    if m.get("status") not in (None, "ok"):
+        parts.append(f"status {m['status']}")
+    return " · ".join(x for x in parts if x)
+
+
+def run_of_folded(folded: Path) -> tuple[Path, str] | None:
+    """(run folder, server) when folded is RUN/SERVER/profile.folded of a run with figures for SERVER."""
+    folded = Path(folded)
+    run_dir, server = folded.parent.parent, folded.parent.name
+    try:
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return (run_dir, server) if (run_dir / "manifest.json").exists() and isinstance(metrics.get(server), dict) else None
+
+
+def render_run_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
+    """RUN/SERVER/flame.svg (or out_svg), titled with the run's command; rules without the app pattern
+    (the server's own is added). Returns the path written."""
+    run_dir = Path(run_dir)
+    manifest, metrics = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "metrics.json")
+    out = Path(out_svg) if out_svg else run_dir / server / "flame.svg"
+    command = shlex.join(manifest.get("command") or ["profile.sh"])
+    render_flamegraph(run_dir / server / "profile.folded",
+                      rules.with_app((metrics.get(server) or {}).get("app"), f"{server}'s app pattern"),
+                      out, command, subtitle_for_run(run_dir, server))
+    return out
