@@ -85,9 +85,16 @@ def main():
 @click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
               help="Raise the rate, then the duration, to reach this many samples.")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
+@click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
+              help="Count syscalls per request in a window of their own.")
+@click.option("--syscall-duration", default=5.0, show_default=True, callback=positive,
+              help="Syscall-count window [s].")
+@click.option("--repeat", default=1, show_default=True, callback=positive,
+              help="Measure each server N times (restarted between); report the median and min-max.")
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
-        params, profile, call_graph, frequency, profile_duration, min_samples, app, fmt):
+        params, profile, call_graph, frequency, profile_duration, min_samples, app, count_syscalls, syscall_duration,
+        repeat, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic rust_pajamax -C 1 -S 100
@@ -99,7 +106,8 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       warmup=warmup, scenario=scenario, driver=driver, server_cpus=server_cpus,
                       load_cpus=load_cpus, port=port, label=label, params=params,
                       profile=profile, call_graph=call_graph, frequency=frequency,
-                      profile_duration=profile_duration, min_samples=min_samples, app=app)
+                      profile_duration=profile_duration, min_samples=min_samples, app=app,
+                      syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()

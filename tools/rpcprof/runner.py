@@ -22,6 +22,7 @@ from .capture import ProfileTarget, capture_profile, write_json
 from .categorize import load_rules
 from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
 from .profiler import CALL_GRAPHS, MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
+from . import syscalls
 from .scenario import get_scenario, probe
 from .servers import ROOT, ServerSpec, load_server
 
@@ -51,6 +52,9 @@ class RunOptions:
     profile_duration: float = 10.0
     min_samples: int = MIN_SAMPLES
     app: str | None = None          # overrides the servers' app pattern
+    syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
+    syscall_duration: float = 5.0
+    repeat: int = 1                 # measurements per server, restarted between them
 
     def resolved_load_cpus(self) -> list[int]:
         if self.load_cpus:
@@ -239,6 +243,35 @@ def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpu
     return m
 
 
+FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
+           "requests_non_ok", "window_s", "client_cpu_s", "client_cpu_cores", "client_cpu_share", "server_cpu_share",
+           "client_bound", "latency_bound", "latency", "memory")
+SPREAD = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "client_cpu_share")
+
+
+def aggregate_repeats(repeats: list[dict]) -> dict:
+    """One result from N measurements: the figures of the median repeat by req/s per CPU (the lower
+    middle one for even N), so that every invariant between figures still holds, plus the min-max
+    spread of each figure across repeats. The profile and syscall counts come from the first."""
+    if len(repeats) == 1:
+        return repeats[0]
+    if any(r.get("status") != "ok" for r in repeats):
+        return next(r for r in repeats if r.get("status") != "ok")
+    ranked = sorted(repeats, key=lambda r: r["req_per_cpu_s"])
+    median = ranked[(len(ranked) - 1) // 2]
+    out = dict(repeats[0])
+    out.update({k: median[k] for k in FIGURES if k in median})
+    out["median_of_repeats"] = {"n": len(repeats), "chosen": median["repeat"]}
+    out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
+    for k in ("p99_ms", "avg_ms"):
+        out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]
+    out["repeats"] = [{k: r.get(k) for k in ("repeat", *SPREAD)} for r in repeats]
+    if out.get("profile", {}).get("cpu_us_per_req_profiled"):
+        out["profile"] = {**out["profile"], "overhead_pct": 100 * (
+            out["profile"]["cpu_us_per_req_profiled"] / out["cpu_us_per_req"] - 1)}
+    return out
+
+
 class Run:
     """One invocation of `profile.sh run`: a folder, a manifest, a result per server."""
 
@@ -248,6 +281,8 @@ class Run:
         self.load_cpus = opts.resolved_load_cpus()
         self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
         self.settings.validate()
+        if opts.repeat < 1:
+            raise UserError(f"--repeat must be at least 1 (got {opts.repeat})")
         if opts.warmup < 0:
             raise UserError(f"--warmup must be 0 or more (got {opts.warmup})")
         self.specs = [load_server(name) for name in opts.servers]
@@ -287,9 +322,9 @@ class Run:
         write_json(self.dir / "manifest.json", self.manifest(status))
         write_json(self.dir / "metrics.json", self.results)
 
-    def execute(self) -> Path:
+    def execute(self, base: Path = RUNS_DIR) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
-        self.dir = make_run_dir(label)
+        self.dir = make_run_dir(label, base)
         self.started = dt.datetime.now().isoformat(timespec="seconds")
         self.machine, self.tools, self.git = machine_specs(), tool_versions(), git_commit()
         self.write_manifest("running")
@@ -300,8 +335,13 @@ class Run:
         status = "complete"
         try:
             for spec in self.specs:
-                self.results[spec.name] = self.measure(spec)
-                self.write_manifest("running")
+                repeats = []
+                for k in range(1, self.opts.repeat + 1):
+                    repeats.append(self.measure(spec, k))
+                    self.results[spec.name] = aggregate_repeats(repeats)
+                    self.write_manifest("running")
+                    if repeats[-1].get("status") != "ok":
+                        break
         except KeyboardInterrupt:
             status = "incomplete"
             for spec in self.specs:
@@ -315,12 +355,16 @@ class Run:
             raise KeyboardInterrupt
         return self.dir
 
-    def measure(self, spec: ServerSpec) -> dict:
-        out = self.dir / spec.name
+    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
+        """One measurement of spec; repeats after the first go in SERVER/repeat-K, without profile
+        and syscall windows (the explanation is taken once; repeats measure the spread)."""
+        out = self.dir / spec.name if repeat == 1 else self.dir / spec.name / f"repeat-{repeat}"
         out.mkdir()
-        result = {"server": spec.name, "description": spec.description, "status": "running"}
+        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat}
+        if self.opts.repeat > 1:
+            _log(f"rpcprof: {spec.name}: repeat {repeat}/{self.opts.repeat}")
         try:
-            return self._measure(spec, out, result)
+            return self._measure(spec, out, result, first=repeat == 1)
         except (ServerFailed, UserError) as e:
             result.update(status="failed", error=str(e))
             _log(f"rpcprof: FAILED {e}")
@@ -333,7 +377,7 @@ class Run:
             self._stop_all()
             write_json(out / "result.json", result)
 
-    def _measure(self, spec: ServerSpec, out: Path, result: dict) -> dict:
+    def _measure(self, spec: ServerSpec, out: Path, result: dict, first: bool = True) -> dict:
         opts = self.opts
         with open(out / "build.log", "w") as blog:
             spec.build(blog)
@@ -371,7 +415,9 @@ class Run:
             _log(f"rpcprof: WARNING: {spec.name}: {load.non_ok} responses were not OK; they are not counted in req/s")
         result["app"] = opts.app or spec.app
         result["profiler"] = spec.profiler
-        if opts.profile:
+        if opts.syscalls and first:
+            result["syscalls"] = self._count_syscalls(spec, server, driver, out, result)
+        if opts.profile and first:
             result["profile"] = self._profile(spec, server, driver, out, result)
         result["status"] = "ok"
         return result
@@ -384,6 +430,28 @@ class Run:
         if self.current:
             self.current.stop()
             self.current = None
+
+    def _count_syscalls(self, spec: ServerSpec, server: ServerProcess, driver, out: Path, result: dict) -> dict:
+        """A window with the same load and perf stat counting syscalls on every thread of the server.
+        It is kept apart from the efficiency window; its own CPU per request shows what counting costs."""
+        opts = self.opts
+        _log(f"rpcprof: {spec.name}: counting syscalls for {opts.syscall_duration:g} s (tracepoints)")
+        self.recorder = syscalls.start_count(server.pid, out)
+        self.recorder.wait_attached()
+        marks = {}
+        settings = LoadSettings(**{**asdict(self.settings), "duration": opts.syscall_duration})
+        load = driver.run(settings, opts.port, out / "syscalls-load.log", latencies=False,
+                          on_start=lambda _pid: marks.setdefault("cpu0", server.monitor.mark()))
+        cpu_ns = server.monitor.mark() - marks["cpu0"]
+        self.recorder.stop()
+        self.recorder = None
+        self._check_alive(server, "during the syscall-count window")
+        counts = syscalls.parse_perf_stat_csv((out / "syscalls.csv").read_text())
+        record = {"window_s": load.wall_s, "requests_ok": load.ok, **counts, **syscalls.per_request(counts, load.ok),
+                  "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}
+        if load.ok and result.get("cpu_us_per_req"):
+            record["counting_cost_pct"] = 100 * (record["cpu_us_per_req_counting"] / result["cpu_us_per_req"] - 1)
+        return record
 
     def _profile(self, spec: ServerSpec, server: ServerProcess, driver, out: Path, result: dict) -> dict:
         """A second window with the same load and the profiler attached; returns the profile's record."""

@@ -18,6 +18,7 @@ RUN_COLUMNS = [
     ("p95_ms", "95 % in [ms]"),
     ("p99_ms", "99 % in [ms]"),
     ("rss_avg_mib", "avg. memory [MiB]"),
+    ("syscalls_per_req", "syscalls/req"),
     ("client_cpu_pct", "client cpu [%]"),
     ("notes", "notes"),
 ]
@@ -62,12 +63,26 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "p95_ms": lat.get("p95_ms"),
             "p99_ms": lat.get("p99_ms"),
             "rss_avg_mib": mem.get("rss_avg_mib"),
+            "syscalls_per_req": (f.get("syscalls") or {}).get("per_req"),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
             "client_bound": f.get("client_bound"),
             "latency_bound": f.get("latency_bound"),
             "notes": notes_for(m),
+            "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
         })
+        spread = rows[-1]["spread_req_per_cpu_s"]
+        rows[-1]["spread_text"] = f"{spread[0]:,.0f}-{spread[1]:,.0f}" if spread else None
     return rows
+
+
+def significance(a: dict, b: dict) -> str:
+    """With repeats: the ratio's range, or 'not significant' when the two spreads overlap."""
+    sa, sb = a.get("spread_req_per_cpu_s"), b.get("spread_req_per_cpu_s")
+    if not sa or not sb:
+        return ""
+    if sa[0] <= sb[1] and sb[0] <= sa[1]:
+        return " (NOT SIGNIFICANT: the repeats' spreads overlap)"
+    return f" (range {sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} over the repeats)"
 
 
 def ratio_lines(rows: list[dict]) -> list[str]:
@@ -79,7 +94,8 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     lines = []
     for r in measured[1:]:
         ratio = r["req_per_cpu_s"] / base["req_per_cpu_s"]
-        lines.append(f"{r['server']} vs {base['server']}: ^{ratio:.1f} requests per server CPU-second")
+        lines.append(f"{r['server']} vs {base['server']}: ^{ratio:.1f} requests per server CPU-second"
+                     + significance(base, r))
     for r in rows:
         if r.get("client_bound"):
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
@@ -90,6 +106,10 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def p_repeat(manifest: dict) -> str:
+    return f"{manifest['parameters'].get('repeat', 1)} repeats"
+
+
 def render_run(run_dir: Path, fmt: str = "table") -> str:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -97,7 +117,11 @@ def render_run(run_dir: Path, fmt: str = "table") -> str:
     rows = run_rows(metrics, order)
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
-    text = render(rows, RUN_COLUMNS, fmt)
+    columns = RUN_COLUMNS
+    if any(r.get("spread_text") for r in rows):
+        at = [k for k, _ in columns].index("req_per_cpu_s") + 1
+        columns = columns[:at] + [("spread_text", f"min-max of {p_repeat(manifest)}")] + columns[at:]
+    text = render(rows, columns, fmt)
     if fmt in ("table", "markdown"):
         p = manifest["parameters"]
         head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "
