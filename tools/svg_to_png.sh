@@ -25,7 +25,7 @@ height=900
 time_limit=60          # seconds Chromium may take before it is stopped
 
 # --- options ------------------------------------------------------------------------------------
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while getopts ":w:h:" opt; do
   case $opt in
     w) width=$OPTARG ;;

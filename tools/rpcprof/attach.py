@@ -21,7 +21,7 @@ from .errors import UserError
 from .load import LoadSettings, make_driver
 from .procstat import ProcessMonitor, machine_specs
 from .profiler import MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
-from .runner import RUNS_DIR, git_commit, make_run_dir, tool_versions, window_metrics
+from .runner import RUNS_DIR, git_commit, make_run_dir, render_pictures, tool_versions, window_metrics
 from .scenario import get_scenario, probe
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
@@ -242,6 +242,7 @@ class Attach:
                 self.recorder = None
             self.monitor.close()
             self.write(status if status != "running" else "failed")
+            render_pictures(self.dir, self.rules, list(self.results))
         return self.dir
 
     def gone(self) -> bool:

@@ -42,7 +42,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers)), layout="constrained")
         absolute, shares = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
         ys = list(range(len(servers)))
-        for ax, key, scale, limit in ((absolute, "_us", xmax, xmax * 1.15), (shares, "_share", 100.0, 100.0)):
+        for ax, key, scale, limit in ((absolute, "_us", xmax, xmax * 1.12), (shares, "_share", 100.0, 100.0)):
             left = [0.0] * len(servers)
             for cat in rules.all_categories:
                 widths = [by_cat[cat][f"{s}{key}"] for s in servers]
@@ -55,13 +55,13 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                 left = [a + b for a, b in zip(left, widths)]
             ax.set_xlim(0, limit)
             ax.spines[["top", "right"]].set_visible(False)
-        for y, total in zip(ys, totals):
-            absolute.text(total + 0.01 * xmax, y, f"{total:.2f}", va="center", ha="left", fontsize=8.5)
         labels = []
-        for s in servers:
+        for y, s, total in zip(ys, servers, totals):
             rate = metrics[s]["req_per_cpu_s"]
+            absolute.text(total + 0.01 * xmax, y, f"{total:.2f} µs\n×{rate / base_rate:.2f}", va="center",
+                          ha="left", fontsize=8.5)
             few = " (too few samples)" if (metrics[s].get("profile") or {}).get("too_few_samples") else ""
-            labels.append(f"{s}{few}\n{rate:,.0f} req/s per CPU · ×{rate / base_rate:.2f}")
+            labels.append(f"{s}{few}\n{rate:,.0f} req/s per CPU")
         absolute.set_yticks(ys, labels)
         absolute.invert_yaxis()
         absolute.set_xlabel("server CPU µs per request\n(unprofiled window × category share of the profile)")

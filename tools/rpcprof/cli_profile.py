@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import click
 
@@ -13,6 +14,7 @@ from .scenario import SCENARIOS
 from .summary import render_run
 from .attach import Attach, AttachOptions
 from .compare import render_compare, render_shares
+from .sweep import Sweep, render_sweep
 from .profiler import CALL_GRAPHS, MIN_SAMPLES
 
 
@@ -124,6 +126,57 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
         raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
+
+
+def int_list(ctx, param, value):
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a list of whole numbers such as 1,10,100") from None
+    if not out or any(x < 1 for x in out):
+        raise click.BadParameter(f"{value!r}: give positive whole numbers such as 1,10,100")
+    return out
+
+
+@main.command()
+@click.argument("servers", nargs=-1, required=True)
+@click.option("-C", "--connections", "conn_list", default="1,10,100", show_default=True, callback=int_list,
+              help="Connection counts.")
+@click.option("-S", "--streams", "stream_list", default="1,10,100,1000", show_default=True, callback=int_list,
+              help="Streams in flight (all connections); cells with S < C are skipped.")
+@click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Measured window [s].")
+@click.option("-w", "--warmup", default=3.0, show_default=True, help="Warm-up before each window [s].")
+@click.option("--repeat", default=1, show_default=True, callback=positive, help="Measurements per server and cell.")
+@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
+@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True, help="Load driver.")
+@click.option("--server-cpus", default="0", show_default=True, callback=cpu_list, help="CPUs the server is pinned to.")
+@click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load driver [default: the others].")
+@click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535))
+@click.option("--label", default="", help="Name part of the sweep folder.")
+@click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
+@click.option("--profile-duration", default=5.0, show_default=True, callback=positive, help="Profile window [s].")
+@click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
+              help="Count syscalls per request in each cell.")
+@click.option("--syscall-duration", default=3.0, show_default=True, callback=positive, help="Syscall window [s].")
+@format_option
+def sweep(servers, conn_list, stream_list, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
+          label, profile, profile_duration, count_syscalls, syscall_duration, fmt):
+    """Run every (C, S) cell with S >= C for SERVERS; print seed 000's table.
+
+    eg, ./profile.sh sweep rust_tonic rust_pajamax -C 1,10,100 -S 1,10,100,1000
+    """
+    opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
+                      server_cpus=server_cpus, load_cpus=load_cpus, port=port, label="", profile=profile,
+                      profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
+                      repeat=repeat)
+    job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]])
+    job.opts = replace(opts, label=label)
+    try:
+        sweep_dir = job.execute()
+    except KeyboardInterrupt:
+        raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
+                        "(marked incomplete)", exit_code=130) from None
+    click.echo(render_sweep(sweep_dir, job.rules, fmt), nl=False)
 
 
 @main.command()

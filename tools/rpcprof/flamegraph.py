@@ -33,7 +33,7 @@ from xml.sax.saxutils import escape
 
 from .categorize import OTHER, Rules, categorize, open_folded
 from .errors import UserError
-from .tables import _cell
+from .tables import _cell    # the legend rounds shares as `report.py table` prints them
 
 FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
 FONT_WIDTH = 7.08        # inferno's 12 px monospace (--fontsize 12 x --fontwidth 0.59)
@@ -230,7 +230,6 @@ def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors:
     return _FRAME.sub(fix, svg), unmatched
 
 
-
 @dataclass
 class LegendItem:
     label: str
@@ -306,11 +305,22 @@ def check_xml(svg: str, what: str) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
+    """Write a file whole or not at all (rename of a temporary file); a device or pipe (/dev/stdout,
+    /dev/null) is written in place, never replaced."""
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; give the name of the SVG file to write")
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # --- the two graphs --------------------------------------------------------------------------------

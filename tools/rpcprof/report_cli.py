@@ -167,7 +167,7 @@ def svg(folded, out, title, rules_path, app):
     title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
     render_flamegraph(folded, r, out, title, subtitle)
-    click.echo(f"wrote {out}")
+    click.echo(f"report.py: wrote {out}", err=True)
 
 
 @main.command()

@@ -272,6 +272,28 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     return out
 
 
+def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
+    """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
+    a warning, never a lost run."""
+    from .chart import render_breakdown_chart
+    from .flamegraph import render_run_flamegraph
+    drawn = []
+    for name in servers:
+        folded = run_dir / name / "profile.folded"
+        if folded.exists() and folded.stat().st_size:
+            try:
+                render_run_flamegraph(run_dir, name, rules)
+                drawn.append(name)
+            except (UserError, OSError) as e:
+                _log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
+    if drawn:
+        try:
+            render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
+        except (UserError, OSError, ValueError) as e:
+            _log(f"rpcprof: WARNING: no breakdown chart: {e}")
+        _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request chart: breakdown.svg")
+
+
 class Run:
     """One invocation of `profile.sh run`: a folder, a manifest, a result per server."""
 
@@ -351,6 +373,8 @@ class Run:
             if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
                 status = "failed"
             self.write_manifest(status)
+        if self.opts.profile:
+            render_pictures(self.dir, self.rules, [s.name for s in self.specs])
         if status == "incomplete":
             raise KeyboardInterrupt
         return self.dir
