@@ -7,6 +7,7 @@
 #
 # USAGE: ./profile.sh run SERVER... [options]     compare servers end to end (see run --help)
 #        ./profile.sh attach --pid PID [options]  profile a running process (see attach --help)
+#        ./profile.sh sweep SERVER... -C 1,10 -S 1,10,100   seed 000's table (see sweep --help)
 #        ./profile.sh --help
 #
 # eg,
@@ -23,7 +24,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 case "${1:-}" in
-  ""|-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  ""|-h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 
 # shellcheck source=tools/env.sh

@@ -10,6 +10,10 @@ USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
   top FOLDED -c CATEGORY    the frames that decide a category, to see and fix rules
   explain FRAME             which rule a frame matches, and why
   check-rules               validate categorize.yaml and its examples
+  svg FOLDED -o OUT         annotated flame graph: frames coloured by category, legend, figures
+  diff A B -o OUT           differential flame graph (normalised) and the category-level difference
+  sweep SWEEP_DIR           seed 000's table for a saved sweep
+  results SWEEP_DIR -o F    the results document (table, explanation in numbers, seed figures)
 
 eg,
   ./report.py compare flamegraphs/20261121-101500-rust_tonic-rust_pajamax

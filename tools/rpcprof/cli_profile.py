@@ -158,9 +158,11 @@ def int_list(ctx, param, value):
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
               help="Count syscalls per request in each cell.")
 @click.option("--syscall-duration", default=3.0, show_default=True, callback=positive, help="Syscall window [s].")
+@click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
+              help="Raise the profile's rate, then its duration, to reach this many samples.")
 @format_option
 def sweep(servers, conn_list, stream_list, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
-          label, profile, profile_duration, count_syscalls, syscall_duration, fmt):
+          label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, fmt):
     """Run every (C, S) cell with S >= C for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic rust_pajamax -C 1,10,100 -S 1,10,100,1000
@@ -168,7 +170,7 @@ def sweep(servers, conn_list, stream_list, duration, warmup, repeat, scenario, d
     opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
                       server_cpus=server_cpus, load_cpus=load_cpus, port=port, label="", profile=profile,
                       profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
-                      repeat=repeat)
+                      repeat=repeat, min_samples=min_samples)
     job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]])
     job.opts = replace(opts, label=label)
     try:

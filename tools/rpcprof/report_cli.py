@@ -205,5 +205,39 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
         click.echo(f"\nShare of samples per category; the differences sum to 0. Wrote {out} ({scaling}).")
 
 
+@main.command()
+@click.argument("sweep_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the document here (e.g. docs/results.md) instead of stdout.")
+@rules_option
+def results(sweep_dir, output, rules_path):
+    """The results document of a sweep: table, per-request explanation, seed figures beside them."""
+    from .results import build_results
+    if not (Path(sweep_dir) / "manifest.json").exists():
+        raise UserError(f"{sweep_dir}: not a sweep folder (no manifest.json); give flamegraphs/<...-sweep-...>")
+    manifest = __import__("json").loads((Path(sweep_dir) / "manifest.json").read_text())
+    if manifest.get("mode") != "sweep":
+        raise UserError(f"{sweep_dir}: a run folder, not a sweep: make one with ./profile.sh sweep")
+    text = build_results(Path(sweep_dir), load_rules(rules_path))
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command("sweep")
+@click.argument("sweep_dir", type=click.Path(path_type=Path))
+@rules_option
+@format_option
+def sweep_table(sweep_dir, rules_path, fmt):
+    """Seed 000's table for a saved sweep folder."""
+    from .sweep import render_sweep
+    if not (Path(sweep_dir) / "manifest.json").exists():
+        raise UserError(f"{sweep_dir}: not a sweep folder (no manifest.json)")
+    click.echo(render_sweep(Path(sweep_dir), load_rules(rules_path), fmt), nl=False)
+
+
 def entry() -> None:
     run_click(main)

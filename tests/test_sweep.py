@@ -1,0 +1,65 @@
+"""A tiny real sweep (2 cells, short windows): table structure and invariants, never timings."""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    proc = subprocess.run(
+        [str(ROOT / "profile.sh"), "sweep", "rust_tonic", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1.5",
+         "-w", "0.5", "--repeat", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
+         "--port", "50651", "--label", "pytest-sweep"],
+        capture_output=True, text=True, timeout=900)
+    folder = next(Path(line.split("sweep folder ", 1)[1].strip()) for line in proc.stderr.splitlines()
+                  if "sweep folder " in line)
+    yield proc, folder
+    subprocess.run(["rm", "-rf", str(folder)])
+
+
+def test_sweep_prints_seed_000_layout_with_ratios(sweep):
+    proc, _ = sweep
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "--C=1:" in out
+    cells = re.findall(r"^----S=(\d+)-+\^(\d+\.\d)", out, re.M)
+    assert [s for s, _ in cells] == ["1", "10"]
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("rust_")]
+    assert rows == ["rust_tonic", "rust_pajamax"] * 2
+
+
+def test_sweep_announces_its_duration_and_progress(sweep):
+    proc, _ = sweep
+    assert re.search(r"2 cells x 2 server\(s\) x 2 repeat\(s\): about \d+ min \d+ s", proc.stderr)
+    assert "[1/2] C=1 S=1:" in proc.stderr and "[2/2] C=1 S=10:" in proc.stderr and "ETA" in proc.stderr
+
+
+def test_ratio_is_the_quotient_of_the_per_cpu_figures(sweep):
+    _, folder = sweep
+    out = subprocess.run([str(ROOT / "report.py"), "sweep", str(folder), "--format", "json"], capture_output=True,
+                         text=True, check=True).stdout
+    rows = json.loads(out)
+    assert len(rows) == 4
+    for cell in ("C1-S1", "C1-S10"):
+        tonic, pajamax = [r for r in rows if r["cell"] == cell]
+        assert tonic["ratio"] == pytest.approx(pajamax["req_per_cpu_s"] / tonic["req_per_cpu_s"])
+    for r in rows:
+        assert r["syscalls_per_req"] > 0
+        assert r["spread_req_per_cpu_s"][0] <= r["req_per_cpu_s"] <= r["spread_req_per_cpu_s"][1]
+        cats = [r[f"{c}_us"] for c in ("recv", "send", "runtime", "protocol", "app", "other")]
+        assert sum(cats) == pytest.approx(r["cpu_us_per_req"])
+
+
+def test_results_document_is_generated_from_the_sweep(sweep, tmp_path):
+    _, folder = sweep
+    doc = tmp_path / "results.md"
+    subprocess.run([str(ROOT / "report.py"), "results", str(folder), "-o", str(doc)], check=True,
+                   capture_output=True)
+    text = doc.read_text()
+    assert "## Set beside the published figures" in text and "| 1 | 10 | 10 | 4.2 |" in text
+    assert "syscalls per request" in text.lower()
