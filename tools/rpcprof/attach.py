@@ -21,7 +21,8 @@ from .errors import UserError
 from .load import LoadSettings, make_driver
 from .procstat import ProcessMonitor, machine_specs
 from .profiler import MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
-from .runner import RUNS_DIR, git_commit, make_run_dir, render_pictures, tool_versions, window_metrics
+from .runner import (RUNS_DIR, git_commit, make_run_dir, measured_window, render_pictures, tool_versions,
+                     window_metrics)
 from .scenario import get_scenario, probe
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
@@ -324,16 +325,8 @@ class Attach:
         if self.opts.warmup > 0:
             driver.run(LoadSettings(**{**vars(self.settings), "duration": self.opts.warmup}), self.port,
                        out / "warmup.log", latencies=False)
-        marks = {}
-
-        def start(_pid):
-            marks["cpu0"] = self.monitor.mark()
-            self.monitor.start_rss_window()
-
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
-        load = driver.run(self.settings, self.port, out / "load.log", on_start=start)
-        cpu_ns = self.monitor.mark() - marks["cpu0"]
-        memory = self.monitor.stop_rss_window()
+        load, cpu_ns, memory = measured_window(driver, self.settings, self.port, out, self.monitor)
         shape = SimpleNamespace(server_cpus=self.info.affinity)
         result.update(window_metrics(load, cpu_ns, memory, shape, self.load_cpus))
         result["request_count_source"] = f"{self.opts.driver} (--load)"

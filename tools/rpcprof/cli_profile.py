@@ -58,6 +58,23 @@ def positive(ctx, param, value):
     return value
 
 
+def placement_and_load_options(f):
+    """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
+    options = [
+        click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True),
+        click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True,
+                     help="Load driver."),
+        click.option("--server-cpus", default="0", show_default=True, callback=cpu_list,
+                     help="CPUs the server is pinned to."),
+        click.option("--load-cpus", default=None, callback=cpu_list,
+                     help="CPUs for the load driver [default: the others]."),
+        click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535)),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @click.group(name="profile.sh", context_settings={"help_option_names": ["-h", "--help"]})
 def main():
     """rpcprof: why does RPC server A serve N times more requests per CPU than server B?"""
@@ -71,11 +88,7 @@ def main():
 @click.option("-d", "--duration", default=20.0, show_default=True, callback=positive,
               help="Measured window [s].")
 @click.option("-w", "--warmup", default=5.0, show_default=True, help="Warm-up before the window [s].")
-@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
-@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True, help="Load driver.")
-@click.option("--server-cpus", default="0", show_default=True, callback=cpu_list, help="CPUs the server is pinned to.")
-@click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load driver [default: the others].")
-@click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535))
+@placement_and_load_options
 @click.option("--label", default="", help="Name part of the run folder [default: the servers].")
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
 @click.option("--profile/--no-profile", default=True, show_default=True,
@@ -147,11 +160,7 @@ def int_list(ctx, param, value):
 @click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=3.0, show_default=True, help="Warm-up before each window [s].")
 @click.option("--repeat", default=1, show_default=True, callback=positive, help="Measurements per server and cell.")
-@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
-@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True, help="Load driver.")
-@click.option("--server-cpus", default="0", show_default=True, callback=cpu_list, help="CPUs the server is pinned to.")
-@click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load driver [default: the others].")
-@click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535))
+@placement_and_load_options
 @click.option("--label", default="", help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
 @click.option("--profile-duration", default=5.0, show_default=True, callback=positive, help="Profile window [s].")

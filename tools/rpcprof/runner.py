@@ -218,6 +218,20 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
     }
 
 
+def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
+    """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
+    it. Returns (load result, CPU ns, memory figures)."""
+    marks = {}
+
+    def start(_pid):
+        marks["cpu0"] = monitor.mark()
+        monitor.start_rss_window()
+
+    load = driver.run(settings, port, out / "load.log", on_start=start)
+    cpu_ns = monitor.mark() - marks["cpu0"]
+    return load, cpu_ns, monitor.stop_rss_window()
+
+
 def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpus: list[int]) -> dict:
     """The figures of one measured window; every rate uses the same wall clock around the driver."""
     wall = result.wall_s
@@ -418,16 +432,8 @@ class Run:
             warm = LoadSettings(**{**asdict(self.settings), "duration": opts.warmup})
             driver.run(warm, opts.port, out / "warmup.log", latencies=False)
             self._check_alive(server, "during the warm-up")
-        marks = {}
-
-        def window_start(_pid):
-            marks["cpu0"] = server.monitor.mark()
-            server.monitor.start_rss_window()
-
         _log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
-        load = driver.run(self.settings, opts.port, out / "load.log", on_start=window_start)
-        cpu_ns = server.monitor.mark() - marks["cpu0"]
-        memory = server.monitor.stop_rss_window()
+        load, cpu_ns, memory = measured_window(driver, self.settings, opts.port, out, server.monitor)
         result["cpu_method"] = server.monitor.method
         result["load_argv"] = load.argv
         result.update(window_metrics(load, cpu_ns, memory, opts, self.load_cpus))
