@@ -75,6 +75,11 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
     return rows
 
 
+def ratio_text(ratio: float) -> str:
+    """One decimal as seed 000 prints it, two below 1 so that a 0.04 does not read as 0.0."""
+    return f"{ratio:.1f}" if ratio >= 1 else f"{ratio:.2f}"
+
+
 def significance(a: dict, b: dict) -> str:
     """With repeats: the ratio's range, or 'not significant' when the two spreads overlap."""
     sa, sb = a.get("spread_req_per_cpu_s"), b.get("spread_req_per_cpu_s")
@@ -94,7 +99,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     lines = []
     for r in measured[1:]:
         ratio = r["req_per_cpu_s"] / base["req_per_cpu_s"]
-        lines.append(f"{r['server']} vs {base['server']}: ^{ratio:.1f} requests per server CPU-second"
+        lines.append(f"{r['server']} vs {base['server']}: ^{ratio_text(ratio)} requests per server CPU-second"
                      + significance(base, r))
     for r in rows:
         if r.get("client_bound"):

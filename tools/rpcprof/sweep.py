@@ -15,7 +15,7 @@ from .categorize import Rules
 from .compare import run_breakdowns
 from .errors import UserError
 from .runner import RUNS_DIR, Run, RunOptions, git_commit, machine_specs, make_run_dir, tool_versions
-from .summary import run_rows
+from .summary import ratio_text, run_rows
 from .tables import render
 
 CATEGORY_US = ("recv", "send", "runtime", "protocol", "app", "other")
@@ -162,7 +162,7 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
             last_c = row["connections"]
             out.append(f"--C={last_c}:".ljust(width, "-"))
         if i == 0 or rows[i - 1]["cell"] != row["cell"]:
-            mark = f"^{row['ratio']:.1f}" if row["ratio"] else ""
+            mark = f"^{ratio_text(row['ratio'])}" if row["ratio"] else ""
             if row.get("ratio_significant") is False:
                 mark += " (not significant)"
             out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))
