@@ -41,7 +41,8 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
            "## Machine and parameters", "",
            f"- {m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, {m.get('os')}, "
            f"kernel {m.get('kernel')}",
-           f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on CPU {p['load_cpus'] or 'the others'}",
+           f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
+           + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
            f"{p['repeat']} repeat(s) per server and cell (servers restarted; the median repeat is shown, min-max "
            "beside it); then a syscall-count window and a profile window per cell",
@@ -73,6 +74,22 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
     return "\n".join(out) + "\n"
 
 
+def _sum(row: dict, cats: tuple[str, ...]) -> float | None:
+    vals = [row.get(f"{c}_us") for c in cats]
+    return None if any(v is None for v in vals) else sum(vals)
+
+
+def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict) -> str:
+    """CPU µs per request in recv + send versus runtime + protocol, at the first and last S of a C."""
+    io, work = ("recv", "send"), ("runtime", "protocol")
+    vals = [_sum(r, cats) for cats in (io, work) for r in (a0, a1, b0, b1)]
+    if any(v is None for v in vals):
+        return ""
+    a_io0, a_io1, b_io0, b_io1, a_w0, a_w1, b_w0, b_w1 = vals
+    return (f" CPU µs per request in recv + send: {first} {a_io0:.2f} → {a_io1:.2f}, {second} {b_io0:.2f} → "
+            f"{b_io1:.2f}; in runtime + protocol: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
+
+
 def explain(cells, by, first: str, second: str) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
     the ratio and syscalls per request move with S/C, and how that compares with the seeds."""
@@ -96,7 +113,13 @@ def explain(cells, by, first: str, second: str) -> list[str]:
             lines.append(f"- At C={c}, the ratio {trend} from ^{b0['ratio']:.1f} (S={s0}) to ^{b1['ratio']:.1f} "
                          f"(S={s1}){seed_txt}. Syscalls per request: {second} {_f(b0.get('syscalls_per_req'), 3)} → "
                          f"{_f(b1.get('syscalls_per_req'), 3)}, {first} {_f(a0.get('syscalls_per_req'), 3)} → "
-                         f"{_f(a1.get('syscalls_per_req'), 3)}.")
+                         f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1))
+    near = sorted((abs(s - 50), s, b["ratio"]) for c, s, a, b in pairs if c == 1)[:2]
+    if near:
+        lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_001_RATIO}x) is not a cell "
+                     "here: pajamax stalls at exactly 50 streams in flight on this machine (Nagle plus delayed ACK; "
+                     "`profile.sh run rust_pajamax -S 50` flags it latency-bound). The nearest cells at C=1: "
+                     + ", ".join(f"S={s} ^{r:.1f}" for _, s, r in sorted(near, key=lambda x: x[1])) + ".")
     c, s, a, b = hi
     cats = ("recv", "send", "runtime", "protocol", "app", "other")
     if all(a.get(f"{k}_us") is not None and b.get(f"{k}_us") is not None for k in cats):
@@ -115,8 +138,16 @@ def explain(cells, by, first: str, second: str) -> list[str]:
            if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
-    lines.append("- Seed 000's author guessed that pajamax's advantage comes from handling more requests per "
-                 "syscall as streams per connection grow; the syscalls-per-request columns above measure that "
-                 "directly, and the category columns show how much of each request's CPU is spent in recv and send "
-                 "versus runtime and protocol work.")
+    c, s, a, b = hi
+    io_a, io_b = _sum(a, ("recv", "send")), _sum(b, ("recv", "send"))
+    w_a, w_b = _sum(a, ("runtime", "protocol")), _sum(b, ("runtime", "protocol"))
+    if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
+        diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
+        lines.append(
+            f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
+            f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
+            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; recv + send "
+            f"account for {100 * (io_a - io_b) / diff:.0f} % of the per-request difference and runtime + protocol "
+            f"for {100 * (w_a - w_b) / diff:.0f} %. Where both batch their syscalls alike, what remains is the "
+            "per-request work above the socket.")
     return lines
