@@ -188,6 +188,11 @@ def sweep(servers, conn_list, stream_list, duration, warmup, repeat, scenario, d
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
                         "(marked incomplete)", exit_code=130) from None
     click.echo(render_sweep(sweep_dir, job.rules, fmt), nl=False)
+    failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
+                     if r.get("status") != "ok"})
+    if failed:
+        raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
+                        f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=1)
 
 
 @main.command()

@@ -104,7 +104,8 @@ class H2load:
         threads = max(1, min(len(settings.cpus), settings.connections))
         argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("h2load"),
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
-                "-t", str(threads), "-D", f"{settings.duration:g}",
+                # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
+                "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
                 "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers"]
         if latency_log:
             argv += ["--log-file", str(latency_log)]

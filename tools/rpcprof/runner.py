@@ -440,7 +440,8 @@ class Run:
         self._check_alive(server, "during the measured window")
         if load.ok == 0:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
-                               f"({load.non_ok} non-OK; driver exit {load.exit_code}): see {out / 'load.log'}")
+                               f"({load.non_ok} non-OK; {opts.driver} exit {load.exit_code}: "
+                               f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
         if load.non_ok:
             _log(f"rpcprof: WARNING: {spec.name}: {load.non_ok} responses were not OK; they are not counted in req/s")
         result["app"] = opts.app or spec.app
