@@ -37,6 +37,7 @@ def stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
+    Path(f"/tmp/perf-{proc.pid}.map").unlink(missing_ok=True)    # node --perf-basic-prof leaves it
 
 
 def attach(*args, timeout=300):
