@@ -10,7 +10,6 @@ from .categorize import Breakdown, Rules, categorize, open_folded
 from .errors import UserError
 from .tables import render
 
-SHARE_COLUMNS = [("profile", "profile"), ("samples", "samples")]
 
 
 def profile_folded(run_dir: Path, server: str) -> Path:
