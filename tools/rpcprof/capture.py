@@ -11,7 +11,8 @@ from typing import Callable
 
 from .categorize import Rules, categorize, open_folded
 from .procstat import ProcessMonitor
-from .profiler import PYSPY_EVENT, ProfilePlan, count_folded_samples, fold_perf, start_perf, start_pyspy
+from .profiler import (PYSPY_EVENT, ProfilePlan, count_folded_samples, fold_perf, inject_jit, jitdumps, start_perf,
+                       start_pyspy)
 
 
 def log(msg: str) -> None:
@@ -50,6 +51,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     marks = {}
     requests = drive(lambda _pid: marks.setdefault("cpu0", monitor.mark()))
     cpu_ns = monitor.mark() - marks.get("cpu0", 0)
+    dumps = jitdumps(target.pid) if target.profiler == "perf" and target.call_graph == "dwarf-jit" else []
     code = owner.recorder.stop()
     owner.recorder = None
     record = {
@@ -66,9 +68,16 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         "server_cpu_s": cpu_ns / 1e9,
         "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None,
     }
+    data = target.out / "perf.data"
+    if target.profiler == "perf" and target.call_graph == "dwarf-jit" and data.exists():
+        record.update(inject_jit(data, dumps))
+        if "jit_error" in record:
+            log(f"rpcprof: WARNING: {target.name}: {record['jit_error']}")
+        else:
+            log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
+                f"{', '.join(record['jitdumps'])} (perf.data names them)")
     if target.profiler == "perf":
-        record.update(fold_perf(target.out / "perf.data", folded) if (target.out / "perf.data").exists()
-                      else {"samples": 0})
+        record.update(fold_perf(data, folded) if data.exists() else {"samples": 0})
     else:
         record["samples"] = count_folded_samples(folded) if folded.exists() else 0
     record["too_few_samples"] = record["samples"] < target.min_samples

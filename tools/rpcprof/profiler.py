@@ -7,6 +7,10 @@ Call-graph modes for perf:
   dwarf-deep  --call-graph dwarf,32768: complete stacks, ~4x the data.
   fp          -g (frame pointers): cheapest, but callers inside glibc (no frame pointers in Debian's
               build) are lost: blocking recv/send wrappers and malloc lose their callers.
+  dwarf-jit   dwarf-deep for a JIT runtime that writes a jitdump with unwinding info (Node/V8 started with
+              --perf-prof --perf-prof-unwinding-info): recorded with -k mono, then `perf inject --jit` turns
+              the dump into one small ELF per JIT function (written beside the dump) so DWARF unwinding
+              goes through JS frames too, and perf.data is replaced by the injected file.
 perf samples the `cpu-clock` software event where there is no hardware PMU (this machine kind), so
 time spent with interrupts off is charged where they are re-enabled; category shares are not
 distorted by this, leaf "top frame" lists are.
@@ -19,13 +23,16 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
 
-CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"]}
+CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
+               # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
+               "dwarf-jit": ["-k", "mono", "--call-graph", "dwarf,32768"]}
 PROFILERS = ("perf", "py-spy")
 MIN_SAMPLES = 5000
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
@@ -138,6 +145,39 @@ def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
     argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
     return Recorder(argv, folded, folded.with_name("py-spy.log"))
+
+
+def jitdumps(pid: int) -> list[Path]:
+    """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+    found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
+             and re.search(r"/jit-\d+\.dump$", line)}
+    return sorted(Path(p) for p in found)
+
+
+def inject_jit(data: Path, dumps: list[Path]) -> dict:
+    """perf inject --jit on data, which then holds the injected profile. Returns what happened:
+    {'jitdumps': [...], 'jit_elf_files': ELF files beside the dumps} or {'jit_error': why} (data left as it was)."""
+    if not dumps:
+        return {"jit_error": "the process has no jitdump mapped (start node with --perf-prof "
+                             "--perf-prof-unwinding-info), so JS frames stop the unwind"}
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    injected = data.with_name(data.stem + ".jit.data")
+    # a build-id cache of its own, thrown away after: perf.data names the ELF files by path, and the
+    # thousands of them would otherwise pile up in ~/.debug
+    with tempfile.TemporaryDirectory(prefix="rpcprof-buildid-") as cache:
+        proc = subprocess.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if proc.returncode != 0 or not injected.exists():
+        injected.unlink(missing_ok=True)
+        return {"jit_error": f"perf inject --jit exited {proc.returncode}: "
+                             f"{proc.stderr.decode(errors='replace').strip()[-200:]}"}
+    os.replace(injected, data)
+    elves = sum(len(list(d.parent.glob(f"jitted-{d.stem.split('-', 1)[1]}-*.so"))) for d in dumps)
+    return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -147,9 +148,13 @@ class ServerProcess:
         self.spec = spec
         self.log_path = log_path
         self.log = open(log_path, "wb")
+        # workdir: run: the server writes its profiling files (V8's jitdump) into the run folder
+        self.workdir = log_path.parent / "workdir" if spec.workdir == "run" else spec.folder
+        self.workdir.mkdir(exist_ok=True)
+        self.keep_workdir = False     # set once a profile refers to files in it
         pinned = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
         try:
-            self.proc = subprocess.Popen(pinned, cwd=spec.folder, stdout=self.log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(pinned, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             self.log.close()
@@ -203,6 +208,8 @@ class ServerProcess:
         self.log.close()
         # JIT runtimes started with --perf-basic-prof leave their symbol map behind
         Path(f"/tmp/perf-{self.pid}.map").unlink(missing_ok=True)
+        if self.workdir != self.spec.folder and not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)    # no profile needs its jitdump
 
 
 def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores: float,
@@ -499,6 +506,7 @@ class Run:
         def drive(mark_start):
             return driver.run(settings, opts.port, out / "profile-load.log", latencies=False, on_start=mark_start).ok
 
+        server.keep_workdir = True      # perf.data may name files the server wrote there
         record = capture_profile(target, plan, server.monitor, drive, self)
         self._check_alive(server, "during the profile window")
         unprofiled = result.get("cpu_us_per_req")

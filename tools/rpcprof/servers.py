@@ -21,8 +21,11 @@ PROTO_DIR = SERVERS_DIR / "proto"
 VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
 
 REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
-OPTIONAL_KEYS = {"params", "call_graph"}
-CALL_GRAPH_MODES = ("dwarf", "dwarf-deep", "fp")
+OPTIONAL_KEYS = {"params", "call_graph", "workdir"}
+CALL_GRAPH_MODES = ("dwarf", "dwarf-deep", "fp", "dwarf-jit")
+# where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
+# profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
+WORKDIRS = ("folder", "run")
 PROFILERS = {"perf", "py-spy"}
 
 
@@ -37,10 +40,11 @@ class ServerSpec:
     app: str
     params: dict = field(default_factory=dict)
     call_graph: str = "dwarf"       # the perf unwinding that works for this server's code
+    workdir: str = "folder"         # folder | run (see WORKDIRS)
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
-        values = {"port": str(port), "root": str(ROOT), "python": str(VENV / "bin" / "python"),
+        values = {"port": str(port), "root": str(ROOT), "folder": str(self.folder), "python": str(VENV / "bin" / "python"),
                   "node": shutil.which("node") or "node"}
         values.update({k: str(v) for k, v in self.params.items()})
         for key, value in (overrides or {}).items():
@@ -99,9 +103,13 @@ def load_server(name: str) -> ServerSpec:
     call_graph = data.get("call_graph", "dwarf")
     if call_graph not in CALL_GRAPH_MODES:
         raise UserError(f"{path}: call_graph must be one of {', '.join(CALL_GRAPH_MODES)}")
+    workdir = data.get("workdir", "folder")
+    if workdir not in WORKDIRS:
+        raise UserError(f"{path}: workdir must be one of {', '.join(WORKDIRS)}")
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise UserError(f"{path}: params must be a mapping")
     return ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
-                      app=data["app"], params=params, call_graph=call_graph)
+                      app=data["app"], params=params, call_graph=call_graph,
+                      workdir=workdir)
