@@ -2,6 +2,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -18,11 +19,13 @@ PROFILE_SH = str(ROOT / "profile.sh")
 SERVERS = ["rust_tonic", "rust_pajamax", "go_grpc", "python_grpcio", "node_grpcjs"]
 
 
-def start_server(name: str, port: int) -> subprocess.Popen:
-    """Build and start a server by hand on CPU 0, as a user would; wait until it listens."""
+def start_server(name: str, port: int, cwd: Path, argv: list[str] | None = None) -> subprocess.Popen:
+    """Build and start a server by hand on CPU 0, from cwd, as a user would; wait until it listens."""
     spec = load_server(name)
     subprocess.run(["bash", "build.sh"], cwd=spec.folder, check=True, capture_output=True)
-    proc = subprocess.Popen(["taskset", "-c", "0", *spec.argv(port)], cwd=spec.folder, stdout=subprocess.DEVNULL,
+    assert port_is_free(port), f"port {port} is taken: a server from an earlier run is still there"
+    argv = argv or spec.argv(port)
+    proc = subprocess.Popen(["taskset", "-c", "0", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     from rpcprof.scenario import SCENARIOS, probe
     deadline = time.monotonic() + 60
@@ -31,6 +34,11 @@ def start_server(name: str, port: int) -> subprocess.Popen:
         assert time.monotonic() < deadline, f"{name} did not answer within 60 s"
         time.sleep(0.2)
     return proc
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -52,8 +60,10 @@ def run_folder(stderr: str) -> Path:
 @pytest.mark.parametrize("server", SERVERS)
 def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
     port = 50600 + SERVERS.index(server)
-    proc = start_server(server, port)
     spec = load_server(server)
+    # from the server's folder (relative paths in its argv), but node from a folder of the test's own:
+    # it writes its jitdump into its working directory, and perf inject the JIT functions' ELF files beside it
+    proc = start_server(server, port, tmp_path if spec.workdir == "run" else spec.folder)
     try:
         done = attach("--pid", str(proc.pid), "-d", "3", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
                       "--app", spec.app, "--name", server, "--format", "json")
@@ -73,9 +83,15 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
         assert (folder / server / "profile.folded").stat().st_size > 0
         shares = m["profile"]["shares"]
         assert sum(shares.values()) == pytest.approx(1.0)
-        assert shares["other"] <= 0.05 or server == "node_grpcjs" and shares["other"] <= 0.08
+        assert shares["other"] <= 0.05
         expected_profiler = "py-spy" if server == "python_grpcio" else "perf"
         assert m["profile"]["profiler"] == expected_profiler
+        if server == "node_grpcjs":     # started with --perf-prof --perf-prof-unwinding-info (server.yaml)
+            assert m["profile"]["call_graph"] == "dwarf-jit"
+            assert m["profile"]["jitdumps"] == [str(tmp_path / f"jit-{proc.pid}.dump")]
+            assert m["profile"]["jit_elf_files"] > 100
+            assert len(list(tmp_path.glob(f"jitted-{proc.pid}-*.so"))) == m["profile"]["jit_elf_files"]
+            assert "perf inject --jit wrote" in done.stderr
         if server == "python_grpcio":
             assert metrics[f"{server}-perf"]["profile"]["profiler"] == "perf"      # the second view
             assert "cannot see kernel time" in done.stderr
@@ -102,9 +118,39 @@ def test_node_without_perf_basic_prof_gets_the_exact_flag():
     info = attach_mod.ProcessInfo(1, "node", "/usr/bin/node", ["node", "server.js"], "node", [0], 0)
     profiler, call_graph, hints = attach_mod.choose_profiler(info, None)
     assert (profiler, call_graph) == ("perf", "fp")
-    assert any("--perf-basic-prof" in h for h in hints)
+    assert any("`node --perf-basic-prof ...`" in h for h in hints)
+    assert any("--perf-prof --perf-prof-unwinding-info" in h for h in hints)
     info.cmdline.insert(1, "--perf-basic-prof")
-    assert attach_mod.choose_profiler(info, None)[2] == []
+    hints = attach_mod.choose_profiler(info, None)[2]
+    assert not any("`node --perf-basic-prof ...`" in h for h in hints)
+    assert any("--perf-prof --perf-prof-unwinding-info" in h for h in hints)
+    info.cmdline.insert(1, "--perf-prof-unwinding-info")   # the flag alone is not enough: pid 1 maps no jitdump
+    assert attach_mod.choose_profiler(info, None)[1] == "fp"
+
+
+def test_node_with_the_jit_map_only_is_profiled_with_frame_pointers(tmp_path):
+    """The other Node path: started with --perf-basic-prof alone, JS frames are named from /tmp/perf-PID.map."""
+    port = 50609
+    spec = load_server("node_grpcjs")
+    argv = ["node", "--perf-basic-prof", "--no-logfile-per-isolate", "--logfile=+", "--allow-natives-syntax",
+            str(spec.folder / "server.js"), "--port", str(port)]
+    proc = start_server("node_grpcjs", port, tmp_path, argv)
+    try:
+        done = attach("--pid", str(proc.pid), "-d", "2", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
+                      "--app", spec.app, "--format", "json")
+    finally:
+        stop(proc)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "--perf-prof --perf-prof-unwinding-info" in done.stderr       # the hint towards whole stacks
+    folder = run_folder(done.stderr)
+    try:
+        m = next(iter(json.loads((folder / "metrics.json").read_text()).values()))
+        assert m["status"] == "ok" and m["profile"]["call_graph"] == "fp" and "jitdumps" not in m["profile"]
+        folded = next(folder.glob("*/profile.folded")).read_text()
+        assert ";JS:" in folded and "helloSayHello" in folded                # JS frames named by the map
+        assert not list(tmp_path.glob("jit*"))
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)])
 
 
 @pytest.mark.parametrize("args, message", [
