@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, classify_bottleneck
+from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, SATURATED_SHARE, classify_bottleneck
 from rpcprof.summary import RUN_COLUMNS, run_rows, ratio_lines
 from rpcprof.tables import FORMATS, render
 
@@ -45,6 +45,17 @@ def test_client_bound_from_ninety_percent_of_the_load_cpus(client_share, bound):
     (0.59, 0.59, True), (0.10, 0.20, True), (0.60, 0.10, False), (0.10, 0.60, False), (0.99, 0.75, False)])
 def test_latency_bound_only_when_both_sides_are_below_sixty_percent(server_share, client_share, bound):
     assert classify_bottleneck(server_share, 1, client_share, 1)["latency_bound"] is bound
+
+
+@pytest.mark.parametrize("server_share, client_share, unsaturated", [
+    (0.66, 0.32, True),     # tonic at C=1 S=100 on this machine: the two take turns
+    (0.60, 0.10, True), (0.899, 0.50, True), (0.90, 0.50, False), (0.99, 0.75, False),
+    (0.50, 0.95, False),    # client-bound says it already
+    (0.10, 0.20, False)])   # latency-bound says it already
+def test_unsaturated_when_the_server_is_below_ninety_percent_and_no_other_flag_explains_it(
+        server_share, client_share, unsaturated):
+    assert SATURATED_SHARE == 0.90
+    assert classify_bottleneck(server_share, 1, client_share, 1)["unsaturated"] is unsaturated
 
 
 def test_shares_are_cores_over_the_cpus_given_to_each_side():
@@ -87,14 +98,15 @@ def test_a_server_missing_from_the_metrics_is_a_not_run_row(two_servers):
     assert rows[1]["notes"] == "NOT RUN"
 
 
-def test_notes_flag_client_bound_latency_bound_and_non_ok():
+def test_notes_flag_client_bound_latency_bound_unsaturated_and_non_ok():
     metrics = {
         "client": metrics_for(600_000, 0.25, 0.98),
         "idle": metrics_for(2_000, 0.02, 0.05, requests_non_ok=7),
         "busy": metrics_for(100_000, 0.99, 0.75),
+        "turns": metrics_for(96_000, 0.66, 0.32),
     }
     notes = {r["server"]: r["notes"] for r in run_rows(metrics)}
-    assert notes == {"client": "CLIENT-BOUND", "idle": "LATENCY-BOUND, 7 non-OK", "busy": ""}
+    assert notes == {"client": "CLIENT-BOUND", "idle": "LATENCY-BOUND, 7 non-OK", "busy": "", "turns": "UNSATURATED"}
 
 
 def test_a_failed_server_row_says_failed_and_why():
@@ -113,6 +125,15 @@ def test_ratio_lines_explain_client_bound_and_latency_bound_servers():
     lines = ratio_lines(run_rows(metrics))
     assert any(line.startswith("client: the load generator was the bottleneck (client CPU 98 %)") for line in lines)
     assert any(line.startswith("idle: neither side was busy") and "--streams" in line for line in lines)
+
+
+def test_ratio_lines_explain_an_unsaturated_server_and_say_when_the_shares_add_up_to_one_cpu():
+    metrics = {"turns": metrics_for(96_000, 0.66, 0.32), "half": metrics_for(50_000, 0.70, 0.10)}
+    lines = {line.split(":", 1)[0]: line for line in ratio_lines(run_rows(metrics)) if " vs " not in line}
+    assert lines["turns"].startswith("turns: neither side was saturated (server 66 %, client 32 % of their CPUs)")
+    assert "add up to 98 %" in lines["turns"] and "take turns" in lines["turns"]
+    assert "neither side was saturated (server 70 %, client 10 %" in lines["half"]
+    assert "take turns" not in lines["half"]
 
 
 def test_no_ratio_with_a_single_measured_server(two_servers):

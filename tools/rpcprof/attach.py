@@ -272,7 +272,7 @@ class Attach:
             if measured:                                   # the second profile reuses the measured window
                 for key in ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s",
                             "requests_ok", "latency", "memory", "client_cpu_cores", "client_cpu_share",
-                            "client_bound", "latency_bound", "request_count_source"):
+                            "client_bound", "latency_bound", "unsaturated", "request_count_source"):
                     if key in measured:
                         result[key] = measured[key]
             elif opts.load:

@@ -138,6 +138,11 @@ def explain(cells, by, first: str, second: str) -> list[str]:
            if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
+    unsat = [f"{srv} at C={c} S={s} ({100 * r['server_cpu_share']:.0f} % / {100 * r['client_cpu_share']:.0f} %)"
+             for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("unsaturated")]
+    if unsat:
+        lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
+                     f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")
     c, s, a, b = hi
     io_a, io_b = _sum(a, ("recv", "send")), _sum(b, ("recv", "send"))
     w_a, w_b = _sum(a, ("runtime", "protocol")), _sum(b, ("runtime", "protocol"))

@@ -30,6 +30,8 @@ from .servers import ROOT, ServerSpec, load_server
 RUNS_DIR = ROOT / "flamegraphs"
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
+SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
+                              # above, the run is unsaturated (e.g. server and client taking turns)
 
 
 @dataclass
@@ -214,14 +216,18 @@ class ServerProcess:
 
 def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores: float,
                         load_cpu_count: int) -> dict:
-    """Flags saying what limited the run: the client, latency (neither side busy), or the server."""
+    """Flags saying what limited the run: the client, latency (neither side busy), neither side saturated
+    (unsaturated), or else the server."""
     server_share = server_cores / server_cpu_count
     client_share = client_cores / load_cpu_count
+    client_bound = client_share >= CLIENT_BOUND_SHARE
+    latency_bound = server_share < LATENCY_BOUND_SHARE and client_share < LATENCY_BOUND_SHARE
     return {
         "server_cpu_share": server_share,
         "client_cpu_share": client_share,
-        "client_bound": client_share >= CLIENT_BOUND_SHARE,
-        "latency_bound": server_share < LATENCY_BOUND_SHARE and client_share < LATENCY_BOUND_SHARE,
+        "client_bound": client_bound,
+        "latency_bound": latency_bound,
+        "unsaturated": server_share < SATURATED_SHARE and not client_bound and not latency_bound,
     }
 
 
@@ -266,7 +272,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpu
 
 FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
            "requests_non_ok", "window_s", "client_cpu_s", "client_cpu_cores", "client_cpu_share", "server_cpu_share",
-           "client_bound", "latency_bound", "latency", "memory")
+           "client_bound", "latency_bound", "unsaturated", "latency", "memory")
 SPREAD = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "client_cpu_share")
 
 

@@ -32,6 +32,8 @@ def notes_for(m: dict) -> str:
         notes.append("CLIENT-BOUND")
     if m.get("latency_bound"):
         notes.append("LATENCY-BOUND")
+    if m.get("unsaturated"):
+        notes.append("UNSATURATED")
     if m.get("requests_non_ok"):
         notes.append(f"{m['requests_non_ok']} non-OK")
     return ", ".join(notes)
@@ -67,6 +69,9 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
             "client_bound": f.get("client_bound"),
             "latency_bound": f.get("latency_bound"),
+            "unsaturated": f.get("unsaturated"),
+            "server_cpu_share": f.get("server_cpu_share"),
+            "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
             "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
         })
@@ -108,7 +113,20 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         if r.get("latency_bound"):
             lines.append(f"{r['server']}: neither side was busy: the run is latency-bound (e.g. Nagle + delayed "
                          "ACK); try another --streams.")
+        if r.get("unsaturated"):
+            lines.append(unsaturated_line(r))
     return lines
+
+
+def unsaturated_line(r: dict) -> str:
+    """Why an unsaturated run's req/s is not the server's capacity, with the shares that say so."""
+    server, client = 100 * r["server_cpu_share"], 100 * r["client_cpu_share"]
+    line = (f"{r['server']}: neither side was saturated (server {server:.0f} %, client {client:.0f} % of their CPUs): "
+            "req/s is below the server's capacity; CPU per request still holds.")
+    if server + client >= 85:
+        line += (f" The two shares add up to {server + client:.0f} %, as when server and client take turns, each "
+                 "waiting for the other's batch: more connections (-C) let them overlap.")
+    return line
 
 
 def p_repeat(manifest: dict) -> str:
