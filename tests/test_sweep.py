@@ -63,3 +63,25 @@ def test_results_document_is_generated_from_the_sweep(sweep, tmp_path):
     text = doc.read_text()
     assert "## Set beside the published figures" in text and "| 1 | 10 | 10 | 4.2 |" in text
     assert "syscalls per request" in text.lower()
+
+
+def test_cells_are_seed_000s_twelve_for_its_c_and_s():
+    from rpcprof.sweep import cells
+    assert cells([1, 10, 100], [1, 10, 100, 1000, 10000, 100000]) == [
+        (1, 1), (1, 10), (1, 100), (1, 1000), (10, 10), (10, 100), (10, 1000), (10, 10000),
+        (100, 100), (100, 1000), (100, 10000), (100, 100000)]
+    assert (1, 10000) in cells([1], [10000], max_per_connection=10000)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-C", "1", "-S", "10000"], "no cell has C <= S <= C x 1000"),
+    (["-C", "100", "-S", "10"], "no cell has C <= S <= C x 1000"),
+    (["-C", "10", "-S", "15"], "S=15 is not a multiple of C=10"),
+    (["-C", "1", "-S", "1", "--max-per-connection", "0"], "--max-per-connection"),
+])
+def test_sweep_cells_that_cannot_run_are_one_line_errors(args, message):
+    proc = subprocess.run([str(ROOT / "profile.sh"), "sweep", "rust_tonic", *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert message in last, last

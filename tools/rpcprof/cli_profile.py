@@ -14,7 +14,7 @@ from .scenario import SCENARIOS
 from .summary import render_run
 from .attach import Attach, AttachOptions
 from .compare import render_compare, render_shares
-from .sweep import Sweep, render_sweep
+from .sweep import MAX_STREAMS_PER_CONNECTION, Sweep, render_sweep
 from .profiler import CALL_GRAPHS, MIN_SAMPLES
 
 
@@ -157,6 +157,9 @@ def int_list(ctx, param, value):
               help="Connection counts.")
 @click.option("-S", "--streams", "stream_list", default="1,10,100,1000", show_default=True, callback=int_list,
               help="Streams in flight (all connections); cells with S < C are skipped.")
+@click.option("--max-per-connection", default=MAX_STREAMS_PER_CONNECTION, show_default=True, callback=positive,
+              help="Skip cells with more than this many streams per connection (S/C) (seed 000's cells stop at "
+                   "1000; pajamax allows 1000 concurrent streams).")
 @click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=3.0, show_default=True, help="Warm-up before each window [s].")
 @click.option("--repeat", default=1, show_default=True, callback=positive, help="Measurements per server and cell.")
@@ -170,17 +173,20 @@ def int_list(ctx, param, value):
 @click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
 @format_option
-def sweep(servers, conn_list, stream_list, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
+def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
           label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, fmt):
-    """Run every (C, S) cell with S >= C for SERVERS; print seed 000's table.
+    """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic rust_pajamax -C 1,10,100 -S 1,10,100,1000
+
+    seed 000's twelve cells: -C 1,10,100 -S 1,10,100,1000,10000,100000
     """
     opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
                       server_cpus=server_cpus, load_cpus=load_cpus, port=port, label="", profile=profile,
                       profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
                       repeat=repeat, min_samples=min_samples)
-    job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]])
+    job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]],
+                max_per_connection=max_per_connection)
     job.opts = replace(opts, label=label)
     try:
         sweep_dir = job.execute()

@@ -21,11 +21,18 @@ from .tables import render
 CATEGORY_US = ("recv", "send", "runtime", "protocol", "app", "other")
 
 
-def cells(connections: list[int], streams: list[int]) -> list[tuple[int, int]]:
-    """(C, S) pairs with S >= C, in seed 000's order (C, then S)."""
-    out = [(c, s) for c in connections for s in streams if s >= c]
+# Seed 000's cells keep S/C <= 1000 (C=100 goes to S=100000, C=1 stops at S=1000), and pajamax advertises
+# SETTINGS_MAX_CONCURRENT_STREAMS 1000: a deeper cell would not put S streams in flight on it.
+MAX_STREAMS_PER_CONNECTION = 1000
+
+
+def cells(connections: list[int], streams: list[int],
+          max_per_connection: int = MAX_STREAMS_PER_CONNECTION) -> list[tuple[int, int]]:
+    """(C, S) pairs with C <= S <= C x max_per_connection, in seed 000's order (C, then S)."""
+    out = [(c, s) for c in connections for s in streams if c <= s <= c * max_per_connection]
     if not out:
-        raise UserError(f"no cell has S >= C for -C {connections} -S {streams}: give larger -S or smaller -C")
+        raise UserError(f"no cell has C <= S <= C x {max_per_connection} for -C {connections} -S {streams}: "
+                        "give other -S or -C values (or a larger --max-per-connection)")
     bad = [(c, s) for c, s in out if s % c]
     if bad:
         raise UserError(f"S={bad[0][1]} is not a multiple of C={bad[0][0]}: every connection must carry the same "
@@ -51,11 +58,12 @@ def _log(msg: str) -> None:
 
 
 class Sweep:
-    def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str]):
+    def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str],
+                 max_per_connection: int = MAX_STREAMS_PER_CONNECTION):
         if len(opts.servers) < 1:
             raise UserError("name at least one server")
         self.opts = opts
-        self.cells = cells(connections, streams)
+        self.cells = cells(connections, streams, max_per_connection)
         self.command = command
         self.dir: Path | None = None
         self.results: dict[str, dict] = {}
