@@ -267,3 +267,51 @@ def test_rss_of_a_missing_process_is_none():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     assert procstat.rss_bytes(proc.pid) is None
+
+
+# ----- the driver's timed window (load.run_measured) ----------------------------------------------
+
+FAKE_DRIVER = textwrap.dedent("""
+    import sys, time
+    time.sleep(0.4)                                  # start-up: outside the window
+    print("Main benchmark duration is started for thread #0.", flush=True)
+    t = time.process_time()
+    while time.process_time() - t < 0.3:             # the window: 0.3 s of CPU
+        pass
+    print("Main benchmark duration is over for thread #0. Stopping all clients.", flush=True)
+    time.sleep(0.4)                                  # teardown: outside the window
+    print("finished")
+""")
+
+
+def test_driver_window_is_between_the_lines_it_prints_not_its_whole_life(tmp_path):
+    from rpcprof.load import H2load, run_measured
+    events = []
+    t0 = time.monotonic()
+    code, wall, cpu = run_measured([sys.executable, "-c", FAKE_DRIVER], tmp_path / "log",
+                                   on_start=lambda pid: events.append(("start", time.monotonic())),
+                                   on_end=lambda pid: events.append(("end", time.monotonic())), window=H2load.WINDOW)
+    life = time.monotonic() - t0
+    assert code == 0 and [e for e, _ in events] == ["start", "end"]
+    assert life - wall >= 0.75                           # the two sleeps of 0.4 s are outside
+    assert wall == pytest.approx(events[1][1] - events[0][1], abs=0.05)
+    assert 0.25 <= cpu <= wall + 0.02                    # the busy loop's CPU (clock ticks), not the interpreter's start
+    assert (tmp_path / "log").read_text().splitlines()[-1] == "finished"     # the log keeps every line
+
+
+def test_a_driver_that_never_prints_its_window_is_measured_over_its_life(tmp_path):
+    from rpcprof.load import H2load, run_measured
+    events = []
+    code, wall, _ = run_measured([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path / "log",
+                                 on_start=lambda pid: events.append("start"), on_end=lambda pid: events.append("end"),
+                                 window=H2load.WINDOW)
+    assert code == 0 and events == ["start", "end"] and wall >= 0.3
+
+
+def test_process_cpu_ns_counts_threads_that_have_exited(child):
+    from rpcprof.procstat import process_cpu_ns
+    before = process_cpu_ns(child.pid)
+    child.ask(f"burn-thread {BURN_S}")       # a second thread burns, then exits
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    assert BURN_S * 1e9 - 2 * tick <= process_cpu_ns(child.pid) - before < (BURN_S + SLACK_S) * 1e9
+    assert process_cpu_ns(999_999_999) == 0

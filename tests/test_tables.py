@@ -227,3 +227,24 @@ def test_run_table_renders_in_every_format(two_servers):
         text = render(rows, RUN_COLUMNS, fmt)
         assert "tonic" in text and "pajamax" in text
     assert list(csv.reader(io.StringIO(render(rows, RUN_COLUMNS, "csv"))))[0] == [h for _, h in RUN_COLUMNS]
+
+
+def test_a_window_ending_with_many_requests_in_flight_is_flagged():
+    from types import SimpleNamespace
+    from rpcprof.load import LoadResult
+    from rpcprof.runner import IN_FLIGHT_SHARE, window_metrics
+    from rpcprof.stats import LatencyHistogram
+
+    def metrics(ok, streams):
+        load = LoadResult("h2load", [], 8.0, ok, 0, 2.0, LatencyHistogram(), 0)
+        return window_metrics(load, int(8e9), {}, SimpleNamespace(server_cpus=[0], streams=streams), [1])
+
+    assert IN_FLIGHT_SHARE == 0.02
+    deep, shallow = metrics(740_000, 100_000), metrics(1_000_000, 1_000)
+    assert deep["in_flight_share"] == pytest.approx(100_000 / 740_000) and deep["in_flight_flag"] is True
+    assert shallow["in_flight_share"] == pytest.approx(0.001) and shallow["in_flight_flag"] is False
+    assert metrics(0, 100)["in_flight_flag"] is False
+    rows = run_rows({"deep": {**deep, "status": "ok"}, "shallow": {**shallow, "status": "ok"}})
+    assert [r["notes"] for r in rows] == ["IN-FLIGHT 14 %", ""]
+    assert any(line.startswith("deep: the requests still in flight when the window ended are 13.5 %")
+               for line in ratio_lines(rows))

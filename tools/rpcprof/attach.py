@@ -272,7 +272,8 @@ class Attach:
             if measured:                                   # the second profile reuses the measured window
                 for key in ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s",
                             "requests_ok", "latency", "memory", "client_cpu_cores", "client_cpu_share",
-                            "client_bound", "latency_bound", "unsaturated", "request_count_source"):
+                            "client_bound", "latency_bound", "unsaturated", "in_flight_share", "in_flight_flag",
+                            "request_count_source"):
                     if key in measured:
                         result[key] = measured[key]
             elif opts.load:
@@ -285,7 +286,7 @@ class Attach:
                                         max_frequency=min(4999, max_sample_rate()), max_duration=opts.duration)
             target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, rules, out, opts.min_samples)
             ended = {}
-            record = capture_profile(target, plan, self.monitor, lambda mark: self._drive(plan, out, mark, ended), self)
+            record = capture_profile(target, plan, self.monitor, lambda window: self._drive(plan, out, window, ended), self)
             result["profile"] = record
             if not opts.load and not measured:
                 self._figures_without_load(result, record, plan)
@@ -313,14 +314,15 @@ class Attach:
         time.sleep(seconds)
         return (self.monitor.mark() - a) / 1e9 / seconds
 
-    def _drive(self, plan: ProfilePlan, out: Path, mark_start, ended: dict) -> int | None:
+    def _drive(self, plan: ProfilePlan, out: Path, window, ended: dict) -> int | None:
         """The profile window: with --load, the driver's OK requests; otherwise wait, watching the process."""
         if self.opts.load:
             driver = make_driver(self.opts.driver, self.scenario, out)
             settings = LoadSettings(**{**vars(self.settings), "duration": plan.duration})
-            result = driver.run(settings, self.port, out / "profile-load.log", latencies=False, on_start=mark_start)
+            result = driver.run(settings, self.port, out / "profile-load.log", latencies=False,
+                                on_start=window.start, on_end=window.end)
             return result.ok
-        mark_start(self.info.pid)
+        window.start()
         t0 = time.monotonic()
         while time.monotonic() - t0 < plan.duration:
             if self.gone():
@@ -340,7 +342,7 @@ class Attach:
                        out / "warmup.log", latencies=False)
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
         load, cpu_ns, memory = measured_window(driver, self.settings, self.port, out, self.monitor)
-        shape = SimpleNamespace(server_cpus=self.info.affinity)
+        shape = SimpleNamespace(server_cpus=self.info.affinity, streams=self.settings.streams)
         result.update(window_metrics(load, cpu_ns, memory, shape, self.load_cpus))
         result["request_count_source"] = f"{self.opts.driver} (--load)"
         result["cpu_method"] = self.monitor.method

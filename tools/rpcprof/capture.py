@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .categorize import Rules, categorize, open_folded
-from .procstat import ProcessMonitor
+from .procstat import CpuWindow, ProcessMonitor
 from .profiler import (PYSPY_EVENT, ProfilePlan, count_folded_samples, fold_perf, inject_jit, jitdumps, start_perf,
                        start_pyspy)
 
@@ -33,10 +33,10 @@ class ProfileTarget:
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
                     drive: Callable[[Callable[[int], None]], int | None], owner) -> dict:
-    """Profile target.pid while drive(mark_start) runs; returns the profile record (also profile.json).
+    """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
-    drive calls mark_start(_) when its window begins and returns the OK requests it saw, or None when
-    unknown. owner.recorder holds the running profiler so the caller can stop it on any exit path.
+    drive calls window.start() and window.end() when its window begins and ends (an end not marked is
+    taken when drive returns) and returns the OK requests it saw, or None when unknown. owner.recorder holds the running profiler so the caller can stop it on any exit path.
     """
     what = (f"perf {target.event}, {target.call_graph} call graphs" if target.profiler == "perf"
             else f"py-spy ({PYSPY_EVENT})")
@@ -48,9 +48,9 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     else:
         owner.recorder = start_pyspy(target.pid, folded, plan.frequency)
     owner.recorder.wait_attached()
-    marks = {}
-    requests = drive(lambda _pid: marks.setdefault("cpu0", monitor.mark()))
-    cpu_ns = monitor.mark() - marks.get("cpu0", 0)
+    window = CpuWindow(monitor)
+    requests = drive(window)
+    cpu_ns = window.ns()
     dumps = jitdumps(target.pid) if target.profiler == "perf" and target.call_graph == "dwarf-jit" else []
     code = owner.recorder.stop()
     owner.recorder = None

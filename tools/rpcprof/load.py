@@ -1,6 +1,12 @@
 """Load drivers: h2load (default) and ghz. Each runs pinned to the load CPUs for a fixed duration,
 and returns what it measured: OK and non-OK responses, per-request latencies, its own CPU time.
 
+h2load prints a line when its timed window starts (connections up) and when it ends (before it tears
+them down); rpcprof marks the server's CPU, and h2load's own, at those lines, so start-up, teardown and
+rpcprof's own parsing of the results stay out of the window. The S requests still in flight when the
+window ends were (partly) served but are not counted: run tables flag a window where S is a notable
+share of the requests counted.
+
 h2load drives gRPC with a pre-framed body and counts HTTP status only. A gRPC error still comes
 with HTTP 200, but carries no message: so OK responses are counted from the DATA bytes received
 (every correct reply has the same framed length), and the rest of the HTTP successes are non-OK.
@@ -12,11 +18,13 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .procstat import process_cpu_ns
 from .scenario import Scenario, grpc_frame
 from .stats import LatencyHistogram
 
@@ -50,10 +58,10 @@ class LoadSettings:
 class LoadResult:
     driver: str
     argv: list[str]
-    wall_s: float                 # our own clock around the driver process
+    wall_s: float                 # our own clock over the driver's timed window (else its process's life)
     ok: int                       # responses with grpc-status 0 and the expected message
     non_ok: int                   # everything else that was answered or failed
-    client_cpu_s: float           # user + system CPU of the driver, all threads (wait4 rusage)
+    client_cpu_s: float           # CPU of the driver over the same span, all threads
     latency: LatencyHistogram
     exit_code: int
     raw: dict = field(default_factory=dict)   # driver's own figures, for the record
@@ -70,25 +78,60 @@ def require_tool(name: str) -> str:
     return path
 
 
-def run_measured(argv: list[str], log_path: Path, on_start=None) -> tuple[int, float, float]:
+def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
+                 window: tuple[bytes, bytes] | None = None) -> tuple[int, float, float]:
     """Run argv with output to log_path; returns (exit code, wall seconds, CPU seconds of the driver).
 
-    on_start(pid) is called right after the process starts (e.g. to mark the server's CPU).
+    Without window, on_start(pid) is called right after the process starts and on_end(pid) right after it
+    exits, and the figures cover its life. With window = (start text, end text), lines the driver prints
+    when its timed window starts and ends, the callbacks are called at those lines (read as they are
+    printed) and the wall clock and the driver's CPU (clock ticks, all threads) cover just that window.
     """
+    seen: dict[str, tuple[float, int]] = {}
+    callbacks = {"start": on_start, "end": on_end}
+
+    def mark(key: str, pid: int) -> None:
+        if key not in seen:
+            seen[key] = (time.monotonic(), process_cpu_ns(pid))
+            if callbacks[key]:
+                callbacks[key](pid)
+
     with open(log_path, "wb") as log:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE if window else log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+        reader = None
         try:
-            if on_start:
-                on_start(proc.pid)
+            if window:
+                def read_lines():
+                    for line in proc.stdout:
+                        log.write(line)
+                        if window[0] in line:
+                            mark("start", proc.pid)
+                        elif window[1] in line and "start" in seen:
+                            mark("end", proc.pid)
+                reader = threading.Thread(target=read_lines, daemon=True)
+                reader.start()
+            else:
+                mark("start", proc.pid)
             _, status, usage = os.wait4(proc.pid, 0)
+            t_exit = time.monotonic()
+            if reader:
+                reader.join()
+            from_lines = bool(window) and "end" in seen
+            # a driver that never printed its window (it failed): marked now, its life stands in for it
+            mark("start", proc.pid)
+            mark("end", proc.pid)
         except BaseException:
             proc.kill()
             proc.wait()
             raise
-        wall = time.monotonic() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, wall, usage.ru_utime + usage.ru_stime
+    rusage_s = usage.ru_utime + usage.ru_stime
+    if from_lines:
+        (t_start, cpu_start), (t_end, cpu_end) = seen["start"], seen["end"]
+        return proc.returncode, t_end - t_start, (cpu_end - cpu_start) / 1e9
+    return proc.returncode, t_exit - t0, rusage_s
 
 
 class H2load:
@@ -111,13 +154,16 @@ class H2load:
             argv += ["--log-file", str(latency_log)]
         return argv + [f"http://127.0.0.1:{port}{self.scenario.method}"]
 
-    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None,
+    # printed by each h2load thread (rpcprof runs one per load CPU): the first start and the first end count
+    WINDOW = (b"Main benchmark duration is started", b"Main benchmark duration is over")
+
+    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
             latencies: bool = True) -> LoadResult:
         latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
         argv = self.argv(settings, port, latency_log)
         hist = LatencyHistogram()
         try:
-            code, wall, cpu = run_measured(argv, log_path, on_start)
+            code, wall, cpu = run_measured(argv, log_path, on_start, on_end, self.WINDOW)
             if latency_log and latency_log.exists():
                 read_h2load_latency_log(latency_log, hist)
         finally:
@@ -184,12 +230,12 @@ class Ghz:
                 "--disable-template-functions", "--disable-template-data",
                 "--format=json", f"--output={out_json}", f"127.0.0.1:{port}"]
 
-    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None,
+    def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
             latencies: bool = True) -> LoadResult:
         out_json = log_path.with_suffix(".json")
         argv = self.argv(settings, port, out_json)
         try:
-            code, wall, cpu = run_measured(argv, log_path, on_start)
+            code, wall, cpu = run_measured(argv, log_path, on_start, on_end)
             try:
                 report = json.loads(out_json.read_text())
             except (OSError, json.JSONDecodeError):

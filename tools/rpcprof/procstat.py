@@ -94,6 +94,43 @@ class CgroupCpu:
                 time.sleep(0.02)
 
 
+def process_cpu_ns(pid: int) -> int:
+    """User + system CPU of a whole process, exited threads included (/proc/PID/stat, clock ticks); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return 0
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+class CpuWindow:
+    """A process's CPU between two instants: pass start and end to a load driver as its on_start and
+    on_end callbacks (called when the driver's timed window starts and ends). An end never marked is
+    taken when ns() is read."""
+
+    def __init__(self, monitor: "ProcessMonitor", on_start=None, on_end=None):
+        self.monitor = monitor
+        self.marks: dict[str, int] = {}
+        self.hooks = {"start": on_start, "end": on_end}
+
+    def _mark(self, key: str) -> None:
+        if key not in self.marks:
+            self.marks[key] = self.monitor.mark()
+            if self.hooks[key]:
+                self.hooks[key]()
+
+    def start(self, _pid: int | None = None) -> None:
+        self._mark("start")
+
+    def end(self, _pid: int | None = None) -> None:
+        self._mark("end")
+
+    def ns(self) -> int:
+        self.end()
+        return self.marks["end"] - self.marks.get("start", self.marks["end"])
+
+
 class ProcessMonitor:
     """Polls a process in the background: CPU time (ns) and resident memory.
 

@@ -21,7 +21,7 @@ from .errors import UserError
 from .load import LoadSettings, make_driver
 from .capture import ProfileTarget, capture_profile, write_json
 from .categorize import load_rules
-from .procstat import CgroupCpu, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
+from .procstat import CgroupCpu, CpuWindow, ProcessMonitor, command_version, cpu_seconds_per_second, machine_specs
 from .profiler import CALL_GRAPHS, MIN_SAMPLES, ProfilePlan, max_sample_rate, pmu_event
 from . import syscalls
 from .scenario import get_scenario, probe
@@ -30,6 +30,7 @@ from .servers import ROOT, ServerSpec, load_server
 RUNS_DIR = ROOT / "flamegraphs"
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
+IN_FLIGHT_SHARE = 0.02        # S in flight at the window's end above 2 % of the requests counted: flagged
 SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
                               # above, the run is unsaturated (e.g. server and client taking turns)
 
@@ -234,15 +235,12 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
     it. Returns (load result, CPU ns, memory figures)."""
-    marks = {}
-
-    def start(_pid):
-        marks["cpu0"] = monitor.mark()
-        monitor.start_rss_window()
-
-    load = driver.run(settings, port, out / "load.log", on_start=start)
-    cpu_ns = monitor.mark() - marks["cpu0"]
-    return load, cpu_ns, monitor.stop_rss_window()
+    memory = {}
+    window = CpuWindow(monitor, on_start=monitor.start_rss_window,
+                       on_end=lambda: memory.update(monitor.stop_rss_window()))
+    load = driver.run(settings, port, out / "load.log", on_start=window.start, on_end=window.end)
+    cpu_ns = window.ns()
+    return load, cpu_ns, memory
 
 
 def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpus: list[int]) -> dict:
@@ -266,13 +264,17 @@ def window_metrics(result, cpu_ns: int, memory: dict, opts: RunOptions, load_cpu
         "driver_exit_code": result.exit_code,
         "driver_figures": result.raw,
     }
+    # the S requests in flight when the window ends were partly served (their CPU is in the window) but
+    # are not counted: as a share of the requests counted, the most CPU per request can be overstated by
+    m["in_flight_share"] = opts.streams / ok if ok else None
+    m["in_flight_flag"] = bool(ok) and m["in_flight_share"] > IN_FLIGHT_SHARE
     m.update(classify_bottleneck(server_cores, len(opts.server_cpus), result.client_cpu_cores, len(load_cpus)))
     return m
 
 
 FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
            "requests_non_ok", "window_s", "client_cpu_s", "client_cpu_cores", "client_cpu_share", "server_cpu_share",
-           "client_bound", "latency_bound", "unsaturated", "latency", "memory")
+           "client_bound", "latency_bound", "unsaturated", "in_flight_share", "in_flight_flag", "latency", "memory")
 SPREAD = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "client_cpu_share")
 
 
@@ -482,11 +484,11 @@ class Run:
         _log(f"rpcprof: {spec.name}: counting syscalls for {opts.syscall_duration:g} s (tracepoints)")
         self.recorder = syscalls.start_count(server.pid, out)
         self.recorder.wait_attached()
-        marks = {}
+        window = CpuWindow(server.monitor)
         settings = LoadSettings(**{**asdict(self.settings), "duration": opts.syscall_duration})
         load = driver.run(settings, opts.port, out / "syscalls-load.log", latencies=False,
-                          on_start=lambda _pid: marks.setdefault("cpu0", server.monitor.mark()))
-        cpu_ns = server.monitor.mark() - marks["cpu0"]
+                          on_start=window.start, on_end=window.end)
+        cpu_ns = window.ns()
         self.recorder.stop()
         self.recorder = None
         self._check_alive(server, "during the syscall-count window")
@@ -509,8 +511,9 @@ class Run:
                                self.rules.with_app(opts.app or spec.app, origin), out, opts.min_samples)
         settings = LoadSettings(**{**asdict(self.settings), "duration": plan.duration})
 
-        def drive(mark_start):
-            return driver.run(settings, opts.port, out / "profile-load.log", latencies=False, on_start=mark_start).ok
+        def drive(window):
+            return driver.run(settings, opts.port, out / "profile-load.log", latencies=False,
+                              on_start=window.start, on_end=window.end).ok
 
         server.keep_workdir = True      # perf.data may name files the server wrote there
         record = capture_profile(target, plan, server.monitor, drive, self)

@@ -34,6 +34,8 @@ def notes_for(m: dict) -> str:
         notes.append("LATENCY-BOUND")
     if m.get("unsaturated"):
         notes.append("UNSATURATED")
+    if m.get("in_flight_flag"):
+        notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
         notes.append(f"{m['requests_non_ok']} non-OK")
     return ", ".join(notes)
@@ -70,6 +72,8 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "client_bound": f.get("client_bound"),
             "latency_bound": f.get("latency_bound"),
             "unsaturated": f.get("unsaturated"),
+            "in_flight_share": f.get("in_flight_share"),
+            "in_flight_flag": f.get("in_flight_flag"),
             "server_cpu_share": f.get("server_cpu_share"),
             "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
@@ -115,6 +119,10 @@ def ratio_lines(rows: list[dict]) -> list[str]:
                          "ACK); try another --streams.")
         if r.get("unsaturated"):
             lines.append(unsaturated_line(r))
+        if r.get("in_flight_flag"):
+            lines.append(f"{r['server']}: the requests still in flight when the window ended are "
+                         f"{100 * r['in_flight_share']:.1f} % of those counted: partly served, not counted, so CPU per "
+                         "request may be overstated by up to that much; a longer -d makes it smaller.")
     return lines
 
 
