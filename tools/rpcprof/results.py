@@ -90,6 +90,11 @@ def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict) 
             f"{b_io1:.2f}; in runtime + protocol: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
 
 
+def _pct(part: float, whole: float) -> str:
+    """A whole percentage, with no '-0' for a tiny negative part."""
+    return f"{round(100 * part / whole) + 0:d}"
+
+
 def explain(cells, by, first: str, second: str) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
     the ratio and syscalls per request move with S/C, and how that compares with the seeds."""
@@ -138,6 +143,12 @@ def explain(cells, by, first: str, second: str) -> list[str]:
            if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
+    deep = [f"{srv} at C={c} S={s} ({100 * r['in_flight_share']:.0f} %)"
+            for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("in_flight_flag")]
+    if deep:
+        lines.append(f"- Requests still in flight when the window ended, as a share of those counted, above 2 %: "
+                     f"{', '.join(deep)}. They were partly served but not counted, so CPU per request there may be "
+                     "overstated by up to that share; the ratio by up to the difference of the two.")
     unsat = [f"{srv} at C={c} S={s} ({100 * r['server_cpu_share']:.0f} % / {100 * r['client_cpu_share']:.0f} %)"
              for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("unsaturated")]
     if unsat:
@@ -152,7 +163,7 @@ def explain(cells, by, first: str, second: str) -> list[str]:
             f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
             f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
             f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; recv + send "
-            f"account for {100 * (io_a - io_b) / diff:.0f} % of the per-request difference and runtime + protocol "
-            f"for {100 * (w_a - w_b) / diff:.0f} %. Where both batch their syscalls alike, what remains is the "
+            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and runtime + protocol "
+            f"for {_pct(w_a - w_b, diff)} %. Where both batch their syscalls alike, what remains is the "
             "per-request work above the socket.")
     return lines
