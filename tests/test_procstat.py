@@ -295,7 +295,7 @@ def test_driver_window_is_between_the_lines_it_prints_not_its_whole_life(tmp_pat
     assert code == 0 and [e for e, _ in events] == ["start", "end"]
     assert life - wall >= 0.75                           # the two sleeps of 0.4 s are outside
     assert wall == pytest.approx(events[1][1] - events[0][1], abs=0.05)
-    assert 0.25 <= cpu <= wall + 0.02                    # the busy loop's CPU (clock ticks), not the interpreter's start
+    assert 0.25 <= cpu <= wall + 0.05                    # the busy loop's CPU (clock ticks), not the interpreter's start
     assert (tmp_path / "log").read_text().splitlines()[-1] == "finished"     # the log keeps every line
 
 
