@@ -36,7 +36,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
     drive calls window.start() and window.end() when its window begins and ends (an end not marked is
-    taken when drive returns) and returns the OK requests it saw, or None when unknown. owner.recorder holds the running profiler so the caller can stop it on any exit path.
+    taken when drive returns) and returns the OK requests it saw, or None when unknown. owner.recorder
+    holds the running profiler so the caller can stop it on any exit path.
     """
     what = (f"perf {target.event}, {target.call_graph} call graphs" if target.profiler == "perf"
             else f"py-spy ({PYSPY_EVENT})")
