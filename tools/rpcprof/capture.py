@@ -32,7 +32,7 @@ class ProfileTarget:
 
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
-                    drive: Callable[[Callable[[int], None]], int | None], owner) -> dict:
+                    drive: Callable[[CpuWindow], int | None], owner) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
     drive calls window.start() and window.end() when its window begins and ends (an end not marked is
