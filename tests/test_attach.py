@@ -16,7 +16,7 @@ from rpcprof.servers import load_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_SH = str(ROOT / "profile.sh")
-SERVERS = ["rust_tonic", "rust_pajamax", "go_grpc", "python_grpcio", "node_grpcjs"]
+SERVERS = ["rust_tonic_mt", "rust_pajamax", "go_grpc", "python_grpcio", "node_grpcjs"]
 
 
 def start_server(name: str, port: int, cwd: Path, argv: list[str] | None = None) -> subprocess.Popen:
@@ -201,13 +201,15 @@ def test_idle_process_gives_zero_samples_and_a_hint():
 
 
 def test_process_exiting_during_the_window_keeps_what_was_captured():
-    busy = subprocess.Popen(["bash", "-c", "end=$((SECONDS + 2)); while ((SECONDS < end)); do :; done"])
+    # 4 s of spinning: enough for setup and perf to attach first (bash's SECONDS counts whole seconds, so
+    # a 2 s loop could end after 1 s, before perf opened its event), well inside the 8 s window
+    busy = subprocess.Popen(["bash", "-c", "end=$((SECONDS + 4)); while ((SECONDS < end)); do :; done"])
     try:
-        done = attach("--pid", str(busy.pid), "-d", "5", "--min-samples", "10")
+        done = attach("--pid", str(busy.pid), "-d", "8", "--min-samples", "10")
     finally:
         busy.wait()
     assert done.returncode == 1
-    assert f"pid {busy.pid} exited" in done.stderr and "into the 5 s window" in done.stderr
+    assert f"pid {busy.pid} exited" in done.stderr and "into the 8 s window" in done.stderr
     folder = run_folder(done.stderr)
     try:
         name = next(p.name for p in folder.iterdir() if p.is_dir())

@@ -57,12 +57,12 @@ OPTION_ERRORS = {
 
 @pytest.mark.parametrize("args, option", list(OPTION_ERRORS.values()), ids=list(OPTION_ERRORS))
 def test_invalid_option_value_is_refused_naming_the_option(profile, port, args, option):
-    done = profile.run("run", "rust_tonic", *args, "--port", str(port), "--label", "pytest-badopt")
+    done = profile.run("run", "rust_tonic_st", *args, "--port", str(port), "--label", "pytest-badopt")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr, done.stderr
     assert any(option in line for line in error_lines(done.stderr)), done.stderr
     assert done.run_dir is None, "a run folder was made for a command line that was refused"
-    assert server_processes("rust_tonic", port) == []
+    assert server_processes("rust_tonic_st", port) == []
 
 
 
@@ -71,13 +71,13 @@ def test_invalid_option_value_is_refused_naming_the_option(profile, port, args, 
     pytest.param(*value, id=key)
     for key, value in OPTION_ERRORS.items()])
 def test_invalid_option_value_error_is_one_line(profile, port, args, option):
-    done = profile.run("run", "rust_tonic", *args, "--port", str(port), "--label", "pytest-badopt")
+    done = profile.run("run", "rust_tonic_st", *args, "--port", str(port), "--label", "pytest-badopt")
     line = assert_one_clear_error(done, option)
     assert error_lines(done.stderr) == [line]
 
 
 def test_empty_cpu_range_is_refused_before_a_run_starts(profile, port):
-    done = profile.run("run", "rust_tonic", "--server-cpus", "1-0", *QUICK, "--port", str(port),
+    done = profile.run("run", "rust_tonic_st", "--server-cpus", "1-0", *QUICK, "--port", str(port),
                        "--label", "pytest-emptycpus")
     assert_one_clear_error(done, "--server-cpus")
     assert done.run_dir is None
@@ -89,7 +89,7 @@ def test_port_in_use_is_reported_naming_the_port_and_the_process_holding_it(prof
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        done = profile.run("run", "rust_tonic", *QUICK, "--port", str(port), "--label", "pytest-portinuse")
+        done = profile.run("run", "rust_tonic_st", *QUICK, "--port", str(port), "--label", "pytest-portinuse")
         assert done.returncode != 0
         assert "Traceback" not in done.stderr, done.stderr
         assert [line for line in done.stderr.splitlines() if ERROR_LINE.match(line)], done.stderr
@@ -97,18 +97,18 @@ def test_port_in_use_is_reported_naming_the_port_and_the_process_holding_it(prof
                   if f"port {port}" in line and f"pid {os.getpid()}" in line]
         assert naming, f"no line names port {port} and pid {os.getpid()}:\n{done.stderr}"
         holder.getsockname()                  # still ours: rpcprof did not touch it
-    assert server_processes("rust_tonic", port) == []
+    assert server_processes("rust_tonic_st", port) == []
     if done.run_dir:                          # if a folder was made, it must not claim success
         manifest = json.loads((done.run_dir / "manifest.json").read_text())
         assert manifest["status"] != "complete"
-        assert manifest["servers"].get("rust_tonic") != "ok"
+        assert manifest["servers"].get("rust_tonic_st") != "ok"
 
 
 # ----- a server that dies mid-window --------------------------------------------------------------
 
 def kill_mid_window(profile, port: int, victim: str, label: str):
-    """Run rust_tonic then rust_pajamax and SIGKILL victim 1 s into its 4 s measured window."""
-    running = profile.start("run", "rust_tonic", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
+    """Run rust_tonic_st then rust_pajamax and SIGKILL victim 1 s into its 4 s measured window."""
+    running = profile.start("run", "rust_tonic_st", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
                             "--port", str(port), "--label", label)
     pid = int(running.wait_for(rf"{victim} \(pid (\d+)\)").group(1))
     running.wait_for(rf"{victim}: measuring")
@@ -121,17 +121,17 @@ def kill_mid_window(profile, port: int, victim: str, label: str):
 
 
 def test_server_crashing_mid_window_fails_that_server_and_the_run_goes_on(profile, port):
-    done, manifest, metrics = kill_mid_window(profile, port, "rust_tonic", "pytest-crash-first")
+    done, manifest, metrics = kill_mid_window(profile, port, "rust_tonic_st", "pytest-crash-first")
     assert done.returncode == 1
-    assert_one_clear_error(done, "rust_tonic")
+    assert_one_clear_error(done, "rust_tonic_st")
     assert manifest["status"] == "failed"
-    assert manifest["servers"]["rust_tonic"] == "failed"
-    assert "exited with status -9 during the measured window" in metrics["rust_tonic"]["error"]
+    assert manifest["servers"]["rust_tonic_st"] == "failed"
+    assert "exited with status -9 during the measured window" in metrics["rust_tonic_st"]["error"]
     # The run went on to the next server. Whether it could measure it is another matter: see
     # test_port_check_ignores_connections_left_in_time_wait.
     assert manifest["servers"]["rust_pajamax"] != "not run"
     assert (done.run_dir / "rust_pajamax" / "result.json").is_file()
-    assert server_processes("rust_tonic", port) == server_processes("rust_pajamax", port) == []
+    assert server_processes("rust_tonic_st", port) == server_processes("rust_pajamax", port) == []
 
 
 def test_server_crashing_mid_window_keeps_the_servers_measured_before(profile, port):
@@ -139,11 +139,11 @@ def test_server_crashing_mid_window_keeps_the_servers_measured_before(profile, p
     assert done.returncode == 1
     assert_one_clear_error(done, "rust_pajamax")
     assert manifest["status"] == "failed"
-    assert manifest["servers"] == {"rust_tonic": "ok", "rust_pajamax": "failed"}, \
+    assert manifest["servers"] == {"rust_tonic_st": "ok", "rust_pajamax": "failed"}, \
         {name: m.get("error") for name, m in metrics.items()}
     assert "exited with status -9 during the measured window" in metrics["rust_pajamax"]["error"]
-    assert metrics["rust_tonic"]["req_per_s"] > 0
-    assert server_processes("rust_tonic", port) == server_processes("rust_pajamax", port) == []
+    assert metrics["rust_tonic_st"]["req_per_s"] > 0
+    assert server_processes("rust_tonic_st", port) == server_processes("rust_pajamax", port) == []
 
 
 def leave_server_side_time_wait(port: int) -> None:
@@ -176,11 +176,11 @@ def test_port_check_ignores_connections_left_in_time_wait(port):
 
 @pytest.fixture(scope="module")
 def interrupted(module_profile):
-    """rust_tonic then rust_pajamax, with SIGINT sent to profile.sh's process group mid-window of rust_tonic."""
+    """rust_tonic_st then rust_pajamax, with SIGINT sent to profile.sh's process group mid-window of rust_tonic_st."""
     port = take_port()
-    running = module_profile.start("run", "rust_tonic", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
+    running = module_profile.start("run", "rust_tonic_st", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
                                    "--port", str(port), "--label", "pytest-ctrlc")
-    running.wait_for(r"rust_tonic: measuring")
+    running.wait_for(r"rust_tonic_st: measuring")
     time.sleep(1.0)                           # well inside the 4 s window
     os.killpg(running.proc.pid, signal.SIGINT)
     done = running.finish()
@@ -197,14 +197,14 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(interrupted):
 def test_ctrl_c_marks_the_run_incomplete_and_keeps_the_folder(interrupted):
     manifest = json.loads((interrupted.run_dir / "manifest.json").read_text())
     assert manifest["status"] == "incomplete"
-    assert manifest["servers"] == {"rust_tonic": "interrupted", "rust_pajamax": "not run"}
+    assert manifest["servers"] == {"rust_tonic_st": "interrupted", "rust_pajamax": "not run"}
     assert "INTERRUPTED" in interrupted.stdout and "NOT RUN" in interrupted.stdout
 
 
 def test_ctrl_c_leaves_no_server_process(interrupted):
-    result = json.loads((interrupted.run_dir / "rust_tonic" / "result.json").read_text())
+    result = json.loads((interrupted.run_dir / "rust_tonic_st" / "result.json").read_text())
     assert not pid_alive(result["pid"])
-    assert server_processes("rust_tonic", interrupted.port) == []
+    assert server_processes("rust_tonic_st", interrupted.port) == []
     assert server_processes("rust_pajamax", interrupted.port) == []
 
 

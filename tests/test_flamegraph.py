@@ -34,21 +34,21 @@ pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())
-SERVERS = ["rust_tonic", "rust_pajamax"]
+SERVERS = ["rust_tonic_st", "rust_pajamax"]
 SVG = "{http://www.w3.org/2000/svg}"
 FRAME_HEIGHT = 16
 HOVER = re.compile(r"^(?P<name>.*) \((?P<samples>[\d,]+) samples?, (?P<share>[\d.]+)%; (?P<category>[^()]+)\)$")
 
 # Figures of a real run of both servers (flamegraphs/20261121-051247-..., h2load, C=1 S=100, 5 s windows).
 REAL_METRICS = {
-    "rust_tonic": {"req_per_s": 81932.1342155163, "req_per_cpu_s": 146874.09579852672,
+    "rust_tonic_st": {"req_per_s": 81932.1342155163, "req_per_cpu_s": 146874.09579852672,
                    "cpu_us_per_req": 6.8085525535540405, "server_cpu_cores": 0.5578392416311859,
                    "server_cpu_s": 2.796953389, "requests_ok": 410800, "window_s": 5.013905764000015},
     "rust_pajamax": {"req_per_s": 304719.07835385675, "req_per_cpu_s": 1916611.477789493,
                      "cpu_us_per_req": 0.5217541539265648, "server_cpu_cores": 0.15898844491179914,
                      "server_cpu_s": 0.798596908, "requests_ok": 1530600, "window_s": 5.022987100999899},
 }
-REAL_COMMAND = ["profile.sh", "run", "rust_tonic", "rust_pajamax", "-d", "5", "-w", "2"]   # the fake run's
+REAL_COMMAND = ["profile.sh", "run", "rust_tonic_st", "rust_pajamax", "-d", "5", "-w", "2"]   # the fake run's
 
 
 def report(*args):
@@ -105,7 +105,7 @@ def rules():
 @pytest.fixture
 def fake_run(tmp_path):
     """A run folder with the real metrics of both servers and the real captures as their profiles."""
-    run = tmp_path / "20261121-051247-rust_tonic-rust_pajamax"
+    run = tmp_path / "20261121-051247-rust_tonic_st-rust_pajamax"
     metrics = {}
     for server in SERVERS:
         (run / server).mkdir(parents=True)
@@ -157,7 +157,7 @@ def test_every_frame_has_the_colour_of_the_category_of_the_stacks_through_it(ser
 
 
 def test_hover_shows_real_samples_share_and_category(rules, tmp_path):
-    server = "rust_tonic"
+    server = "rust_tonic_st"
     out = tmp_path / "flame.svg"
     report("svg", str(folded_of(server)), "-o", str(out), "--app", CAPTURES[server]["app"])
     stacks = open_folded(folded_of(server))
@@ -214,8 +214,8 @@ def test_subtitle_figures_equal_the_run_metrics_and_title_is_the_command(fake_ru
 
 
 def test_a_runs_flame_graph_is_titled_with_the_runs_command(fake_run, rules):
-    out = render_run_flamegraph(fake_run, "rust_tonic", rules)
-    assert out == fake_run / "rust_tonic" / "flame.svg"
+    out = render_run_flamegraph(fake_run, "rust_tonic_st", rules)
+    assert out == fake_run / "rust_tonic_st" / "flame.svg"
     title = parse(out).find(f".//{SVG}text[@id='title']").text
     assert title == " ".join(REAL_COMMAND)
 
@@ -255,7 +255,7 @@ def test_boxes_split_as_inferno_draws_them_are_coloured_separately(rules, tmp_pa
 
 def test_search_matches_frame_names_not_hover_text(tmp_path):
     out = tmp_path / "flame.svg"
-    report("svg", str(folded_of("rust_tonic")), "-o", str(out))
+    report("svg", str(folded_of("rust_tonic_st")), "-o", str(out))
     script = "".join(e.text or "" for e in parse(out).iter(f"{SVG}script"))
     assert 'return (func.replace(/ \\([^(]*\\)$/, ""));' in script
     assert "function search(term)" in script
@@ -291,7 +291,7 @@ def test_same_input_gives_the_same_svg(tmp_path):
 @pytest.mark.parametrize("normalize", [True, False])
 def test_diff_writes_svg_and_category_differences_that_sum_to_zero(normalize, tmp_path):
     out = tmp_path / "diff.svg"
-    args = ["diff", str(folded_of("rust_tonic")), str(folded_of("rust_pajamax")), "-o", str(out), "--format", "json"]
+    args = ["diff", str(folded_of("rust_tonic_st")), str(folded_of("rust_pajamax")), "-o", str(out), "--format", "json"]
     result = report(*args, *([] if normalize else ["--no-normalize"]))
     assert result.exit_code == 0
     rows = json.loads(result.output)
@@ -305,10 +305,10 @@ def test_diff_writes_svg_and_category_differences_that_sum_to_zero(normalize, tm
 
 
 def test_diff_table_prints_every_category(rules, tmp_path):
-    result = report("diff", str(folded_of("rust_tonic")), str(folded_of("rust_pajamax")), "-o", str(tmp_path / "d.svg"))
+    result = report("diff", str(folded_of("rust_tonic_st")), str(folded_of("rust_pajamax")), "-o", str(tmp_path / "d.svg"))
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[:2] == [f"A = {folded_of('rust_tonic')}", f"B = {folded_of('rust_pajamax')}"]
+    assert lines[:2] == [f"A = {folded_of('rust_tonic_st')}", f"B = {folded_of('rust_pajamax')}"]
     first = next(i for i, line in enumerate(lines) if line.startswith("---")) + 1
     assert [line.split()[0] for line in lines[first:first + len(rules.all_categories)]] == rules.all_categories
 
@@ -320,7 +320,7 @@ def test_breakdown_chart_is_valid_svg_with_every_server_and_ratio(fake_run, rule
     text = " ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
     for server in SERVERS:
         assert server in text
-    ratio = REAL_METRICS["rust_pajamax"]["req_per_cpu_s"] / REAL_METRICS["rust_tonic"]["req_per_cpu_s"]
+    ratio = REAL_METRICS["rust_pajamax"]["req_per_cpu_s"] / REAL_METRICS["rust_tonic_st"]["req_per_cpu_s"]
     assert f"×{ratio:.2f}" in text and "×1.00" in text
     for category in rules.all_categories:
         assert category in text

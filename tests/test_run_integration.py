@@ -1,5 +1,6 @@
-"""A real `profile.sh run` of rust_tonic and rust_pajamax, checked for invariants that hold whatever the
-machine's speed: the figures agree with each other, the run folder holds everything it should.
+"""A real `profile.sh run` of the seeds' servers (rust_tonic_mt, rust_pajamax) with rust_tonic_st beside
+them, checked for invariants that hold whatever the machine's speed: the figures agree with each other,
+the run folder holds everything it should, and each tonic build writes as its runtime makes it.
 
 The run builds the servers first if needed (minutes on a fresh machine), then measures each for 2 s.
 """
@@ -16,7 +17,7 @@ import pytest
 from conftest import ROOT, RUNS_DIR, pid_alive
 from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, RunOptions, make_run_dir
 
-SERVERS = ["rust_tonic", "rust_pajamax"]
+SERVERS = ["rust_tonic_mt", "rust_pajamax", "rust_tonic_st"]
 PORT = 50151
 ARGS = ["run", *SERVERS, "-d", "2", "-w", "1", "--port", str(PORT), "--format", "json", "--label", "pytest"]
 
@@ -117,9 +118,9 @@ def test_latency_percentiles_are_ordered(metrics, name):
 
 def test_relative_column_starts_at_one_and_matches_the_ratio_of_req_per_cpu(output, metrics):
     rows = {row["server"]: row for row in output["rows"]}
-    assert rows["rust_tonic"]["relative"] == pytest.approx(1.0)
+    assert rows["rust_tonic_mt"]["relative"] == pytest.approx(1.0)
     assert rows["rust_pajamax"]["relative"] == pytest.approx(
-        metrics["rust_pajamax"]["req_per_cpu_s"] / metrics["rust_tonic"]["req_per_cpu_s"], rel=1e-9)
+        metrics["rust_pajamax"]["req_per_cpu_s"] / metrics["rust_tonic_mt"]["req_per_cpu_s"], rel=1e-9)
 
 
 @pytest.mark.parametrize("name", SERVERS)
@@ -200,7 +201,7 @@ def test_each_server_has_its_logs_and_result_in_the_folder(seed_run, metrics, na
 # ----- one folder per run -------------------------------------------------------------------------
 
 def test_two_runs_get_two_distinct_folders(profile, port):
-    args = ["run", "rust_tonic", "-d", "1", "-w", "0", "--port", str(port), "--label", "pytest-twice"]
+    args = ["run", "rust_tonic_st", "-d", "1", "-w", "0", "--port", str(port), "--label", "pytest-twice"]
     first, second = profile.run(*args), profile.run(*args)
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
@@ -215,3 +216,30 @@ def test_run_folders_made_in_the_same_second_get_a_suffix(tmp_path):
     assert len(set(folders)) == 3
     assert all(f.is_dir() and f.parent == tmp_path for f in folders)
     assert all(re.fullmatch(r"\d{8}-\d{6}-same-label(-\d+)?", f.name) for f in folders)
+
+
+# ----- the runtime's write pattern: invariants of tokio's scheduler, not timings ---------------------
+
+def send_share(seed_run, server: str) -> float:
+    from rpcprof.categorize import categorize, load_rules, open_folded
+    m = json.loads((seed_run.run_dir / "metrics.json").read_text())[server]
+    rules = load_rules().with_app(m["app"])
+    return categorize(open_folded(seed_run.run_dir / server / "profile.folded"), rules).share("send")
+
+
+def test_multi_thread_tonic_writes_once_per_response(seed_run, metrics):
+    """On tokio's multi-thread runtime a finished stream wakes h2's connection task into the worker's
+    LIFO slot: it flushes after every response (seed 001's 38 % in poll_write_vectored)."""
+    assert metrics["rust_tonic_mt"]["syscalls"]["per_req"] >= 0.8
+    assert send_share(seed_run, "rust_tonic_mt") >= 0.25
+
+
+def test_current_thread_tonic_writes_once_per_batch(seed_run, metrics):
+    """On current_thread the connection task runs after every ready stream task: one write per batch."""
+    assert metrics["rust_tonic_st"]["syscalls"]["per_req"] <= 0.2
+    assert send_share(seed_run, "rust_tonic_st") < send_share(seed_run, "rust_tonic_mt")
+
+
+def test_run_records_each_servers_ruler(metrics):
+    for name in SERVERS:
+        assert metrics[name]["ruler"] == "alloc::fmt::format::format_inner"

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def sweep():
     proc = subprocess.run(
-        [str(ROOT / "profile.sh"), "sweep", "rust_tonic", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1.5",
+        [str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1.5",
          "-w", "0.5", "--repeat", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
          "--port", "50651", "--label", "pytest-sweep"],
         capture_output=True, text=True, timeout=900)
@@ -30,7 +30,7 @@ def test_sweep_prints_seed_000_layout_with_ratios(sweep):
     cells = re.findall(r"^----S=(\d+)-+\^(\d+\.\d)", out, re.M)
     assert [s for s, _ in cells] == ["1", "10"]
     rows = [line.split()[0] for line in out.splitlines() if line.startswith("rust_")]
-    assert rows == ["rust_tonic", "rust_pajamax"] * 2
+    assert rows == ["rust_tonic_mt", "rust_pajamax"] * 2
 
 
 def test_sweep_announces_its_duration_and_progress(sweep):
@@ -80,7 +80,7 @@ def test_cells_are_seed_000s_twelve_for_its_c_and_s():
     (["-C", "1", "-S", "1", "--max-per-connection", "0"], "--max-per-connection"),
 ])
 def test_sweep_cells_that_cannot_run_are_one_line_errors(args, message):
-    proc = subprocess.run([str(ROOT / "profile.sh"), "sweep", "rust_tonic", *args], capture_output=True, text=True,
+    proc = subprocess.run([str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", *args], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]

@@ -25,9 +25,9 @@ type helloServer struct {
 	hpb.UnimplementedGreeterServer
 }
 
-// SayHello answers "Hello " + name.
+// SayHello answers "Hello " + name + "!" (the reply of tonic's and pajamax's helloworld examples).
 func (s *helloServer) SayHello(_ context.Context, in *hpb.HelloRequest) (*hpb.HelloReply, error) {
-	return &hpb.HelloReply{Message: "Hello " + in.GetName()}, nil
+	return &hpb.HelloReply{Message: "Hello " + in.GetName() + "!"}, nil
 }
 
 type complexServer struct {

@@ -28,9 +28,9 @@ function loadService(file, pkg) {
   return grpc.loadPackageDefinition(def)[pkg].Greeter.service;
 }
 
-// helloworld.Greeter/SayHello: message = "Hello " + name
+// helloworld.Greeter/SayHello: message = "Hello " + name + "!"
 function helloSayHello(call, callback) {
-  callback(null, { message: 'Hello ' + call.request.name });
+  callback(null, { message: 'Hello ' + call.request.name + '!' });
 }
 
 // complexproto.Greeter/SayHello: response = request, unchanged

@@ -27,7 +27,7 @@ MAX_WORKERS = 10
 
 class HelloGreeter(helloworld_pb2_grpc.GreeterServicer):
     def SayHello(self, request, context):
-        return helloworld_pb2.HelloReply(message="Hello " + request.name)
+        return helloworld_pb2.HelloReply(message="Hello " + request.name + "!")
 
 
 class ComplexGreeter(complexproto_pb2_grpc.GreeterServicer):

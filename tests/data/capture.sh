@@ -18,7 +18,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 servers=("$@")
-((${#servers[@]})) || servers=(rust_tonic rust_pajamax go_grpc python_grpcio node_grpcjs)
+((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs)
 
 "$root/profile.sh" run "${servers[@]}" -d 2 -w 1 --profile-duration 3 --min-samples 2000 \
   --label golden-capture --port 50451 --format json > /dev/null

@@ -21,7 +21,7 @@ PROTO_DIR = SERVERS_DIR / "proto"
 VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
 
 REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
-OPTIONAL_KEYS = {"params", "call_graph", "workdir"}
+OPTIONAL_KEYS = {"params", "call_graph", "workdir", "ruler"}
 CALL_GRAPH_MODES = ("dwarf", "dwarf-deep", "fp", "dwarf-jit")
 # where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
 # profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
@@ -41,6 +41,7 @@ class ServerSpec:
     params: dict = field(default_factory=dict)
     call_graph: str = "dwarf"       # the perf unwinding that works for this server's code
     workdir: str = "folder"         # folder | run (see WORKDIRS)
+    ruler: str | None = None        # regex of frames doing the same work in every server (seed 001's ruler)
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
@@ -74,10 +75,16 @@ def known_servers() -> list[str]:
     return sorted(p.parent.name for p in SERVERS_DIR.glob("*/server.yaml"))
 
 
+# Names that were servers once: what to type now.
+RENAMED = {"rust_tonic": "rust_tonic_st (tokio current_thread) or rust_tonic_mt (multi_thread, one worker: seed 001's)"}
+
+
 def load_server(name: str) -> ServerSpec:
     """The ServerSpec for servers/NAME, validated; UserError naming the known servers if absent."""
     folder = SERVERS_DIR / name
     path = folder / "server.yaml"
+    if name in RENAMED and not path.exists():
+        raise UserError(f"server {name!r} is now {RENAMED[name]}")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not path.exists():
         raise UserError(f"unknown server {name!r}: known servers are {', '.join(known_servers())}")
     try:
@@ -96,10 +103,12 @@ def load_server(name: str) -> ServerSpec:
         raise UserError(f"{path}: profiler must be one of {', '.join(sorted(PROFILERS))}")
     if not isinstance(data["run"], list) or not data["run"] or not all(isinstance(x, str) for x in data["run"]):
         raise UserError(f"{path}: run must be a non-empty list of strings (an argv)")
-    try:
-        re.compile(data["app"])
-    except re.error as e:
-        raise UserError(f"{path}: app: invalid regex: {e}") from None
+    for key in ("app", "ruler"):
+        if key in data and data[key] is not None:
+            try:
+                re.compile(data[key])
+            except (re.error, TypeError) as e:
+                raise UserError(f"{path}: {key}: invalid regex: {e}") from None
     call_graph = data.get("call_graph", "dwarf")
     if call_graph not in CALL_GRAPH_MODES:
         raise UserError(f"{path}: call_graph must be one of {', '.join(CALL_GRAPH_MODES)}")
@@ -112,4 +121,4 @@ def load_server(name: str) -> ServerSpec:
     return ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
                       app=data["app"], params=params, call_graph=call_graph,
-                      workdir=workdir)
+                      workdir=workdir, ruler=data.get("ruler"))

@@ -7,7 +7,7 @@
 //! the app (server.yaml's `app` regex) and the rest to tonic/hyper/tokio/kernel as usual.
 //!
 //! Serves, on 127.0.0.1:PORT (plaintext h2c):
-//!   /helloworld.Greeter/SayHello    burn, then message  = "Hello " + name   (`HelloGreeter`)
+//!   /helloworld.Greeter/SayHello    burn, then message  = "Hello {name}!"  (`HelloGreeter`)
 //!   /complexproto.Greeter/SayHello  burn, then response = request (echo)    (`ComplexGreeter`)
 //!
 //! Args: `--port PORT --burn-us N`. No per-request logging. SIGTERM / SIGINT end the process.
@@ -105,11 +105,10 @@ impl helloworld::greeter_server::Greeter for HelloGreeter {
         request: Request<helloworld::HelloRequest>,
     ) -> Result<Response<helloworld::HelloReply>, Status> {
         calibration_burn_cpu(self.burn_us);
-        let name = request.into_inner().name;
-        let mut message = String::with_capacity(6 + name.len());
-        message.push_str("Hello ");
-        message.push_str(&name);
-        Ok(Response::new(helloworld::HelloReply { message }))
+        let reply = helloworld::HelloReply {
+            message: format!("Hello {}!", request.into_inner().name),
+        };
+        Ok(Response::new(reply))
     }
 }
 
@@ -173,7 +172,7 @@ fn main() {
     // Learn the spin rate once before serving, so the first requests burn accurately too.
     calibration_burn_cpu(10_000);
 
-    // One worker thread, as in ../rust_tonic: a tokio `current_thread` runtime runs the accept
+    // One worker thread, as in ../rust_tonic_st: a tokio `current_thread` runtime runs the accept
     // loop, every connection task and every handler on the main thread, so the burn is charged
     // to the same (only) thread that does the protocol work and the server uses at most one core.
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -1,6 +1,6 @@
 //! gRPC server on pajamax 0.4.0 (synchronous: blocking accept loop, one OS thread per connection,
 //! handlers run inline on the connection thread). Serves two services on one port:
-//! - /helloworld.Greeter/SayHello:   HelloReply.message = "Hello " + HelloRequest.name
+//! - /helloworld.Greeter/SayHello:   HelloReply.message = format!("Hello {}!", HelloRequest.name), as pajamax's example
 //! - /complexproto.Greeter/SayHello: HelloReply.response = HelloRequest.request (echo)
 //!
 //! Usage: rust_pajamax --port PORT   (binds 127.0.0.1:PORT only)
@@ -24,7 +24,7 @@ impl helloworld::Greeter for HelloGreeter {
     #[inline(never)]
     fn say_hello(&self, req: helloworld::HelloRequest) -> Response<helloworld::HelloReply> {
         Ok(helloworld::HelloReply {
-            message: format!("Hello {}", req.name),
+            message: format!("Hello {}!", req.name),
         })
     }
 }

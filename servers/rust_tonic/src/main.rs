@@ -1,7 +1,16 @@
-//! rust_tonic: tonic 0.14 gRPC server for rpcprof (see ../README.md for the contract).
+//! rust_tonic: tonic 0.14 gRPC server for rpcprof (see ../README.md for the contract), the crate behind
+//! two servers that differ only in tokio's runtime flavour (`--runtime`):
+//!   ../rust_tonic_st  `current_thread`: one thread runs the accept loop, connections and handlers
+//!                     (grpc_bench `rust_tonic_st`);
+//!   ../rust_tonic_mt  `multi_thread` with one worker (seed 001's tonic, grpc_bench `rust_tonic_mt`):
+//!                     `main` runs the accept loop in `block_on`, one worker thread runs connections
+//!                     and handlers.
+//! The flavour changes how h2 writes: on the multi-thread runtime a finished stream wakes the connection
+//! task into the worker's LIFO slot, so it runs (and flushes) right after every response; on
+//! current_thread it runs after all ready stream tasks, so it writes once per batch.
 //!
 //! Serves, on 127.0.0.1:PORT (plaintext h2c):
-//!   /helloworld.Greeter/SayHello    message  = "Hello " + name     (handler: `HelloGreeter`)
+//!   /helloworld.Greeter/SayHello    message  = "Hello {name}!"     (handler: `HelloGreeter`)
 //!   /complexproto.Greeter/SayHello  response = request (echo)      (handler: `ComplexGreeter`)
 //!
 //! The handler types are named so that server.yaml's `app` regex
@@ -30,11 +39,12 @@ impl helloworld::greeter_server::Greeter for HelloGreeter {
         &self,
         request: Request<helloworld::HelloRequest>,
     ) -> Result<Response<helloworld::HelloReply>, Status> {
-        let name = request.into_inner().name;
-        let mut message = String::with_capacity(6 + name.len());
-        message.push_str("Hello ");
-        message.push_str(&name);
-        Ok(Response::new(helloworld::HelloReply { message }))
+        // As tonic's (and pajamax's) helloworld example: the formatting frame
+        // `alloc::fmt::format::format_inner` is seed 001's ruler (server.yaml `ruler`).
+        let reply = helloworld::HelloReply {
+            message: format!("Hello {}!", request.into_inner().name),
+        };
+        Ok(Response::new(reply))
     }
 }
 
@@ -53,22 +63,40 @@ impl complexproto::greeter_server::Greeter for ComplexGreeter {
     }
 }
 
-fn parse_port() -> u16 {
+const USAGE: &str = "usage: rust_tonic --port PORT --runtime current-thread|multi-thread";
+
+#[derive(Clone, Copy)]
+enum Flavor {
+    CurrentThread,
+    MultiThread,
+}
+
+fn parse_args() -> (u16, Flavor) {
     let mut args = std::env::args().skip(1);
-    let mut port = None;
+    let (mut port, mut flavor) = (None, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = args.next().and_then(|v| v.parse().ok()),
+            "--runtime" => {
+                flavor = match args.next().as_deref() {
+                    Some("current-thread") => Some(Flavor::CurrentThread),
+                    Some("multi-thread") => Some(Flavor::MultiThread),
+                    _ => None,
+                }
+            }
             other => {
-                eprintln!("rust_tonic: unknown argument {other:?}\nusage: rust_tonic --port PORT");
+                eprintln!("rust_tonic: unknown argument {other:?}\n{USAGE}");
                 std::process::exit(2);
             }
         }
     }
-    port.unwrap_or_else(|| {
-        eprintln!("usage: rust_tonic --port PORT");
-        std::process::exit(2);
-    })
+    match (port, flavor) {
+        (Some(p), Some(f)) => (p, f),
+        _ => {
+            eprintln!("{USAGE}");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Resolves when SIGTERM or SIGINT arrives.
@@ -83,18 +111,24 @@ async fn shutdown_signal() {
 }
 
 fn main() {
-    let port = parse_port();
+    let (port, flavor) = parse_args();
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
 
-    // One worker thread: a tokio `current_thread` runtime runs the accept loop, every
-    // connection task and every handler on the main thread, so the server uses at most one
-    // core and its profile has a single thread to look at. (The alternative,
-    // `new_multi_thread().worker_threads(1)`, leaves `main` blocked in `block_on` running only
-    // the accept loop while connections run on a separate worker thread.)
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("build tokio runtime");
+    // One worker either way. current_thread: the accept loop, every connection task and every
+    // handler run on the main thread. multi_thread with worker_threads(1), as seed 001 changed
+    // tonic's example (`#[tokio::main(worker_threads = 1)]`): `main` blocks in `block_on` running
+    // only the accept loop, connections run on the one worker thread.
+    let rt = match flavor {
+        Flavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        Flavor::MultiThread => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(1);
+            b
+        }
+    }
+    .enable_all()
+    .build()
+    .expect("build tokio runtime");
 
     rt.block_on(async move {
         let server = tonic::transport::Server::builder()
