@@ -11,9 +11,9 @@
 #        ./profile.sh --help
 #
 # eg,
-#   ./profile.sh run rust_tonic rust_pajamax               # the seed comparison, C=1 S=100
-#   ./profile.sh run rust_tonic go_grpc -C 10 -S 100 -d 10 # 10 connections, 100 streams, 10 s window
-#   ./profile.sh run rust_tonic --driver ghz --format json # ghz instead of h2load, JSON output
+#   ./profile.sh run rust_tonic_mt rust_pajamax               # the seeds' comparison, C=1 S=100
+#   ./profile.sh run rust_tonic_mt go_grpc -C 10 -S 100 -d 10 # 10 connections, 100 streams, 10 s window
+#   ./profile.sh run rust_tonic_st --driver ghz --format json # ghz instead of h2load, JSON output
 #
 # Each run writes flamegraphs/<timestamp>-<label>/ (manifest.json, metrics.json, logs per server).
 # The server runs on CPU 0, the load on the other CPUs (--server-cpus, --load-cpus).

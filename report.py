@@ -6,7 +6,9 @@ Reads what profile.sh wrote (folded stacks, run folders); rerun it after editing
 USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
 
   table FOLDED...           share of each category per profile (+ other: rule coverage)
-  compare RUN_DIR           req/s per CPU and CPU µs per request by category, side by side
+  run RUN_DIR               the run table of a saved run (--latency full: p50 ... p99.99, max, tm99, stddev)
+  compare RUN_DIR           req/s per CPU and CPU µs per request by category, side by side, and
+                            the ruler check (--ruler REGEX: frames doing the same work in each server)
   top FOLDED -c CATEGORY    the frames that decide a category, to see and fix rules
   explain FRAME             which rule a frame matches, and why
   check-rules               validate categorize.yaml and its examples
@@ -14,10 +16,11 @@ USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
   diff A B -o OUT           differential flame graph (normalised) and the category-level difference
   sweep SWEEP_DIR           seed 000's table for a saved sweep
   results SWEEP_DIR -o F    the results document (table, explanation in numbers, seed figures)
+  seeds RUN_DIR -o F        seed 001 reproduced: a run of its setup beside the seed's figures
 
 eg,
-  ./report.py compare flamegraphs/20261121-101500-rust_tonic-rust_pajamax
-  ./report.py table flamegraphs/*/rust_tonic/profile.folded --format markdown
+  ./report.py compare flamegraphs/20261121-101500-rust_tonic_mt-rust_pajamax
+  ./report.py table flamegraphs/*/rust_tonic_mt/profile.folded --format markdown
   ./report.py top flamegraphs/RUN/go_grpc/profile.folded -c other
   ./report.py explain 'tcp_recvmsg_locked_[k]'
 

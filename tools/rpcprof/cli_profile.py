@@ -100,6 +100,11 @@ def main():
 @click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
               help="Raise the rate, then the duration, to reach this many samples.")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
+@click.option("--ruler", default=None, metavar="REGEX",
+              help="Regex of frames doing the same work per request in every server (overrides the servers' "
+                   "ruler; the built-in Rust servers: the handler's format_inner).")
+@click.option("--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
+              help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
               help="Count syscalls per request in a window of their own.")
 @click.option("--syscall-duration", default=5.0, show_default=True, callback=positive,
@@ -108,11 +113,11 @@ def main():
               help="Measure each server N times (restarted between); report the median and min-max.")
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
-        params, profile, call_graph, frequency, profile_duration, min_samples, app, count_syscalls, syscall_duration,
-        repeat, fmt):
+        params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
+        syscall_duration, repeat, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
-    eg, ./profile.sh run rust_tonic rust_pajamax -C 1 -S 100
+    eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
     """
     if load_cpus and set(load_cpus) & set(server_cpus):
         raise UserError(f"--load-cpus {load_cpus} overlaps --server-cpus {server_cpus}: the load would steal the "
@@ -121,21 +126,21 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       warmup=warmup, scenario=scenario, driver=driver, server_cpus=server_cpus,
                       load_cpus=load_cpus, port=port, label=label, params=params,
                       profile=profile, call_graph=call_graph, frequency=frequency,
-                      profile_duration=profile_duration, min_samples=min_samples, app=app,
+                      profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
                       syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
     except KeyboardInterrupt:
         if the_run.dir:
-            click.echo(render_run(the_run.dir, fmt), nl=False)
+            click.echo(render_run(the_run.dir, fmt, latency), nl=False)
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
                             f"{the_run.dir} (marked incomplete)", exit_code=130) from None
         raise UserError("interrupted", exit_code=130) from None
-    click.echo(render_run(run_dir, fmt), nl=False)
+    click.echo(render_run(run_dir, fmt, latency), nl=False)
     if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
-        click.echo(render_compare(run_dir, the_run.rules, fmt, app), nl=False)
+        click.echo(render_compare(run_dir, the_run.rules, fmt, app, ruler), nl=False)
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
         raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
@@ -177,7 +182,7 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
           label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, fmt):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
-    eg, ./profile.sh sweep rust_tonic rust_pajamax -C 1,10,100 -S 1,10,100,1000
+    eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
 
     seed 000's twelve cells: -C 1,10,100 -S 1,10,100,1000,10000,100000
     """

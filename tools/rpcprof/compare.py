@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .categorize import Breakdown, Rules, categorize, open_folded
 from .errors import UserError
+from .frames import compile_regex, frame_share, share_ratio
 from .tables import render
-
 
 
 def profile_folded(run_dir: Path, server: str) -> Path:
@@ -95,13 +95,86 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
     return rows, columns, head
 
 
-def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override: str | None = None) -> str:
+def server_ruler(metrics: dict, server: str) -> str | None:
+    """The ruler regex a run recorded for a server; for runs made before rulers, its server.yaml's."""
+    m = metrics.get(server) or {}
+    if "ruler" in m:
+        return m["ruler"]
+    from .servers import load_server
+    try:
+        return load_server(server).ruler
+    except UserError:
+        return None
+
+
+def ruler_rows(run_dir: Path, ruler_override: str | None = None) -> tuple[list[dict], list[str]]:
+    """Seed 001's check, per profiled server: the ruler's share (with its sampling error) and µs per
+    request; per server after the first with the same ruler, the ratio of ruler shares (95 % interval)
+    beside the measured req/s-per-CPU ratios, profiled and unprofiled. (rows, sentences)."""
+    manifest, metrics = load_run(run_dir)
+    if ruler_override:
+        compile_regex(ruler_override, "--ruler")
+    rows = []
+    for name in manifest["parameters"]["servers"]:
+        m = metrics.get(name) or {}
+        folded = profile_folded(run_dir, name)
+        regex = ruler_override or server_ruler(metrics, name)
+        if not regex or m.get("status") not in ("ok", "incomplete") or not folded.exists() or not m.get("cpu_us_per_req"):
+            continue
+        fs = frame_share(open_folded(folded), compile_regex(regex, f"{name}'s ruler"))
+        us = m["cpu_us_per_req"]
+        rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
+                     "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
+                     "us_per_req_err": fs.stderr * us, "req_per_cpu_s": m["req_per_cpu_s"],
+                     "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"),
+                     "_fs": fs})
+    lines = []
+    for i, b in enumerate(rows):
+        base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
+        b.update(ratio=None, ratio_low=None, ratio_high=None, measured_ratio=None, profiled_ratio=None, agrees=None,
+                 base=base["server"] if base else None)
+        if not base:
+            continue
+        r = share_ratio(base["_fs"], b["_fs"])
+        b["measured_ratio"] = b["req_per_cpu_s"] / base["req_per_cpu_s"]
+        if base["cpu_us_per_req_profiled"] and b["cpu_us_per_req_profiled"]:
+            b["profiled_ratio"] = base["cpu_us_per_req_profiled"] / b["cpu_us_per_req_profiled"]
+        if r is None:
+            lines.append(f"{b['server']} vs {base['server']}: the ruler matched no sample in one of them: no check")
+            continue
+        b["ratio"], b["ratio_low"], b["ratio_high"] = r
+        # the share ratio measures CPU per request in the profiled windows: check it against that
+        check = b["profiled_ratio"] or b["measured_ratio"]
+        b["agrees"] = r[1] <= check <= r[2]
+        verdict = ("agree within the sampling error" if b["agrees"] else
+                   "DISAGREE beyond the sampling error: attribution or the same-work premise is off")
+        profiled = f", ^{b['profiled_ratio']:.2f} while profiled" if b["profiled_ratio"] else ""
+        lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{r[0]:.2f} [{r[1]:.2f}-{r[2]:.2f}], req/s per "
+                     f"CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
+    for row in rows:
+        row.pop("_fs")
+    return rows, lines
+
+
+RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_pct", "± [%]"),
+                 ("samples", "ruler samples"), ("us_per_req", "ruler [µs/req]"), ("us_per_req_err", "± [µs/req]")]
+
+
+def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override: str | None = None,
+                   ruler_override: str | None = None) -> str:
     rows, columns, head = compare_rows(run_dir, rules, app_override)
+    ruler, ruler_lines = ruler_rows(run_dir, ruler_override)
     if fmt == "json":
-        return json.dumps({"servers": head, "rows": rows}, indent=2, sort_keys=True) + "\n"
+        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines},
+                          indent=2, sort_keys=True) + "\n"
     text = render(rows, columns, fmt)
     if fmt in ("table", "markdown"):
         text = "\n".join(head) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
+        if ruler:
+            regexes = sorted({r["ruler"] for r in ruler})
+            text += ("\nRuler (frames doing the same work per request in each server: " + ", ".join(regexes)
+                     + "; ± is one binomial standard error from the sample count):\n\n"
+                     + render(ruler, RULER_COLUMNS, fmt) + "".join(line + "\n" for line in ruler_lines))
     return text

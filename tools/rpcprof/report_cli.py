@@ -56,10 +56,13 @@ def table(folded, rules_path, app, fmt):
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @rules_option
 @app_option
+@click.option("--ruler", default=None, metavar="REGEX",
+              help="Frames doing the same work per request in every server (else each server's recorded ruler).")
 @format_option
-def compare(run_dir, rules_path, app, fmt):
-    """Per server of a run: req/s per CPU, the ratio to the first, and CPU µs per request by category."""
-    click.echo(render_compare(run_dir, load_rules(rules_path), fmt, app), nl=False)
+def compare(run_dir, rules_path, app, ruler, fmt):
+    """Per server of a run: req/s per CPU, the ratio to the first, CPU µs per request by category, and
+    seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio)."""
+    click.echo(render_compare(run_dir, load_rules(rules_path), fmt, app, ruler), nl=False)
 
 
 @main.command()
@@ -218,13 +221,48 @@ def results(sweep_dir, output, rules_path):
     manifest = __import__("json").loads((Path(sweep_dir) / "manifest.json").read_text())
     if manifest.get("mode") != "sweep":
         raise UserError(f"{sweep_dir}: a run folder, not a sweep: make one with ./profile.sh sweep")
-    text = build_results(Path(sweep_dir), load_rules(rules_path))
-    if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text)
-        click.echo(f"wrote {output}", err=True)
-    else:
+    write_document(build_results(Path(sweep_dir), load_rules(rules_path)), output)
+
+
+def write_document(text: str, output: Path | None) -> None:
+    """A generated document to a file (written whole under a temporary name, then renamed) or stdout."""
+    if not output:
         click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(output)
+    click.echo(f"wrote {output}", err=True)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the document here (e.g. docs/seeds.md) instead of stdout.")
+@rules_option
+def seeds(run_dir, output, rules_path):
+    """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
+    CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
+
+    eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
+        ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
+    """
+    from .seeds import build_seeds
+    write_document(build_seeds(Path(run_dir), load_rules(rules_path)), output)
+
+
+@main.command("run")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
+              help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
+@format_option
+def run_table(run_dir, latency, fmt):
+    """The run table of a saved run folder, as profile.sh run printed it."""
+    from .compare import load_run
+    from .summary import render_run
+    load_run(run_dir)
+    click.echo(render_run(Path(run_dir), fmt, latency), nl=False)
 
 
 @main.command("sweep")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from .categorize import Rules
+from .summary import ratio_text
 from .sweep import render_sweep, sweep_rows
 
 # Seed 000's ^ marks: pajamax's req/s per CPU over tonic's, per (C, S) cell.
@@ -71,7 +72,51 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")
         out += ["", *explain(cells, by, first, second), ""]
+        out += guess_by_cell(cells, by, servers)
     return "\n".join(out) + "\n"
+
+
+def guess_by_cell(cells, by, servers: list[str]) -> list[str]:
+    """Seed 000's guess (the faster server wins by handling more requests per syscall) tested in every
+    cell, against each other server: syscalls per request, and how much of the per-request CPU difference
+    lies in recv + send versus runtime + protocol (category µs per request, other server minus second)."""
+    second = servers[1]
+    others = [s for s in servers if s != second]
+    out = ["## Seed 000's guess, cell by cell", "",
+           f"Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall. "
+           f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
+           f"the CPU µs per request X spends more than {second}, split into recv + send (the syscall path and the "
+           "kernel below it) and runtime + protocol (the work above the socket). The two parts and app + other "
+           "add up to the difference.", "",
+           f"| C | S | X | ^ {second} / X | syscalls/req X | syscalls/req {second} | Δ CPU µs/req (X − {second}) | "
+           "recv + send | runtime + protocol | recv + send share of Δ |",
+           "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    shares: dict[str, list[float]] = {x: [] for x in others}
+    for c, s in cells:
+        b = by.get((c, s, second))
+        for x in others:
+            a = by.get((c, s, x))
+            if not a or not b or not a.get("req_per_cpu_s") or not b.get("req_per_cpu_s"):
+                continue
+            ratio = b["req_per_cpu_s"] / a["req_per_cpu_s"]
+            diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
+            io_a, io_b = _sum(a, ("recv", "send")), _sum(b, ("recv", "send"))
+            w_a, w_b = _sum(a, ("runtime", "protocol")), _sum(b, ("runtime", "protocol"))
+            io = None if None in (io_a, io_b) else io_a - io_b
+            work = None if None in (w_a, w_b) else w_a - w_b
+            share = f"{_pct(io, diff)} %" if io is not None and diff > 0 else "-"
+            if io is not None and diff > 0:
+                shares[x].append(io / diff)
+            out.append(f"| {c} | {s} | {x} | {ratio_text(ratio)} | {_f(a.get('syscalls_per_req'), 3)} | "
+                       f"{_f(b.get('syscalls_per_req'), 3)} | {diff:.2f} | {_f(io, 2)} | {_f(work, 2)} | {share} |")
+    out.append("")
+    for x, vals in shares.items():
+        if vals:
+            out.append(f"- {x}: recv + send carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
+                       f"the per-request difference across {len(vals)} cells (median {round(100 * sorted(vals)[len(vals) // 2]) + 0} %); "
+                       "the rest is work above the socket.")
+    out.append("")
+    return out
 
 
 def _sum(row: dict, cats: tuple[str, ...]) -> float | None:

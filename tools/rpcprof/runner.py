@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .frames import compile_regex
 from .load import LoadSettings, make_driver
 from .capture import ProfileTarget, capture_profile, write_json
 from .categorize import load_rules
@@ -56,6 +57,7 @@ class RunOptions:
     profile_duration: float = 10.0
     min_samples: int = MIN_SAMPLES
     app: str | None = None          # overrides the servers' app pattern
+    ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
     syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
     syscall_duration: float = 5.0
     repeat: int = 1                 # measurements per server, restarted between them
@@ -350,6 +352,8 @@ class Run:
         self.rules = load_rules() if opts.profile else None
         if self.rules and opts.app:
             self.rules.with_app(opts.app)        # validates the regex before anything starts
+        if opts.ruler:
+            compile_regex(opts.ruler, "--ruler")
         self.event = pmu_event() if opts.profile else None
 
     def manifest(self, status: str) -> dict:
@@ -460,6 +464,7 @@ class Run:
         if load.non_ok:
             _log(f"rpcprof: WARNING: {spec.name}: {load.non_ok} responses were not OK; they are not counted in req/s")
         result["app"] = opts.app or spec.app
+        result["ruler"] = opts.ruler or spec.ruler
         result["profiler"] = spec.profiler
         if opts.syscalls and first:
             result["syscalls"] = self._count_syscalls(spec, server, driver, out, result)

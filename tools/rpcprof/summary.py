@@ -24,6 +24,30 @@ RUN_COLUMNS = [
 ]
 
 
+# seed 003's latency figures, for --latency full: replace seed 000's latency columns
+FULL_LATENCY_COLUMNS = [
+    ("avg_ms", "avg. latency [ms]"),
+    ("p50_ms", "50 % [ms]"),
+    ("p90_ms", "90 % [ms]"),
+    ("p99_ms", "99 % [ms]"),
+    ("p99_9_ms", "99.9 % [ms]"),
+    ("p99_99_ms", "99.99 % [ms]"),
+    ("max_ms", "max [ms]"),
+    ("tm99_ms", "tm99 [ms]"),
+    ("stddev_ms", "stddev [ms]"),
+]
+SEED_LATENCY_KEYS = ("avg_ms", "p90_ms", "p95_ms", "p99_ms")
+
+
+def run_columns(latency: str = "seed") -> list[tuple[str, str]]:
+    """The run table's columns; latency 'full' swaps seed 000's four latency columns for seed 003's set."""
+    if latency == "seed":
+        return RUN_COLUMNS
+    at = [k for k, _ in RUN_COLUMNS].index("avg_ms")
+    rest = [c for c in RUN_COLUMNS if c[0] not in SEED_LATENCY_KEYS]
+    return rest[:at] + FULL_LATENCY_COLUMNS + rest[at:]
+
+
 def notes_for(m: dict) -> str:
     if m.get("status") != "ok":
         return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
@@ -62,10 +86,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "req_per_cpu_s": rpc,
             "cpu_us_per_req": f.get("cpu_us_per_req"),
             "relative": rpc / base if rpc and base else None,
-            "avg_ms": lat.get("avg_ms"),
-            "p90_ms": lat.get("p90_ms"),
-            "p95_ms": lat.get("p95_ms"),
-            "p99_ms": lat.get("p99_ms"),
+            **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
             "rss_avg_mib": mem.get("rss_avg_mib"),
             "syscalls_per_req": (f.get("syscalls") or {}).get("per_req"),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
@@ -141,14 +162,14 @@ def p_repeat(manifest: dict) -> str:
     return f"{manifest['parameters'].get('repeat', 1)} repeats"
 
 
-def render_run(run_dir: Path, fmt: str = "table") -> str:
+def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     metrics = json.loads((run_dir / "metrics.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
     order = manifest["parameters"]["servers"]
     rows = run_rows(metrics, order)
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
-    columns = RUN_COLUMNS
+    columns = run_columns(latency)
     if any(r.get("spread_text") for r in rows):
         at = [k for k, _ in columns].index("req_per_cpu_s") + 1
         columns = columns[:at] + [("spread_text", f"min-max of {p_repeat(manifest)}")] + columns[at:]

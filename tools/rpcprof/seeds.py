@@ -1,0 +1,271 @@
+"""docs/seeds.md from a run folder of seed 001's setup: rpcprof's figures set beside the seed's.
+
+Seed 001 ran ghz against tonic's helloworld example on tokio's multi-thread runtime with one worker and
+pajamax's helloworld example, 1 connection, 50 requests in flight, and read figures off flame graphs.
+Every figure here about this machine is computed from the run folder (metrics.json, profile.folded);
+the seed's figures are quoted. Where a figure differs, the reasons given are the run's own flags and
+figures (client-bound, latency-bound, the client's CPU, profiling overhead), never typed-in prose.
+
+    ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
+    ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .categorize import Rules, categorize, open_folded
+from .compare import load_run, profile_folded, ruler_rows
+from .errors import UserError
+from .frames import compile_regex, frame_share
+
+
+@dataclass(frozen=True)
+class SeedFrame:
+    role: str          # 'tonic' or 'pajamax': which of the seed's servers it was read from
+    label: str         # as seed 001 names it
+    regex: str         # frame names as the rules see them (generic arguments stripped)
+    seed_pct: float    # seed 001's share of its flame graph
+    what: str          # seed 001's reading of it
+
+
+SEED_FRAMES = [
+    # release builds may inline PollEvented::poll_read into TcpStream::poll_read_priv: either frame counts
+    SeedFrame("tonic", "PollEvented::poll_read",
+              r"tokio::io::poll_evented::PollEvented::poll_read|tokio::net::tcp::stream::TcpStream::poll_read_priv",
+              1.60, "network input, the recv() syscall"),
+    SeedFrame("tonic", "TcpStream::poll_write_vectored",
+              r"<tokio::net::tcp::stream::TcpStream as tokio::io::async_write::AsyncWrite>::poll_write_vectored",
+              38.11, "network output, the send() syscall"),
+    SeedFrame("pajamax", "GreeterServer::handle", r"GreeterServer as pajamax::PajamaxService>::handle", 7.09,
+              "construct the response: formatting, gRPC encoding"),
+    SeedFrame("pajamax", "Decoder::find_path", r"pajamax::hpack_decoder::Decoder::find_path", 2.60,
+              "the request's :path header"),
+    SeedFrame("pajamax", "ResponseEnd::flush", r"pajamax::response_end::ResponseEnd::flush", 40.32,
+              "network output, the send() syscall"),
+    # std's socket read is one symbol across socket types: a TCP read shows as UnixDatagram::recv
+    SeedFrame("pajamax", "UnixDatagram::recv", r"<std::os::unix::net::datagram::UnixDatagram>::recv", 47.55,
+              "network input, the recv() syscall"),
+]
+RULER = r"alloc::fmt::format::format_inner"
+SEED_RULER = {"tonic": 0.31, "pajamax": 2.90}
+# seed 001's summary table: client CPU %, server CPU %, req/s
+SEED_RUN = {"tonic": (790.0, 95.0, 41124.74), "pajamax": (1100.0, 15.0, 65135.31)}
+SEED_CLIENT_CPUS = 12
+SEED_RATIO_QUOTED = 9.5                                  # as seed 001 prints it
+SEED_RATIO = (65135.31 / 0.15) / (41124.74 / 0.95)      # its own formula: 10.03
+LEAF_SWITCH = r"^finish_task_switch"
+# what a handler's frame holds besides its own work: dropping what it was given (tonic's Request: metadata
+# HeaderMap, extensions) and freeing memory
+TEARDOWN = r"core::ptr::drop_in_place|as core::ops::drop::Drop>::drop|^(cfree|free|_int_free)\b"                     # where cpu-clock charges a context switch's irq-off time
+
+
+def _pct(x, digits=2):
+    return "-" if x is None else f"{x:.{digits}f} %"
+
+
+def _num(x, digits=0):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def roles(servers: list[str]) -> dict[str, list[str]]:
+    """Which measured servers stand for the seed's tonic and pajamax, by name."""
+    return {"tonic": [s for s in servers if "tonic" in s], "pajamax": [s for s in servers if "pajamax" in s]}
+
+
+def leaf_share(stacks, regex: str) -> float:
+    pattern = compile_regex(regex, "leaf")
+    total = sum(w for _, w in stacks)
+    hit = sum(w for frames, w in stacks if frames and pattern.search(frames[-1]))
+    return hit / total if total else 0.0
+
+
+def why_lines(name: str, m: dict, seed_role: str) -> list[str]:
+    """What about this server's run differs from the seed's setup, from its own figures."""
+    out = []
+    client, server = 100 * (m.get("client_cpu_share") or 0), 100 * (m.get("server_cpu_share") or 0)
+    seed_client, seed_server, seed_rps = SEED_RUN[seed_role]
+    out.append(f"{name}: the client had 1 core here and used {client:.0f} % of it; seed 001's had "
+               f"{SEED_CLIENT_CPUS} and used {seed_client:.0f} % (of 1,200 %). The server used {server:.0f} % of its "
+               f"core here, {seed_server:.0f} % in the seed.")
+    if m.get("client_bound"):
+        out.append(f"{name}: CLIENT-BOUND: the load generator, not the server, set the {m['req_per_s']:,.0f} req/s; "
+                   "the server idled for lack of requests, so req/s and server CPU are both below the seed's, "
+                   "and only req/s per CPU compares.")
+    if m.get("latency_bound"):
+        out.append(f"{name}: LATENCY-BOUND: neither side was busy (server {server:.0f} %, client {client:.0f} %): "
+                   "requests waited on something other than CPU (with exactly 50 in flight pajamax can stall on "
+                   "Nagle + delayed ACK).")
+    if m.get("unsaturated"):
+        out.append(f"{name}: UNSATURATED: server {server:.0f} %, client {client:.0f} %: neither side saturated.")
+    overhead = (m.get("profile") or {}).get("overhead_pct")
+    if overhead is not None and abs(overhead) >= 10:
+        out.append(f"{name}: profiling cost {overhead:+.0f} % CPU per request in the profile window: the shares "
+                   "below come from a slower regime than the req/s per CPU, and that extra time lands in the "
+                   "kernel paths perf's timer interrupts (scheduler switches), inflating those frames' shares.")
+    return out
+
+
+def build_seeds(run_dir: Path, rules: Rules) -> str:
+    run_dir = Path(run_dir)
+    manifest, metrics = load_run(run_dir)
+    if manifest.get("mode") == "sweep":
+        raise UserError(f"{run_dir}: a sweep folder; give the run folder of seed 001's setup (see report.py seeds --help)")
+    p = manifest["parameters"]
+    servers = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == "ok"]
+    by_role = roles(servers)
+    if not by_role["tonic"] or not by_role["pajamax"]:
+        raise UserError(f"{run_dir}: seed 001 compares tonic and pajamax; this run measured {', '.join(servers) or 'none'} "
+                        "successfully (run rust_tonic_mt rust_pajamax)")
+    stacks = {s: open_folded(profile_folded(run_dir, s)) for s in servers if profile_folded(run_dir, s).exists()}
+    out = [
+        "# Seed 001 reproduced: tonic vs pajamax under ghz, 1 connection, 50 in flight", "",
+        f"Generated by `report.py seeds {run_dir.name}` from the run folder `flamegraphs/{run_dir.name}` "
+        f"(status {manifest['status']}, git {manifest['git']['commit'][:12]}"
+        f"{', uncommitted changes' if manifest['git'].get('dirty') else ''}). Seed 001's figures are quoted from it; "
+        "every other figure comes from the run folder.", "",
+        f"Setup here: {p['driver']} C={p['connections']} S={p['streams']}, {p['warmup']:g} s warm-up, "
+        f"{p['duration']:g} s measured with no profiler attached, then a profile window with the same load; "
+        f"server on CPU {p['server_cpus']}, load on CPU {p['load_cpus']}; scenario {p['scenario']}; "
+        f"{manifest['machine'].get('cpu_model')}, kernel {manifest['machine'].get('kernel')}; "
+        f"sampled event {manifest.get('sampled_event') or '-'}. Seed 001: ghz --cpus 12, 1 connection, "
+        "50 concurrent requests, 1 minute, server on 1 CPU, AMD EPYC 9754.", "",
+        "## The run", "",
+        "| server | seed 001's | req/s | server CPU | client CPU | req/s per CPU | CPU µs/req | syscalls/req | flags |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for role in ("tonic", "pajamax"):
+        c, s, r = SEED_RUN[role]
+        out.append(f"| seed 001 {role} | | {_num(r)} | {s:.0f} % | {c:.0f} % | {_num(r / (s / 100))} | "
+                   f"{1e6 * (s / 100) / r:.2f} | - | |")
+    from .summary import notes_for
+    for s in servers:
+        m = metrics[s]
+        role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
+        out.append(f"| {s} | {role} | {_num(m['req_per_s'])} | {100 * m['server_cpu_cores']:.0f} % | "
+                   f"{100 * m['client_cpu_cores']:.0f} % | {_num(m['req_per_cpu_s'])} | {m['cpu_us_per_req']:.2f} | "
+                   f"{_num((m.get('syscalls') or {}).get('per_req'), 3)} | {notes_for(m) or '-'} |")
+    pj = by_role["pajamax"][0]
+    out += ["", "## The ratio", "",
+            f"Seed 001 prints (65,135 / 15 %) / (41,125 / 95 %) = **{SEED_RATIO_QUOTED}x**; its own figures give "
+            f"{SEED_RATIO:.2f}x. Here, {pj}'s req/s per CPU over each tonic build's:", ""]
+    for t in by_role["tonic"]:
+        ratio = metrics[pj]["req_per_cpu_s"] / metrics[t]["req_per_cpu_s"]
+        out.append(f"- over {t}: **{ratio:.1f}x**")
+    out += ["", "What about the setup differs, from the run's own figures:", ""]
+    for s in servers:
+        role = "tonic" if s in by_role["tonic"] else "pajamax"
+        out += [f"- {line}" for line in why_lines(s, metrics[s], role)]
+    out += ["", "## The flame graphs' frames", "",
+            "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
+            "error from the sample count).", "",
+            "| seed's server | frame | seed 001 | " + " | ".join(by_role_list(by_role, stacks)) + " | seed 001's reading |",
+            "|---|---|---:|" + "---:|" * len(by_role_list(by_role, stacks)) + "---|"]
+    for f in SEED_FRAMES:
+        cells = []
+        for s in by_role_list(by_role, stacks):
+            if s not in by_role[f.role]:
+                cells.append("")
+                continue
+            fs = frame_share(stacks[s], compile_regex(f.regex, f.label))
+            cells.append(f"{100 * fs.share:.2f} ± {100 * fs.stderr:.2f} %")
+        out.append(f"| {f.role} | `{f.label}` | {f.seed_pct:.2f} % | " + " | ".join(cells) + f" | {f.what} |")
+    out += ["", "The same servers by category (CPU share; `report.py compare` gives µs per request):", "",
+            "| server | " + " | ".join(rules.all_categories) + " | samples | switch leaf |",
+            "|---|" + "---:|" * (len(rules.all_categories) + 2)]
+    for s in by_role_list(by_role, stacks):
+        b = categorize(stacks[s], rules.with_app(metrics[s].get("app"), f"{s}'s app pattern"))
+        out.append(f"| {s} | " + " | ".join(f"{100 * b.share(c):.1f} %" for c in rules.all_categories)
+                   + f" | {b.samples:,} | {100 * leaf_share(stacks[s], LEAF_SWITCH):.1f} % |")
+    out += ["", "`switch leaf`: samples whose leaf is `finish_task_switch`. This machine has no PMU: perf samples "
+            "`cpu-clock`, and time spent with interrupts off during a context switch is charged there when they "
+            "come back on. A server that blocks in recv (pajamax: one thread per connection, blocking reads) "
+            "pays a switch per read, and those samples sit under its recv frames.", ""]
+    out += ruler_section(run_dir, metrics, by_role, stacks)
+    out += app_section(run_dir, rules, metrics, by_role, stacks)
+    return "\n".join(out) + "\n"
+
+
+def by_role_list(by_role: dict, stacks: dict) -> list[str]:
+    return [s for s in by_role["tonic"] + by_role["pajamax"] if s in stacks]
+
+
+def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> list[str]:
+    rows, lines = ruler_rows(run_dir, RULER)
+    out = ["## The ruler", "",
+           f"Seed 001 found `{RULER}` (the handler's `format!`) at 0.31 % of tonic and 2.90 % of pajamax: "
+           f"9.4x, close to its measured {SEED_RATIO_QUOTED}x ({SEED_RATIO:.1f}x from its own figures). The same work per request in both servers, so the "
+           "ratio of its shares is the ratio of CPU per request. `report.py compare --ruler` prints this check "
+           "for any run.", "",
+           "| server | ruler share | ruler samples | ruler µs/req | CPU µs/req (unprofiled) | CPU µs/req (profiled) |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if r["server"] not in stacks:
+            continue
+        out.append(f"| {r['server']} | {r['share_pct']:.2f} ± {r['share_err_pct']:.2f} % | {r['samples']:,} of "
+                   f"{r['total_samples']:,} | {r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f} | "
+                   f"{metrics[r['server']]['cpu_us_per_req']:.2f} | {_num(r['cpu_us_per_req_profiled'], 2)} |")
+    pj = by_role["pajamax"][0]
+    pj_row = next((r for r in rows if r["server"] == pj), None)
+    out.append("")
+    for t in by_role["tonic"]:
+        t_row = next((r for r in rows if r["server"] == t), None)
+        if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
+            continue
+        from .frames import share_ratio
+        a = frame_share(stacks[t], compile_regex(RULER, "ruler"))
+        b = frame_share(stacks[pj], compile_regex(RULER, "ruler"))
+        ratio, lo, hi = share_ratio(a, b)
+        measured = metrics[pj]["req_per_cpu_s"] / metrics[t]["req_per_cpu_s"]
+        prof_t = (metrics[t].get("profile") or {}).get("cpu_us_per_req_profiled")
+        prof_p = (metrics[pj].get("profile") or {}).get("cpu_us_per_req_profiled")
+        profiled = prof_t / prof_p if prof_t and prof_p else None
+        check = profiled or measured
+        verdict = "agrees" if lo <= check <= hi else "DISAGREES beyond the sampling error"
+        out.append(f"- {pj} over {t}: ruler shares **{ratio:.1f}x** [95 %: {lo:.1f}-{hi:.1f}] (seed 001: 9.4x); "
+                   f"measured req/s per CPU {measured:.1f}x unprofiled"
+                   + (f", {profiled:.1f}x in the profile windows" if profiled else "")
+                   + f": the ruler {verdict}.")
+    costs = [r for r in rows if r["server"] in stacks and r["samples"]]
+    for i, a in enumerate(costs):
+        for b in costs[i + 1:]:
+            err = (a["us_per_req_err"] ** 2 + b["us_per_req_err"] ** 2) ** 0.5
+            hi, lo = (a, b) if a["us_per_req"] > b["us_per_req"] else (b, a)
+            if hi["us_per_req"] - lo["us_per_req"] > 2 * err:
+                out.append(f"- The ruler's frames cost {hi['server']} {hi['us_per_req']:.3f} ± {hi['us_per_req_err']:.3f} "
+                           f"µs per request and {lo['server']} {lo['us_per_req']:.3f} ± {lo['us_per_req_err']:.3f} "
+                           f"({hi['us_per_req'] / lo['us_per_req']:.1f}x, beyond two standard errors): the same "
+                           f"instructions take more time per request in {hi['server']}, so a share ratio against it "
+                           "overstates how efficient it is.")
+    out += ["", "The ruler's share ratio measures CPU per request in the profile windows, so it is checked against "
+            "the ratio there; profiling overhead that differs between servers separates that from the "
+            "unprofiled ratio.", ""]
+    return out
+
+
+def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stacks: dict) -> list[str]:
+    """The same handler, different app µs per request: which work each server's app category holds,
+    by the leaf frame of its samples (the handler frame decides; the leaf says what it was doing)."""
+    out = ["## The app category: same handler, different cost", "",
+           "Both servers run the same handler body, yet the app category differs. What the samples the app "
+           "pattern decided were doing, by leaf frame, in µs per request:", ""]
+    for s in by_role_list(by_role, stacks):
+        m = metrics[s]
+        r = rules.with_app(m.get("app"), f"{s}'s app pattern")
+        b = categorize(stacks[s], r)
+        us = m["cpu_us_per_req"]
+        leaves: dict[str, int] = {}
+        for frames, w in stacks[s]:
+            if r.classify_stack(frames)[0] == "app":
+                leaves[frames[-1]] = leaves.get(frames[-1], 0) + w
+        app_stacks = [(frames, w) for frames, w in stacks[s] if r.classify_stack(frames)[0] == "app"]
+        teardown = frame_share(app_stacks, compile_regex(TEARDOWN, "teardown")).weight / b.total * us if b.total else 0
+        ruler = frame_share(app_stacks, compile_regex(RULER, "ruler")).weight / b.total * us if b.total else 0
+        out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share('app') * us:.3f} µs/req "
+                   f"({100 * b.share('app'):.2f} %, {round(b.share('app') * b.samples):,} samples), of which "
+                   f"{teardown:.3f} µs/req under drops and frees (`{TEARDOWN}`) and {ruler:.3f} µs/req in the "
+                   f"ruler `{RULER}`; by leaf:")
+        for frame, w in sorted(leaves.items(), key=lambda kv: -kv[1])[:8]:
+            out.append(f"  - {w / b.total * us:.3f} µs/req `{frame[:140]}`")
+    out.append("")
+    return out
