@@ -13,7 +13,10 @@ from .tables import render
 
 
 def profile_folded(run_dir: Path, server: str) -> Path:
-    return run_dir / server / "profile.folded"
+    """A server's folded stacks in a run folder: profile.folded, or profile.folded.gz in a saved copy."""
+    path = run_dir / server / "profile.folded"
+    gz = path.with_name("profile.folded.gz")
+    return gz if not path.exists() and gz.exists() else path
 
 
 def load_run(run_dir: Path) -> tuple[dict, dict]:

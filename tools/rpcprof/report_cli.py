@@ -240,8 +240,10 @@ def write_document(text: str, output: Path | None) -> None:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the document here (e.g. docs/seeds.md) instead of stdout.")
+@click.option("--also", "also", multiple=True, type=click.Path(path_type=Path),
+              help="Another run folder of the same servers (another driver, C or S), set beside it; repeatable.")
 @rules_option
-def seeds(run_dir, output, rules_path):
+def seeds(run_dir, output, also, rules_path):
     """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
     CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
 
@@ -249,7 +251,7 @@ def seeds(run_dir, output, rules_path):
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
     from .seeds import build_seeds
-    write_document(build_seeds(Path(run_dir), load_rules(rules_path)), output)
+    write_document(build_seeds(Path(run_dir), load_rules(rules_path), list(also)), output)
 
 
 @main.command("run")

@@ -106,7 +106,7 @@ def why_lines(name: str, m: dict, seed_role: str) -> list[str]:
     return out
 
 
-def build_seeds(run_dir: Path, rules: Rules) -> str:
+def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = ()) -> str:
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     if manifest.get("mode") == "sweep":
@@ -183,7 +183,74 @@ def build_seeds(run_dir: Path, rules: Rules) -> str:
             "pays a switch per read, and those samples sit under its recv frames.", ""]
     out += ruler_section(run_dir, metrics, by_role, stacks)
     out += app_section(run_dir, rules, metrics, by_role, stacks)
+    if also:
+        out += other_setups_section([run_dir, *map(Path, also)])
     return "\n".join(out) + "\n"
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rank correlation (average ranks for ties); None for fewer than 3 points."""
+    if len(xs) < 3:
+        return None
+
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return cov / (vx * vy) ** 0.5 if vx and vy else None
+
+
+def other_setups_section(runs: list[Path]) -> list[str]:
+    """The same servers under other loads (other runs given with --also): the figures of each, and the
+    ruler's µs per request against syscalls per request: does the same code cost more per request when
+    more syscalls separate one request's handler from the next?"""
+    from .summary import notes_for
+    out = ["## The same servers in other setups", "",
+           "Other runs given to `report.py seeds --also`, the run above first. The ruler's µs per request "
+           "is its share of each profile times the unprofiled CPU per request.", "",
+           "| run | driver | C | S | server | req/s | server CPU | client CPU | CPU µs/req | syscalls/req | "
+           "ruler µs/req | flags |",
+           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    points = []
+    for run in runs:
+        manifest, metrics = load_run(run)
+        p = manifest["parameters"]
+        ruler = {r["server"]: r for r in ruler_rows(run, RULER)[0]}
+        for s in p["servers"]:
+            m = metrics.get(s) or {}
+            if m.get("status") != "ok":
+                continue
+            r = ruler.get(s)
+            sc = (m.get("syscalls") or {}).get("per_req")
+            us = f"{r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f}" if r and r["samples"] else "-"
+            if r and r["samples"] and sc is not None:
+                points.append((sc, r["us_per_req"], s, run.name))
+            out.append(f"| {run.name} | {p['driver']} | {p['connections']} | {p['streams']} | {s} | "
+                       f"{_num(m['req_per_s'])} | {100 * m['server_cpu_cores']:.0f} % | {100 * m['client_cpu_cores']:.0f} % | "
+                       f"{m['cpu_us_per_req']:.2f} | {_num(sc, 3)} | {us} | {notes_for(m) or '-'} |")
+    out.append("")
+    rho = spearman([x for x, *_ in points], [y for _, y, *_ in points])
+    if rho is not None:
+        lo, hi = min(points, key=lambda t: t[1]), max(points, key=lambda t: t[1])
+        out.append(f"- Over {len(points)} (server, setup) pairs, the ruler's µs per request and syscalls per request "
+                   f"have a rank correlation of {rho:+.2f}. Cheapest: {lo[2]} in {lo[3]} ({lo[1]:.3f} µs/req at "
+                   f"{lo[0]:.3f} syscalls/req); dearest: {hi[2]} in {hi[3]} ({hi[1]:.3f} µs/req at {hi[0]:.3f}). "
+                   "The same instructions cost more per request where syscalls come between one request's "
+                   "handler and the next (no PMU here to count the cache misses this suggests).")
+        out.append("")
+    return out
 
 
 def by_role_list(by_role: dict, stacks: dict) -> list[str]:
