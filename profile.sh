@@ -31,5 +31,4 @@ esac
 source "$here/tools/env.sh"
 "$here/tools/setup.sh" >&2
 
-export PYTHONPATH="$here/tools${PYTHONPATH:+:$PYTHONPATH}"
-exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli_profile "$@"
+exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli.profile "$@"

@@ -17,6 +17,9 @@ USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
   sweep SWEEP_DIR           seed 000's table for a saved sweep
   results SWEEP_DIR -o F    the results document (table, explanation in numbers, seed figures)
   seeds RUN_DIR -o F        seed 001 reproduced: a run of its setup beside the seed's figures
+  fold PERF.DATA -o F       fold a saved recording again (perf.data or py-spy raw)
+
+A RUN_DIR may be a path or a run folder's name under --runs-dir (default flamegraphs/).
 
 eg,
   ./report.py compare flamegraphs/20261121-101500-rust_tonic_mt-rust_pajamax
@@ -37,9 +40,10 @@ VENV_PYTHON = HERE / ".venv" / "bin" / "python"
 # Run under the project's virtualenv (tools/setup.sh makes it), whatever python3 started us.
 if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != (HERE / ".venv").resolve():
     os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), __file__, *sys.argv[1:]])
-sys.path.insert(0, str(HERE / "tools"))
-
-from rpcprof.report_cli import entry  # noqa: E402
+try:
+    from rpcprof.cli.report import entry   # installed into .venv by tools/setup.sh (pyproject.toml)
+except ImportError as e:
+    sys.exit(f"report.py: error: {e}: run tools/setup.sh first (it makes .venv with rpcprof in it)")
 
 if __name__ == "__main__":
     entry()

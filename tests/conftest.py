@@ -1,5 +1,6 @@
-"""Shared helpers for rpcprof's tests: ports, running profile.sh, and cleaning up the run folders the
-tests created (only those: other people's runs live in the same flamegraphs/ folder).
+"""Shared helpers for rpcprof's tests: ports, running profile.sh, and the run folders the tests create:
+each Profile passes a runs folder of its own (--runs-dir, a temporary folder deleted afterwards), so no
+test writes into flamegraphs/ or finds another run's folder.
 
 Ports start at 50151; 50051 belongs to someone else on this machine.
 """
@@ -11,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -18,7 +20,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_SH = ROOT / "profile.sh"
-RUNS_DIR = ROOT / "flamegraphs"
 FIRST_PORT = 50151
 LAST_PORT = 50299
 
@@ -71,12 +72,16 @@ def error_lines(stderr: str) -> list[str]:
 RUN_FOLDER_LINE = re.compile(r"^rpcprof: run folder (\S+)", re.M)
 
 
+COMMANDS_WITH_RUNS_DIR = ("run", "sweep", "attach")
+
+
 class Profile:
-    """Runs ./profile.sh as subprocesses; on cleanup stops any still running (SIGINT to its process group,
-    so rpcprof stops its servers) and deletes the run folders they reported, and only those."""
+    """Runs ./profile.sh as subprocesses with a runs folder of its own; on cleanup stops any still running
+    (SIGINT to its process group, so rpcprof stops its servers) and deletes that runs folder."""
 
     def __init__(self) -> None:
         self.started: list[Running] = []
+        self.runs_dir = Path(tempfile.mkdtemp(prefix="rpcprof-test-runs-"))
 
     def run(self, *args: str, timeout: float = RUN_TIMEOUT_S) -> "Finished":
         """Run profile.sh with args to the end; the result carries returncode, stdout, stderr, run_dir."""
@@ -84,6 +89,8 @@ class Profile:
 
     def start(self, *args: str) -> "Running":
         """Start profile.sh in a process group of its own; stderr is read line by line in the background."""
+        if args and args[0] in COMMANDS_WITH_RUNS_DIR and "--runs-dir" not in args:
+            args = (args[0], "--runs-dir", str(self.runs_dir), *args[1:])
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         running = Running(proc)
@@ -93,10 +100,7 @@ class Profile:
     def cleanup(self) -> None:
         for running in self.started:
             running.stop()
-            path = running.run_dir()
-            # Only folders a test's own run reported, and only under flamegraphs/.
-            if path and path.parent.resolve() == RUNS_DIR.resolve() and path.is_dir():
-                shutil.rmtree(path)
+        shutil.rmtree(self.runs_dir, ignore_errors=True)
 
 
 class Finished:
@@ -192,3 +196,13 @@ def module_profile():
 @pytest.fixture
 def port() -> int:
     return take_port()
+
+
+def category_shares(run_dir: Path, server: str) -> dict[str, float]:
+    """A server's category shares, computed as reports do: from its folded file and today's rules."""
+    from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+    from rpcprof.rundir import load_run, profile_folded
+    _, metrics = load_run(run_dir)
+    rules = load_rules().with_app(metrics[server].get("app"))
+    b = categorize(open_folded(profile_folded(run_dir, server)), rules)
+    return {c: b.share(c) for c in rules.all_categories}

@@ -1,18 +1,22 @@
 """profile.sh attach: servers started the way a user would (not through `run`), profiled by PID."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from rpcprof import attach as attach_mod
-from rpcprof.attach import check_permissions, inspect_process
+from conftest import category_shares
+
+from rpcprof.jobs import attach as attach_mod
+from rpcprof.jobs.attach import check_permissions, inspect_process
 from rpcprof.errors import UserError
-from rpcprof.servers import load_server
+from rpcprof.measure.servers import load_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_SH = str(ROOT / "profile.sh")
@@ -27,7 +31,7 @@ def start_server(name: str, port: int, cwd: Path, argv: list[str] | None = None)
     argv = argv or spec.argv(port)
     proc = subprocess.Popen(["taskset", "-c", "0", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    from rpcprof.scenario import SCENARIOS, probe
+    from rpcprof.measure.scenario import SCENARIOS, probe
     deadline = time.monotonic() + 60
     while probe(SCENARIOS["helloworld"], port) is not None:
         assert proc.poll() is None, f"{name} exited at start"
@@ -48,13 +52,24 @@ def stop(proc: subprocess.Popen) -> None:
     Path(f"/tmp/perf-{proc.pid}.map").unlink(missing_ok=True)    # node --perf-basic-prof leaves it
 
 
+RUNS = Path(tempfile.mkdtemp(prefix="rpcprof-test-attach-"))     # this module's --runs-dir
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_runs():
+    yield
+    shutil.rmtree(RUNS, ignore_errors=True)
+
+
 def attach(*args, timeout=300):
-    return subprocess.run([PROFILE_SH, "attach", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([PROFILE_SH, "attach", "--runs-dir", str(RUNS), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
 
 
 def run_folder(stderr: str) -> Path:
     line = next(x for x in stderr.splitlines() if x.startswith("rpcprof: run folder "))
-    return Path(line.split("rpcprof: run folder ", 1)[1].strip())
+    path = Path(line.split("rpcprof: run folder ", 1)[1].strip())
+    return path if path.is_absolute() else ROOT / path
 
 
 @pytest.mark.parametrize("server", SERVERS)
@@ -81,7 +96,7 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
         assert m["status"] == "ok" and m["requests_ok"] > 0 and m["cpu_us_per_req"] > 0
         assert m["req_per_cpu_s"] == pytest.approx(m["req_per_s"] / m["server_cpu_cores"], rel=1e-6)
         assert (folder / server / "profile.folded").stat().st_size > 0
-        shares = m["profile"]["shares"]
+        shares = category_shares(folder, server)
         assert sum(shares.values()) == pytest.approx(1.0)
         assert shares["other"] <= 0.05
         expected_profiler = "py-spy" if server == "python_grpcio" else "perf"

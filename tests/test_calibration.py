@@ -10,47 +10,50 @@ from pathlib import Path
 
 import pytest
 
+from conftest import category_shares
+
 ROOT = Path(__file__).resolve().parents[1]
 BURNS = (50, 200)
 
 
 @pytest.fixture(scope="module")
-def calibration_runs():
+def calibration_runs(tmp_path_factory):
     """One run per burn setting: its metrics for the calibration server."""
     runs = {}
+    runs_dir = tmp_path_factory.mktemp("runs")
     for burn in BURNS:
         label = f"pytest-calibration-{burn}"
         proc = subprocess.run(
             [str(ROOT / "profile.sh"), "run", "calibration", "--param", f"burn_us={burn}", "-d", "4", "-w", "1",
-             "--profile-duration", "5", "--port", "50551", "--label", label, "--format", "json"],
+             "--profile-duration", "5", "--port", "50551", "--label", label, "--format", "json",
+             "--runs-dir", str(runs_dir)],
             capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        run_dir = sorted((ROOT / "flamegraphs").glob(f"*-{label}"))[-1]
-        runs[burn] = (run_dir, json.loads((run_dir / "metrics.json").read_text())["calibration"])
+        run_dir = next(runs_dir.glob(f"*-{label}"))
+        m = json.loads((run_dir / "metrics.json").read_text())["calibration"]
+        runs[burn] = (run_dir, m, category_shares(run_dir, "calibration"))
     yield runs
-    for run_dir, _ in runs.values():
-        subprocess.run(["rm", "-rf", str(run_dir)], check=False)
 
 
 @pytest.mark.parametrize("burn", BURNS)
 def test_app_cost_per_request_matches_the_configured_burn(calibration_runs, burn):
-    run_dir, m = calibration_runs[burn]
-    app_us = m["profile"]["shares"]["app"] * m["cpu_us_per_req"]
+    run_dir, m, shares = calibration_runs[burn]
+    app_us = shares["app"] * m["cpu_us_per_req"]
     assert app_us == pytest.approx(burn, rel=0.10), f"app {app_us:.1f} µs/req for a {burn} µs burn ({run_dir})"
 
 
 @pytest.mark.parametrize("burn", BURNS)
 def test_app_share_is_the_burn_over_the_whole_request(calibration_runs, burn):
-    _, m = calibration_runs[burn]
+    _, m, shares = calibration_runs[burn]
     expected_share = burn / m["cpu_us_per_req"]
-    assert m["profile"]["shares"]["app"] == pytest.approx(expected_share, rel=0.10)
-    assert m["profile"]["shares"]["other"] < 0.03
+    assert shares["app"] == pytest.approx(expected_share, rel=0.10)
+    assert shares["other"] < 0.03
 
 
 def test_compare_reports_the_same_app_cost(calibration_runs):
-    run_dir, m = calibration_runs[BURNS[-1]]
+    run_dir, m, shares = calibration_runs[BURNS[-1]]
     out = subprocess.run([str(ROOT / "report.py"), "compare", str(run_dir), "--format", "json"],
                          capture_output=True, text=True, check=True).stdout
     rows = {r["category"]: r for r in json.loads(out)["rows"]}
-    assert rows["app"]["calibration_us"] == pytest.approx(m["profile"]["shares"]["app"] * m["cpu_us_per_req"])
+    assert rows["app"]["calibration_us"] == pytest.approx(shares["app"] * m["cpu_us_per_req"])
     assert sum(rows[c]["calibration_us"] for c in rows if c != "total") == pytest.approx(rows["total"]["calibration_us"])

@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from rpcprof.categorize import (OTHER, categorize, check_examples, load_rules, normalize_frame, read_folded,
+from rpcprof.analyze.categorize import (OTHER, categorize, check_examples, load_rules, normalize_frame, read_folded,
                                 strip_generics)
 from rpcprof.errors import UserError
 

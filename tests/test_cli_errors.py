@@ -37,50 +37,7 @@ def assert_one_clear_error(done, *must_contain: str) -> str:
     return errors[0]
 
 
-# ----- refused before anything starts -------------------------------------------------------------
-
-def test_unknown_server_is_refused_listing_the_known_servers(profile, port):
-    done = profile.run("run", "no_such_server", "--port", str(port), "--label", "pytest-unknown")
-    line = assert_one_clear_error(done, "no_such_server")
-    assert all(name in line for name in KNOWN_SERVERS), line
-    assert error_lines(done.stderr) == [line]
-    assert done.run_dir is None
-
-
-OPTION_ERRORS = {
-    "zero streams": (["-S", "0"], "--streams"),
-    "streams not a multiple of connections": (["-C", "2", "-S", "3"], "--streams"),
-    "a CPU this machine lacks": (["--server-cpus", str(max(7, os.cpu_count()))], "--server-cpus"),
-    "an unknown server parameter": (["--param", "unknown=1"], "--param"),
-}
-
-
-@pytest.mark.parametrize("args, option", list(OPTION_ERRORS.values()), ids=list(OPTION_ERRORS))
-def test_invalid_option_value_is_refused_naming_the_option(profile, port, args, option):
-    done = profile.run("run", "rust_tonic_st", *args, "--port", str(port), "--label", "pytest-badopt")
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr, done.stderr
-    assert any(option in line for line in error_lines(done.stderr)), done.stderr
-    assert done.run_dir is None, "a run folder was made for a command line that was refused"
-    assert server_processes("rust_tonic_st", port) == []
-
-
-
-
-@pytest.mark.parametrize("args, option", [
-    pytest.param(*value, id=key)
-    for key, value in OPTION_ERRORS.items()])
-def test_invalid_option_value_error_is_one_line(profile, port, args, option):
-    done = profile.run("run", "rust_tonic_st", *args, "--port", str(port), "--label", "pytest-badopt")
-    line = assert_one_clear_error(done, option)
-    assert error_lines(done.stderr) == [line]
-
-
-def test_empty_cpu_range_is_refused_before_a_run_starts(profile, port):
-    done = profile.run("run", "rust_tonic_st", "--server-cpus", "1-0", *QUICK, "--port", str(port),
-                       "--label", "pytest-emptycpus")
-    assert_one_clear_error(done, "--server-cpus")
-    assert done.run_dir is None
+# Command lines refused before anything starts are tested in-process: tests/test_cli.py.
 
 
 # ----- the port -----------------------------------------------------------------------------------
@@ -164,7 +121,7 @@ def leave_server_side_time_wait(port: int) -> None:
 
 
 def test_port_check_ignores_connections_left_in_time_wait(port):
-    from rpcprof.runner import check_port_free
+    from rpcprof.measure.process import check_port_free
     leave_server_side_time_wait(port)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as like_a_server:   # binds as tokio and std do
         like_a_server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from conftest import ROOT
-from rpcprof.categorize import open_folded
-from rpcprof.frames import compile_regex, frame_share, share_ratio
-from rpcprof.seeds import RULER, SEED_FRAMES
+from rpcprof.analyze.categorize import open_folded
+from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.report.seeds import RULER, SEED_FRAMES
 
 RUNS = ROOT / "tests" / "data" / "runs"
 SEED_RUN = RUNS / "seed-001"

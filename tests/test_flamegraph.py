@@ -22,10 +22,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rpcprof.categorize import load_rules, open_folded
-from rpcprof.chart import render_breakdown_chart
-from rpcprof.flamegraph import render_run_flamegraph
-from rpcprof.report_cli import main
+from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.report.chart import render_breakdown_chart
+from rpcprof.report.flamegraph import render_run_flamegraph
+from rpcprof.cli.report import main
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
                                      or (Path.home() / ".cargo/bin/inferno-flamegraph").exists()),
@@ -335,3 +335,14 @@ def test_missing_folded_file_is_one_line_error(tmp_path):
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"report.py: error: {tmp_path / 'nope.folded'}: no such folded file\n"
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_the_installed_inferno_is_the_version_the_box_matching_replays():
+    """layout_boxes and recolour_frames follow inferno's SVG: pinned together, checked together."""
+    import re
+    import subprocess
+    from rpcprof.report.flamegraph import INFERNO_VERSION
+    setup = (ROOT / "tools" / "setup.sh").read_text()
+    assert f"INFERNO_VERSION={INFERNO_VERSION}\n" in setup
+    installed = subprocess.run(["cargo", "install", "--list"], capture_output=True, text=True).stdout
+    assert re.search(rf"^inferno v{re.escape(INFERNO_VERSION)}:", installed, re.M), installed

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rpcprof.report_cli import main
+from rpcprof.cli.report import main
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())

@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from rpcprof import procstat
-from rpcprof.procstat import CgroupCpu, ProcessMonitor, cpu_seconds_per_second, thread_cpu_ns
+from rpcprof.measure import procstat
+from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor, cpu_seconds_per_second, thread_cpu_ns
 
 BURN_S = 0.3
 SLACK_S = 0.2           # allowed CPU above what was burned: interpreter work around the spin
@@ -285,7 +285,7 @@ FAKE_DRIVER = textwrap.dedent("""
 
 
 def test_driver_window_is_between_the_lines_it_prints_not_its_whole_life(tmp_path):
-    from rpcprof.load import H2load, run_measured
+    from rpcprof.measure.load import H2load, run_measured
     events = []
     t0 = time.monotonic()
     code, wall, cpu = run_measured([sys.executable, "-c", FAKE_DRIVER], tmp_path / "log",
@@ -300,7 +300,7 @@ def test_driver_window_is_between_the_lines_it_prints_not_its_whole_life(tmp_pat
 
 
 def test_a_driver_that_never_prints_its_window_is_measured_over_its_life(tmp_path):
-    from rpcprof.load import H2load, run_measured
+    from rpcprof.measure.load import H2load, run_measured
     events = []
     code, wall, _ = run_measured([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path / "log",
                                  on_start=lambda pid: events.append("start"), on_end=lambda pid: events.append("end"),
@@ -309,7 +309,7 @@ def test_a_driver_that_never_prints_its_window_is_measured_over_its_life(tmp_pat
 
 
 def test_process_cpu_ns_counts_threads_that_have_exited(child):
-    from rpcprof.procstat import process_cpu_ns
+    from rpcprof.measure.procstat import process_cpu_ns
     before = process_cpu_ns(child.pid)
     child.ask(f"burn-thread {BURN_S}")       # a second thread burns, then exits
     tick = 1e9 / os.sysconf("SC_CLK_TCK")

@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from rpcprof.report_cli import main
+from rpcprof.cli.report import main
 
 COMMANDS = ["table", "compare", "top", "explain", "check-rules"]
 

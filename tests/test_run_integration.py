@@ -14,8 +14,10 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, RUNS_DIR, pid_alive
-from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, RunOptions, make_run_dir
+from conftest import ROOT, pid_alive
+from rpcprof.jobs.run import RunOptions
+from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE
+from rpcprof.rundir import make_run_dir
 
 SERVERS = ["rust_tonic_mt", "rust_pajamax", "rust_tonic_st"]
 PORT = 50151
@@ -135,8 +137,8 @@ def test_no_server_process_outlives_the_run(metrics, name):
 
 # ----- the run folder -----------------------------------------------------------------------------
 
-def test_run_folder_is_a_new_timestamped_folder_under_flamegraphs(seed_run):
-    assert seed_run.run_dir.parent.resolve() == RUNS_DIR.resolve()
+def test_run_folder_is_a_new_timestamped_folder_under_the_runs_dir(seed_run, module_profile):
+    assert seed_run.run_dir.parent.resolve() == module_profile.runs_dir.resolve()
     assert re.fullmatch(r"\d{8}-\d{6}-pytest(-\d+)?", seed_run.run_dir.name)
     assert seed_run.run_dir.is_dir()
 
@@ -221,7 +223,7 @@ def test_run_folders_made_in_the_same_second_get_a_suffix(tmp_path):
 # ----- the runtime's write pattern: invariants of tokio's scheduler, not timings ---------------------
 
 def send_share(seed_run, server: str) -> float:
-    from rpcprof.categorize import categorize, load_rules, open_folded
+    from rpcprof.analyze.categorize import categorize, load_rules, open_folded
     m = json.loads((seed_run.run_dir / "metrics.json").read_text())[server]
     rules = load_rules().with_app(m["app"])
     return categorize(open_folded(seed_run.run_dir / server / "profile.folded"), rules).share("send")

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from rpcprof.stats import PERCENTILES, LatencyHistogram
+from rpcprof.analyze.stats import PERCENTILES, LatencyHistogram
 
 ONE_TO_HUNDRED = list(range(1, 101))
 # Mostly fast, a few slow, one very slow: mean, tm99 and the high percentiles all differ.

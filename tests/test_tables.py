@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rpcprof.runner import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, SATURATED_SHARE, classify_bottleneck
-from rpcprof.summary import RUN_COLUMNS, run_rows, ratio_lines
-from rpcprof.tables import FORMATS, render
+from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, SATURATED_SHARE, classify_bottleneck
+from rpcprof.report.summary import RUN_COLUMNS, run_rows, ratio_lines
+from rpcprof.report.tables import FORMATS, render
 
 
 def metrics_for(req_per_s: float, server_cores: float, client_share: float, status: str = "ok", **extra) -> dict:
@@ -230,14 +230,13 @@ def test_run_table_renders_in_every_format(two_servers):
 
 
 def test_a_window_ending_with_many_requests_in_flight_is_flagged():
-    from types import SimpleNamespace
-    from rpcprof.load import LoadResult
-    from rpcprof.runner import IN_FLIGHT_SHARE, window_metrics
-    from rpcprof.stats import LatencyHistogram
+    from rpcprof.measure.load import LoadResult
+    from rpcprof.measure.windows import IN_FLIGHT_SHARE, window_metrics
+    from rpcprof.analyze.stats import LatencyHistogram
 
     def metrics(ok, streams):
         load = LoadResult("h2load", [], 8.0, ok, 0, 2.0, LatencyHistogram(), 0)
-        return window_metrics(load, int(8e9), {}, SimpleNamespace(server_cpus=[0], streams=streams), [1])
+        return window_metrics(load, int(8e9), {}, streams, 1, [1])
 
     assert IN_FLIGHT_SHARE == 0.02
     deep, shallow = metrics(740_000, 100_000), metrics(1_000_000, 1_000)

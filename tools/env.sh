@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # env.sh - sourced by rpcprof's scripts: where the project's tools live.
 # Puts cargo's and Go's install directories and the project virtualenv on PATH.
 RPCPROF_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -16,7 +16,8 @@
 # WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc);
 #       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
 #       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
-#       pytest, py-spy, grpcio...). Servers are built on demand by profile.sh (servers/*/build.sh).
+#       pytest, py-spy, grpcio...) and rpcprof itself (editable, pyproject.toml); shellcheck
+#       (Debian) for the shell scripts' lint. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -40,9 +41,9 @@ missing=()
 note() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------------
-declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux)
+declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [shellcheck]=shellcheck)
 debs=()
-for cmd in perf h2load protoc taskset; do
+for cmd in perf h2load protoc taskset shellcheck; do
   command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
 done
 if ((${#debs[@]})); then
@@ -79,7 +80,7 @@ fi
 
 # --- Python virtualenv --------------------------------------------------------------
 # The stamp holds a hash of the requirement files: pip runs again only when they change.
-req_hash=$(cat requirements.txt servers/requirements-python.txt 2>/dev/null | sha256sum | cut -c1-16)
+req_hash=$(cat requirements.txt servers/requirements-python.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 stamp="$RPCPROF_VENV/.rpcprof-requirements"
 if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash" ]]; then
   missing+=("python virtualenv $RPCPROF_VENV")
@@ -87,6 +88,8 @@ if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash
     note "creating/updating the virtualenv $RPCPROF_VENV"
     [[ -x $RPCPROF_VENV/bin/python ]] || python3 -m venv "$RPCPROF_VENV"
     "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
+    # rpcprof itself, editable (pyproject.toml): importable in the virtualenv with no PYTHONPATH
+    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
     echo "$req_hash" > "$stamp"
   fi
 fi

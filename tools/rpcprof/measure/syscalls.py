@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .profiler import Recorder, require
+from rpcprof.capture.profiler import Recorder, require
 
 TRACEFS = (Path("/sys/kernel/tracing/events/syscalls"), Path("/sys/kernel/debug/tracing/events/syscalls"))
 # The syscalls an RPC server's request path uses; everything else is counted as `other`.

@@ -14,9 +14,10 @@ import matplotlib
 matplotlib.use("svg")
 from matplotlib.figure import Figure  # noqa: E402
 
-from .categorize import Rules  # noqa: E402
-from .compare import compare_rows, load_run  # noqa: E402
-from .flamegraph import check_xml, write_atomically  # noqa: E402
+from rpcprof.analyze.categorize import Rules  # noqa: E402
+from rpcprof.report.compare import compare_rows  # noqa: E402
+from rpcprof.rundir import load_run  # noqa: E402
+from rpcprof.report.flamegraph import check_xml, write_atomically  # noqa: E402
 
 STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
 

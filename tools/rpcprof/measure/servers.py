@@ -4,7 +4,6 @@ See servers/README.md for the contract.
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -13,12 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from .errors import UserError
-
-ROOT = Path(__file__).resolve().parents[2]
-SERVERS_DIR = ROOT / "servers"
-PROTO_DIR = SERVERS_DIR / "proto"
-VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
+from rpcprof.errors import UserError
+from rpcprof.paths import ROOT, SERVERS_DIR, VENV
 
 REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
 OPTIONAL_KEYS = {"params", "call_graph", "workdir", "ruler"}

@@ -17,10 +17,8 @@ from typing import Iterable, Iterator
 
 import yaml
 
-from .errors import UserError
-from .servers import ROOT
-
-RULES_PATH = ROOT / "categorize.yaml"
+from rpcprof.errors import UserError
+from rpcprof.paths import RULES_PATH
 CATEGORY_KEYS = {"name", "color", "description", "rules"}
 RULE_KEYS = {"name", "match", "where", "examples"}
 WHERE = ("any", "kernel", "user")

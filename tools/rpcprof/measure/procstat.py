@@ -197,6 +197,10 @@ class ProcessMonitor:
             "rss_samples": len(samples),
         }
 
+    def stop(self) -> None:
+        """As close(): a Session stops what it owns."""
+        self.close()
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=1)

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .categorize import Rules, categorize, open_folded
-from .compare import load_run, profile_folded, ruler_rows
-from .errors import UserError
-from .frames import compile_regex, frame_share
+from rpcprof.analyze.categorize import Rules, categorize, open_folded
+from rpcprof.report.compare import ruler_rows
+from rpcprof.rundir import load_run, profile_folded
+from rpcprof.errors import UserError
+from rpcprof.analyze.frames import compile_regex, frame_share
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,6 @@ def why_lines(name: str, m: dict, seed_role: str) -> list[str]:
 def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = ()) -> str:
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
-    if manifest.get("mode") == "sweep":
-        raise UserError(f"{run_dir}: a sweep folder; give the run folder of seed 001's setup (see report.py seeds --help)")
     p = manifest["parameters"]
     servers = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == "ok"]
     by_role = roles(servers)
@@ -138,7 +137,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = ()) -> str:
         c, s, r = SEED_RUN[role]
         out.append(f"| seed 001 {role} | | {_num(r)} | {s:.0f} % | {c:.0f} % | {_num(r / (s / 100))} | "
                    f"{1e6 * (s / 100) / r:.2f} | - | |")
-    from .summary import notes_for
+    from rpcprof.report.summary import notes_for
     for s in servers:
         m = metrics[s]
         role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
@@ -216,7 +215,7 @@ def other_setups_section(runs: list[Path]) -> list[str]:
     """The same servers under other loads (other runs given with --also): the figures of each, and the
     ruler's µs per request against syscalls per request: does the same code cost more per request when
     more syscalls separate one request's handler from the next?"""
-    from .summary import notes_for
+    from rpcprof.report.summary import notes_for
     out = ["## The same servers in other setups", "",
            "Other runs given to `report.py seeds --also`, the run above first. The ruler's µs per request "
            "is its share of each profile times the unprofiled CPU per request.", "",
@@ -279,7 +278,7 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         t_row = next((r for r in rows if r["server"] == t), None)
         if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
             continue
-        from .frames import share_ratio
+        from rpcprof.analyze.frames import share_ratio
         a = frame_share(stacks[t], compile_regex(RULER, "ruler"))
         b = frame_share(stacks[pj], compile_regex(RULER, "ruler"))
         ratio, lo, hi = share_ratio(a, b)

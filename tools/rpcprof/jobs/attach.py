@@ -8,23 +8,28 @@ read from per-thread schedstat.
 """
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
-from .capture import ProfileTarget, capture_profile, log, write_json
-from .categorize import load_rules
-from .errors import UserError
-from .load import LoadSettings, make_driver
-from .procstat import ProcessMonitor, machine_specs
-from .profiler import MIN_SAMPLES, ProfilePlan, jitdumps, max_sample_rate, pmu_event
-from .runner import (RUNS_DIR, git_commit, make_run_dir, measured_window, render_pictures, tool_versions,
-                     window_metrics)
-from .scenario import get_scenario, probe
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.capture.fold import jitdumps
+from rpcprof.capture.profiler import ProfilePlan, max_sample_rate, pmu_event
+from rpcprof.capture.window import ProfileTarget
+from rpcprof.cli.defaults import ATTACH
+from rpcprof.errors import UserError
+from rpcprof.jobs import steps
+from rpcprof.jobs.run import render_pictures, shown
+from rpcprof.jobs.steps import log
+from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.measure.load import LoadSettings, make_driver
+from rpcprof.measure.procstat import ProcessMonitor, machine_specs
+from rpcprof.measure.scenario import get_scenario, probe
+from rpcprof.measure.session import Session
+from rpcprof.paths import RUNS_DIR
+from rpcprof.rundir import Manifest, RunFolder, now
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 
@@ -157,25 +162,31 @@ def parse_target(target: str) -> int:
 @dataclass
 class AttachOptions:
     pid: int
-    duration: float = 10.0
+    duration: float = ATTACH["duration"]
     name: str = ""
     app: str | None = None
     profiler: str | None = None
     call_graph: str | None = None
-    frequency: int = 999
-    min_samples: int = MIN_SAMPLES
+    frequency: int = ATTACH["frequency"]
+    min_samples: int = ATTACH["min_samples"]
     requests: int | None = None
     rps: float | None = None
     load: bool = False
     target: str | None = None
     driver: str = "h2load"
     scenario: str = "helloworld"
-    connections: int = 1
-    streams: int = 100
-    warmup: float = 2.0
+    connections: int = ATTACH["connections"]
+    streams: int = ATTACH["streams"]
+    warmup: float = ATTACH["warmup"]
     load_cpus: list[int] | None = None
     second_profile: bool = True
     command: list[str] = field(default_factory=list)
+    runs_dir: Path = RUNS_DIR
+
+
+MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s", "requests_ok",
+                 "latency", "memory", "client_cpu_cores", "client_cpu_share", "client_bound", "latency_bound",
+                 "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
 
 
 class Attach:
@@ -197,8 +208,7 @@ class Attach:
         self.rules = load_rules()
         self.rules.with_app(opts.app)          # validate the regex now
         self.event = pmu_event()
-        self.recorder = None
-        self.dir: Path | None = None
+        self.folder: RunFolder | None = None
         self.results: dict[str, dict] = {}
         if opts.load:
             self.scenario = get_scenario(opts.scenario)
@@ -209,39 +219,39 @@ class Attach:
             self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
             self.settings.validate()
 
-    def manifest(self, status: str, ended: str | None = None) -> dict:
-        o = dict(vars(self.opts))
-        return {"status": status, "mode": "attach", "command": self.opts.command, "started": self.started,
-                "finished": ended, "machine": machine_specs(), "tools": self.tools, "git": git_commit(),
-                "parameters": {**o, "servers": list(self.results) or [self.name]},
-                "process": {"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe,
-                            "cmdline": self.info.cmdline, "kind": self.info.kind, "affinity": self.info.affinity},
-                "scenario": {"name": self.opts.scenario if self.opts.load else None},
-                "sampled_event": self.event,
-                "servers": {n: r.get("status") for n, r in self.results.items()}}
+    @property
+    def dir(self) -> Path | None:
+        return self.folder.path if self.folder else None
 
     def write(self, status: str) -> None:
-        ended = dt.datetime.now().isoformat(timespec="seconds") if status != "running" else None
-        write_json(self.dir / "manifest.json", self.manifest(status, ended))
-        write_json(self.dir / "metrics.json", self.results)
+        self.manifest.parameters = {**asdict(self.opts), "runs_dir": str(self.opts.runs_dir),
+                                    "servers": list(self.results) or [self.name]}
+        self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self) -> Path:
-        self.started = dt.datetime.now().isoformat(timespec="seconds")
-        self.tools = tool_versions()
-        self.dir = make_run_dir(f"attach-{self.name}", RUNS_DIR)
-        log(f"rpcprof: run folder {self.dir}")
+        self.folder = RunFolder.create(f"attach-{self.name}", self.opts.runs_dir)
+        self.manifest = Manifest(
+            mode="attach", status="running", command=self.opts.command, started=now(), machine=machine_specs(),
+            tools=tool_versions(), git=git_commit(), parameters={},
+            process={"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe, "cmdline": self.info.cmdline,
+                     "kind": self.info.kind, "affinity": self.info.affinity},
+            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event)
+        log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")
         for hint in self.hints:
             log(f"rpcprof: NOTE: {hint}")
-        self.monitor = ProcessMonitor(self.info.pid, None)
         status = "running"
+        monitor = ProcessMonitor(self.info.pid, None)
         try:
-            self.write(status)
-            self.results[self.name] = self._attach(self.name, self.profiler, self.call_graph)
-            if self.profiler == "py-spy" and self.opts.second_profile and not self.gone():
-                measured = self.results[self.name] if self.opts.load else None
-                self.results[f"{self.name}-perf"] = self._attach(f"{self.name}-perf", "perf", "dwarf", measured)
+            with Session() as session:
+                session.own(monitor)
+                self.write(status)
+                self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
+                if self.profiler == "py-spy" and self.opts.second_profile and not self.gone():
+                    measured = self.results[self.name] if self.opts.load else None
+                    self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
+                                                                     "dwarf", measured)
             status = "complete" if all(r["status"] == "ok" for r in self.results.values()) else "incomplete"
         except KeyboardInterrupt:
             status = "incomplete"
@@ -251,10 +261,6 @@ class Attach:
             status = "incomplete" if any(r.get("status") == "incomplete" for r in self.results.values()) else "failed"
             raise
         finally:
-            if self.recorder:
-                self.recorder.stop()
-                self.recorder = None
-            self.monitor.close()
             self.write(status if status != "running" else "failed")
             render_pictures(self.dir, self.rules, list(self.results))
         return self.dir
@@ -262,37 +268,33 @@ class Attach:
     def gone(self) -> bool:
         return proc_state(self.info.pid) in (None, "Z")
 
-    def _attach(self, name: str, profiler: str, call_graph: str, measured: dict | None = None) -> dict:
+    def _attach(self, session: Session, monitor: ProcessMonitor, name: str, profiler: str, call_graph: str,
+                measured: dict | None = None) -> dict:
         opts = self.opts
-        out = self.dir / name
-        out.mkdir()
+        out = self.folder.server_dir(name)
         result = {"server": name, "status": "running", "pid": self.info.pid, "profiler": profiler,
                   "app": opts.app, "mode": "attach"}
+        subject = steps.Subject(name, self.info.pid, monitor, out)
+        if opts.load:
+            subject = steps.Subject(name, self.info.pid, monitor, out, make_driver(opts.driver, self.scenario, out),
+                                    self.settings, self.port, len(self.info.affinity), tuple(self.load_cpus))
         try:
             if measured:                                   # the second profile reuses the measured window
-                for key in ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s",
-                            "requests_ok", "latency", "memory", "client_cpu_cores", "client_cpu_share",
-                            "client_bound", "latency_bound", "unsaturated", "in_flight_share", "in_flight_flag",
-                            "request_count_source"):
-                    if key in measured:
-                        result[key] = measured[key]
+                result.update({k: measured[k] for k in MEASURED_KEYS if k in measured})
             elif opts.load:
-                self._measure_with_load(out, result)
-            rules = self.rules.with_app(opts.app)
-            cores = result.get("server_cpu_cores") or self._cpu_now()
+                self._measure_with_load(subject, result)
+            cores = result.get("server_cpu_cores") or self._cpu_now(monitor)
             if profiler == "py-spy":
                 cores *= 0.5
             plan = ProfilePlan.for_load(cores, opts.frequency, opts.duration, opts.min_samples,
                                         max_frequency=min(4999, max_sample_rate()), max_duration=opts.duration)
-            target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, rules, out, opts.min_samples)
+            target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples)
             ended = {}
-            record = capture_profile(target, plan, self.monitor, lambda window: self._drive(plan, out, window, ended), self)
+            drive = None if opts.load else (lambda window: self._wait(plan, window, ended))
+            record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), drive)
             result["profile"] = record
             if not opts.load and not measured:
-                self._figures_without_load(result, record, plan)
-            elif result.get("cpu_us_per_req") and record.get("cpu_us_per_req_profiled"):
-                record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / result["cpu_us_per_req"] - 1)
-                write_json(out / "profile.json", record)
+                self._figures_without_load(result, record, plan, monitor)
             self.results[name] = result
             if "at" in ended:
                 result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
@@ -306,22 +308,17 @@ class Attach:
             result["status"] = "ok"
             return result
         finally:
-            write_json(out / "result.json", result)
+            RunFolder.write_result(out, result)
 
-    def _cpu_now(self, seconds: float = 0.5) -> float:
+    @staticmethod
+    def _cpu_now(monitor: ProcessMonitor, seconds: float = 0.5) -> float:
         """Cores the process uses right now, over a short look, to plan the sampling rate."""
-        a = self.monitor.mark()
+        a = monitor.mark()
         time.sleep(seconds)
-        return (self.monitor.mark() - a) / 1e9 / seconds
+        return (monitor.mark() - a) / 1e9 / seconds
 
-    def _drive(self, plan: ProfilePlan, out: Path, window, ended: dict) -> int | None:
-        """The profile window: with --load, the driver's OK requests; otherwise wait, watching the process."""
-        if self.opts.load:
-            driver = make_driver(self.opts.driver, self.scenario, out)
-            settings = LoadSettings(**{**vars(self.settings), "duration": plan.duration})
-            result = driver.run(settings, self.port, out / "profile-load.log", latencies=False,
-                                on_start=window.start, on_end=window.end)
-            return result.ok
+    def _wait(self, plan: ProfilePlan, window, ended: dict) -> None:
+        """The profile window without load of ours: wait, watching the process."""
         window.start()
         t0 = time.monotonic()
         while time.monotonic() - t0 < plan.duration:
@@ -331,27 +328,21 @@ class Attach:
             time.sleep(0.1)
         return None
 
-    def _measure_with_load(self, out: Path, result: dict) -> None:
+    def _measure_with_load(self, subject: steps.Subject, result: dict) -> None:
         """Unprofiled warm-up and window with the load driver, as `run` measures."""
         problem = probe(self.scenario, self.port, timeout=2.0)
         if problem:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
-        driver = make_driver(self.opts.driver, self.scenario, out)
-        if self.opts.warmup > 0:
-            driver.run(LoadSettings(**{**vars(self.settings), "duration": self.opts.warmup}), self.port,
-                       out / "warmup.log", latencies=False)
+        steps.warm_up(subject, self.opts.warmup)
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
-        load, cpu_ns, memory = measured_window(driver, self.settings, self.port, out, self.monitor)
-        shape = SimpleNamespace(server_cpus=self.info.affinity, streams=self.settings.streams)
-        result.update(window_metrics(load, cpu_ns, memory, shape, self.load_cpus))
+        result.update(steps.measure(subject))
         result["request_count_source"] = f"{self.opts.driver} (--load)"
-        result["cpu_method"] = self.monitor.method
 
-    def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan) -> None:
+    def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan, monitor: ProcessMonitor) -> None:
         """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
         window = plan.duration
         cpu_s = record["server_cpu_s"]
-        result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=self.monitor.method,
+        result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=monitor.method,
                       cpu_note="measured while profiling: includes the profiler's cost")
         count = self.opts.requests if self.opts.requests is not None else (
             self.opts.rps * window if self.opts.rps is not None else None)

@@ -7,12 +7,12 @@ seed 001: ghz directly, 1 connection, 50 concurrent requests).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .categorize import Rules
-from .summary import ratio_text
-from .sweep import render_sweep, sweep_rows
+from rpcprof.analyze.categorize import Rules
+from rpcprof.report.summary import ratio_text
+from rpcprof.report.sweep_table import render_sweep, sweep_rows
+from rpcprof.rundir import load_sweep
 
 # Seed 000's ^ marks: pajamax's req/s per CPU over tonic's, per (C, S) cell.
 SEED_000_RATIOS = {(1, 1): 2.9, (1, 10): 4.2, (1, 100): 7.0, (1, 1000): 10.4, (10, 10): 1.3, (10, 100): 2.9,
@@ -27,7 +27,7 @@ def _f(x, digits=1, unit=""):
 
 def build_results(sweep_dir: Path, rules: Rules) -> str:
     """The markdown document."""
-    manifest = json.loads((sweep_dir / "manifest.json").read_text())
+    manifest, _ = load_sweep(sweep_dir)
     p = manifest["parameters"]
     servers = p["servers"]
     rows = sweep_rows(sweep_dir, rules)

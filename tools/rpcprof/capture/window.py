@@ -1,18 +1,19 @@
-"""One profile window on one process: attach the profiler, let the caller drive (or wait), stop, fold,
-categorise. Shared by `profile.sh run` (servers it started) and `profile.sh attach` (any PID).
+"""One profile window on one process: attach the profiler, let the caller drive (or wait), stop, fold.
+Shared by `profile.sh run` (servers it started) and `profile.sh attach` (any PID). Categories are not
+computed here: reports compute them from the folded file and the rules of the day.
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .categorize import Rules, categorize, open_folded
-from .procstat import CpuWindow, ProcessMonitor
-from .profiler import (PYSPY_EVENT, ProfilePlan, count_folded_samples, fold_perf, inject_jit, jitdumps, start_perf,
-                       start_pyspy)
+from rpcprof.capture.fold import count_folded_samples, fold_perf, inject_jit, jitdumps
+from rpcprof.capture.profiler import PYSPY_EVENT, ProfilePlan, start_perf, start_pyspy
+from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
+from rpcprof.measure.session import Session
+from rpcprof.rundir import RunFolder
 
 
 def log(msg: str) -> None:
@@ -26,18 +27,17 @@ class ProfileTarget:
     profiler: str        # perf | py-spy
     call_graph: str      # perf only
     event: str           # perf's sampled event
-    rules: Rules         # with the app pattern already added
     out: Path            # folder for perf.data, profile.folded, profile.json
     min_samples: int
 
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
-                    drive: Callable[[CpuWindow], int | None], owner) -> dict:
+                    drive: Callable[[CpuWindow], int | None], session: Session) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
     drive calls window.start() and window.end() when its window begins and ends (an end not marked is
-    taken when drive returns) and returns the OK requests it saw, or None when unknown. owner.recorder
-    holds the running profiler so the caller can stop it on any exit path.
+    taken when drive returns) and returns the OK requests it saw, or None when unknown. The session owns
+    the profiler while it runs, so it is stopped on any exit path.
     """
     what = (f"perf {target.event}, {target.call_graph} call graphs" if target.profiler == "perf"
             else f"py-spy ({PYSPY_EVENT})")
@@ -45,16 +45,15 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
     folded = target.out / "profile.folded"
     if target.profiler == "perf":
-        owner.recorder = start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event)
+        recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event))
     else:
-        owner.recorder = start_pyspy(target.pid, folded, plan.frequency)
-    owner.recorder.wait_attached()
+        recorder = session.own(start_pyspy(target.pid, folded, plan.frequency))
+    recorder.wait_attached()
     window = CpuWindow(monitor)
     requests = drive(window)
     cpu_ns = window.ns()
     dumps = jitdumps(target.pid) if target.profiler == "perf" and target.call_graph == "dwarf-jit" else []
-    code = owner.recorder.stop()
-    owner.recorder = None
+    code = session.stop(recorder)
     record = {
         "profiler": target.profiler,
         "event": target.event if target.profiler == "perf" else PYSPY_EVENT,
@@ -85,12 +84,5 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     if record["too_few_samples"] and record["samples"]:
         log(f"rpcprof: WARNING: {target.name}: only {record['samples']} samples (< {target.min_samples}): shares "
             "are rough; raise the profile duration or --frequency")
-    if folded.exists() and folded.stat().st_size:
-        b = categorize(open_folded(folded), target.rules)
-        record["shares"] = {c: b.share(c) for c in target.rules.all_categories}
-    write_json(target.out / "profile.json", record)
+    RunFolder.write_profile(target.out, record)
     return record
-
-
-def write_json(path: Path, data) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -11,12 +11,20 @@ stacks beneath it by replaying inferno's layout (`layout_boxes`).
 
 Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
 rejects non-UTF-8 input and passes control characters through.
+
+The choice, and its cost. inferno's own options colour by function (`--cp` palette map, `--nameattr`
+hover text); that was rejected because a function shared by two categories (malloc under recv and under
+protocol, say) would be drawn in one colour everywhere, and the graph would contradict `report.py table`.
+So rpcprof keeps per-box colours and owns the part that gives them: `layout_boxes` replays inferno's
+layout (its frame height, font width and margin, below) and `recolour_frames` / `add_legend` rewrite
+inferno's SVG with regexes. That code is tied to inferno's output format: tools/setup.sh pins inferno
+INFERNO_VERSION, a test checks the installed inferno is that version, and the golden-capture tests check
+that every box of every server's graph is matched and coloured as its stacks say. Upgrading inferno means
+changing the pin in both places and rerunning those tests; a box left unmatched is reported, not hidden.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 import shlex
 import shutil
@@ -31,10 +39,12 @@ from functools import reduce
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from .categorize import OTHER, Rules, categorize, open_folded
-from .errors import UserError
-from .tables import _cell    # the legend rounds shares as `report.py table` prints them
+from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
+from rpcprof.errors import UserError
+from rpcprof.rundir import load_run, profile_folded, read_profile, write_text
+from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 
+INFERNO_VERSION = "0.12.8"   # the inferno whose SVG layout the code below replays (tools/setup.sh pins it)
 FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
 FONT_WIDTH = 7.08        # inferno's 12 px monospace (--fontsize 12 x --fontwidth 0.59)
 XPAD = 10                # inferno's left margin
@@ -315,12 +325,7 @@ def write_atomically(path: Path, text: str) -> None:
             f.write(text)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text(path, text)
 
 
 # --- the two graphs --------------------------------------------------------------------------------
@@ -404,28 +409,18 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
 
 # --- figures from a run folder ----------------------------------------------------------------------
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UserError(f"{path}: missing; give a run folder under flamegraphs/") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: unreadable JSON: {e}") from None
-
-
 def subtitle_for_run(run_dir: Path, server: str) -> str:
     """The measured figures of one server of a run, as one line: server, scenario, C and S, req/s,
     server CPU, req/s per CPU, CPU µs/request (unprofiled window), samples and event (profiled window).
     A figure the run did not measure (e.g. req/s when attached without a request count) is left out."""
     run_dir = Path(run_dir)
-    manifest, metrics = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "metrics.json")
+    manifest, metrics = load_run(run_dir)
     m = metrics.get(server)
     if not m:
         raise UserError(f"{run_dir}: no server {server!r} in metrics.json (servers: {', '.join(sorted(metrics))})")
     p = manifest.get("parameters", {})
     prof = m.get("profile") or {}
-    if not prof and (run_dir / server / "profile.json").exists():
-        prof = _read_json(run_dir / server / "profile.json")
+    prof = prof or read_profile(run_dir / server)
     scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario")
     parts = [server, scenario, f"C={p['connections']} S={p['streams']}" if "connections" in p and "streams" in p else None]
     figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),
@@ -441,25 +436,14 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     return " · ".join(x for x in parts if x)
 
 
-def run_of_folded(folded: Path) -> tuple[Path, str] | None:
-    """(run folder, server) when folded is RUN/SERVER/profile.folded of a run with figures for SERVER."""
-    folded = Path(folded)
-    run_dir, server = folded.parent.parent, folded.parent.name
-    try:
-        metrics = json.loads((run_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return (run_dir, server) if (run_dir / "manifest.json").exists() and isinstance(metrics.get(server), dict) else None
-
-
 def render_run_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
     """RUN/SERVER/flame.svg (or out_svg), titled with the run's command; rules without the app pattern
     (the server's own is added). Returns the path written."""
     run_dir = Path(run_dir)
-    manifest, metrics = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "metrics.json")
+    manifest, metrics = load_run(run_dir)
     out = Path(out_svg) if out_svg else run_dir / server / "flame.svg"
     command = shlex.join(manifest.get("command") or ["profile.sh"])
-    render_flamegraph(run_dir / server / "profile.folded",
+    render_flamegraph(profile_folded(run_dir, server),
                       rules.with_app((metrics.get(server) or {}).get("app"), f"{server}'s app pattern"),
                       out, command, subtitle_for_run(run_dir, server))
     return out

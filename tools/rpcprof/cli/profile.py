@@ -2,20 +2,21 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 
 import click
 
-from .clicommon import format_option, run_click
-from .errors import UserError
-from .load import DRIVERS
-from .runner import Run, RunOptions
-from .scenario import SCENARIOS
-from .summary import render_run
-from .attach import Attach, AttachOptions
-from .compare import render_compare, render_shares
-from .sweep import MAX_STREAMS_PER_CONNECTION, Sweep, render_sweep
-from .profiler import CALL_GRAPHS, MIN_SAMPLES
+from rpcprof.capture.profiler import CALL_GRAPHS
+from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
+from rpcprof.cli.defaults import ATTACH, RUN, SWEEP
+from rpcprof.errors import UserError
+from rpcprof.jobs.attach import Attach, AttachOptions
+from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
+from rpcprof.measure.load import DRIVERS
+from rpcprof.measure.scenario import SCENARIOS
+from rpcprof.report.compare import render_compare, render_shares
+from rpcprof.report.summary import render_run
+from rpcprof.report.sweep_table import render_sweep
 
 
 def cpu_list(ctx, param, value):
@@ -82,12 +83,12 @@ def main():
 
 @main.command()
 @click.argument("servers", nargs=-1, required=True)
-@click.option("-C", "--connections", default=1, show_default=True, callback=positive, help="Connections (C).")
-@click.option("-S", "--streams", default=100, show_default=True, callback=positive,
+@click.option("-C", "--connections", default=RUN["connections"], show_default=True, callback=positive, help="Connections (C).")
+@click.option("-S", "--streams", default=RUN["streams"], show_default=True, callback=positive,
               help="Concurrent streams in flight across all connections (S).")
-@click.option("-d", "--duration", default=20.0, show_default=True, callback=positive,
+@click.option("-d", "--duration", default=RUN["duration"], show_default=True, callback=positive,
               help="Measured window [s].")
-@click.option("-w", "--warmup", default=5.0, show_default=True, help="Warm-up before the window [s].")
+@click.option("-w", "--warmup", default=RUN["warmup"], show_default=True, help="Warm-up before the window [s].")
 @placement_and_load_options
 @click.option("--label", default="", help="Name part of the run folder [default: the servers].")
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
@@ -95,26 +96,26 @@ def main():
               help="After the measured window, profile a second window with the same load.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None,
               help="perf stack unwinding [default: the server's call_graph, else dwarf].")
-@click.option("-F", "--frequency", default=999, show_default=True, callback=positive, help="Sampling rate [Hz].")
-@click.option("--profile-duration", default=10.0, show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
+@click.option("-F", "--frequency", default=RUN["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
+@click.option("--profile-duration", default=RUN["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
+@click.option("--min-samples", default=RUN["min_samples"], show_default=True,
               help="Raise the rate, then the duration, to reach this many samples.")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
 @click.option("--ruler", default=None, metavar="REGEX",
               help="Regex of frames doing the same work per request in every server (overrides the servers' "
                    "ruler; the built-in Rust servers: the handler's format_inner).")
-@click.option("--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
-              help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
+@latency_option
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
               help="Count syscalls per request in a window of their own.")
-@click.option("--syscall-duration", default=5.0, show_default=True, callback=positive,
+@click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
               help="Syscall-count window [s].")
 @click.option("--repeat", default=1, show_default=True, callback=positive,
               help="Measure each server N times (restarted between); report the median and min-max.")
+@runs_dir_option
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
         params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
-        syscall_duration, repeat, fmt):
+        syscall_duration, repeat, runs_dir, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
@@ -127,7 +128,8 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       load_cpus=load_cpus, port=port, label=label, params=params,
                       profile=profile, call_graph=call_graph, frequency=frequency,
                       profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
-                      syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat)
+                      syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat,
+                      runs_dir=runs_dir)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
@@ -158,28 +160,29 @@ def int_list(ctx, param, value):
 
 @main.command()
 @click.argument("servers", nargs=-1, required=True)
-@click.option("-C", "--connections", "conn_list", default="1,10,100", show_default=True, callback=int_list,
+@click.option("-C", "--connections", "conn_list", default=SWEEP["connections"], show_default=True, callback=int_list,
               help="Connection counts.")
-@click.option("-S", "--streams", "stream_list", default="1,10,100,1000", show_default=True, callback=int_list,
+@click.option("-S", "--streams", "stream_list", default=SWEEP["streams"], show_default=True, callback=int_list,
               help="Streams in flight (all connections); cells with S < C are skipped.")
 @click.option("--max-per-connection", default=MAX_STREAMS_PER_CONNECTION, show_default=True, callback=positive,
               help="Skip cells with more than this many streams per connection (S/C) (seed 000's cells stop at "
                    "1000; pajamax allows 1000 concurrent streams).")
-@click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Measured window [s].")
-@click.option("-w", "--warmup", default=3.0, show_default=True, help="Warm-up before each window [s].")
+@click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
+@click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, help="Warm-up before each window [s].")
 @click.option("--repeat", default=1, show_default=True, callback=positive, help="Measurements per server and cell.")
 @placement_and_load_options
 @click.option("--label", default="", help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
-@click.option("--profile-duration", default=5.0, show_default=True, callback=positive, help="Profile window [s].")
+@click.option("--profile-duration", default=SWEEP["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
               help="Count syscalls per request in each cell.")
-@click.option("--syscall-duration", default=3.0, show_default=True, callback=positive, help="Syscall window [s].")
-@click.option("--min-samples", default=MIN_SAMPLES, show_default=True,
+@click.option("--syscall-duration", default=SWEEP["syscall_duration"], show_default=True, callback=positive, help="Syscall window [s].")
+@click.option("--min-samples", default=SWEEP["min_samples"], show_default=True,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
+@runs_dir_option
 @format_option
 def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
-          label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, fmt):
+          label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, runs_dir, fmt):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
@@ -187,12 +190,11 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
     seed 000's twelve cells: -C 1,10,100 -S 1,10,100,1000,10000,100000
     """
     opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
-                      server_cpus=server_cpus, load_cpus=load_cpus, port=port, label="", profile=profile,
+                      server_cpus=server_cpus, load_cpus=load_cpus, port=port, label=label, profile=profile,
                       profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
-                      repeat=repeat, min_samples=min_samples)
+                      repeat=repeat, min_samples=min_samples, runs_dir=runs_dir)
     job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]],
                 max_per_connection=max_per_connection)
-    job.opts = replace(opts, label=label)
     try:
         sweep_dir = job.execute()
     except KeyboardInterrupt:
@@ -208,30 +210,31 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
 
 @main.command()
 @click.option("--pid", type=int, required=True, help="The process to profile.")
-@click.option("-d", "--duration", default=10.0, show_default=True, callback=positive, help="Profile window [s].")
+@click.option("-d", "--duration", default=ATTACH["duration"], show_default=True, callback=positive, help="Profile window [s].")
 @click.option("--name", default="", help="Name in reports [default: the process's name].")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the application handler's frames.")
 @click.option("--profiler", type=click.Choice(["perf", "py-spy"]), default=None,
               help="Override the choice made from what the process is.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None, help="perf stack unwinding.")
-@click.option("-F", "--frequency", default=999, show_default=True, callback=positive, help="Sampling rate [Hz].")
-@click.option("--min-samples", default=MIN_SAMPLES, show_default=True, help="Raise the rate to reach this many.")
+@click.option("-F", "--frequency", default=ATTACH["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
+@click.option("--min-samples", default=ATTACH["min_samples"], show_default=True, help="Raise the rate to reach this many.")
 @click.option("--requests", type=int, default=None, help="Requests the process served during the window.")
 @click.option("--rps", type=float, default=None, help="Its request rate during the window [req/s].")
 @click.option("--load", is_flag=True, help="Drive load at --target during the windows, as `run` does.")
 @click.option("--target", default=None, metavar="HOST:PORT", help="Loopback address the process serves gRPC on.")
 @click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True)
 @click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
-@click.option("-C", "--connections", default=1, show_default=True, callback=positive)
-@click.option("-S", "--streams", default=100, show_default=True, callback=positive)
-@click.option("-w", "--warmup", default=2.0, show_default=True, help="Warm-up with --load [s].")
+@click.option("-C", "--connections", default=ATTACH["connections"], show_default=True, callback=positive)
+@click.option("-S", "--streams", default=ATTACH["streams"], show_default=True, callback=positive)
+@click.option("-w", "--warmup", default=ATTACH["warmup"], show_default=True, help="Warm-up with --load [s].")
 @click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load [default: those the process "
               "may not run on].")
 @click.option("--second-profile/--no-second-profile", default=True, show_default=True,
               help="For CPython: also perf's view after py-spy's.")
+@runs_dir_option
 @format_option
 def attach(pid, duration, name, app, profiler, call_graph, frequency, min_samples, requests, rps, load, target,
-           driver, scenario, connections, streams, warmup, load_cpus, second_profile, fmt):
+           driver, scenario, connections, streams, warmup, load_cpus, second_profile, runs_dir, fmt):
     """Profile a running process by PID, without restarting it.
 
     eg, ./profile.sh attach --pid 1234 --app 'my_service::handlers' --rps 20000
@@ -240,7 +243,7 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
                          frequency=frequency, min_samples=min_samples, requests=requests, rps=rps, load=load,
                          target=target, driver=driver, scenario=scenario, connections=connections, streams=streams,
                          warmup=warmup, load_cpus=load_cpus, second_profile=second_profile,
-                         command=["profile.sh", *sys.argv[1:]])
+                         command=["profile.sh", *sys.argv[1:]], runs_dir=runs_dir)
     job = Attach(opts)
     try:
         run_dir = job.execute()
@@ -259,8 +262,8 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
 
 
-def entry() -> None:
-    run_click(main)
+def entry(args: list[str] | None = None) -> None:
+    run_click(main, args)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
-from .servers import PROTO_DIR
+from rpcprof.errors import UserError
+from rpcprof.paths import PROTO_DIR
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
-from .procstat import process_cpu_ns
-from .scenario import Scenario, grpc_frame
-from .stats import LatencyHistogram
+from rpcprof.errors import UserError
+from rpcprof.measure.procstat import process_cpu_ns
+from rpcprof.measure.scenario import Scenario, grpc_frame
+from rpcprof.analyze.stats import LatencyHistogram
 
 DRIVERS = ("h2load", "ghz")
 

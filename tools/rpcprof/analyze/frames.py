@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from functools import reduce
 
-from .categorize import normalize_frame
-from .errors import UserError
+from rpcprof.analyze.categorize import normalize_frame
+from rpcprof.errors import UserError
 
 Z95 = 1.959964
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .tables import render
+from rpcprof.report.tables import render
+from rpcprof.rundir import load_run
 
 RUN_COLUMNS = [
     ("server", "name"),
@@ -163,8 +164,7 @@ def p_repeat(manifest: dict) -> str:
 
 
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest, metrics = load_run(run_dir)
     order = manifest["parameters"]["servers"]
     rows = run_rows(metrics, order)
     if fmt == "json":

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import click
 
-from .categorize import RULES_PATH, OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
-from .clicommon import format_option, run_click
-from .compare import render_compare
-from .errors import UserError
-from .flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, run_of_folded, subtitle_for_run
-from .tables import render
+from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
+from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
+from rpcprof.errors import UserError
+from rpcprof.paths import RULES_PATH
+from rpcprof.report.compare import render_compare
+from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
+from rpcprof.report.tables import render
+from rpcprof.rundir import load_sweep, read_result, resolve, run_of_folded, write_text
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
                             show_default="categorize.yaml", help="Categorisation rules.")
@@ -21,12 +23,7 @@ app_option = click.option("--app", default=None, metavar="REGEX",
 
 def app_for(folded: Path) -> str | None:
     """The app pattern recorded for a folded file's server in its run folder, if any."""
-    import json
-    result = folded.parent / "result.json"
-    try:
-        return json.loads(result.read_text()).get("app")
-    except (OSError, ValueError):
-        return None
+    return (read_result(Path(folded).parent) or {}).get("app")
 
 
 @click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,11 +55,12 @@ def table(folded, rules_path, app, fmt):
 @app_option
 @click.option("--ruler", default=None, metavar="REGEX",
               help="Frames doing the same work per request in every server (else each server's recorded ruler).")
+@runs_dir_option
 @format_option
-def compare(run_dir, rules_path, app, ruler, fmt):
+def compare(run_dir, rules_path, app, ruler, runs_dir, fmt):
     """Per server of a run: req/s per CPU, the ratio to the first, CPU µs per request by category, and
     seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio)."""
-    click.echo(render_compare(run_dir, load_rules(rules_path), fmt, app, ruler), nl=False)
+    click.echo(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path), fmt, app, ruler), nl=False)
 
 
 @main.command()
@@ -210,18 +208,13 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
 
 @main.command()
 @click.argument("sweep_dir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the document here (e.g. docs/results.md) instead of stdout.")
-@rules_option
-def results(sweep_dir, output, rules_path):
+@document_options("docs/results.md")
+def results(sweep_dir, output, rules_path, runs_dir):
     """The results document of a sweep: table, per-request explanation, seed figures beside them."""
-    from .results import build_results
-    if not (Path(sweep_dir) / "manifest.json").exists():
-        raise UserError(f"{sweep_dir}: not a sweep folder (no manifest.json); give flamegraphs/<...-sweep-...>")
-    manifest = __import__("json").loads((Path(sweep_dir) / "manifest.json").read_text())
-    if manifest.get("mode") != "sweep":
-        raise UserError(f"{sweep_dir}: a run folder, not a sweep: make one with ./profile.sh sweep")
-    write_document(build_results(Path(sweep_dir), load_rules(rules_path)), output)
+    from rpcprof.report.results import build_results
+    sweep_dir = resolve(sweep_dir, runs_dir)
+    load_sweep(sweep_dir)
+    write_document(build_results(sweep_dir, load_rules(rules_path)), output)
 
 
 def write_document(text: str, output: Path | None) -> None:
@@ -230,54 +223,67 @@ def write_document(text: str, output: Path | None) -> None:
         click.echo(text, nl=False)
         return
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(output)
+    write_text(output, text)
     click.echo(f"wrote {output}", err=True)
 
 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the document here (e.g. docs/seeds.md) instead of stdout.")
 @click.option("--also", "also", multiple=True, type=click.Path(path_type=Path),
               help="Another run folder of the same servers (another driver, C or S), set beside it; repeatable.")
-@rules_option
-def seeds(run_dir, output, also, rules_path):
+@document_options("docs/seeds.md")
+def seeds(run_dir, output, also, rules_path, runs_dir):
     """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
     CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
-    from .seeds import build_seeds
-    write_document(build_seeds(Path(run_dir), load_rules(rules_path), list(also)), output)
+    from rpcprof.report.seeds import build_seeds
+    write_document(build_seeds(resolve(run_dir, runs_dir), load_rules(rules_path),
+                               [resolve(a, runs_dir) for a in also]), output)
+
+
+def saved_folder_options(f):
+    """--runs-dir (a folder given by name is looked up there) and --format, for commands on saved folders."""
+    return runs_dir_option(format_option(f))
 
 
 @main.command("run")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
-              help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
-@format_option
-def run_table(run_dir, latency, fmt):
+@latency_option
+@saved_folder_options
+def run_table(run_dir, latency, runs_dir, fmt):
     """The run table of a saved run folder, as profile.sh run printed it."""
-    from .compare import load_run
-    from .summary import render_run
-    load_run(run_dir)
-    click.echo(render_run(Path(run_dir), fmt, latency), nl=False)
+    from rpcprof.report.summary import render_run
+    click.echo(render_run(resolve(run_dir, runs_dir), fmt, latency), nl=False)
 
 
 @main.command("sweep")
 @click.argument("sweep_dir", type=click.Path(path_type=Path))
 @rules_option
-@format_option
-def sweep_table(sweep_dir, rules_path, fmt):
-    """Seed 000's table for a saved sweep folder."""
-    from .sweep import render_sweep
-    if not (Path(sweep_dir) / "manifest.json").exists():
-        raise UserError(f"{sweep_dir}: not a sweep folder (no manifest.json)")
-    click.echo(render_sweep(Path(sweep_dir), load_rules(rules_path), fmt), nl=False)
+@saved_folder_options
+def sweep_table(sweep_dir, rules_path, runs_dir, fmt):
+    """Seed 000's table for a saved sweep folder (a path, or its name under --runs-dir)."""
+    from rpcprof.report.sweep_table import render_sweep
+    rules = load_rules(rules_path)
+    click.echo(render_sweep(resolve(sweep_dir, runs_dir), rules, fmt), nl=False)
 
 
-def entry() -> None:
-    run_click(main)
+@main.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Folded file to write.")
+def fold(source, out):
+    """Fold a saved profile again: perf.data (perf script | inferno-collapse-perf) or a py-spy raw file
+    (checked and copied). The first stage of capture -> fold -> categorize -> report, on saved files.
+
+    eg, ./report.py fold flamegraphs/RUN/rust_tonic_mt/perf.data -o /tmp/tonic.folded
+    """
+    from rpcprof.capture.fold import fold as fold_file
+    done = fold_file(Path(source), out)
+    click.echo(f"report.py: folded {done['samples']:,} samples ({done['input']}) into {out}", err=True)
+
+
+def entry(args: list[str] | None = None) -> None:
+    run_click(main, args)

@@ -6,31 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .categorize import Breakdown, Rules, categorize, open_folded
-from .errors import UserError
-from .frames import compile_regex, frame_share, share_ratio
-from .tables import render
-
-
-def profile_folded(run_dir: Path, server: str) -> Path:
-    """A server's folded stacks in a run folder: profile.folded, or profile.folded.gz in a saved copy."""
-    path = run_dir / server / "profile.folded"
-    gz = path.with_name("profile.folded.gz")
-    return gz if not path.exists() and gz.exists() else path
-
-
-def load_run(run_dir: Path) -> tuple[dict, dict]:
-    """(manifest, metrics) of a run folder; UserError if it is not one."""
-    run_dir = Path(run_dir)
-    try:
-        manifest = json.loads((run_dir / "manifest.json").read_text())
-        metrics = json.loads((run_dir / "metrics.json").read_text())
-    except FileNotFoundError:
-        raise UserError(f"{run_dir}: not a run folder (no manifest.json / metrics.json); "
-                        "give a folder under flamegraphs/") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{run_dir}: unreadable run files: {e}") from None
-    return manifest, metrics
+from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
+from rpcprof.errors import UserError
+from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.report.tables import render
+from rpcprof.rundir import load_run, profile_folded
 
 
 def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None) -> dict[str, Breakdown]:
@@ -99,15 +79,8 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
 
 
 def server_ruler(metrics: dict, server: str) -> str | None:
-    """The ruler regex a run recorded for a server; for runs made before rulers, its server.yaml's."""
-    m = metrics.get(server) or {}
-    if "ruler" in m:
-        return m["ruler"]
-    from .servers import load_server
-    try:
-        return load_server(server).ruler
-    except UserError:
-        return None
+    """The ruler regex the run recorded for a server (runs made before rulers have none: --ruler)."""
+    return (metrics.get(server) or {}).get("ruler")
 
 
 def ruler_rows(run_dir: Path, ruler_override: str | None = None) -> tuple[list[dict], list[str]]:

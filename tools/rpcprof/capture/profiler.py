@@ -1,5 +1,5 @@
-"""Capture and fold: perf record (native code, Go, Node) or py-spy (CPython) attached to a PID,
-then folded stacks via inferno-collapse-perf (perf) or py-spy's own raw output.
+"""Capture: perf record (native code, Go, Node) or py-spy (CPython) attached to a PID (folding is in
+capture/fold.py).
 
 Call-graph modes for perf:
   dwarf       --call-graph dwarf (8 KiB of stack per sample): the default. Deep async stacks are cut
@@ -19,22 +19,20 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UserError
+from rpcprof.errors import UserError
 
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
                "dwarf-jit": ["-k", "mono", "--call-graph", "dwarf,32768"]}
 PROFILERS = ("perf", "py-spy")
-MIN_SAMPLES = 5000
+from rpcprof.cli.defaults import MIN_SAMPLES  # noqa: E402  (one place for defaults)
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
 # Condition.wait its idle detection fails (two thirds of the samples), so only the thread holding
 # the GIL is sampled: Python on CPU. Work done without the GIL (gRPC core's C code, the kernel's
@@ -145,78 +143,3 @@ def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
     argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
     return Recorder(argv, folded, folded.with_name("py-spy.log"))
-
-
-def jitdumps(pid: int) -> list[Path]:
-    """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
-    try:
-        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
-    found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
-             and re.search(r"/jit-\d+\.dump$", line)}
-    return sorted(Path(p) for p in found)
-
-
-def inject_jit(data: Path, dumps: list[Path]) -> dict:
-    """perf inject --jit on data, which then holds the injected profile. Returns what happened:
-    {'jitdumps': [...], 'jit_elf_files': ELF files beside the dumps} or {'jit_error': why} (data left as it was)."""
-    if not dumps:
-        return {"jit_error": "the process has no jitdump mapped (start node with --perf-prof "
-                             "--perf-prof-unwinding-info), so JS frames stop the unwind"}
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    injected = data.with_name(data.stem + ".jit.data")
-    # a build-id cache of its own, thrown away after: perf.data names the ELF files by path, and the
-    # thousands of them would otherwise pile up in ~/.debug
-    with tempfile.TemporaryDirectory(prefix="rpcprof-buildid-") as cache:
-        proc = subprocess.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if proc.returncode != 0 or not injected.exists():
-        injected.unlink(missing_ok=True)
-        return {"jit_error": f"perf inject --jit exited {proc.returncode}: "
-                             f"{proc.stderr.decode(errors='replace').strip()[-200:]}"}
-    os.replace(injected, data)
-    elves = sum(len(list(d.parent.glob(f"jitted-{d.stem.split('-', 1)[1]}-*.so"))) for d in dumps)
-    return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
-
-
-_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
-
-
-def fold_perf(data: Path, folded: Path) -> dict:
-    """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
-
-    --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
-    """
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    collapse = require("inferno-collapse-perf")
-    script = folded.with_suffix(".script")
-    t0 = time.monotonic()
-    with open(script, "wb") as out:
-        proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
-                              stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        script.unlink(missing_ok=True)
-        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    samples = 0
-    with open(script, "rb") as f:
-        for line in f:
-            if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
-                samples += 1
-    with open(folded, "wb") as out:
-        proc = subprocess.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
-    script.unlink()
-    if proc.returncode != 0:
-        raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    return {"samples": samples, "fold_seconds": time.monotonic() - t0}
-
-
-def count_folded_samples(folded: Path) -> int:
-    """Samples in a py-spy raw file: its counts are samples."""
-    total = 0
-    with open(folded, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            _, _, n = line.rstrip("\n").rpartition(" ")
-            if n.isdigit():
-                total += int(n)
-    return total

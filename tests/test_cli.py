@@ -1,0 +1,174 @@
+"""Both command lines in-process through click's CliRunner: every command's --help, and the argument
+checks that refuse a command line before anything starts (one line naming the option, exit 2 or 1, no
+run folder, no traceback). Nothing here starts a server or a profiler.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from rpcprof.cli import profile as profile_cli
+from rpcprof.cli import report as report_cli
+
+PROFILE_COMMANDS = ["run", "sweep", "attach"]
+REPORT_COMMANDS = ["table", "compare", "top", "explain", "check-rules", "svg", "diff", "results", "sweep", "seeds",
+                   "run", "fold"]
+KNOWN_SERVERS = sorted(p.parent.name for p in (ROOT / "servers").glob("*/server.yaml"))
+
+
+class Result:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if re.match(r"^(profile\.sh|report\.py): error: ", line)]
+
+
+def invoke(entry, *args: str) -> Result:
+    """entry(args) under CliRunner's isolation: stdout and stderr captured, the exit code returned."""
+    runner = CliRunner()
+    with runner.isolation() as streams:
+        try:
+            entry(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
+    return Result(code, out, err)
+
+
+def test_the_cli_modules_are_the_ones_the_scripts_run():
+    assert "-m rpcprof.cli.profile" in (ROOT / "profile.sh").read_text()
+    assert "from rpcprof.cli.report import entry" in (ROOT / "report.py").read_text()
+
+
+@pytest.mark.parametrize("command", PROFILE_COMMANDS)
+def test_every_profile_command_has_help(command):
+    r = invoke(profile_cli.entry, command, "--help")
+    assert r.code == 0 and f"Usage: profile.sh {command}" in r.out and "--runs-dir" in r.out
+
+
+@pytest.mark.parametrize("command", REPORT_COMMANDS)
+def test_every_report_command_has_help(command):
+    r = invoke(report_cli.entry, command, "--help")
+    assert r.code == 0 and f"Usage: report.py {command}" in r.out
+
+
+def test_the_groups_list_every_command():
+    p, r = invoke(profile_cli.entry, "--help"), invoke(report_cli.entry, "--help")
+    assert all(c in p.out for c in PROFILE_COMMANDS)
+    assert all(c in r.out for c in REPORT_COMMANDS)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """An empty runs folder: a refused command line must leave it empty."""
+    path = tmp_path / "runs"
+    path.mkdir()
+    return path
+
+
+OPTION_ERRORS = {
+    "zero streams": (["-S", "0"], "--streams"),
+    "streams not a multiple of connections": (["-C", "2", "-S", "3"], "--streams"),
+    "a CPU this machine lacks": (["--server-cpus", str(max(7, os.cpu_count()))], "--server-cpus"),
+    "an empty CPU range": (["--server-cpus", "1-0"], "--server-cpus"),
+    "an unknown server parameter": (["--param", "unknown=1"], "--param"),
+    "a port out of range": (["--port", "70000"], "--port"),
+    "load CPUs overlapping the server's": (["--load-cpus", "0"], "--load-cpus"),
+    "a bad ruler regex": (["--ruler", "("], "--ruler"),
+    "an unknown latency set": (["--latency", "some"], "--latency"),
+}
+
+
+@pytest.mark.parametrize("args, option", list(OPTION_ERRORS.values()), ids=list(OPTION_ERRORS))
+def test_run_refuses_a_bad_option_in_one_line_naming_it(runs, args, option):
+    r = invoke(profile_cli.entry, "run", "rust_tonic_st", *args, "--runs-dir", str(runs))
+    assert r.code in (1, 2) and "Traceback" not in r.err
+    assert len(r.error_lines) == 1 and option in r.error_lines[0], r.err
+    assert list(runs.iterdir()) == [], "a run folder was made for a command line that was refused"
+
+
+def test_unknown_server_is_refused_listing_the_known_servers(runs):
+    r = invoke(profile_cli.entry, "run", "no_such_server", "--runs-dir", str(runs))
+    assert r.code == 1 and len(r.error_lines) == 1
+    assert "no_such_server" in r.error_lines[0] and all(n in r.error_lines[0] for n in KNOWN_SERVERS)
+    assert list(runs.iterdir()) == []
+
+
+def test_the_old_tonic_name_says_what_it_is_now(runs):
+    r = invoke(profile_cli.entry, "run", "rust_tonic", "--runs-dir", str(runs))
+    assert r.code == 1 and "rust_tonic_st" in r.error_lines[0] and "rust_tonic_mt" in r.error_lines[0]
+
+
+def test_a_server_named_twice_is_refused(runs):
+    r = invoke(profile_cli.entry, "run", "rust_tonic_st", "rust_tonic_st", "--runs-dir", str(runs))
+    assert r.code == 1 and "named twice" in r.error_lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-C", "1", "-S", "10000"], "no cell has C <= S <= C x 1000"),
+    (["-C", "100", "-S", "10"], "no cell has C <= S <= C x 1000"),
+    (["-C", "10", "-S", "15"], "S=15 is not a multiple of C=10"),
+    (["-C", "1", "-S", "1", "--max-per-connection", "0"], "--max-per-connection"),
+    (["-C", "x"], "--connections"),
+])
+def test_sweep_cells_that_cannot_run_are_one_line_errors(runs, args, message):
+    r = invoke(profile_cli.entry, "sweep", "rust_tonic_mt", *args, "--runs-dir", str(runs))
+    assert r.code in (1, 2) and len(r.error_lines) == 1 and message in r.error_lines[0], r.err
+    assert list(runs.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pid", "999999999"], "no process with pid 999999999"),
+    (["--pid", str(os.getpid()), "--requests", "1", "--rps", "1"], "--requests and --rps"),
+    (["--pid", str(os.getpid()), "--load"], "--load needs --target"),
+    (["--pid", str(os.getpid()), "--target", "10.0.0.1:50051"], "loopback"),
+])
+def test_attach_refuses_bad_input_in_one_line(runs, args, message):
+    r = invoke(profile_cli.entry, "attach", *args, "--runs-dir", str(runs))
+    assert r.code in (1, 2) and len(r.error_lines) == 1 and message in r.error_lines[0], r.err
+    assert list(runs.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["compare", "/nonexistent/run"], "not a run folder"),
+    (["run", "/nonexistent/run"], "not a run folder"),
+    (["results", "/nonexistent/sweep"], "not a run folder"),
+    (["sweep", "/nonexistent/sweep"], "not a run folder"),
+    (["seeds", "/nonexistent/run"], "not a run folder"),
+    (["table", "/nonexistent.folded"], "no such folded file"),
+    (["top", "/nonexistent.folded", "-c", "nope"], "--category"),
+    (["fold", "/nonexistent/perf.data", "-o", "/tmp/x.folded"], "no such file"),
+    (["compare", str(ROOT / "tests" / "data" / "runs" / "seed-001"), "--ruler", "("], "--ruler"),
+])
+def test_report_refuses_bad_input_in_one_line(args, message):
+    r = invoke(report_cli.entry, *args)
+    assert r.code in (1, 2) and "Traceback" not in r.err
+    assert len(r.error_lines) == 1 and message in r.error_lines[0], r.err
+
+
+def test_report_finds_a_run_by_name_under_runs_dir():
+    saved = ROOT / "tests" / "data" / "runs"
+    by_path = invoke(report_cli.entry, "run", str(saved / "seed-001"), "--format", "json")
+    by_name = invoke(report_cli.entry, "run", "seed-001", "--runs-dir", str(saved), "--format", "json")
+    assert by_path.code == by_name.code == 0 and by_path.out == by_name.out
+
+
+def test_fold_refuses_to_overwrite_its_input(tmp_path):
+    src = tmp_path / "x.folded"
+    src.write_text("a;b 1\n")
+    r = invoke(report_cli.entry, "fold", str(src), "-o", str(src))
+    assert r.code == 1 and "replace its own input" in r.error_lines[0]
+
+
+def test_fold_copies_a_py_spy_raw_file_after_checking_it(tmp_path):
+    src, out = tmp_path / "raw.txt", tmp_path / "out.folded"
+    src.write_text("main (a.py:1);work (a.py:2) 7\nmain (a.py:1) 3\n")
+    r = invoke(report_cli.entry, "fold", str(src), "-o", str(out))
+    assert r.code == 0 and out.read_text() == src.read_text() and "10 samples" in r.err

@@ -1,0 +1,64 @@
+"""The package's structure, held by tests: the one-way flow capture -> fold -> categorize -> report, and
+one owner of the run folder on disk.
+
+    measure/   servers, processes, load, kernel accounting, windows, the session owning processes
+    capture/   perf and py-spy attached to a PID, folding
+    analyze/   categorize, frame shares, statistics, repeats
+    report/    tables, flame graphs, charts, documents
+    jobs/      run, attach, sweep: thin drivers over the steps of measure and capture
+    cli/       both command lines and every default
+    rundir.py  the run folder: written and read there only
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "tools" / "rpcprof"
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every rpcprof module a file imports (absolute names), including imports inside functions."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rpcprof"):
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import; write rpcprof.<package>.<module>")
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("rpcprof"))
+    return out
+
+
+@pytest.mark.parametrize("layer", ["analyze", "report"])
+def test_analysis_and_reports_never_import_what_measures(layer):
+    """Reports run on saved files: they must not pull in servers, load drivers or profilers."""
+    for path in sorted((PKG / layer).glob("*.py")):
+        bad = {m for m in imports_of(path) if m.split(".")[1:2] and m.split(".")[1] in ("measure", "capture", "jobs", "cli")}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_measurement_never_imports_reports_or_jobs():
+    for layer in ("measure", "capture"):
+        for path in sorted((PKG / layer).glob("*.py")):
+            bad = {m for m in imports_of(path) if m.split(".")[1:2] and m.split(".")[1] in ("report", "jobs")}
+            assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_only_rundir_names_the_run_folders_files():
+    """manifest.json, metrics.json, result.json and profile.json are written and read in rundir.py."""
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name == "rundir.py":
+            continue
+        text = path.read_text()
+        for name in ("manifest.json", "metrics.json", "profile.json"):
+            assert f'"{name}"' not in text, f"{path.relative_to(PKG)} names {name}: go through rpcprof.rundir"
+
+
+def test_report_py_never_imports_what_measures():
+    """report.py runs on saved files; folding a saved perf.data is the one capture stage it reruns."""
+    bad = {m for m in imports_of(PKG / "cli" / "report.py") if m.split(".")[1] in ("measure", "jobs")}
+    assert not bad, f"cli/report.py imports {sorted(bad)}"

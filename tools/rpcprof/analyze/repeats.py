@@ -1,0 +1,31 @@
+"""N measurements of one server reduced to one result: the median repeat's figures and the spread."""
+from __future__ import annotations
+
+
+FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
+           "requests_non_ok", "window_s", "client_cpu_s", "client_cpu_cores", "client_cpu_share", "server_cpu_share",
+           "client_bound", "latency_bound", "unsaturated", "in_flight_share", "in_flight_flag", "latency", "memory")
+SPREAD = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "client_cpu_share")
+
+
+def aggregate_repeats(repeats: list[dict]) -> dict:
+    """One result from N measurements: the figures of the median repeat by req/s per CPU (the lower
+    middle one for even N), so that every invariant between figures still holds, plus the min-max
+    spread of each figure across repeats. The profile and syscall counts come from the first."""
+    if len(repeats) == 1:
+        return repeats[0]
+    if any(r.get("status") != "ok" for r in repeats):
+        return next(r for r in repeats if r.get("status") != "ok")
+    ranked = sorted(repeats, key=lambda r: r["req_per_cpu_s"])
+    median = ranked[(len(ranked) - 1) // 2]
+    out = dict(repeats[0])
+    out.update({k: median[k] for k in FIGURES if k in median})
+    out["median_of_repeats"] = {"n": len(repeats), "chosen": median["repeat"]}
+    out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
+    for k in ("p99_ms", "avg_ms"):
+        out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]
+    out["repeats"] = [{k: r.get(k) for k in ("repeat", *SPREAD)} for r in repeats]
+    if out.get("profile", {}).get("cpu_us_per_req_profiled"):
+        out["profile"] = {**out["profile"], "overhead_pct": 100 * (
+            out["profile"]["cpu_us_per_req_profiled"] / out["cpu_us_per_req"] - 1)}
+    return out

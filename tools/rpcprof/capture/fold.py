@@ -1,0 +1,121 @@
+"""Fold: a recorded profile into folded stacks (`frame;frame;... WEIGHT` lines), rerunnable on saved files.
+
+- perf.data: `perf script --no-inline | inferno-collapse-perf --kernel` (inferno weights each sample by
+  its period); for a JIT runtime's data, `perf inject --jit` first (at capture time, while the jitdump
+  is where the process wrote it).
+- py-spy raw output is already folded (counts are samples): it is checked and copied.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from rpcprof.capture.profiler import require
+from rpcprof.errors import UserError
+
+
+def jitdumps(pid: int) -> list[Path]:
+    """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+    found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
+             and re.search(r"/jit-\d+\.dump$", line)}
+    return sorted(Path(p) for p in found)
+
+
+def inject_jit(data: Path, dumps: list[Path]) -> dict:
+    """perf inject --jit on data, which then holds the injected profile. Returns what happened:
+    {'jitdumps': [...], 'jit_elf_files': ELF files beside the dumps} or {'jit_error': why} (data left as it was)."""
+    if not dumps:
+        return {"jit_error": "the process has no jitdump mapped (start node with --perf-prof "
+                             "--perf-prof-unwinding-info), so JS frames stop the unwind"}
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    injected = data.with_name(data.stem + ".jit.data")
+    # a build-id cache of its own, thrown away after: perf.data names the ELF files by path, and the
+    # thousands of them would otherwise pile up in ~/.debug
+    with tempfile.TemporaryDirectory(prefix="rpcprof-buildid-") as cache:
+        proc = subprocess.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if proc.returncode != 0 or not injected.exists():
+        injected.unlink(missing_ok=True)
+        return {"jit_error": f"perf inject --jit exited {proc.returncode}: "
+                             f"{proc.stderr.decode(errors='replace').strip()[-200:]}"}
+    os.replace(injected, data)
+    elves = sum(len(list(d.parent.glob(f"jitted-{d.stem.split('-', 1)[1]}-*.so"))) for d in dumps)
+    return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
+
+
+_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
+
+
+def fold_perf(data: Path, folded: Path) -> dict:
+    """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
+
+    --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
+    """
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    collapse = require("inferno-collapse-perf")
+    script = folded.with_suffix(".script")
+    t0 = time.monotonic()
+    with open(script, "wb") as out:
+        proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
+                              stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        script.unlink(missing_ok=True)
+        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    samples = 0
+    with open(script, "rb") as f:
+        for line in f:
+            if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
+                samples += 1
+    with open(folded, "wb") as out:
+        proc = subprocess.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+    script.unlink()
+    if proc.returncode != 0:
+        raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    return {"samples": samples, "fold_seconds": time.monotonic() - t0}
+
+
+def count_folded_samples(folded: Path) -> int:
+    """Samples in a py-spy raw file: its counts are samples."""
+    total = 0
+    with open(folded, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            _, _, n = line.rstrip("\n").rpartition(" ")
+            if n.isdigit():
+                total += int(n)
+    return total
+
+
+def is_perf_data(path: Path) -> bool:
+    """perf.data files start with the magic PERFILE2."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"PERFILE2"
+    except OSError:
+        return False
+
+
+def fold(source: Path, out: Path) -> dict:
+    """Fold a saved profile (perf.data or py-spy raw) into out; returns {'samples': N, 'input': kind}."""
+    source, out = Path(source), Path(out)
+    if not source.is_file():
+        raise UserError(f"{source}: no such file; give a perf.data or py-spy raw file (RUN/SERVER/perf.data)")
+    if source.resolve() == out.resolve():
+        raise UserError(f"{out}: the output would replace its own input; choose another -o")
+    if is_perf_data(source):
+        return {**fold_perf(source, out), "input": "perf.data"}
+    from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
+    stacks = open_folded(source)
+    if not stacks:
+        raise UserError(f"{source}: no stacks: neither perf.data nor a py-spy raw file with samples")
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_bytes(source.read_bytes())
+    os.replace(tmp, out)
+    return {"samples": count_folded_samples(out), "input": "py-spy raw"}

@@ -1,0 +1,69 @@
+"""What every rpcprof command line shares: one-line errors, exit codes, the --format option."""
+from __future__ import annotations
+
+import signal
+import sys
+
+import click
+
+from pathlib import Path
+
+from rpcprof.errors import UserError
+from rpcprof.paths import RUNS_DIR
+from rpcprof.report.tables import FORMATS
+
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                             help="Output format.")
+latency_option = click.option(
+    "--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
+    help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
+
+
+def document_options(example: str):
+    """-o FILE, --rules and --runs-dir: the options of a command that writes a generated document."""
+    from rpcprof.paths import RULES_PATH
+
+    def decorate(f):
+        f = click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
+                         show_default="flamegraphs/", help="Where run folders are looked up by name.")(f)
+        f = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
+                         show_default="categorize.yaml", help="Categorisation rules.")(f)
+        return click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                            help=f"Write the document here (e.g. {example}) instead of stdout.")(f)
+    return decorate
+
+
+runs_dir_option = click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
+                               show_default="flamegraphs/", help="Where run folders are written (and looked up by name).")
+
+
+def run_click(group: click.Group, args: list[str] | None = None) -> None:
+    """Run a click group on args (default: the command line): UserError -> one line on stderr and its
+    exit code; SIGTERM acts like Ctrl-C so every cleanup path runs; never a traceback for the user's
+    mistakes. Always ends in SystemExit with the exit code."""
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        group(args=args, prog_name=group.name, standalone_mode=False)
+    except click.UsageError as e:
+        hint = f" (try '{e.ctx.command_path} --help')" if e.ctx else ""
+        click.echo(f"{group.name}: error: {e.format_message()}{hint}", err=True)
+        sys.exit(2)
+    except UserError as e:
+        click.echo(f"{group.name}: error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo(f"{group.name}: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo(f"{group.name}: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)

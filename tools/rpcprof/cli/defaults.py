@@ -1,0 +1,19 @@
+"""Every default of both command lines, in one place, with the reason for each difference.
+
+- run: seed 000's grpc_bench setup, 5 s warm-up and a 20 s window.
+- sweep: many cells (seed 000 has twelve, times servers, times repeats): 3 s warm-up and 10 s windows keep
+  its twelve cells for two servers near 20 minutes; the syscall and profile windows shrink alike.
+- attach: the process was started (and warmed) by someone else, so 2 s of warm-up only settles the load
+  driver's connections before the window.
+"""
+from __future__ import annotations
+
+MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
+FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES is in reach
+
+RUN = {"connections": 1, "streams": 100, "duration": 20.0, "warmup": 5.0, "profile_duration": 10.0,
+       "syscall_duration": 5.0, "frequency": FREQUENCY, "min_samples": MIN_SAMPLES}
+SWEEP = {**RUN, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
+         "profile_duration": 5.0, "syscall_duration": 3.0}
+ATTACH = {"connections": 1, "streams": 100, "duration": 10.0, "warmup": 2.0, "frequency": FREQUENCY,
+          "min_samples": MIN_SAMPLES}

@@ -1,0 +1,258 @@
+"""The measured comparison run: for each server, start it pinned, wait until it answers a real gRPC
+call, warm up, measure a window with no profiler attached, count syscalls, profile a window, stop it.
+Every run writes its own folder (rundir); every process started is owned by the run's session and
+stopped by PID whatever happens.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.analyze.frames import compile_regex
+from rpcprof.analyze.repeats import aggregate_repeats
+from rpcprof.capture.profiler import CALL_GRAPHS, ProfilePlan, max_sample_rate, pmu_event
+from rpcprof.capture.window import ProfileTarget
+from rpcprof.cli.defaults import RUN
+from rpcprof.errors import UserError
+from rpcprof.jobs import steps
+from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.measure.load import LoadSettings, make_driver
+from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
+from rpcprof.measure.procstat import machine_specs
+from rpcprof.measure.scenario import get_scenario
+from rpcprof.measure.servers import ServerSpec, load_server
+from rpcprof.measure.session import Session
+from rpcprof.paths import ROOT, RUNS_DIR
+from rpcprof.rundir import Manifest, RunFolder, now
+
+
+@dataclass
+class RunOptions:
+    """Every option of a run; the defaults are cli/defaults.py's RUN."""
+    servers: list[str]
+    connections: int = RUN["connections"]
+    streams: int = RUN["streams"]
+    duration: float = RUN["duration"]
+    warmup: float = RUN["warmup"]
+    scenario: str = "helloworld"
+    driver: str = "h2load"
+    server_cpus: list[int] = field(default_factory=lambda: [0])
+    load_cpus: list[int] | None = None
+    port: int = 50051
+    label: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+    ready_timeout: float = 60.0
+    profile: bool = True            # a window with the profiler attached
+    call_graph: str | None = None   # None: each server's own (server.yaml call_graph, else dwarf)
+    frequency: int = RUN["frequency"]
+    profile_duration: float = RUN["profile_duration"]
+    min_samples: int = RUN["min_samples"]
+    app: str | None = None          # overrides the servers' app pattern
+    ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
+    syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
+    syscall_duration: float = RUN["syscall_duration"]
+    repeat: int = 1                 # measurements per server, restarted between them
+    runs_dir: Path = RUNS_DIR
+
+    def resolved_load_cpus(self) -> list[int]:
+        if self.load_cpus:
+            return self.load_cpus
+        others = [c for c in range(os.cpu_count() or 1) if c not in self.server_cpus]
+        if not others:
+            raise UserError("no CPU left for the load generator: give --server-cpus fewer CPUs or set --load-cpus")
+        return others
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
+    """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
+    a warning, never a lost run."""
+    from rpcprof.report.chart import render_breakdown_chart
+    from rpcprof.report.flamegraph import render_run_flamegraph
+    from rpcprof.rundir import profile_folded
+    drawn = []
+    for name in servers:
+        folded = profile_folded(run_dir, name)
+        if folded.exists() and folded.stat().st_size:
+            try:
+                render_run_flamegraph(run_dir, name, rules)
+                drawn.append(name)
+            except (UserError, OSError) as e:
+                _log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
+    if drawn:
+        try:
+            render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
+        except (UserError, OSError, ValueError) as e:
+            _log(f"rpcprof: WARNING: no breakdown chart: {e}")
+        _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request chart: breakdown.svg")
+
+
+class Run:
+    """One invocation of `profile.sh run` (or one cell of a sweep): a folder, a manifest, a result per server."""
+
+    def __init__(self, opts: RunOptions, command: list[str]):
+        self.opts = opts
+        self.scenario = get_scenario(opts.scenario)
+        self.load_cpus = opts.resolved_load_cpus()
+        self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
+        self.settings.validate()
+        if opts.repeat < 1:
+            raise UserError(f"--repeat must be at least 1 (got {opts.repeat})")
+        if opts.warmup < 0:
+            raise UserError(f"--warmup must be 0 or more (got {opts.warmup})")
+        if len(set(opts.servers)) != len(opts.servers):
+            dup = next(s for s in opts.servers if opts.servers.count(s) > 1)
+            raise UserError(f"server {dup!r} is named twice: name each server once")
+        self.specs = [load_server(name) for name in opts.servers]
+        for key in opts.params:
+            if not any(key in spec.params for spec in self.specs):
+                raise UserError(f"--param {key}: none of {', '.join(opts.servers)} has a parameter {key!r}")
+        if opts.call_graph is not None and opts.call_graph not in CALL_GRAPHS:
+            raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
+        self.command = command
+        self.results: dict[str, dict] = {}
+        self.folder: RunFolder | None = None
+        self.rules = load_rules() if opts.profile else None
+        if self.rules and opts.app:
+            self.rules.with_app(opts.app)        # validates the regex before anything starts
+        if opts.ruler:
+            compile_regex(opts.ruler, "--ruler")
+        self.event = pmu_event() if opts.profile else None
+
+    @property
+    def dir(self) -> Path | None:
+        return self.folder.path if self.folder else None
+
+    def write(self, status: str) -> None:
+        params = {**asdict(self.opts), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
+        self.manifest.parameters = params
+        self.folder.write(self.manifest.finish(status), self.results)
+
+    def execute(self, base: Path | None = None) -> Path:
+        label = self.opts.label or "-".join(self.opts.servers)
+        self.folder = RunFolder.create(label, base or self.opts.runs_dir)
+        self.manifest = Manifest(mode="run", status="running", command=self.command, started=now(),
+                                 machine=machine_specs(), tools=tool_versions(), git=git_commit(), parameters={},
+                                 scenario={"name": self.scenario.name, "method": self.scenario.method},
+                                 sampled_event=self.event)
+        self.write("running")
+        _log(f"rpcprof: run folder {shown(self.dir)}")
+        _log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
+             f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
+             f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
+        status = "complete"
+        try:
+            for spec in self.specs:
+                repeats = []
+                for k in range(1, self.opts.repeat + 1):
+                    repeats.append(self.measure(spec, k))
+                    self.results[spec.name] = aggregate_repeats(repeats)
+                    self.write("running")
+                    if repeats[-1].get("status") != "ok":
+                        break
+        except KeyboardInterrupt:
+            status = "incomplete"
+            for spec in self.specs:
+                self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
+        finally:
+            if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
+                status = "failed"
+            self.write(status)
+        if self.opts.profile:
+            render_pictures(self.dir, self.rules, [s.name for s in self.specs])
+        if status == "incomplete":
+            raise KeyboardInterrupt
+        return self.dir
+
+    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
+        """One measurement of spec in a session of its own; repeats after the first go in
+        SERVER/repeat-K, without profile and syscall windows (the explanation is taken once; repeats
+        measure the spread)."""
+        out = self.folder.server_dir(spec.name, repeat)
+        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat}
+        if self.opts.repeat > 1:
+            _log(f"rpcprof: {spec.name}: repeat {repeat}/{self.opts.repeat}")
+        try:
+            with Session() as session:
+                return self._measure(session, spec, out, result, first=repeat == 1)
+        except (ServerFailed, UserError) as e:
+            result.update(status="failed", error=str(e))
+            _log(f"rpcprof: FAILED {e}")
+            return result
+        except KeyboardInterrupt:
+            result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
+            self.results[spec.name] = result
+            raise
+        finally:
+            RunFolder.write_result(out, result)
+
+    def _start(self, session: Session, spec: ServerSpec, out: Path, result: dict) -> ServerProcess:
+        opts = self.opts
+        with open(out / "build.log", "w") as blog:
+            spec.build(blog)
+        check_port_free(opts.port)
+        argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
+        result["argv"] = argv
+        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / "server.log",
+                                           f"rpcprof-{os.getpid()}-{spec.name}"))
+        result["pid"] = server.pid
+        ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
+        _log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
+        return server
+
+    def _measure(self, session: Session, spec: ServerSpec, out: Path, result: dict, first: bool = True) -> dict:
+        opts = self.opts
+        server = self._start(session, spec, out, result)
+        subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.scenario, out),
+                                self.settings, opts.port, len(opts.server_cpus), tuple(self.load_cpus))
+        steps.warm_up(subject, opts.warmup)
+        self._check_alive(server, "during the warm-up")
+        _log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
+        result.update(steps.measure(subject))
+        self._check_alive(server, "during the measured window")
+        if result["requests_ok"] == 0:
+            raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
+                               f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
+                               f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
+        if result["requests_non_ok"]:
+            _log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
+                 "counted in req/s")
+        result["app"] = opts.app or spec.app
+        result["ruler"] = opts.ruler or spec.ruler
+        result["profiler"] = spec.profiler
+        if opts.syscalls and first:
+            result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"])
+            self._check_alive(server, "during the syscall-count window")
+        if opts.profile and first:
+            result["profile"] = self._profile(session, spec, server, subject, result)
+            self._check_alive(server, "during the profile window")
+        result["status"] = "ok"
+        return result
+
+    def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,
+                 result: dict) -> dict:
+        opts = self.opts
+        # py-spy --gil samples only while a thread holds the GIL: plan for half the measured CPU
+        cores = result["server_cpu_cores"] * (0.5 if spec.profiler == "py-spy" else 1.0)
+        plan = ProfilePlan.for_load(cores, opts.frequency, opts.profile_duration,
+                                    opts.min_samples, max_frequency=min(4999, max_sample_rate()))
+        target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
+                               subject.out, opts.min_samples)
+        server.keep_workdir = True      # perf.data may name files the server wrote there
+        return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"))
+
+    @staticmethod
+    def _check_alive(server: ServerProcess, when: str) -> None:
+        code = server.exited()
+        if code is not None:
+            raise ServerFailed(f"{server.spec.name} exited with status {code} {when}: {log_tail(server.log_path)}")

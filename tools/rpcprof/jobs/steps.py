@@ -1,0 +1,90 @@
+"""The steps every command is made of, on one process under load: warm up, measure a window with no
+profiler attached, count syscalls in a window of their own, profile a window. `run` applies them to the
+servers it starts, `attach` to a process it did not start, `sweep` to every cell's run.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from rpcprof.capture.profiler import ProfilePlan
+from rpcprof.capture.window import ProfileTarget, capture_profile
+from rpcprof.measure import syscalls
+from rpcprof.measure.load import LoadSettings
+from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
+from rpcprof.measure.session import Session
+from rpcprof.measure.windows import measured_window, window_metrics
+from rpcprof.rundir import RunFolder
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Subject:
+    """A process being measured, and the load that reaches it (driver None: no load of rpcprof's)."""
+    name: str
+    pid: int
+    monitor: ProcessMonitor
+    out: Path                       # its folder in the run folder
+    driver: object | None = None
+    settings: LoadSettings | None = None
+    port: int | None = None
+    server_cpu_count: int = 1
+    load_cpus: tuple[int, ...] = ()
+
+    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None, latencies: bool = False):
+        """Load for seconds; marks window's start and end at the driver's own window lines."""
+        settings = replace(self.settings, duration=seconds)
+        return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies,
+                               on_start=window.start if window else None, on_end=window.end if window else None)
+
+
+def warm_up(subject: Subject, seconds: float) -> None:
+    if seconds > 0:
+        subject.drive(seconds, "warmup.log")
+
+
+def measure(subject: Subject) -> dict:
+    """The efficiency window: no profiler attached; the figures of exactly that window."""
+    load, cpu_ns, memory = measured_window(subject.driver, subject.settings, subject.port, subject.out,
+                                           subject.monitor)
+    figures = window_metrics(load, cpu_ns, memory, subject.settings.streams,
+                             subject.server_cpu_count, list(subject.load_cpus))
+    figures.update(cpu_method=subject.monitor.method, load_argv=load.argv)
+    return figures
+
+
+def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None) -> dict:
+    """A window with the same load and perf stat counting syscalls on every thread; its own CPU per
+    request shows what counting costs."""
+    log(f"rpcprof: {subject.name}: counting syscalls for {seconds:g} s (tracepoints)")
+    recorder = session.own(syscalls.start_count(subject.pid, subject.out))
+    recorder.wait_attached()
+    window = CpuWindow(subject.monitor)
+    load = subject.drive(seconds, "syscalls-load.log", window)
+    cpu_ns = window.ns()
+    session.stop(recorder)
+    counts = syscalls.parse_perf_stat_csv((subject.out / "syscalls.csv").read_text())
+    record = {"window_s": load.wall_s, "requests_ok": load.ok, **counts, **syscalls.per_request(counts, load.ok),
+              "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}
+    if load.ok and unprofiled_us:
+        record["counting_cost_pct"] = 100 * (record["cpu_us_per_req_counting"] / unprofiled_us - 1)
+    return record
+
+
+def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan,
+            unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None) -> dict:
+    """A window with the profiler attached: driven by the subject's load, or by drive (e.g. waiting while
+    someone else's load runs). The record gets the profiler's cost against the unprofiled window."""
+    if drive is None:
+        def drive(window):
+            return subject.drive(plan.duration, "profile-load.log", window).ok
+    record = capture_profile(target, plan, subject.monitor, drive, session)
+    if unprofiled_us and record.get("cpu_us_per_req_profiled"):
+        record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
+        RunFolder.write_profile(subject.out, record)
+    return record

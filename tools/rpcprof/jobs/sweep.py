@@ -1,0 +1,111 @@
+"""Sweeps: every (connections C, streams S) cell with S >= C, each a measured run of every server,
+printed in seed 000's layout: a header line per cell with the ratio of req/s per CPU between the first
+two servers (^N.N = second / first), then a row per server.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from rpcprof.errors import UserError
+from rpcprof.jobs.run import Run, RunOptions, shown
+from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.measure.procstat import machine_specs
+from rpcprof.rundir import Manifest, RunFolder, now
+
+
+# Seed 000's cells keep S/C <= 1000 (C=100 goes to S=100000, C=1 stops at S=1000), and pajamax advertises
+# SETTINGS_MAX_CONCURRENT_STREAMS 1000: a deeper cell would not put S streams in flight on it.
+MAX_STREAMS_PER_CONNECTION = 1000
+
+
+def cells(connections: list[int], streams: list[int],
+          max_per_connection: int = MAX_STREAMS_PER_CONNECTION) -> list[tuple[int, int]]:
+    """(C, S) pairs with C <= S <= C x max_per_connection, in seed 000's order (C, then S)."""
+    out = [(c, s) for c in connections for s in streams if c <= s <= c * max_per_connection]
+    if not out:
+        raise UserError(f"no cell has C <= S <= C x {max_per_connection} for -C {connections} -S {streams}: "
+                        "give other -S or -C values (or a larger --max-per-connection)")
+    bad = [(c, s) for c, s in out if s % c]
+    if bad:
+        raise UserError(f"S={bad[0][1]} is not a multiple of C={bad[0][0]}: every connection must carry the same "
+                        "number of streams")
+    return out
+
+
+def seconds_per_cell(opts: RunOptions) -> float:
+    """Planned seconds for one cell: per server and repeat, warm-up, window, syscall and profile windows
+    (first repeat only), start-up and folding."""
+    one = opts.warmup + opts.duration + 2.0
+    first_extra = (opts.syscall_duration if opts.syscalls else 0) + (opts.profile_duration + 2 if opts.profile else 0)
+    return len(opts.servers) * (opts.repeat * one + first_extra)
+
+
+def _fmt_duration(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Sweep:
+    def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str],
+                 max_per_connection: int = MAX_STREAMS_PER_CONNECTION):
+        if len(opts.servers) < 1:
+            raise UserError("name at least one server")
+        self.opts = opts
+        self.cells = cells(connections, streams, max_per_connection)
+        self.command = command
+        self.folder: RunFolder | None = None
+        self.results: dict[str, dict] = {}
+        # validate every cell's options before anything starts
+        self.runs = [Run(replace(opts, connections=c, streams=s, label=f"C{c}-S{s}"), command) for c, s in self.cells]
+        self.rules = self.runs[0].rules
+
+    @property
+    def dir(self) -> Path | None:
+        return self.folder.path if self.folder else None
+
+    def execute(self) -> Path:
+        label = self.opts.label or "sweep-" + "-".join(self.opts.servers)
+        self.folder = RunFolder.create(label, self.opts.runs_dir)
+        planned = seconds_per_cell(self.opts) * len(self.cells)
+        _log(f"rpcprof: sweep folder {shown(self.dir)}")
+        _log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} repeat(s): "
+             f"about {_fmt_duration(planned)} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
+        params = {k: v for k, v in asdict(self.opts).items() if k not in ("connections", "streams", "label")}
+        self.manifest = Manifest(mode="sweep", status="running", command=self.command, started=now(),
+                                 machine=machine_specs(), tools=tool_versions(), git=git_commit(),
+                                 parameters={**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
+                                             "cells": self.cells}, cells=self.results)
+        status = "running"
+        t0 = time.monotonic()
+        try:
+            self.write(status)
+            for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
+                done = time.monotonic() - t0
+                left = (done / i * (len(self.cells) - i)) if i else planned
+                _log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
+                     f"ETA {_fmt_duration(left)}")
+                run_dir = run.execute(self.dir)
+                self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
+                self.write(status)
+            status = "complete" if all(all(r.get("status") == "ok" for r in run.results.values())
+                                       for run in self.runs) else "failed"
+        except KeyboardInterrupt:
+            status = "incomplete"
+            raise
+        finally:
+            self.write(status if status != "running" else "failed")
+        return self.dir
+
+    def write(self, status: str) -> None:
+        self.manifest.cells = self.results
+        self.folder.write(self.manifest.finish(status))
+
+

@@ -1,0 +1,124 @@
+"""Servers under test as processes: started pinned, in a CPU-accounting cgroup of their own, polled with
+real gRPC calls until ready, and stopped by PID (SIGTERM, then SIGKILL) on every exit path.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from rpcprof.errors import UserError
+from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor
+from rpcprof.measure.scenario import probe
+from rpcprof.measure.servers import ServerSpec
+
+
+def port_owner(port: int) -> str:
+    """'pid N (name)' of whatever listens on 127.0.0.1:port, from ss; '' if unknown."""
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+    m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+    return f"pid {m.group(2)} ({m.group(1)})" if m else ""
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as servers bind: a connection of a stopped server lingering in TIME_WAIT does not block the
+        # port, a listener does
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            owner = port_owner(port)
+            who = f" by {owner}" if owner else ""
+            raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
+
+
+def log_tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+class ServerFailed(Exception):
+    """This server could not be measured; the run goes on with the next."""
+
+
+class ServerProcess:
+    """A server started pinned, in a CPU-accounting cgroup of its own; stop() by PID, always."""
+
+    def __init__(self, spec: ServerSpec, argv: list[str], cpus: list[int], log_path: Path, cgroup_name: str):
+        self.spec = spec
+        self.log_path = log_path
+        self.log = open(log_path, "wb")
+        # workdir: run: the server writes its profiling files (V8's jitdump) into the run folder
+        self.workdir = log_path.parent / "workdir" if spec.workdir == "run" else spec.folder
+        self.workdir.mkdir(exist_ok=True)
+        self.keep_workdir = False     # set once a profile refers to files in it
+        pinned = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
+        try:
+            self.proc = subprocess.Popen(pinned, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            self.log.close()
+            raise ServerFailed(f"{spec.name}: could not start {argv[0]}: {e.strerror} "
+                               f"(build it with servers/{spec.name}/build.sh)") from None
+        self.pid = self.proc.pid
+        try:
+            self.cgroup = CgroupCpu(cgroup_name)
+            self.cgroup.add(self.pid)
+        except OSError:
+            self.cgroup = None   # fall back to per-thread schedstat polling
+        self.monitor = ProcessMonitor(self.pid, self.cgroup)
+
+    def exited(self) -> int | None:
+        return self.proc.poll()
+
+    def wait_ready(self, scenario, port: int, timeout: float) -> float:
+        """Poll with real gRPC calls until one succeeds; returns seconds taken."""
+        t0 = time.monotonic()
+        last = "no answer"
+        while time.monotonic() - t0 < timeout:
+            if self.exited() is not None:
+                raise ServerFailed(f"{self.spec.name} exited with status {self.proc.returncode} before it was "
+                                   f"ready: {log_tail(self.log_path)}")
+            problem = probe(scenario, port, timeout=1.0)
+            if problem is None:
+                return time.monotonic() - t0
+            last = problem
+            if not problem.startswith("grpc-status UNAVAILABLE"):
+                raise ServerFailed(f"{self.spec.name} answered {scenario.method} wrongly: {problem}")
+            time.sleep(0.1)
+        raise ServerFailed(f"{self.spec.name} did not answer a gRPC call within {timeout:g} s ({last}): "
+                           f"{log_tail(self.log_path)}")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s; the whole session, so no child outlives it."""
+        if self.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        self.monitor.close()
+        if self.cgroup:
+            self.cgroup.remove()
+        self.log.close()
+        # JIT runtimes started with --perf-basic-prof leave their symbol map behind
+        Path(f"/tmp/perf-{self.pid}.map").unlink(missing_ok=True)
+        if self.workdir != self.spec.folder and not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)    # no profile needs its jitdump

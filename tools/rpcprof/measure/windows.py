@@ -1,0 +1,72 @@
+"""The measured window: load with no profiler attached, and the server's CPU, memory and latency over
+exactly that window; the figures that follow from it and what limited it (client, latency, neither).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rpcprof.measure.load import LoadSettings
+from rpcprof.measure.procstat import CpuWindow, ProcessMonitor, cpu_seconds_per_second
+
+CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
+LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
+IN_FLIGHT_SHARE = 0.02        # S in flight at the window's end above 2 % of the requests counted: flagged
+SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
+                              # above, the run is unsaturated (e.g. server and client taking turns)
+
+
+def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores: float,
+                        load_cpu_count: int) -> dict:
+    """Flags saying what limited the run: the client, latency (neither side busy), neither side saturated
+    (unsaturated), or else the server."""
+    server_share = server_cores / server_cpu_count
+    client_share = client_cores / load_cpu_count
+    client_bound = client_share >= CLIENT_BOUND_SHARE
+    latency_bound = server_share < LATENCY_BOUND_SHARE and client_share < LATENCY_BOUND_SHARE
+    return {
+        "server_cpu_share": server_share,
+        "client_cpu_share": client_share,
+        "client_bound": client_bound,
+        "latency_bound": latency_bound,
+        "unsaturated": server_share < SATURATED_SHARE and not client_bound and not latency_bound,
+    }
+
+
+def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
+    """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
+    it. Returns (load result, CPU ns, memory figures)."""
+    memory = {}
+    window = CpuWindow(monitor, on_start=monitor.start_rss_window,
+                       on_end=lambda: memory.update(monitor.stop_rss_window()))
+    load = driver.run(settings, port, out / "load.log", on_start=window.start, on_end=window.end)
+    cpu_ns = window.ns()
+    return load, cpu_ns, memory
+
+
+def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int]) -> dict:
+    """The figures of one measured window; every rate uses the same wall clock around the driver."""
+    wall = result.wall_s
+    server_cores = cpu_seconds_per_second(cpu_ns, wall)
+    ok = result.ok
+    m = {
+        "window_s": wall,
+        "requests_ok": ok,
+        "requests_non_ok": result.non_ok,
+        "req_per_s": ok / wall if wall > 0 else 0.0,
+        "server_cpu_s": cpu_ns / 1e9,
+        "server_cpu_cores": server_cores,
+        "req_per_cpu_s": ok / (cpu_ns / 1e9) if cpu_ns > 0 else None,
+        "cpu_us_per_req": (cpu_ns / 1e3 / ok) if ok else None,
+        "client_cpu_s": result.client_cpu_s,
+        "client_cpu_cores": result.client_cpu_cores,
+        "latency": result.latency.summary(),
+        "memory": memory,
+        "driver_exit_code": result.exit_code,
+        "driver_figures": result.raw,
+    }
+    # the S requests in flight when the window ends were partly served (their CPU is in the window) but
+    # are not counted: as a share of the requests counted, the most CPU per request can be overstated by
+    m["in_flight_share"] = streams / ok if ok else None
+    m["in_flight_flag"] = bool(ok) and m["in_flight_share"] > IN_FLIGHT_SHARE
+    m.update(classify_bottleneck(server_cores, server_cpu_count, result.client_cpu_cores, len(load_cpus)))
+    return m

@@ -1,0 +1,87 @@
+"""Seed 000's table from a sweep folder: a header line per cell with the ratio of req/s per CPU between
+the first two servers (^N.N = second / first), then a row per server with CPU µs per request by category.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rpcprof.analyze.categorize import Rules
+from rpcprof.report.compare import run_breakdowns
+from rpcprof.report.summary import ratio_text, run_rows
+from rpcprof.report.tables import render
+from rpcprof.rundir import load_sweep
+
+CATEGORY_US = ("recv", "send", "runtime", "protocol", "app", "other")
+
+SWEEP_COLUMNS = [
+    ("server", "name"), ("req_per_s", "req/s"), ("avg_cpu_pct", "avg. cpu [%]"), ("avg_ms", "avg. latency [ms]"),
+    ("p90_ms", "90 % in [ms]"), ("p95_ms", "95 % in [ms]"), ("p99_ms", "99 % in [ms]"),
+    ("rss_avg_mib", "avg. memory [MiB]"), ("req_per_cpu_s", "req/s per CPU"), ("spread_text", "min-max"),
+    ("syscalls_per_req", "syscalls/req"),
+] + [(f"{c}_us", f"{c} [µs/req]") for c in CATEGORY_US] + [("notes", "notes")]
+
+
+def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
+    """A row per (cell, server), with the cell's ratio (second / first server's req/s per CPU)."""
+    manifest, cells = load_sweep(sweep_dir)
+    servers = manifest["parameters"]["servers"]
+    rows = []
+    for key, cell in manifest["cells"].items():
+        run_dir = sweep_dir / cell["run"]
+        metrics = cells[key][1]
+        base_rows = run_rows(metrics, servers)
+        breakdowns = run_breakdowns(run_dir, rules)
+        rpc = [r["req_per_cpu_s"] for r in base_rows[:2]]
+        ratio = rpc[1] / rpc[0] if len(rpc) == 2 and all(rpc) else None
+        for r in base_rows:
+            m = metrics.get(r["server"], {})
+            row = {"cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio, **r}
+            b = breakdowns.get(r["server"])
+            for c in CATEGORY_US:
+                row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
+            row["ratio_significant"] = None
+            rows.append(row)
+        if ratio is not None:
+            spreads = [(metrics[s].get("spread") or {}).get("req_per_cpu_s") for s in servers[:2]]
+            if all(spreads):
+                overlap = spreads[0][0] <= spreads[1][1] and spreads[1][0] <= spreads[0][1]
+                for row in rows[-len(base_rows):]:
+                    row["ratio_significant"] = not overlap
+    return rows
+
+
+def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
+    """Seed 000's layout: --C=N: lines, ----S=N----^R.R---- lines, then the servers' rows."""
+    rows = sweep_rows(sweep_dir, rules)
+    if fmt == "json":
+        return json.dumps(rows, indent=2, sort_keys=True, default=str) + "\n"
+    if fmt == "csv":
+        cols = [("connections", "C"), ("streams", "S"), ("ratio", "ratio")] + SWEEP_COLUMNS
+        return render(rows, cols, "csv")
+    table = render(rows, SWEEP_COLUMNS, "table").splitlines()
+    header, rule, body = table[0], table[1], table[2:]
+    width = len(rule)
+    manifest, _ = load_sweep(sweep_dir)
+    servers = manifest["parameters"]["servers"]
+    out = []
+    if fmt == "markdown":
+        out.append("```")
+    if len(servers) >= 2:
+        out.append(f"^N.N = req/s per server CPU of {servers[1]} / {servers[0]}")
+    out += ["-" * width, header]
+    last_c = None
+    for i, row in enumerate(rows):
+        if row["connections"] != last_c:
+            last_c = row["connections"]
+            out.append(f"--C={last_c}:".ljust(width, "-"))
+        if i == 0 or rows[i - 1]["cell"] != row["cell"]:
+            mark = f"^{ratio_text(row['ratio'])}" if row["ratio"] else ""
+            if row.get("ratio_significant") is False:
+                mark += " (not significant)"
+            out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))
+        out.append(body[i])
+    out.append("-" * width)
+    if fmt == "markdown":
+        out.append("```")
+    return "\n".join(out) + "\n"
