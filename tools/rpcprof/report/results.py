@@ -164,12 +164,8 @@ def explain(cells, by, first: str, second: str) -> list[str]:
                          f"(S={s1}){seed_txt}. Syscalls per request: {second} {_f(b0.get('syscalls_per_req'), 3)} → "
                          f"{_f(b1.get('syscalls_per_req'), 3)}, {first} {_f(a0.get('syscalls_per_req'), 3)} → "
                          f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1))
-    near = sorted((abs(s - 50), s, b["ratio"]) for c, s, a, b in pairs if c == 1)[:2]
-    if near:
-        lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_001_RATIO}x) is not a cell "
-                     "here: pajamax stalls at exactly 50 streams in flight on this machine (Nagle plus delayed ACK; "
-                     "`profile.sh run rust_pajamax -S 50` flags it latency-bound). The nearest cells at C=1: "
-                     + ", ".join(f"S={s} ^{r:.1f}" for _, s, r in sorted(near, key=lambda x: x[1])) + ".")
+    lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_001_RATIO}x) is not a cell of this "
+                 "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = hi
     cats = ("recv", "send", "runtime", "protocol", "app", "other")
     if all(a.get(f"{k}_us") is not None and b.get(f"{k}_us") is not None for k in cats):

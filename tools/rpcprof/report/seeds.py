@@ -81,7 +81,7 @@ def leaf_share(stacks, regex: str) -> float:
     return hit / total if total else 0.0
 
 
-def why_lines(name: str, m: dict, seed_role: str) -> list[str]:
+def why_lines(name: str, m: dict, seed_role: str, streams: int | None = None) -> list[str]:
     """What about this server's run differs from the seed's setup, from its own figures."""
     out = []
     client, server = 100 * (m.get("client_cpu_share") or 0), 100 * (m.get("server_cpu_share") or 0)
@@ -99,11 +99,15 @@ def why_lines(name: str, m: dict, seed_role: str) -> list[str]:
                    "Nagle + delayed ACK).")
     if m.get("unsaturated"):
         out.append(f"{name}: UNSATURATED: server {server:.0f} %, client {client:.0f} %: neither side saturated.")
+    avg_ms = (m.get("latency") or {}).get("avg_ms")
+    if (m.get("unsaturated") or m.get("latency_bound")) and avg_ms and streams:
+        out.append(f"{name}: Little's law: {streams} in flight / {avg_ms:.2f} ms average latency = "
+                   f"{streams / avg_ms * 1000:,.0f} req/s, against {m['req_per_s']:,.0f} measured: the time each "
+                   "request spends waiting, not CPU, set the rate.")
     overhead = (m.get("profile") or {}).get("overhead_pct")
     if overhead is not None and abs(overhead) >= 10:
-        out.append(f"{name}: profiling cost {overhead:+.0f} % CPU per request in the profile window: the shares "
-                   "below come from a slower regime than the req/s per CPU, and that extra time lands in the "
-                   "kernel paths perf's timer interrupts (scheduler switches), inflating those frames' shares.")
+        out.append(f"{name}: CPU per request was {overhead:+.0f} % in the profile window against the measured one: "
+                   "the frame and category shares below come from that window.")
     return out
 
 
@@ -154,7 +158,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = ()) -> str:
     out += ["", "What about the setup differs, from the run's own figures:", ""]
     for s in servers:
         role = "tonic" if s in by_role["tonic"] else "pajamax"
-        out += [f"- {line}" for line in why_lines(s, metrics[s], role)]
+        out += [f"- {line}" for line in why_lines(s, metrics[s], role, p.get("streams"))]
     out += ["", "## The flame graphs' frames", "",
             "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
             "error from the sample count).", "",
