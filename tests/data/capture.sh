@@ -20,11 +20,13 @@ root="$(cd "$here/../.." && pwd)"
 servers=("$@")
 ((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs)
 
+runs=$(mktemp -d)          # a runs folder of its own: the one run in it is this capture
+trap 'rm -rf "$runs"' EXIT
 "$root/profile.sh" run "${servers[@]}" -d 2 -w 1 --profile-duration 3 --min-samples 2000 \
-  --label golden-capture --port 50451 --format json > /dev/null
-run=$(ls -d "$root"/flamegraphs/*-golden-capture | tail -n 1)
+  --label golden-capture --port 50451 --format json --runs-dir "$runs" > /dev/null
+run=$(find "$runs" -mindepth 1 -maxdepth 1 -type d)
 for s in "${servers[@]}"; do
   gzip -9n < "$run/$s/profile.folded" > "$here/$s.folded.gz"
 done
 RPCPROF_BLESS=1 "$root/tests/run.sh" -q -k golden
-echo "capture.sh: captured ${servers[*]} from $run"
+echo "capture.sh: captured ${servers[*]} from a run of $(basename "$run")"

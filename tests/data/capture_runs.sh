@@ -20,10 +20,11 @@ trap 'rm -rf "$scratch"' EXIT
 
 servers=(rust_tonic_mt rust_pajamax rust_tonic_st)
 "$root/profile.sh" run "${servers[@]}" --driver ghz -C 1 -S 50 -d 2 -w 1 --syscall-duration 2 \
-  --profile-duration 3 --min-samples 3000 --label capture-seed-001 --port 50461 --format json > /dev/null
+  --profile-duration 3 --min-samples 3000 --label capture-seed-001 --port 50461 --format json \
+  --runs-dir "$scratch" > /dev/null
 "$root/profile.sh" sweep "${servers[@]}" --scenario complex_proto -C 1 -S 1,100 -d 2 -w 1 \
   --syscall-duration 2 --profile-duration 3 --min-samples 3000 --label capture-sweep --port 50461 \
-  --format json > /dev/null
+  --format json --runs-dir "$scratch" > /dev/null
 
 # keep: the JSON files and the folded stacks (gzip'd), anywhere below the run folder
 keep() {
@@ -34,6 +35,6 @@ keep() {
     if [[ $f == *.folded ]]; then gzip -9n < "$from/$f" > "$to/$f.gz"; else cp "$from/$f" "$to/$f"; fi
   done
 }
-keep "$(ls -d "$root"/flamegraphs/*-capture-seed-001 | tail -n 1)" "$here/runs/seed-001"
-keep "$(ls -d "$root"/flamegraphs/*-capture-sweep | tail -n 1)" "$here/runs/sweep"
+keep "$(find "$scratch" -maxdepth 1 -name '*-capture-seed-001')" "$here/runs/seed-001"
+keep "$(find "$scratch" -maxdepth 1 -name '*-capture-sweep')" "$here/runs/sweep"
 du -sh "$here/runs"/*
