@@ -96,19 +96,19 @@ def test_run_refuses_a_bad_option_in_one_line_naming_it(runs, args, option):
 
 def test_unknown_server_is_refused_listing_the_known_servers(runs):
     r = invoke(profile_cli.entry, "run", "no_such_server", "--runs-dir", str(runs))
-    assert r.code == 1 and len(r.error_lines) == 1
+    assert r.code == 2 and len(r.error_lines) == 1
     assert "no_such_server" in r.error_lines[0] and all(n in r.error_lines[0] for n in KNOWN_SERVERS)
     assert list(runs.iterdir()) == []
 
 
 def test_the_old_tonic_name_says_what_it_is_now(runs):
     r = invoke(profile_cli.entry, "run", "rust_tonic", "--runs-dir", str(runs))
-    assert r.code == 1 and "rust_tonic_st" in r.error_lines[0] and "rust_tonic_mt" in r.error_lines[0]
+    assert r.code == 2 and "rust_tonic_st" in r.error_lines[0] and "rust_tonic_mt" in r.error_lines[0]
 
 
 def test_a_server_named_twice_is_refused(runs):
     r = invoke(profile_cli.entry, "run", "rust_tonic_st", "rust_tonic_st", "--runs-dir", str(runs))
-    assert r.code == 1 and "named twice" in r.error_lines[0]
+    assert r.code == 2 and "named twice" in r.error_lines[0]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -164,7 +164,17 @@ def test_fold_refuses_to_overwrite_its_input(tmp_path):
     src = tmp_path / "x.folded"
     src.write_text("a;b 1\n")
     r = invoke(report_cli.entry, "fold", str(src), "-o", str(src))
-    assert r.code == 1 and "replace its own input" in r.error_lines[0]
+    assert r.code == 2 and "replace its own input" in r.error_lines[0]
+
+
+def test_run_table_with_full_latency_shows_seed_003s_figures():
+    r = invoke(report_cli.entry, "run", str(ROOT / "tests" / "data" / "runs" / "seed-001"), "--latency", "full")
+    header = r.out.splitlines()[1]
+    assert r.code == 0
+    for column in ("50 % [ms]", "99.9 % [ms]", "99.99 % [ms]", "max [ms]", "tm99 [ms]", "stddev [ms]"):
+        assert column in header, header
+    seed = invoke(report_cli.entry, "run", str(ROOT / "tests" / "data" / "runs" / "seed-001"))
+    assert "99.99 % [ms]" not in seed.out and "95 % in [ms]" in seed.out
 
 
 def test_fold_copies_a_py_spy_raw_file_after_checking_it(tmp_path):

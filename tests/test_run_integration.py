@@ -143,11 +143,12 @@ def test_run_folder_is_a_new_timestamped_folder_under_the_runs_dir(seed_run, mod
     assert seed_run.run_dir.is_dir()
 
 
-def test_manifest_says_complete_with_every_server_ok(manifest):
+def test_manifest_says_complete_with_every_server_ok(manifest, module_profile):
     assert manifest["status"] == "complete"
+    assert manifest["mode"] == "run"
     assert manifest["servers"] == {name: "ok" for name in SERVERS}
     assert manifest["started"] <= manifest["finished"]
-    assert manifest["command"] == ["profile.sh", *ARGS]
+    assert manifest["command"] == ["profile.sh", ARGS[0], "--runs-dir", str(module_profile.runs_dir), *ARGS[1:]]
     assert manifest["scenario"] == {"name": "helloworld", "method": "/helloworld.Greeter/SayHello"}
 
 
