@@ -45,6 +45,7 @@ class Manifest:
     sampled_event: str | None = None
     process: dict | None = None            # attach: the process profiled
     cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
+    stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
 
     def finish(self, status: str) -> "Manifest":
         self.status = status
@@ -52,8 +53,8 @@ class Manifest:
         return self
 
 
-def now() -> str:
-    return dt.datetime.now().isoformat(timespec="seconds")
+def now(precise: bool = False) -> str:
+    return dt.datetime.now().isoformat(timespec="microseconds" if precise else "seconds")
 
 
 # --- writing -------------------------------------------------------------------------------------

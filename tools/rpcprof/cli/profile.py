@@ -59,6 +59,37 @@ def positive(ctx, param, value):
     return value
 
 
+def share(ctx, param, value):
+    """'5%' or '0.05' -> 0.05."""
+    if value is None:
+        return None
+    try:
+        x = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a share such as 5% or 0.05") from None
+    if not 0 < x < 1:
+        raise click.BadParameter(f"{value!r}: give a share between 0 and 100 %, such as 5%")
+    return x
+
+
+def repeat_options(what: str):
+    """--repeat, --precision, --max-time: the rounds of run and sweep."""
+    def decorate(f):
+        for option in reversed([
+            click.option("--repeat", default=1, show_default=True, callback=positive,
+                         help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
+                              f"ratios come from adjacent pairs with a 95 % interval{what}."),
+            click.option("--precision", default=None, callback=share, metavar="SHARE",
+                         help="Add rounds (at least 3) until every ratio's 95 % interval is within ±SHARE "
+                              f"(e.g. 5%){what}."),
+            click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
+                         help=f"With --precision: stop before a round would end after this many seconds{what}."),
+        ]):
+            f = option(f)
+        return f
+    return decorate
+
+
 def placement_and_load_options(f):
     """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
     options = [
@@ -109,13 +140,12 @@ def main():
               help="Count syscalls per request in a window of their own.")
 @click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
               help="Syscall-count window [s].")
-@click.option("--repeat", default=1, show_default=True, callback=positive,
-              help="Measure each server N times (restarted between); report the median and min-max.")
+@repeat_options("")
 @runs_dir_option
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
         params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
-        syscall_duration, repeat, runs_dir, fmt):
+        syscall_duration, repeat, precision, max_time, runs_dir, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
@@ -129,7 +159,7 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       profile=profile, call_graph=call_graph, frequency=frequency,
                       profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
                       syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat,
-                      runs_dir=runs_dir)
+                      precision=precision, max_time=max_time, runs_dir=runs_dir)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
@@ -169,7 +199,7 @@ def int_list(ctx, param, value):
                    "1000; pajamax allows 1000 concurrent streams).")
 @click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, help="Warm-up before each window [s].")
-@click.option("--repeat", default=1, show_default=True, callback=positive, help="Measurements per server and cell.")
+@repeat_options(" (per cell)")
 @placement_and_load_options
 @click.option("--label", default="", help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
@@ -181,8 +211,9 @@ def int_list(ctx, param, value):
               help="Raise the profile's rate, then its duration, to reach this many samples.")
 @runs_dir_option
 @format_option
-def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, scenario, driver, server_cpus, load_cpus, port,
-          label, profile, profile_duration, count_syscalls, syscall_duration, min_samples, runs_dir, fmt):
+def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, precision, max_time, scenario,
+          driver, server_cpus, load_cpus, port, label, profile, profile_duration, count_syscalls, syscall_duration,
+          min_samples, runs_dir, fmt):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
@@ -192,7 +223,8 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
     opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
                       server_cpus=server_cpus, load_cpus=load_cpus, port=port, label=label, profile=profile,
                       profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
-                      repeat=repeat, min_samples=min_samples, runs_dir=runs_dir)
+                      repeat=repeat, precision=precision, max_time=max_time, min_samples=min_samples,
+                      runs_dir=runs_dir)
     job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]],
                 max_per_connection=max_per_connection)
     try:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
+from rpcprof.analyze.intervals import precision_reached, server_ratio
 from rpcprof.analyze.repeats import aggregate_repeats
 from rpcprof.capture.profiler import CALL_GRAPHS, ProfilePlan, max_sample_rate, pmu_event
 from rpcprof.capture.window import ProfileTarget
@@ -54,7 +56,9 @@ class RunOptions:
     ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
     syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
     syscall_duration: float = RUN["syscall_duration"]
-    repeat: int = 1                 # measurements per server, restarted between them
+    repeat: int = 1                 # rounds: every server measured once per round, in turn (A B A B ...)
+    precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
+    max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     runs_dir: Path = RUNS_DIR
 
     def resolved_load_cpus(self) -> list[int]:
@@ -108,6 +112,10 @@ class Run:
         self.settings.validate()
         if opts.repeat < 1:
             raise UserError(f"--repeat must be at least 1 (got {opts.repeat})")
+        if opts.precision is not None and not 0 < opts.precision < 1:
+            raise UserError(f"--precision must be a share between 0 and 1, e.g. 0.05 or 5% (got {opts.precision})")
+        if opts.precision is not None and len(opts.servers) < 2:
+            raise UserError("--precision needs two servers or more: it is the precision of their ratio")
         if opts.warmup < 0:
             raise UserError(f"--warmup must be 0 or more (got {opts.warmup})")
         if len(set(opts.servers)) != len(opts.servers):
@@ -121,6 +129,7 @@ class Run:
             raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
         self.command = command
         self.results: dict[str, dict] = {}
+        self.stopped_by: str | None = None
         self.folder: RunFolder | None = None
         self.rules = load_rules() if opts.profile else None
         if self.rules and opts.app:
@@ -136,6 +145,7 @@ class Run:
     def write(self, status: str) -> None:
         params = {**asdict(self.opts), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
         self.manifest.parameters = params
+        self.manifest.stopped_by = self.stopped_by
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self, base: Path | None = None) -> Path:
@@ -152,14 +162,7 @@ class Run:
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
         status = "complete"
         try:
-            for spec in self.specs:
-                repeats = []
-                for k in range(1, self.opts.repeat + 1):
-                    repeats.append(self.measure(spec, k))
-                    self.results[spec.name] = aggregate_repeats(repeats)
-                    self.write("running")
-                    if repeats[-1].get("status") != "ok":
-                        break
+            self.rounds()
         except KeyboardInterrupt:
             status = "incomplete"
             for spec in self.specs:
@@ -174,14 +177,59 @@ class Run:
             raise KeyboardInterrupt
         return self.dir
 
+    def rounds(self) -> None:
+        """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --repeat
+        rounds, or with --precision as many as it takes for every ratio's interval to narrow to the target
+        (at least three), until the next round would end after --max-time. A server that fails is left
+        out of the rounds after."""
+        opts, t0 = self.opts, time.monotonic()
+        repeats: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}
+        k = 0
+        while True:
+            k += 1
+            started = time.monotonic()
+            for spec in self.specs:
+                if repeats[spec.name] and repeats[spec.name][-1].get("status") != "ok":
+                    continue
+                repeats[spec.name].append(self.measure(spec, k))
+                self.results[spec.name] = aggregate_repeats(repeats[spec.name])
+                self.write("running")
+            round_s = time.monotonic() - started
+            if opts.precision is None:
+                if k >= opts.repeat:
+                    return
+                continue
+            intervals = self.ratio_intervals()
+            shown_ci = ", ".join(f"{name} {i.text()} (±{100 * i.half_width:.1f} %)" if i and i.half_width is not None
+                                 else f"{name} {i.text() if i else '-'}" for name, i in intervals.items())
+            _log(f"rpcprof: round {k}: {shown_ci or 'no ratio yet'}")
+            if k >= max(opts.repeat, 3) and precision_reached(list(intervals.values()), opts.precision):
+                self.stopped_by = f"precision reached after {k} rounds: every ratio within ±{100 * opts.precision:g} %"
+                break
+            if time.monotonic() - t0 + round_s > opts.max_time:
+                self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
+                                   f"{k} rounds measured")
+                break
+        _log(f"rpcprof: {self.stopped_by}")
+
+    def ratio_intervals(self) -> dict:
+        """Each later server's req/s-per-CPU ratio over the first's, from the rounds so far."""
+        names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == "ok"]
+        if len(names) < 2:
+            return {}
+        base = self.results[names[0]]
+        return {name: server_ratio(base, self.results[name]) for name in names[1:]}
+
     def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
         """One measurement of spec in a session of its own; repeats after the first go in
         SERVER/repeat-K, without profile and syscall windows (the explanation is taken once; repeats
         measure the spread)."""
         out = self.folder.server_dir(spec.name, repeat)
-        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat}
-        if self.opts.repeat > 1:
-            _log(f"rpcprof: {spec.name}: repeat {repeat}/{self.opts.repeat}")
+        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
+                  "started": now(precise=True)}
+        if self.opts.repeat > 1 or self.opts.precision is not None:
+            total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
+            _log(f"rpcprof: {spec.name}: repeat {repeat}{total}")
         try:
             with Session() as session:
                 return self._measure(session, spec, out, result, first=repeat == 1)

@@ -58,18 +58,25 @@ def measure(subject: Subject) -> dict:
     return figures
 
 
+def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow):
+    """Load for seconds while perf stat counts the subject's syscalls into out/NAME.csv; (load, counts)."""
+    recorder = session.own(syscalls.start_count(subject.pid, subject.out, name))
+    recorder.wait_attached()
+    load = subject.drive(seconds, f"{name}-load.log", window)
+    session.stop(recorder)
+    return load, syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+
+
 def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None) -> dict:
     """A window with the same load and perf stat counting syscalls on every thread; its own CPU per
     request shows what counting costs."""
     log(f"rpcprof: {subject.name}: counting syscalls for {seconds:g} s (tracepoints)")
-    recorder = session.own(syscalls.start_count(subject.pid, subject.out))
-    recorder.wait_attached()
     window = CpuWindow(subject.monitor)
-    load = subject.drive(seconds, "syscalls-load.log", window)
+    load, counts = counted_window(session, subject, seconds, "syscalls", window)
     cpu_ns = window.ns()
-    session.stop(recorder)
-    counts = syscalls.parse_perf_stat_csv((subject.out / "syscalls.csv").read_text())
     record = {"window_s": load.wall_s, "requests_ok": load.ok, **counts, **syscalls.per_request(counts, load.ok),
+              "req_per_s": load.ok / load.wall_s if load.wall_s else None,
+              "server_cpu_cores": cpu_ns / 1e9 / load.wall_s if load.wall_s else None,
               "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}
     if load.ok and unprofiled_us:
         record["counting_cost_pct"] = 100 * (record["cpu_us_per_req_counting"] / unprofiled_us - 1)
@@ -80,11 +87,18 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
             unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None) -> dict:
     """A window with the profiler attached: driven by the subject's load, or by drive (e.g. waiting while
     someone else's load runs). The record gets the profiler's cost against the unprofiled window."""
+    seen = {}
     if drive is None:
         def drive(window):
-            return subject.drive(plan.duration, "profile-load.log", window).ok
+            # the profile window's own req/s and syscalls per request, to check it is in the measured regime
+            seen["load"], seen["counts"] = counted_window(session, subject, plan.duration, "profile-syscalls", window)
+            return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
+    if "load" in seen:
+        load = seen["load"]
+        record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None,
+                      syscalls=syscalls.per_request(seen["counts"], load.ok))
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
-        RunFolder.write_profile(subject.out, record)
+    RunFolder.write_profile(subject.out, record)
     return record

@@ -22,13 +22,16 @@ def available_syscalls() -> list[str]:
     return [s for s in SYSCALLS if (root / f"sys_enter_{s}").exists()]
 
 
-def start_count(pid: int, out: Path) -> Recorder:
-    """perf stat on every thread of pid until stopped; results in out/syscalls.csv."""
+WRITES = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
+
+
+def start_count(pid: int, out: Path, name: str = "syscalls") -> Recorder:
+    """perf stat on every thread of pid until stopped; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
-    csv = out / "syscalls.csv"
+    csv = out / f"{name}.csv"
     argv = [perf, "stat", "-x,", "-e", ",".join(events), "-p", str(pid), "-o", str(csv)]
-    return Recorder(argv, csv, out / "syscalls.log")
+    return Recorder(argv, csv, out / f"{name}.log")
 
 
 def parse_perf_stat_csv(text: str) -> dict:
@@ -58,6 +61,7 @@ def parse_perf_stat_csv(text: str) -> dict:
 def per_request(counts: dict, requests: int) -> dict:
     """Syscalls per request, total and by syscall."""
     if not requests:
-        return {"per_req": None, "by_syscall_per_req": {}}
+        return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}}
     return {"per_req": counts["total"] / requests,
+            "writes_per_req": sum(counts["by_syscall"].get(w, 0) for w in WRITES) / requests,
             "by_syscall_per_req": {k: v / requests for k, v in counts["by_syscall"].items()}}

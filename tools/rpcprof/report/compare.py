@@ -9,6 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
 
@@ -54,6 +55,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
         prof = m.get("profile") or {}
         ratio = m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         note = "  TOO FEW SAMPLES" if prof.get("too_few_samples") else ""
+        note += "".join(f"  {flag}" for flag in regime_flags(m))
         overhead = prof.get("overhead_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "

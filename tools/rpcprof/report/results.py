@@ -45,8 +45,9 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
            + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
-           f"{p['repeat']} repeat(s) per server and cell (servers restarted; the median repeat is shown, min-max "
-           "beside it); then a syscall-count window and a profile window per cell",
+           f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
+           "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
+           "a syscall-count window and a profile window per server in the first round",
            f"- scenario {p['scenario']}; tools: " + ", ".join(f"{k} {v}" for k, v in sorted(manifest['tools'].items())),
            "", "## The table", "",
            "Seed 000's layout. `^N.N` is the ratio of req/s per server CPU-second, "
@@ -55,7 +56,7 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
            render_sweep(sweep_dir, rules, "markdown").rstrip(), ""]
     if second:
         out += ["## Set beside the published figures", "",
-                f"| C | S | S/C | seed 000 ^ | this machine ^ | min-max over repeats | {first} client-bound | "
+                f"| C | S | S/C | seed 000 ^ | this machine ^ | 95 % interval | {first} client-bound | "
                 f"{second} client-bound | {second} syscalls/req | {first} syscalls/req |",
                 "|---:|---:|---:|---:|---:|---|---|---|---:|---:|"]
         for c, s in cells:
@@ -63,11 +64,11 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
             if not a or not b:
                 continue
             spread = ""
-            if a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
-                sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
-                spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f}"
-                if b.get("ratio_significant") is False:
-                    spread += " (not significant)"
+            i = b.get("cell_interval")
+            if i and i["low"]:
+                spread = f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
+                if i["significant"] is False:
+                    spread += " not significant"
             out.append(f"| {c} | {s} | {s // c} | {_f(SEED_000_RATIOS.get((c, s)))} | {_f(b['ratio'])} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")

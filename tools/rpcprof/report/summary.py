@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rpcprof.analyze.intervals import cv, repeats_by_index, server_ratio
+from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
 
@@ -63,6 +65,7 @@ def notes_for(m: dict) -> str:
         notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
         notes.append(f"{m['requests_non_ok']} non-OK")
+    notes += regime_flags(m)
     return ", ".join(notes)
 
 
@@ -99,10 +102,25 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "server_cpu_share": f.get("server_cpu_share"),
             "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
+            "regime_flags": regime_flags(f) if f else [],
             "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
+            "repeats": len(f.get("repeats") or []) or (1 if f else 0),
+            "cv_cpu_us_per_req": cv(list(repeats_by_index(f, "cpu_us_per_req").values())) if f else None,
+            "cv_req_per_cpu_s": cv(list(repeats_by_index(f, "req_per_cpu_s").values())) if f else None,
         })
-        spread = rows[-1]["spread_req_per_cpu_s"]
-        rows[-1]["spread_text"] = f"{spread[0]:,.0f}-{spread[1]:,.0f}" if spread else None
+        row = rows[-1]
+        spread = row["spread_req_per_cpu_s"]
+        row["spread_text"] = (f"{spread[0]:,.0f}-{spread[1]:,.0f} (CV {100 * row['cv_req_per_cpu_s']:.1f} %)"
+                              if spread and row["cv_req_per_cpu_s"] is not None else None)
+    # ratios from adjacent pairs of the interleaved rounds, over the first measured server
+    first = next((n for n in names if figures[n].get("req_per_cpu_s")), None)
+    for row in rows:
+        other = first and row["req_per_cpu_s"] and row["server"] != first
+        interval = server_ratio(figures[first], figures[row["server"]]) if other else None
+        row["ratio_interval"] = interval.as_dict() if interval else None
+        row["ratio_text"] = interval.text() if interval else None
+        if interval:
+            row["relative"] = interval.ratio
     return rows
 
 
@@ -111,14 +129,13 @@ def ratio_text(ratio: float) -> str:
     return f"{ratio:.1f}" if ratio >= 1 else f"{ratio:.2f}"
 
 
-def significance(a: dict, b: dict) -> str:
-    """With repeats: the ratio's range, or 'not significant' when the two spreads overlap."""
-    sa, sb = a.get("spread_req_per_cpu_s"), b.get("spread_req_per_cpu_s")
-    if not sa or not sb:
-        return ""
-    if sa[0] <= sb[1] and sb[0] <= sa[1]:
-        return " (NOT SIGNIFICANT: the repeats' spreads overlap)"
-    return f" (range {sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} over the repeats)"
+def significance(row: dict) -> str:
+    """After the ratio: its interval's verdict, or a hint when there is none."""
+    i = row.get("ratio_interval")
+    if not i or i["low"] is None:
+        return " (one round: no interval; --repeat 5 or --precision 5% gives one)"
+    pairs = f"95 % interval from {i['n']} adjacent pairs"
+    return f" ({pairs}; NOT SIGNIFICANT: it contains 1)" if i["significant"] is False else f" ({pairs})"
 
 
 def ratio_lines(rows: list[dict]) -> list[str]:
@@ -129,9 +146,8 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     base = measured[0]
     lines = []
     for r in measured[1:]:
-        ratio = r["req_per_cpu_s"] / base["req_per_cpu_s"]
-        lines.append(f"{r['server']} vs {base['server']}: ^{ratio_text(ratio)} requests per server CPU-second"
-                     + significance(base, r))
+        text = r.get("ratio_text") or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
+        lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
         if r.get("client_bound"):
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
@@ -141,6 +157,10 @@ def ratio_lines(rows: list[dict]) -> list[str]:
                          "ACK); try another --streams.")
         if r.get("unsaturated"):
             lines.append(unsaturated_line(r))
+        for flag in r.get("regime_flags") or []:
+            lines.append(f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures "
+                         "(shares, syscalls) do not describe the measured CPU per request; rerun, or use more -C to "
+                         "steady the batching.")
         if r.get("in_flight_flag"):
             lines.append(f"{r['server']}: the requests still in flight when the window ended are "
                          f"{100 * r['in_flight_share']:.1f} % of those counted: partly served, not counted, so CPU per "
@@ -160,7 +180,10 @@ def unsaturated_line(r: dict) -> str:
 
 
 def p_repeat(manifest: dict) -> str:
-    return f"{manifest['parameters'].get('repeat', 1)} repeats"
+    p = manifest["parameters"]
+    if p.get("precision"):
+        return f"rounds to ±{100 * p['precision']:g} %"
+    return f"{p.get('repeat', 1)} rounds"
 
 
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
@@ -173,6 +196,9 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     if any(r.get("spread_text") for r in rows):
         at = [k for k, _ in columns].index("req_per_cpu_s") + 1
         columns = columns[:at] + [("spread_text", f"min-max of {p_repeat(manifest)}")] + columns[at:]
+    if any((r.get("ratio_interval") or {}).get("low") for r in rows):
+        at = [k for k, _ in columns].index("relative") + 1
+        columns = columns[:at] + [("ratio_text", "ratio [95 % interval]")] + columns[at:]
     text = render(rows, columns, fmt)
     if fmt in ("table", "markdown"):
         p = manifest["parameters"]
@@ -180,5 +206,7 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
                 f"{p['duration']:g} s window, server CPU {p['server_cpus']}, load CPU {p['load_cpus']} "
                 f"[{manifest['status']}]")
         lines = ratio_lines(rows)
+        if manifest.get("stopped_by"):
+            lines.append(f"rounds: {manifest['stopped_by']}")
         text = head + "\n" + text + ("\n" + "\n".join(lines) + "\n" if lines else "")
     return text

@@ -32,22 +32,18 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         metrics = cells[key][1]
         base_rows = run_rows(metrics, servers)
         breakdowns = run_breakdowns(run_dir, rules)
-        rpc = [r["req_per_cpu_s"] for r in base_rows[:2]]
-        ratio = rpc[1] / rpc[0] if len(rpc) == 2 and all(rpc) else None
+        second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") else None
+        ratio = second["relative"] if second else None
+        interval = second.get("ratio_interval") if second else None
         for r in base_rows:
             m = metrics.get(r["server"], {})
-            row = {"cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio, **r}
+            row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,
+                   "cell_interval": interval}
             b = breakdowns.get(r["server"])
             for c in CATEGORY_US:
                 row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
-            row["ratio_significant"] = None
+            row["ratio_significant"] = interval["significant"] if interval else None
             rows.append(row)
-        if ratio is not None:
-            spreads = [(metrics[s].get("spread") or {}).get("req_per_cpu_s") for s in servers[:2]]
-            if all(spreads):
-                overlap = spreads[0][0] <= spreads[1][1] and spreads[1][0] <= spreads[0][1]
-                for row in rows[-len(base_rows):]:
-                    row["ratio_significant"] = not overlap
     return rows
 
 
@@ -76,7 +72,9 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
             last_c = row["connections"]
             out.append(f"--C={last_c}:".ljust(width, "-"))
         if i == 0 or rows[i - 1]["cell"] != row["cell"]:
-            mark = f"^{ratio_text(row['ratio'])}" if row["ratio"] else ""
+            ci = row.get("cell_interval")
+            mark = (f"^{ratio_text(row['ratio'])}" + (f" [{ratio_text(ci['low'])}-{ratio_text(ci['high'])}]"
+                                                      if ci and ci["low"] else "")) if row["ratio"] else ""
             if row.get("ratio_significant") is False:
                 mark += " (not significant)"
             out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))

@@ -1,0 +1,36 @@
+"""One regime per run: the flags that say a syscall or profile window behaved unlike the measured one."""
+from __future__ import annotations
+
+from rpcprof.analyze.regime import regime_flags
+from rpcprof.report.summary import notes_for
+
+
+def result(rps=100_000.0, sc_rps=100_000.0, prof_rps=100_000.0, sc_writes=0.05, prof_writes=0.05) -> dict:
+    return {"status": "ok", "req_per_s": rps,
+            "syscalls": {"req_per_s": sc_rps, "writes_per_req": sc_writes},
+            "profile": {"req_per_s": prof_rps, "syscalls": {"writes_per_req": prof_writes}}}
+
+
+def test_windows_in_the_same_regime_raise_no_flag():
+    assert regime_flags(result()) == []
+    assert regime_flags(result(prof_rps=95_000, sc_rps=104_000, prof_writes=0.06)) == []
+
+
+def test_a_profile_window_that_batched_differently_is_flagged_with_its_figures():
+    flags = regime_flags(result(prof_rps=82_000, prof_writes=0.31))
+    assert flags == ["PROFILE-REGIME: req/s -18 %, writes per request 0.05 -> 0.31"]
+    assert "PROFILE-REGIME: req/s -18 %" in notes_for(result(prof_rps=82_000, prof_writes=0.31))
+
+
+def test_a_syscall_window_at_another_rate_is_flagged():
+    assert regime_flags(result(sc_rps=130_000)) == ["SYSCALL-REGIME: req/s +30 %"]
+
+
+def test_small_absolute_changes_in_writes_are_not_a_new_regime():
+    # 1.00 -> 1.01 writes per request is the same regime (one write per response)
+    assert regime_flags(result(sc_writes=1.00, prof_writes=1.01)) == []
+    assert regime_flags(result(sc_writes=0.01, prof_writes=0.025)) == []
+
+
+def test_windows_without_figures_raise_no_flag():
+    assert regime_flags({"status": "ok", "req_per_s": 10.0}) == []

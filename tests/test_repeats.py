@@ -1,0 +1,65 @@
+"""Rounds without servers: Run.rounds drives a stand-in measure() with known figures, so the order of
+measurements, the precision stop rule and the time budget are checked exactly."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from rpcprof.jobs.run import Run, RunOptions
+
+
+class FakeRun(Run):
+    """A Run whose measure() returns figures from a table instead of starting servers."""
+
+    def __init__(self, opts, rpc: dict[str, list[float]]):
+        super().__init__(opts, ["profile.sh", "run"])
+        self.rpc = rpc
+        self.order: list[tuple[str, int]] = []
+        self.written = 0
+
+    def measure(self, spec, repeat=1):
+        self.order.append((spec.name, repeat))
+        values = self.rpc[spec.name]
+        v = values[(repeat - 1) % len(values)]
+        return {"server": spec.name, "status": "ok", "repeat": repeat, "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
+                "req_per_s": v, "server_cpu_cores": 1.0, "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}}
+
+    def write(self, status):
+        self.written += 1
+
+
+def opts(**kw):
+    return RunOptions(servers=["rust_tonic_mt", "rust_pajamax"], profile=False, syscalls=False, **kw)
+
+
+def test_rounds_interleave_the_servers():
+    run = FakeRun(opts(repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run.rounds()
+    assert run.order == [("rust_tonic_mt", 1), ("rust_pajamax", 1), ("rust_tonic_mt", 2), ("rust_pajamax", 2),
+                         ("rust_tonic_mt", 3), ("rust_pajamax", 3)]
+
+
+def test_precision_adds_rounds_until_the_interval_is_narrow_enough():
+    # noisy enough that three rounds are not within ±1 %, steady after
+    run = FakeRun(opts(precision=0.01), {"rust_tonic_mt": [100, 110, 90] + [100] * 20,
+                                         "rust_pajamax": [1000] * 23})
+    run.rounds()
+    rounds = max(k for _, k in run.order)
+    assert rounds > 3 and "precision reached" in run.stopped_by
+    assert run.ratio_intervals()["rust_pajamax"].half_width <= 0.01
+
+
+def test_precision_stops_at_the_time_budget(monkeypatch):
+    clock = itertools.count(0, 50)                      # every call to the clock: 50 s later
+    monkeypatch.setattr("rpcprof.jobs.run.time.monotonic", lambda: next(clock))
+    run = FakeRun(opts(precision=0.001, max_time=400), {"rust_tonic_mt": [100, 130, 70], "rust_pajamax": [1000]})
+    run.rounds()
+    assert "time budget" in run.stopped_by
+    assert max(k for _, k in run.order) < 6
+
+
+def test_precision_needs_two_servers():
+    from rpcprof.errors import UserError
+    with pytest.raises(UserError, match="two servers"):
+        Run(RunOptions(servers=["rust_tonic_mt"], precision=0.05, profile=False), ["x"])

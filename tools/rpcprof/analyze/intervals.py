@@ -1,0 +1,94 @@
+"""Ratios of two servers' figures with a 95 % confidence interval, from interleaved repeats.
+
+Repeats are measured in turn (A B A B ..., each server restarted), so repeat k of A and repeat k of B
+ran back to back on the same machine state. The ratio is computed per adjacent pair, r_k = B_k / A_k,
+and the interval is Student's t on the log ratios: exp(mean ± t(0.975, n-1) · sd / sqrt(n)). A drift
+of the shared machine that slows both servers alike cancels inside each pair; measured one server
+after the other, the same drift would land in the ratio.
+
+A precision target stops adding pairs once every ratio's interval is within ±target (relative).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+# Student's t, 0.975 quantile, by degrees of freedom (from the t table); beyond 30, interpolated
+# toward the normal quantile 1.96.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        raise ValueError("a t interval needs at least two pairs")
+    return T975[df - 1] if df <= len(T975) else 1.960 + (2.042 - 1.960) * 30 / df
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    ratio: float                 # geometric mean of the paired ratios
+    low: float | None            # 95 % interval (None with one pair)
+    high: float | None
+    n: int                       # pairs
+
+    @property
+    def significant(self) -> bool | None:
+        """False when the interval contains 1 (no difference shown); None without an interval."""
+        return None if self.low is None else not (self.low <= 1.0 <= self.high)
+
+    @property
+    def half_width(self) -> float | None:
+        """Relative half-width: the interval is ratio × (1 ± this), on the log scale."""
+        return None if self.low is None else math.sqrt(self.high / self.low) - 1
+
+    def text(self) -> str:
+        """`^17.7 [16.9-18.6]`, one decimal (two below 1), the interval only with two pairs or more."""
+        fmt = (lambda x: f"{x:.1f}") if self.ratio >= 1 else (lambda x: f"{x:.2f}")
+        return f"^{fmt(self.ratio)}" + (f" [{fmt(self.low)}-{fmt(self.high)}]" if self.low is not None else "")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "significant": self.significant, "half_width": self.half_width}
+
+
+def paired_ratio(a: list[float], b: list[float]) -> RatioInterval:
+    """b over a, pair by pair (a[k] and b[k] measured back to back); 95 % t interval on the log ratios."""
+    pairs = [(x, y) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
+    if not pairs:
+        raise ValueError("no pair with both figures")
+    logs = [math.log(y / x) for x, y in pairs]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return RatioInterval(math.exp(mean), None, None, 1)
+    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+def repeats_by_index(result: dict, figure: str = "req_per_cpu_s") -> dict[int, float]:
+    """{repeat k: figure} of one server's result (one measurement: {1: figure})."""
+    rows = result.get("repeats") or [{"repeat": result.get("repeat", 1), figure: result.get(figure)}]
+    return {r["repeat"]: r[figure] for r in rows if r.get(figure)}
+
+
+def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s") -> RatioInterval | None:
+    """other's figure over base's, paired by repeat index; None when no repeat measured both."""
+    a, b = repeats_by_index(base, figure), repeats_by_index(other, figure)
+    common = sorted(a.keys() & b.keys())
+    if not common:
+        return None
+    return paired_ratio([a[k] for k in common], [b[k] for k in common])
+
+
+def cv(values: list[float]) -> float | None:
+    """Coefficient of variation (sample standard deviation over the mean); None for fewer than two."""
+    values = [v for v in values if v is not None]
+    if len(values) < 2:
+        return None
+    return statistics.stdev(values) / statistics.fmean(values)
+
+
+def precision_reached(intervals: list[RatioInterval | None], target: float) -> bool:
+    """Stop rule: every ratio has an interval (two pairs or more) no wider than ±target."""
+    return bool(intervals) and all(i is not None and i.half_width is not None and i.half_width <= target
+                                   for i in intervals)
