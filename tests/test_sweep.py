@@ -39,15 +39,25 @@ def test_sweep_announces_its_duration_and_progress(sweep):
     assert "[1/2] C=1 S=1:" in proc.stderr and "[2/2] C=1 S=10:" in proc.stderr and "ETA" in proc.stderr
 
 
-def test_ratio_is_the_quotient_of_the_per_cpu_figures(sweep):
+def test_ratio_is_the_mean_of_the_paired_rounds_with_its_interval(sweep):
+    """Each cell's ratio: the geometric mean of pajamax over tonic round by round (both rounds of a cell
+    were measured in turn), bracketed by its 95 % interval."""
+    import math
     _, folder = sweep
     out = subprocess.run([str(ROOT / "report.py"), "sweep", str(folder), "--format", "json"], capture_output=True,
                          text=True, check=True).stdout
     rows = json.loads(out)
     assert len(rows) == 4
+    manifest = json.loads((folder / "manifest.json").read_text())
     for cell in ("C1-S1", "C1-S10"):
         tonic, pajamax = [r for r in rows if r["cell"] == cell]
-        assert tonic["ratio"] == pytest.approx(pajamax["req_per_cpu_s"] / tonic["req_per_cpu_s"])
+        metrics = json.loads((folder / manifest["cells"][cell]["run"] / "metrics.json").read_text())
+        pairs = zip(metrics["rust_tonic_mt"]["repeats"], metrics["rust_pajamax"]["repeats"])
+        logs = [math.log(p["req_per_cpu_s"] / t["req_per_cpu_s"]) for t, p in pairs]
+        assert len(logs) == 2
+        assert tonic["ratio"] == pytest.approx(math.exp(sum(logs) / 2))
+        interval = tonic["cell_interval"]
+        assert interval["n"] == 2 and interval["low"] <= tonic["ratio"] <= interval["high"]
     for r in rows:
         assert r["syscalls_per_req"] > 0
         assert r["spread_req_per_cpu_s"][0] <= r["req_per_cpu_s"] <= r["spread_req_per_cpu_s"][1]
