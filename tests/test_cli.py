@@ -182,3 +182,22 @@ def test_fold_copies_a_py_spy_raw_file_after_checking_it(tmp_path):
     src.write_text("main (a.py:1);work (a.py:2) 7\nmain (a.py:1) 3\n")
     r = invoke(report_cli.entry, "fold", str(src), "-o", str(out))
     assert r.code == 0 and out.read_text() == src.read_text() and "10 samples" in r.err
+
+
+def test_an_unexpected_exception_is_one_line_naming_the_traceback_file(monkeypatch):
+    """The error boundary: exit 70, one line, the traceback in the file it names (not on the terminal)."""
+    import rpcprof.report.summary as summary
+
+    def broken(*a, **k):
+        raise RuntimeError("something the code did not expect")
+    monkeypatch.setattr(summary, "render_run", broken)
+    r = invoke(report_cli.entry, "run", str(ROOT / "tests" / "data" / "runs" / "seed-001"))
+    assert r.code == 70 and "Traceback" not in r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("report.py: internal error: RuntimeError: something the code")
+    path = lines[0].rsplit("details in ", 1)[1]
+    try:
+        text = open(path).read()
+        assert "Traceback" in text and "something the code did not expect" in text and "broken" in text
+    finally:
+        os.unlink(path)

@@ -1,6 +1,7 @@
 """What every rpcprof command line shares: one-line errors, exit codes, the --format option."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -37,13 +38,32 @@ runs_dir_option = click.option("--runs-dir", type=click.Path(file_okay=False, pa
                                show_default="flamegraphs/", help="Where run folders are written (and looked up by name).")
 
 
+# Exit codes of both command lines (README lists them).
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+
+
+def internal_error(prog: str, error: BaseException) -> int:
+    """An unexpected exception: the traceback to a file, one line naming it on stderr; the exit code."""
+    import tempfile
+    import traceback
+    fd, path = tempfile.mkstemp(prefix="rpcprof-internal-error-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{prog} {' '.join(sys.argv[1:])}\n\n")
+        traceback.print_exception(error, file=f)
+    first = (str(error).splitlines() or [""])[0][:200]
+    click.echo(f"{prog}: internal error: {type(error).__name__}: {first}; details in {path}", err=True)
+    return EXIT_INTERNAL
+
+
 def run_click(group: click.Group, args: list[str] | None = None) -> None:
     """Run a click group on args (default: the command line): UserError -> one line on stderr and its
-    exit code; SIGTERM acts like Ctrl-C so every cleanup path runs; never a traceback for the user's
-    mistakes. Always ends in SystemExit with the exit code."""
+    exit code; SIGTERM and SIGHUP act like Ctrl-C so every cleanup path runs; anything unexpected -> one
+    line naming a file with the traceback, exit 70; never a traceback on the terminal. Always ends in
+    SystemExit with the exit code."""
     def on_term(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGHUP, on_term)
     try:
         group(args=args, prog_name=group.name, standalone_mode=False)
     except click.UsageError as e:
@@ -66,4 +86,6 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as e:                 # noqa: BLE001 - the error boundary
+        sys.exit(internal_error(group.name, e))
     sys.exit(0)
