@@ -71,8 +71,18 @@ def repeats_by_index(result: dict, figure: str = "req_per_cpu_s") -> dict[int, f
     return {r["repeat"]: r[figure] for r in rows if r.get(figure)}
 
 
+def interleaved(result: dict) -> bool:
+    """Whether a result's repeats were measured in rounds (each records when it started). Runs made
+    before rounds measured one server's repeats after the other: their pairs are not adjacent."""
+    rows = result.get("repeats")
+    return not rows or all(r.get("started") for r in rows)
+
+
 def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s") -> RatioInterval | None:
-    """other's figure over base's, paired by repeat index; None when no repeat measured both."""
+    """other's figure over base's, paired by repeat index; None when no repeat measured both, or when
+    the repeats were not measured in rounds (no adjacent pairs to take an interval from)."""
+    if not (interleaved(base) and interleaved(other)):
+        return None
     a, b = repeats_by_index(base, figure), repeats_by_index(other, figure)
     common = sorted(a.keys() & b.keys())
     if not common:

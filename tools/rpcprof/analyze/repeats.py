@@ -24,7 +24,7 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
     for k in ("p99_ms", "avg_ms"):
         out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]
-    out["repeats"] = [{k: r.get(k) for k in ("repeat", *SPREAD)} for r in repeats]
+    out["repeats"] = [{k: r.get(k) for k in ("repeat", "started", *SPREAD)} for r in repeats]
     if out.get("profile", {}).get("cpu_us_per_req_profiled"):
         out["profile"] = {**out["profile"], "overhead_pct": 100 * (
             out["profile"]["cpu_us_per_req_profiled"] / out["cpu_us_per_req"] - 1)}

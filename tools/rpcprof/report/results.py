@@ -45,9 +45,14 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
            + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
-           f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
-           "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
-           "a syscall-count window and a profile window per server in the first round",
+           + (f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
+            "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
+            "a syscall-count window and a profile window per server in the first round"
+            if all(r.get("rounds_interleaved", True) for r in rows) else
+            f"{p['repeat']} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
+            "interleaved rounds: the median repeat is shown with its min-max; ratios are of the medians, with no "
+            "paired interval, and may hold the machine's drift); a syscall-count window and a profile window per "
+            "server and cell"),
            f"- scenario {p['scenario']}; tools: " + ", ".join(f"{k} {v}" for k, v in sorted(manifest['tools'].items())),
            "", "## The table", "",
            "Seed 000's layout. `^N.N` is the ratio of req/s per server CPU-second, "
@@ -56,7 +61,7 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
            render_sweep(sweep_dir, rules, "markdown").rstrip(), ""]
     if second:
         out += ["## Set beside the published figures", "",
-                f"| C | S | S/C | seed 000 ^ | this machine ^ | 95 % interval | {first} client-bound | "
+                f"| C | S | S/C | seed 000 ^ | this machine ^ | 95 % interval (or range) | {first} client-bound | "
                 f"{second} client-bound | {second} syscalls/req | {first} syscalls/req |",
                 "|---:|---:|---:|---:|---:|---|---|---|---:|---:|"]
         for c, s in cells:
@@ -69,6 +74,9 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
                 spread = f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
                 if i["significant"] is False:
                     spread += " not significant"
+            elif a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
+                sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
+                spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential repeats)"
             out.append(f"| {c} | {s} | {s // c} | {_f(SEED_000_RATIOS.get((c, s)))} | {_f(b['ratio'])} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")

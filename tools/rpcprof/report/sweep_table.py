@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.intervals import interleaved
 from rpcprof.report.compare import run_breakdowns
 from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
@@ -43,6 +44,7 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
             for c in CATEGORY_US:
                 row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
             row["ratio_significant"] = interval["significant"] if interval else None
+            row["rounds_interleaved"] = interleaved(metrics.get(r["server"]) or {})
             rows.append(row)
     return rows
 
