@@ -55,12 +55,22 @@ def test_one_pair_gives_a_ratio_without_interval():
 
 
 def test_server_ratio_pairs_by_repeat_index_and_skips_missing_repeats():
-    base = {"repeats": [{"repeat": 1, "req_per_cpu_s": 10}, {"repeat": 2, "req_per_cpu_s": 11},
-                        {"repeat": 3, "req_per_cpu_s": 9}]}
-    other = {"repeats": [{"repeat": 1, "req_per_cpu_s": 20}, {"repeat": 3, "req_per_cpu_s": 18}]}
+    base = {"repeats": [{"repeat": 1, "started": "t1", "req_per_cpu_s": 10},
+                        {"repeat": 2, "started": "t3", "req_per_cpu_s": 11},
+                        {"repeat": 3, "started": "t5", "req_per_cpu_s": 9}]}
+    other = {"repeats": [{"repeat": 1, "started": "t2", "req_per_cpu_s": 20},
+                         {"repeat": 3, "started": "t6", "req_per_cpu_s": 18}]}
     r = server_ratio(base, other)
     assert r.n == 2 and r.ratio == pytest.approx(2.0)
     assert server_ratio({"repeat": 1, "req_per_cpu_s": 5}, {"repeat": 1, "req_per_cpu_s": 10}).ratio == 2.0
+
+
+def test_repeats_measured_before_rounds_give_no_paired_interval():
+    """Older runs measured one server's repeats after the other: their k-th repeats were not adjacent."""
+    legacy = {"repeats": [{"repeat": 1, "req_per_cpu_s": 10}, {"repeat": 2, "req_per_cpu_s": 11}]}
+    rounds = {"repeats": [{"repeat": 1, "started": "t2", "req_per_cpu_s": 20},
+                          {"repeat": 2, "started": "t4", "req_per_cpu_s": 22}]}
+    assert server_ratio(legacy, rounds) is None and server_ratio(rounds, legacy) is None
 
 
 def test_precision_stop_rule():

@@ -22,7 +22,8 @@ class FakeRun(Run):
         self.order.append((spec.name, repeat))
         values = self.rpc[spec.name]
         v = values[(repeat - 1) % len(values)]
-        return {"server": spec.name, "status": "ok", "repeat": repeat, "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
+        return {"server": spec.name, "status": "ok", "repeat": repeat, "started": f"round {repeat:03d} {spec.name}",
+                "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
                 "req_per_s": v, "server_cpu_cores": 1.0, "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}}
 
     def write(self, status):
