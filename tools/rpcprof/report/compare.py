@@ -85,7 +85,8 @@ def server_ruler(metrics: dict, server: str) -> str | None:
     return (metrics.get(server) or {}).get("ruler")
 
 
-def ruler_rows(run_dir: Path, ruler_override: str | None = None) -> tuple[list[dict], list[str]]:
+def ruler_rows(run_dir: Path, ruler_override: str | None = None,
+               keep_shares: bool = False) -> tuple[list[dict], list[str]]:
     """Seed 001's check, per profiled server: the ruler's share (with its sampling error) and µs per
     request; per server after the first with the same ruler, the ratio of ruler shares (95 % interval)
     beside the measured req/s-per-CPU ratios, profiled and unprofiled. (rows, sentences)."""
@@ -109,29 +110,38 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None) -> tuple[list[d
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
-        b.update(ratio=None, ratio_low=None, ratio_high=None, measured_ratio=None, profiled_ratio=None, agrees=None,
-                 base=base["server"] if base else None)
+        b.update(ruler_check(base, b) if base else {"ratio": None, "ratio_low": None, "ratio_high": None,
+                                                      "measured_ratio": None, "profiled_ratio": None, "agrees": None})
+        b["base"] = base["server"] if base else None
         if not base:
             continue
-        r = share_ratio(base["_fs"], b["_fs"])
-        b["measured_ratio"] = b["req_per_cpu_s"] / base["req_per_cpu_s"]
-        if base["cpu_us_per_req_profiled"] and b["cpu_us_per_req_profiled"]:
-            b["profiled_ratio"] = base["cpu_us_per_req_profiled"] / b["cpu_us_per_req_profiled"]
-        if r is None:
+        if b["ratio"] is None:
             lines.append(f"{b['server']} vs {base['server']}: the ruler matched no sample in one of them: no check")
             continue
-        b["ratio"], b["ratio_low"], b["ratio_high"] = r
-        # the share ratio measures CPU per request in the profiled windows: check it against that
-        check = b["profiled_ratio"] or b["measured_ratio"]
-        b["agrees"] = r[1] <= check <= r[2]
         verdict = ("agree within the sampling error" if b["agrees"] else
                    "DISAGREE beyond the sampling error: attribution or the same-work premise is off")
         profiled = f", ^{b['profiled_ratio']:.2f} while profiled" if b["profiled_ratio"] else ""
-        lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{r[0]:.2f} [{r[1]:.2f}-{r[2]:.2f}], req/s per "
-                     f"CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
-    for row in rows:
-        row.pop("_fs")
+        lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{b['ratio']:.2f} [{b['ratio_low']:.2f}-"
+                     f"{b['ratio_high']:.2f}], req/s per CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
+    if not keep_shares:             # the FrameShare behind each row, for ruler_check on other pairs
+        for row in rows:
+            row.pop("_fs")
     return rows, lines
+
+
+def ruler_check(base: dict, row: dict) -> dict:
+    """row's ruler against base's (two rows of ruler_rows, before `_fs` is dropped): the ratio of ruler
+    shares with its 95 % interval, the measured req/s-per-CPU ratios, and whether they agree. The share
+    ratio measures CPU per request in the profile windows, so it is checked against the ratio there."""
+    out = {"measured_ratio": row["req_per_cpu_s"] / base["req_per_cpu_s"], "profiled_ratio": None,
+           "ratio": None, "ratio_low": None, "ratio_high": None, "agrees": None}
+    if base["cpu_us_per_req_profiled"] and row["cpu_us_per_req_profiled"]:
+        out["profiled_ratio"] = base["cpu_us_per_req_profiled"] / row["cpu_us_per_req_profiled"]
+    r = share_ratio(base["_fs"], row["_fs"])
+    if r is not None:
+        out["ratio"], out["ratio_low"], out["ratio_high"] = r
+        out["agrees"] = r[1] <= (out["profiled_ratio"] or out["measured_ratio"]) <= r[2]
+    return out
 
 
 RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_pct", "± [%]"),

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
-from rpcprof.report.compare import ruler_rows
+from rpcprof.report.compare import ruler_check, ruler_rows
+from rpcprof.report.summary import notes_for
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share
@@ -141,7 +142,6 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = ()) -> str:
         c, s, r = SEED_RUN[role]
         out.append(f"| seed 001 {role} | | {_num(r)} | {s:.0f} % | {c:.0f} % | {_num(r / (s / 100))} | "
                    f"{1e6 * (s / 100) / r:.2f} | - | |")
-    from rpcprof.report.summary import notes_for
     for s in servers:
         m = metrics[s]
         role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
@@ -219,7 +219,6 @@ def other_setups_section(runs: list[Path]) -> list[str]:
     """The same servers under other loads (other runs given with --also): the figures of each, and the
     ruler's µs per request against syscalls per request: does the same code cost more per request when
     more syscalls separate one request's handler from the next?"""
-    from rpcprof.report.summary import notes_for
     out = ["## The same servers in other setups", "",
            "Other runs given to `report.py seeds --also`, the run above first. The ruler's µs per request "
            "is its share of each profile times the unprofiled CPU per request.", "",
@@ -261,7 +260,7 @@ def by_role_list(by_role: dict, stacks: dict) -> list[str]:
 
 
 def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> list[str]:
-    rows, lines = ruler_rows(run_dir, RULER)
+    rows, _ = ruler_rows(run_dir, RULER, keep_shares=True)
     out = ["## The ruler", "",
            f"Seed 001 found `{RULER}` (the handler's `format!`) at 0.31 % of tonic and 2.90 % of pajamax: "
            f"9.4x, close to its measured {SEED_RATIO_QUOTED}x ({SEED_RATIO:.1f}x from its own figures). The same work per request in both servers, so the "
@@ -282,19 +281,11 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         t_row = next((r for r in rows if r["server"] == t), None)
         if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
             continue
-        from rpcprof.analyze.frames import share_ratio
-        a = frame_share(stacks[t], compile_regex(RULER, "ruler"))
-        b = frame_share(stacks[pj], compile_regex(RULER, "ruler"))
-        ratio, lo, hi = share_ratio(a, b)
-        measured = metrics[pj]["req_per_cpu_s"] / metrics[t]["req_per_cpu_s"]
-        prof_t = (metrics[t].get("profile") or {}).get("cpu_us_per_req_profiled")
-        prof_p = (metrics[pj].get("profile") or {}).get("cpu_us_per_req_profiled")
-        profiled = prof_t / prof_p if prof_t and prof_p else None
-        check = profiled or measured
-        verdict = "agrees" if lo <= check <= hi else "DISAGREES beyond the sampling error"
-        out.append(f"- {pj} over {t}: ruler shares **{ratio:.1f}x** [95 %: {lo:.1f}-{hi:.1f}] (seed 001: 9.4x); "
-                   f"measured req/s per CPU {measured:.1f}x unprofiled"
-                   + (f", {profiled:.1f}x in the profile windows" if profiled else "")
+        c = ruler_check(t_row, pj_row)
+        verdict = "agrees" if c["agrees"] else "DISAGREES beyond the sampling error"
+        out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
+                   f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {c['measured_ratio']:.1f}x "
+                   "unprofiled" + (f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else "")
                    + f": the ruler {verdict}.")
     costs = [r for r in rows if r["server"] in stacks and r["samples"]]
     for i, a in enumerate(costs):
