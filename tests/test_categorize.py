@@ -172,3 +172,137 @@ def test_rule_shadowed_by_an_earlier_rule_is_reported(tmp_path):
 """)
     problems = check_examples(load_rules(path))
     assert len(problems) == 1 and "'never' in send" in problems[0] and "shadowed" in problems[0]
+
+
+# --- level 2 and the tax view ------------------------------------------------------------------
+
+LAYERED = GOOD_APP + """
+  - name: send
+    color: "#ff9800"
+    subcategories:
+      - {name: syscall, description: the syscall path}
+      - {name: tcp, description: TCP below it}
+      - {name: loopback, description: the peer's receive}
+    rules:
+      - name: tcp
+        where: kernel
+        sub: tcp
+        match: '^tcp_sendmsg$'
+        examples: ["tcp_sendmsg_[k]"]
+      - name: sys
+        where: kernel
+        sub: syscall
+        match: '^__x64_sys_sendto$'
+        examples: ["__x64_sys_sendto_[k]"]
+      - name: loopback
+        where: kernel
+        level: 2
+        sub: loopback
+        match: '^net_rx_action$'
+        examples: ["net_rx_action_[k]"]
+  - name: protocol
+    color: "#9c27b0"
+    subcategories:
+      - {name: http2, description: h2}
+      - {name: protobuf, description: prost}
+    rules:
+      - name: h2
+        sub: http2
+        match: '^h2::'
+        examples: ["h2::codec::encode"]
+      - name: prost
+        sub: protobuf
+        match: '^prost::'
+        examples: ["prost::encoding::encode_varint"]
+      - name: bytes
+        match: '^bytes::'
+        examples: ["bytes::BytesMut::put_slice"]
+tax:
+  rest: everything-else
+  groups:
+    - name: data-movement
+      color: "#26a69a"
+      rules:
+        - name: memcpy
+          match: '^memcpy$'
+          examples: [memcpy]
+    - name: syscall-entry
+      color: "#78909c"
+      rules:
+        - name: entry
+          where: kernel
+          match: '^entry_SYSCALL_64$'
+          examples: ["entry_SYSCALL_64_[k]"]
+"""
+
+STACKS = [
+    # send decided by tcp_sendmsg; net_rx_action below it (skipped by level 1) makes it send/loopback
+    ("main;entry_SYSCALL_64_[k];__x64_sys_sendto_[k];tcp_sendmsg_[k];net_rx_action_[k];tcp_v4_rcv_[k]", 5,
+     "send", "send/loopback", "everything-else"),
+    ("main;entry_SYSCALL_64_[k];__x64_sys_sendto_[k];tcp_sendmsg_[k]", 3, "send", "send/tcp", "everything-else"),
+    # a sample in the syscall entry itself: no category frame below it; the tax walk sees the whole stack
+    ("main;entry_SYSCALL_64_[k]", 2, "other", "other", "syscall-entry"),
+    # bytes decides the category but not the sub-category: its caller prost does; memcpy is the tax
+    ("main;h2::codec::encode;prost::encoding::encode_varint;bytes::BytesMut::put_slice;memcpy", 7,
+     "protocol", "protocol/protobuf", "data-movement"),
+    # memcpy rootward of the deciding frame is not the leaf's work
+    ("main;memcpy;h2::codec::encode;h2::frame::head", 4, "protocol", "protocol/http2", "everything-else"),
+    ("main;bytes::BytesMut::put_slice", 1, "protocol", "protocol/other", "everything-else"),
+]
+
+
+@pytest.mark.parametrize("stack, weight, level1, level2, tax", STACKS)
+def test_level2_and_tax_walks(tmp_path, stack, weight, level1, level2, tax):
+    rules = load_rules(write_rules(tmp_path, LAYERED))
+    frames = stack.split(";")
+    assert rules.classify_stack(frames)[0] == level1
+    assert rules.using(level=2).classify_stack(frames)[0] == level2
+    assert rules.using(view="tax").classify_stack(frames)[0] == tax
+
+
+def test_level2_groups_sum_to_their_level1_category(tmp_path):
+    rules = load_rules(write_rules(tmp_path, LAYERED))
+    stacks = list(read_folded(f"{s} {w}" for s, w, *_ in STACKS))
+    one, two = categorize(stacks, rules), categorize(stacks, rules.using(level=2))
+    assert two.total == one.total
+    for cat in rules.all_categories:
+        assert sum(two.weights[g] for g in rules.using(level=2).all_categories if g.split("/")[0] == cat) == \
+            one.weights[cat]
+    assert two.weights["send/loopback"] == 5 and two.weights["protocol/other"] == 1
+    tax = categorize(stacks, rules.using(view="tax"))
+    assert tax.weights == {"data-movement": 7, "syscall-entry": 2, "everything-else": 13}
+
+
+def test_level2_colours_are_shades_of_their_category(tmp_path):
+    rules = load_rules(write_rules(tmp_path, LAYERED)).using(level=2)
+    shades = [rules.colors[g] for g in rules.groups_of("send")]
+    assert len(set(shades)) == 4 and all(c.startswith("#") and len(c) == 7 for c in shades)
+    assert rules.colors["app"] == "#00ff00"
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("        sub: tcp\n", "sub 'tcp' is not one of protocol's subcategories"),
+    ("        level: 2\n", "a level-2 rule needs a `sub`"),
+])
+def test_bad_sub_or_level_is_one_line(tmp_path, extra, message):
+    body = LAYERED.replace("        match: '^bytes::'\n", "        match: '^bytes::'\n" + extra)
+    with pytest.raises(UserError) as e:
+        load_rules(write_rules(tmp_path, body))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sub_rule_shadowed_at_level2_is_reported(tmp_path):
+    body = LAYERED.replace("        match: '^net_rx_action$'", "        match: '^(net_rx_action|tcp_sendmsg)$'")
+    body = body.replace('examples: ["net_rx_action_[k]"]', 'examples: ["net_rx_action_[k]", "tcp_sendmsg_[k]"]')
+    body = body.replace("      - name: tcp\n", "      - name: loopback-first\n        where: kernel\n        level: 2\n"
+                        "        sub: loopback\n        match: '^tcp_sendmsg$'\n        examples: [\"tcp_sendmsg_[k]\"]\n"
+                        "      - name: tcp\n", 1)
+    problems = check_examples(load_rules(write_rules(tmp_path, body)))
+    assert any("rule 'tcp' in send (sub tcp)" in p and "loopback-first" in p for p in problems), problems
+
+
+def test_unknown_level_or_view_is_one_line():
+    with pytest.raises(UserError, match="--level 3"):
+        RULES.using(level=3)
+    with pytest.raises(UserError, match="--view 'cost'"):
+        RULES.using(view="cost")
