@@ -76,3 +76,48 @@ def test_seed_servers_show_their_known_shapes(server):
         assert row["send"] > 25
     else:
         assert row["recv"] + row["send"] > 35 and row["runtime"] < 5
+
+
+@pytest.mark.parametrize("server", sorted(CAPTURES))
+@pytest.mark.parametrize("grouping", [("level2", "--level", "2"), ("tax", "--view", "tax")], ids=lambda g: g[0])
+def test_golden_level2_and_tax_tables(server, grouping):
+    name, flag, value = grouping
+    folded = DATA / f"{server}.folded.gz"
+    out = report("table", str(folded), "--app", CAPTURES[server]["app"], flag, value, "--format", "csv")
+    check_golden(DATA / f"{server}.{name}.csv", out.replace(str(folded), folded.name))
+
+
+@pytest.mark.parametrize("server", sorted(CAPTURES))
+def test_level2_leaves_level1_unchanged(server):
+    """Each category's share at level 1 (the golden table) is the sum of its sub-categories' at level 2,
+    and the tax view covers every sample once."""
+    import json
+    folded = DATA / f"{server}.folded.gz"
+    args = ("table", str(folded), "--app", CAPTURES[server]["app"], "--format", "json")
+    one = json.loads(report(*args))[0]
+    two = json.loads(report(*args, "--level", "2"))[0]
+    tax = json.loads(report(*args, "--view", "tax"))[0]
+    categories = [k for k in one if k not in ("profile", "samples")]
+    for cat in categories:
+        parts = [v for k, v in two.items() if k == cat or k.startswith(cat + "/")]
+        assert sum(parts) == pytest.approx(one[cat], abs=1e-9), cat
+    assert one["samples"] == two["samples"] == tax["samples"]
+    assert sum(v for k, v in tax.items() if k not in ("profile", "samples")) == pytest.approx(100)
+
+
+@pytest.mark.parametrize("server", ["rust_tonic_mt", "rust_pajamax", "go_grpc"])
+def test_protocol_is_split_where_the_frames_say(server):
+    """Level 2 puts almost all of protocol in named sub-categories (little protocol/other), and the
+    seeds' known work shows where it should: pajamax's HPACK path decoder, tonic's h2."""
+    import json
+    folded = DATA / f"{server}.folded.gz"
+    row = json.loads(report("table", str(folded), "--app", CAPTURES[server]["app"], "--level", "2",
+                            "--format", "json"))[0]
+    protocol = sum(v for k, v in row.items() if k.startswith("protocol/"))
+    assert row["protocol/other"] <= 0.05 * protocol
+    if server == "rust_pajamax":
+        assert row["protocol/hpack"] > row["protocol/http2"] > 0      # find_path, decode_literal_path
+    else:
+        assert row["protocol/http2"] == max(v for k, v in row.items() if k.startswith("protocol/"))
+    if server == "rust_tonic_mt":
+        assert row["send/loopback"] > 0 and row["send/tcp"] > 0 and row["send/syscall"] > 0

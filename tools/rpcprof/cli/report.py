@@ -17,6 +17,17 @@ from rpcprof.rundir import load_sweep, read_result, resolve, run_of_folded, writ
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
                             show_default="categorize.yaml", help="Categorisation rules.")
+
+
+def grouping_options(f):
+    """--level 1|2 and --view category|tax: which grouping of the samples a report shows."""
+    f = click.option("--view", type=click.Choice(["category", "tax"]), default="category", show_default=True,
+                     help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
+                          "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest).")(f)
+    return click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
+                        help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
+
+
 app_option = click.option("--app", default=None, metavar="REGEX",
                           help="Regex of the application handler's frames (else the server's, where known).")
 
@@ -35,10 +46,11 @@ def main():
 @click.argument("folded", nargs=-1, required=True, type=click.Path(path_type=Path))
 @rules_option
 @app_option
+@grouping_options
 @format_option
-def table(folded, rules_path, app, fmt):
+def table(folded, rules_path, app, level, view, fmt):
     """Share of each category per profile, plus `other` (stacks no rule matched)."""
-    rules = load_rules(rules_path)
+    rules = load_rules(rules_path).using(level, view)
     rows = []
     for path in folded:
         b = categorize(open_folded(path), rules.with_app(app or app_for(path), "--app" if app else "result.json"))
@@ -55,24 +67,29 @@ def table(folded, rules_path, app, fmt):
 @app_option
 @click.option("--ruler", default=None, metavar="REGEX",
               help="Frames doing the same work per request in every server (else each server's recorded ruler).")
+@grouping_options
 @runs_dir_option
 @format_option
-def compare(run_dir, rules_path, app, ruler, runs_dir, fmt):
+def compare(run_dir, rules_path, app, ruler, level, view, runs_dir, fmt):
     """Per server of a run: req/s per CPU, the ratio to the first, CPU µs per request by category, and
     seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio)."""
-    click.echo(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path), fmt, app, ruler), nl=False)
+    click.echo(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), fmt, app, ruler),
+               nl=False)
 
 
 @main.command()
 @click.argument("folded", type=click.Path(path_type=Path))
-@click.option("-c", "--category", required=True, help="Category to look into (recv, send, ..., other).")
+@click.option("-c", "--category", required=True,
+              help="Category to look into (recv, send, ..., other; protocol/http2... with --level 2; "
+                   "allocation... with --view tax).")
 @click.option("-n", "--limit", default=20, show_default=True, help="Rows.")
 @rules_option
 @app_option
+@grouping_options
 @format_option
-def top(folded, category, limit, rules_path, app, fmt):
+def top(folded, category, limit, rules_path, app, level, view, fmt):
     """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
-    rules = load_rules(rules_path)
+    rules = load_rules(rules_path).using(level, view)
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
     r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
@@ -80,9 +97,9 @@ def top(folded, category, limit, rules_path, app, fmt):
     frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     rows = []
     for frame, w in frames:
-        hit = r.classify_frame(frame)
+        hit = r.rule_for(frame, category)
         rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
-                     "rule": hit[1].name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
+                     "rule": hit.name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
     columns = [("share", "share [%]"), ("rule", "rule"), ("frame", "frame")]
     click.echo(render(rows, columns, fmt), nl=False)
 
@@ -154,9 +171,10 @@ def profile_labels(a: Path, b: Path) -> tuple[str, str, str]:
 @click.option("--title", default=None, help="Title (default: this command line).")
 @rules_option
 @app_option
-def svg(folded, out, title, rules_path, app):
+@grouping_options
+def svg(folded, out, title, rules_path, app, level, view):
     """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
-    rules = load_rules(rules_path)
+    rules = load_rules(rules_path).using(level, view)
     r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
     run = run_of_folded(folded)
     if run:
@@ -166,8 +184,25 @@ def svg(folded, out, title, rules_path, app):
         subtitle = f"{folded.name} · {b.samples:,} samples"
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
-                                  **{"--rules": None if default_rules else rules_path})
+                                  **{"--rules": None if default_rules else rules_path},
+                                  **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
     render_flamegraph(folded, r, out, title, subtitle)
+    click.echo(f"report.py: wrote {out}", err=True)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="SVG file to write.")
+@rules_option
+@app_option
+@grouping_options
+@runs_dir_option
+def chart(run_dir, out, rules_path, app, level, view, runs_dir):
+    """The per-request chart of a run (breakdown.svg): CPU µs per request of each server, stacked by
+    category, sub-category (--level 2, in shades of their category) or kind of work (--view tax)."""
+    from rpcprof.report.chart import render_breakdown_chart
+    render_breakdown_chart(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), out, app)
     click.echo(f"report.py: wrote {out}", err=True)
 
 

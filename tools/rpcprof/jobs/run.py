@@ -96,9 +96,10 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     if drawn:
         try:
             render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
+            render_breakdown_chart(run_dir, rules.using(level=2), run_dir / "breakdown-level2.svg")
         except (UserError, OSError, ValueError) as e:
             _log(f"rpcprof: WARNING: no breakdown chart: {e}")
-        _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request chart: breakdown.svg")
+        _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
 
 
 class Run:

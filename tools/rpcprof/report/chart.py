@@ -37,15 +37,18 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     by_cat = {r["category"]: r for r in rows}
     base_rate = metrics[servers[0]]["req_per_cpu_s"]
     totals = [by_cat["total"][f"{s}_us"] for s in servers]
+    groups = [c for c in rules.all_categories if any(by_cat[c][f"{s}_us"] > 0 for s in servers)]
+    grouping = {"tax": "kind of work at the leaf (tax view)"}.get(rules.view) or \
+        ("sub-category" if rules.level == 2 else "category")
     xmax = max(totals)
 
     with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers)), layout="constrained")
+        fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers) + 0.2 * (len(groups) // 7)), layout="constrained")
         absolute, shares = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
         ys = list(range(len(servers)))
         for ax, key, scale, limit in ((absolute, "_us", xmax, xmax * 1.12), (shares, "_share", 100.0, 100.0)):
             left = [0.0] * len(servers)
-            for cat in rules.all_categories:
+            for cat in groups:
                 widths = [by_cat[cat][f"{s}{key}"] for s in servers]
                 ax.barh(ys, widths, left=left, height=0.6, color=rules.colors[cat], label=cat,
                         edgecolor="white", linewidth=0.5)
@@ -65,13 +68,13 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
             labels.append(f"{s}{few}\n{rate:,.0f} req/s per CPU")
         absolute.set_yticks(ys, labels)
         absolute.invert_yaxis()
-        absolute.set_xlabel("server CPU µs per request\n(unprofiled window × category share of the profile)")
-        shares.set_xlabel("category share of the profile [%]")
-        absolute.legend(ncols=len(rules.all_categories), loc="lower left", bbox_to_anchor=(0, 1.0),
+        absolute.set_xlabel(f"server CPU µs per request\n(unprofiled window × {grouping} share of the profile)")
+        shares.set_xlabel(f"{grouping} share of the profile [%]")
+        absolute.legend(ncols=min(len(groups), 7), loc="lower left", bbox_to_anchor=(0, 1.0),
                         frameon=False, fontsize=8.5, handlelength=1.0, handleheight=1.0)
         p = manifest.get("parameters", {})
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
-        fig.suptitle(f"Where each request's CPU goes · {run_dir.name}\n"
+        fig.suptitle(f"Where each request's CPU goes, by {grouping} · {run_dir.name}\n"
                      f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
                      f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}", fontsize=10)
         buf = io.StringIO()

@@ -155,7 +155,11 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     if fmt == "json":
         return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines},
                           indent=2, sort_keys=True) + "\n"
-    text = render(rows, columns, fmt)
+    shown_rows = rows
+    if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
+        shown_rows = [r for r in rows if r["category"] in ("total", "other") or
+                      any(r[k] for k, _ in columns if k.endswith("_share"))]
+    text = render(shown_rows, columns, fmt)
     if fmt in ("table", "markdown"):
         text = "\n".join(head) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
