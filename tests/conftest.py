@@ -198,11 +198,12 @@ def port() -> int:
     return take_port()
 
 
-def category_shares(run_dir: Path, server: str) -> dict[str, float]:
-    """A server's category shares, computed as reports do: from its folded file and today's rules."""
+def category_shares(run_dir: Path, server: str, level: int = 1, view: str = "category") -> dict[str, float]:
+    """A server's category shares, computed as reports do: from its folded file and today's rules
+    (level 2: sub-categories such as protocol/protobuf; view "tax": kinds of work at the leaf)."""
     from rpcprof.analyze.categorize import categorize, load_rules, open_folded
     from rpcprof.rundir import load_run, profile_folded
     _, metrics = load_run(run_dir)
-    rules = load_rules().with_app(metrics[server].get("app"))
+    rules = load_rules().with_app(metrics[server].get("app")).using(level, view)
     b = categorize(open_folded(profile_folded(run_dir, server)), rules)
     return {c: b.share(c) for c in rules.all_categories}
