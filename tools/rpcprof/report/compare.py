@@ -9,6 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.mechanism import explain_gap
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
@@ -144,6 +145,31 @@ def ruler_check(base: dict, row: dict) -> dict:
     return out
 
 
+def explanations(run_dir: Path, rules: Rules, app_override: str | None = None) -> list[dict]:
+    """Per server after the first: the gap to the first explained by mechanism (level-2 groups and the
+    kernel's per-request figures of the syscall window), whatever grouping the report shows."""
+    rows, columns, _ = compare_rows(run_dir, rules.using(level=2), app_override)
+    _, metrics = load_run(run_dir)
+    servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
+    us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
+    out = []
+    for other in servers[1:]:
+        headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers})
+        out.append({"base": servers[0], "server": other, "headline": headline,
+                    "findings": [f.as_dict() for f in findings]})
+    return out
+
+
+def render_explanations(explained: list[dict], fmt: str = "table") -> str:
+    """The explanations as text: a headline per server, a bullet per finding."""
+    bullet = "- " if fmt == "markdown" else "  "
+    lines = []
+    for e in explained:
+        lines.append(e["headline"])
+        lines += [bullet + f["text"] for f in e["findings"]]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
 RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_pct", "± [%]"),
                  ("samples", "ruler samples"), ("us_per_req", "ruler [µs/req]"), ("us_per_req_err", "± [µs/req]")]
 
@@ -152,9 +178,10 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
                    ruler_override: str | None = None) -> str:
     rows, columns, head = compare_rows(run_dir, rules, app_override)
     ruler, ruler_lines = ruler_rows(run_dir, ruler_override)
+    explained = explanations(run_dir, rules, app_override)
     if fmt == "json":
-        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines},
-                          indent=2, sort_keys=True) + "\n"
+        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines,
+                           "explanation": explained}, indent=2, sort_keys=True) + "\n"
     shown_rows = rows
     if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
         shown_rows = [r for r in rows if r["category"] in ("total", "other") or
@@ -164,6 +191,9 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
         text = "\n".join(head) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
+        if explained:
+            text += ("\nWhy, by mechanism (level-2 groups; kernel figures per request from the syscall window; "
+                     "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))
         if ruler:
             regexes = sorted({r["ruler"] for r in ruler})
             text += ("\nRuler (frames doing the same work per request in each server: " + ", ".join(regexes)

@@ -1,0 +1,81 @@
+"""The gap explained by mechanism: sentences made from the run's figures, each figure traceable."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from rpcprof.analyze.mechanism import differs, explain_gap, kernel_figures
+from rpcprof.cli.report import main
+from rpcprof.rundir import load_run
+
+from test_documents import RUNS
+
+
+def syscalls(writes, size=None, epoll=0.0, switches=None):
+    rec = {"writes_per_req": writes, "by_syscall_per_req": {"writev": writes, "epoll_wait": epoll}}
+    if size is not None:
+        rec["bytes_per_write"] = size
+    if switches is not None:
+        rec["events_per_req"] = {"context_switches": switches, "wakeups_issued": switches}
+    return rec
+
+
+US = {"a": {"send/syscall": 1.0, "send/tcp": 4.0, "send/loopback": 3.0, "protocol/http2": 9.0, "runtime/scheduler": 2.0,
+            "app": 0.5},
+      "b": {"send/syscall": 0.05, "send/tcp": 0.2, "send/loopback": 0.05, "protocol/http2": 0.2, "runtime/scheduler": 0.0,
+            "app": 0.5}}
+
+
+def test_the_largest_differences_come_first_with_the_write_batching_behind_send():
+    headline, findings = explain_gap("a", "b", US, {"a": syscalls(1.0, 46, 0.5, 1.2), "b": syscalls(0.02, 2300, 0.0, 0.01)})
+    assert headline.startswith("b needs 18.50 CPU µs per request less than a (1.00 vs 19.50)")
+    assert [f.category for f in findings] == ["protocol", "send", "runtime"]       # app: no difference
+    send = findings[1]
+    assert send.delta_us == pytest.approx(-7.7)
+    assert "a writes once per response (1.00 write syscalls/req, 46 B per write)" in send.text
+    assert "b writes once per 50 responses (0.02 write syscalls/req, 2,300 B per write)" in send.text
+    assert "send/tcp -3.80" in send.text
+    keys = {(s["server"], s["key"]) for s in send.sources}
+    assert ("a", "syscalls.writes_per_req") in keys and ("b", "syscalls.bytes_per_write") in keys
+    runtime = findings[2]
+    assert "Epoll waits per request: 0.50 in a, 0.00 in b; context switches per request: 1.20 in a, 0.01 in b" in runtime.text
+    assert sum(f.share_of_gap for f in findings) == pytest.approx(1.0)
+
+
+def test_same_number_of_writes_is_said_and_the_cost_per_write_compared():
+    us = {"a": {"send/tcp": 2.0}, "b": {"send/tcp": 4.0}}
+    _, findings = explain_gap("a", "b", us, {"a": syscalls(1.0, 46), "b": syscalls(1.1, 4096)})
+    assert "Both make about as many write syscalls (1.00 and 1.10 per request)" in findings[0].text
+    assert "2.00 µs per write in a, 3.64 in b (46 and 4,096 B per write)" in findings[0].text
+
+
+def test_no_kernel_figures_no_mechanism_sentence():
+    _, findings = explain_gap("a", "b", US, {"a": None, "b": None})
+    assert findings[1].category == "send" and "write" not in findings[1].text
+
+
+@pytest.mark.parametrize("a, b, expected", [(1.0, 0.02, True), (1.0, 0.7, False), (0.0, 0.5, True), (0.0, 0.0, False),
+                                            (None, 1.0, False), (0.001, 0.004, False)])
+def test_differs(a, b, expected):
+    assert differs(a, b) is expected
+
+
+def test_saved_run_explanation_traces_every_kernel_figure_to_the_run_folder():
+    run = RUNS / "seed-001"
+    out = CliRunner().invoke(main, ["compare", str(run), "--format", "json"], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    explained = json.loads(out.output)["explanation"]
+    _, metrics = load_run(run)
+    st = next(e for e in explained if e["server"] == "rust_tonic_st")
+    assert st["findings"][0]["category"] == "send"            # tonic's one write per response
+    assert "rust_tonic_mt writes once per response" in st["findings"][0]["text"]
+    rows = {r["category"]: r for r in json.loads(out.output)["rows"]}
+    for e in explained:
+        for f in e["findings"]:
+            for src in f["sources"]:
+                if src["key"].startswith("CPU µs/req"):
+                    continue
+                figures = kernel_figures(metrics[src["server"]].get("syscalls"))
+                assert any(fig.key == src["key"] and fig.value == src["value"] for fig in figures.values()), src
+            assert f["delta_us"] == pytest.approx(sum(
+                rows[c][f"delta_{e['server']}"] for c in rows if c == f["category"]))
