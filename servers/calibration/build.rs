@@ -1,5 +1,9 @@
 // Generate the prost messages and tonic server stubs from the shared protos in ../proto.
 // Needs protoc (Debian protobuf-compiler, /usr/bin/protoc) or $PROTOC.
+//
+// helloworld.HelloReply is not generated: `extern_path` makes the generated Greeter server use
+// the hand-written `calibration::PaddedHelloReply` (src/main.rs), which encodes exactly like the
+// generated type when `--pad-items 0` and carries the `--pad-items` payload otherwise.
 const PROTOS: &[&str] = &["../proto/helloworld.proto", "../proto/complexproto.proto"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -11,6 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(false)
         .build_server(true)
+        .extern_path(".helloworld.HelloReply", "crate::PaddedHelloReply")
         .compile_protos(PROTOS, &["../proto"])?;
     Ok(())
 }
