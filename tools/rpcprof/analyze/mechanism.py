@@ -94,6 +94,19 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
     return figures
 
 
+EXTRA_FIGURES = (("involuntary_per_req", "involuntary context switches per request", "events_per_req.involuntary_switches"),
+                 ("page_faults_per_req", "page faults per request", "events_per_req.page_faults"),
+                 ("syscalls_per_req", "syscalls per request", "per_req"))
+
+
+def kernel_table(syscalls: dict | None) -> dict[str, Figure]:
+    """Every per-request kernel figure of the syscall window, for tables: kernel_figures and a few more."""
+    figures = kernel_figures(syscalls)
+    for name, label, key in EXTRA_FIGURES:
+        figures[name] = Figure(label, f"syscalls.{key}", _get(syscalls or {}, key))
+    return figures
+
+
 def differs(a: float | None, b: float | None) -> bool:
     """Whether two per-request figures differ by FACTOR or more (both measured)."""
     if a is None or b is None or (math.isnan(a) or math.isnan(b)):

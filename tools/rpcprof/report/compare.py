@@ -9,7 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
-from rpcprof.analyze.mechanism import explain_gap
+from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
@@ -160,6 +160,18 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None) -
     return out
 
 
+def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
+    """A row per kernel figure of the syscall window (per request), a column per server; figures no
+    server has are left out."""
+    tables = {s: kernel_table((metrics.get(s) or {}).get("syscalls")) for s in servers}
+    rows = []
+    for name, fig in tables[servers[0]].items() if servers else ():
+        row = {"figure": fig.label, "key": fig.key, **{s: tables[s][name].value for s in servers}}
+        if any(row[s] is not None for s in servers):
+            rows.append(row)
+    return rows
+
+
 def render_explanations(explained: list[dict], fmt: str = "table") -> str:
     """The explanations as text: a headline per server, a bullet per finding."""
     bullet = "- " if fmt == "markdown" else "  "
@@ -179,9 +191,11 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     rows, columns, head = compare_rows(run_dir, rules, app_override)
     ruler, ruler_lines = ruler_rows(run_dir, ruler_override)
     explained = explanations(run_dir, rules, app_override)
+    servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
+    kernel = kernel_rows(load_run(run_dir)[1], servers)
     if fmt == "json":
         return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines,
-                           "explanation": explained}, indent=2, sort_keys=True) + "\n"
+                           "kernel": kernel, "explanation": explained}, indent=2, sort_keys=True) + "\n"
     shown_rows = rows
     if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
         shown_rows = [r for r in rows if r["category"] in ("total", "other") or
@@ -191,6 +205,9 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
         text = "\n".join(head) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
+        if kernel:
+            text += ("\nKernel, per request (the syscall window: tracepoints counted in the kernel, no profiler):\n\n"
+                     + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
         if explained:
             text += ("\nWhy, by mechanism (level-2 groups; kernel figures per request from the syscall window; "
                      "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
+from rpcprof.errors import UserError
+from rpcprof.report.compare import explanations, render_explanations
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
@@ -82,7 +84,26 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")
         out += ["", *explain(cells, by, first, second), ""]
         out += guess_by_cell(cells, by, servers)
+        out += mechanism_by_cell(sweep_dir, rules)
     return "\n".join(out) + "\n"
+
+
+def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
+    """Per cell, `report.py compare --level 2`'s explanation: the categories that carry the gap to the
+    first server and the kernel figures that differ."""
+    manifest, _ = load_sweep(sweep_dir)
+    out = ["", "## The gap by mechanism, per cell", "",
+           "From each cell's first round: level-2 CPU µs per request and the kernel's per-request figures of the "
+           "syscall window (`report.py compare CELL --level 2 --format json` names the figure behind each number).", ""]
+    for key, cell in manifest["cells"].items():
+        run_dir = sweep_dir / cell["run"]
+        try:
+            explained = explanations(run_dir, rules)
+        except UserError as e:
+            out += [f"### C={cell['connections']} S={cell['streams']}", "", f"No explanation: {e}", ""]
+            continue
+        out += [f"### C={cell['connections']} S={cell['streams']}", "", render_explanations(explained, "markdown").rstrip(), ""]
+    return out
 
 
 def guess_by_cell(cells, by, servers: list[str]) -> list[str]:

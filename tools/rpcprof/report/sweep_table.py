@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.intervals import interleaved
+from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.report.compare import run_breakdowns
 from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
@@ -19,7 +20,8 @@ SWEEP_COLUMNS = [
     ("server", "name"), ("req_per_s", "req/s"), ("avg_cpu_pct", "avg. cpu [%]"), ("avg_ms", "avg. latency [ms]"),
     ("p90_ms", "90 % in [ms]"), ("p95_ms", "95 % in [ms]"), ("p99_ms", "99 % in [ms]"),
     ("rss_avg_mib", "avg. memory [MiB]"), ("req_per_cpu_s", "req/s per CPU"), ("spread_text", "min-max"),
-    ("syscalls_per_req", "syscalls/req"),
+    ("syscalls_per_req", "syscalls/req"), ("writes_per_req", "writes/req"), ("bytes_per_write", "B/write"),
+    ("switches_per_req", "ctx switches/req"),
 ] + [(f"{c}_us", f"{c} [µs/req]") for c in CATEGORY_US] + [("notes", "notes")]
 
 
@@ -43,6 +45,8 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
             b = breakdowns.get(r["server"])
             for c in CATEGORY_US:
                 row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
+            figures = kernel_figures(m.get("syscalls"))
+            row.update({k: figures[k].value for k in ("writes_per_req", "bytes_per_write", "switches_per_req")})
             row["ratio_significant"] = interval["significant"] if interval else None
             row["rounds_interleaved"] = interleaved(metrics.get(r["server"]) or {})
             rows.append(row)
