@@ -11,6 +11,7 @@ from typing import Callable
 
 from rpcprof.capture.profiler import ProfilePlan
 from rpcprof.capture.window import ProfileTarget, capture_profile
+from rpcprof.errors import UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
@@ -58,23 +59,56 @@ def measure(subject: Subject) -> dict:
     return figures
 
 
-def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow):
-    """Load for seconds while perf stat counts the subject's syscalls into out/NAME.csv; (load, counts)."""
-    recorder = session.own(syscalls.start_count(subject.pid, subject.out, name))
-    recorder.wait_attached()
+def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow,
+                   record_io: bool = False):
+    """Load for seconds while perf stat counts the subject's syscalls and kernel events into out/NAME.csv;
+    with record_io, perf record also takes every read/write-family return value (out/NAME-io.data),
+    summarised into counts['io'] (None if it could not be recorded) and counts['io_lost']. Both are
+    attached before the load starts; the session owns them, so they are stopped on every path.
+    Returns (load, counts)."""
+    counter = session.own(syscalls.start_count(subject.pid, subject.out, name))
+    io_recorder = _start_io_record(session, subject, f"{name}-io") if record_io else None
+    counter.wait_attached()
+    if io_recorder is not None:
+        try:
+            io_recorder.wait_attached()
+        except UserError as e:
+            session.stop(io_recorder)
+            io_recorder = None
+            log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
     load = subject.drive(seconds, f"{name}-load.log", window)
-    session.stop(recorder)
-    return load, syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+    session.stop(io_recorder)
+    session.stop(counter)
+    counts = syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+    if record_io:
+        summary = syscalls.summarise_io(session, io_recorder) if io_recorder is not None else None
+        counts["io"] = summary["io"] if summary else None
+        counts["io_lost"] = summary["lost"] if summary else None
+    return load, counts
+
+
+def _start_io_record(session: Session, subject: Subject, name: str):
+    recorder = syscalls.start_io_record(subject.pid, subject.out, name)
+    if recorder is None:
+        log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
+            "families; no bytes per read/write")
+        return None
+    return session.own(recorder)
 
 
 def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None) -> dict:
-    """A window with the same load and perf stat counting syscalls on every thread; its own CPU per
-    request shows what counting costs."""
-    log(f"rpcprof: {subject.name}: counting syscalls for {seconds:g} s (tracepoints)")
+    """A window with the same load, perf stat counting syscalls and kernel events on every thread and
+    perf record taking each read/write's return value; its own CPU per request shows what counting and
+    recording cost. Kernel events: `events` (raw) and `events_per_req`; reads and writes: `io` per
+    syscall name and reads_per_req, eagain_reads_per_req, bytes_per_read, bytes_per_write,
+    req_per_write (see measure/syscalls.py)."""
+    log(f"rpcprof: {subject.name}: counting syscalls and kernel events, recording read/write sizes for "
+        f"{seconds:g} s (tracepoints)")
     window = CpuWindow(subject.monitor)
-    load, counts = counted_window(session, subject, seconds, "syscalls", window)
+    load, counts = counted_window(session, subject, seconds, "syscalls", window, record_io=True)
     cpu_ns = window.ns()
     record = {"window_s": load.wall_s, "requests_ok": load.ok, **counts, **syscalls.per_request(counts, load.ok),
+              **syscalls.io_per_request(counts.get("io"), load.ok),
               "req_per_s": load.ok / load.wall_s if load.wall_s else None,
               "server_cpu_cores": cpu_ns / 1e9 / load.wall_s if load.wall_s else None,
               "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}

@@ -1,52 +1,163 @@
 """Syscalls per request, counted from kernel tracepoints (perf stat, in-kernel counting: no samples
 are written), in a window of its own so that counting never touches the efficiency window.
+
+The same perf stat counts the server's kernel events (every thread, -p PID):
+  context_switches      software event `context-switches`: every time one of its threads left a CPU
+  involuntary_switches  `sched:sched_switch` filtered on prev_state: switched out while still runnable.
+                        Measured on kernel 6.18 (PREEMPT_DYNAMIC, preempt=none): a thread preempted on
+                        its way back to user space is reported as prev_state 0 (`R`), but one preempted
+                        inside the kernel (cond_resched in a long read) as TASK_REPORT_MAX, 0x100 (`R+`):
+                        `prev_state == 0` alone caught 1 of 165 such switches. Both are counted, which is
+                        what the kernel's nonvoluntary_ctxt_switches counts (166 against /proc's 171);
+                        a thread sleeping in a loop gave 0 of 1,836 switches (the filter applies).
+  voluntary_switches    context_switches - involuntary_switches: it blocked (never negative)
+  wakeups_issued        `sched:sched_waking`: the tracepoint fires in the waker's context, so these are
+                        wake-ups the server's threads issued, including those done by softirq work run
+                        on their behalf (loopback delivery inside its sends wakes the peer)
+  page_faults           software event `page-faults`
+An event the kernel lacks or perf cannot count is None, never 0.
+
+In the dedicated syscalls window only (it costs a sample per call, so never in the profile window),
+perf record on the sys_exit tracepoints of the read and write families gives each call's return value:
+bytes moved, EAGAIN, other errors, zero (end of file) per syscall name (summarise_io_script).
 """
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from rpcprof.capture.profiler import Recorder, require
+from rpcprof.measure.session import Session
 
-TRACEFS = (Path("/sys/kernel/tracing/events/syscalls"), Path("/sys/kernel/debug/tracing/events/syscalls"))
+TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
+TRACEFS = tuple(r / "syscalls" for r in TRACING)
 # The syscalls an RPC server's request path uses; everything else is counted as `other`.
 SYSCALLS = ("read", "readv", "recvfrom", "recvmsg", "recvmmsg", "write", "writev", "sendto", "sendmsg", "sendmmsg",
             "epoll_wait", "epoll_pwait", "epoll_ctl", "poll", "ppoll", "futex", "sched_yield", "nanosleep",
             "clock_nanosleep", "io_uring_enter", "accept4", "close")
 
 
+def _events_root() -> Path | None:
+    return next((r for r in TRACING if r.exists()), None)
+
+
+def tracepoint_exists(group: str, name: str) -> bool:
+    root = _events_root()
+    return root is not None and (root / group / name).exists()
+
+
 def available_syscalls() -> list[str]:
     """The SYSCALLS whose sys_enter tracepoint this kernel has."""
-    root = next((r for r in TRACEFS if r.exists()), None)
-    if root is None:
-        return []
-    return [s for s in SYSCALLS if (root / f"sys_enter_{s}").exists()]
+    return [s for s in SYSCALLS if tracepoint_exists("syscalls", f"sys_enter_{s}")]
 
 
 WRITES = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
 
+# --- kernel events counted beside the syscalls ----------------------------------------------------
+
+EVENT_KEYS = ("context_switches", "involuntary_switches", "voluntary_switches", "wakeups_issued", "page_faults")
+# (key, perf event) counted by perf stat; voluntary_switches is derived
+EVENT_SPECS = (("context_switches", "context-switches"), ("involuntary_switches", "sched:sched_switch"),
+               ("wakeups_issued", "sched:sched_waking"), ("page_faults", "page-faults"))
+TASK_REPORT_MAX = 0x100      # sched_switch's prev_state of a task preempted in the kernel (`R+`), Linux >= 4.14
+
+
+def preempted_state(format_text: str | None = None) -> int:
+    """The prev_state value sched_switch reports for a preempted task, read from the tracepoint's print
+    format (the mask it prints as `+`); TASK_REPORT_MAX where the format is not readable."""
+    if format_text is None:
+        root = _events_root()
+        try:
+            format_text = (root / "sched" / "sched_switch" / "format").read_text() if root else ""
+        except OSError:
+            format_text = ""
+    # Linux >= 4.14 prints `REC->prev_state & (((S | S ...) + 1) << 1) ? "+"`: TASK_REPORT_MAX
+    m = re.search(r'REC->prev_state & \(\(\(([0-9a-fA-Fx |]+)\) \+ 1\) << 1\) \? "\+"', format_text)
+    if m:
+        try:
+            report = 0
+            for word in m.group(1).split("|"):
+                report |= int(word.strip(), 0)
+            return (report + 1) << 1
+        except ValueError:
+            pass
+    return TASK_REPORT_MAX
+
+
+def involuntary_filter() -> str:
+    """sched_switch filter for a thread switched out while runnable: R, or R+ (preempted in the kernel)."""
+    return f"prev_state == 0 || prev_state == {preempted_state()}"
+
+
+def kernel_events() -> list[tuple[str, str, str | None]]:
+    """(key, perf event, tracepoint filter) of the kernel events counted, those this kernel has, in the
+    order they are given to perf stat. sched_switch is counted once, filtered: the unfiltered total is
+    the context-switches software event, so no two lines of perf's output carry the same event name."""
+    specs: list[tuple[str, str, str | None]] = [("context_switches", "context-switches", None)]
+    if tracepoint_exists("sched", "sched_switch"):
+        specs.append(("involuntary_switches", "sched:sched_switch", involuntary_filter()))
+    if tracepoint_exists("sched", "sched_waking"):
+        specs.append(("wakeups_issued", "sched:sched_waking", None))
+    specs.append(("page_faults", "page-faults", None))
+    return specs
+
+
+def count_argv(perf: str, pid: int, csv: Path) -> list[str]:
+    """perf stat's command line: syscalls, then each kernel event with its own -e (a --filter binds to
+    the event just before it)."""
+    events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
+    argv = [perf, "stat", "-x,", "-e", ",".join(events)]
+    for _, event, tp_filter in kernel_events():
+        argv += ["-e", event] + (["--filter", tp_filter] if tp_filter else [])
+    return argv + ["-p", str(pid), "-o", str(csv)]
+
 
 def start_count(pid: int, out: Path, name: str = "syscalls") -> Recorder:
-    """perf stat on every thread of pid until stopped; results in out/NAME.csv."""
+    """perf stat on every thread of pid until stopped: syscalls and kernel events; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
     csv = out / f"{name}.csv"
-    argv = [perf, "stat", "-x,", "-e", ",".join(events), "-p", str(pid), "-o", str(csv)]
-    return Recorder(argv, csv, out / f"{name}.log")
+    return Recorder(count_argv(perf, pid, csv), csv, out / f"{name}.log")
 
 
-def parse_perf_stat_csv(text: str) -> dict:
-    """{'total': N, 'by_syscall': {name: N, ..., 'other': N}} from `perf stat -x,` output.
-    '<not counted>' (the task never ran while counting) is 0."""
-    total = 0
-    by: dict[str, int] = {}
+def _csv_rows(text: str):
+    """(value, event) of each counter line of `perf stat -x,` output, in order."""
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         parts = line.split(",")
-        if len(parts) < 3:
-            continue
-        value, event = parts[0], parts[2]
-        n = int(value) if value.strip().isdigit() else 0
+        if len(parts) >= 3:
+            yield parts[0].strip(), parts[2].strip()
+
+
+def parse_kernel_events(text: str, specs=None) -> dict:
+    """{key: count or None} for EVENT_KEYS from `perf stat -x,` output. Lines are matched to specs in
+    order: the n-th line naming an event is the n-th spec with that event (perf prints its events in the
+    order given, and a filtered tracepoint's line carries only its name). `<not supported>`, `<not
+    counted>` or no line at all: None."""
+    specs = EVENT_SPECS if specs is None else specs
+    pending: dict[str, list[str]] = {}
+    for key, event, *_ in specs:
+        pending.setdefault(event, []).append(key)
+    values: dict[str, int | None] = {}
+    for value, event in _csv_rows(text):
+        keys = pending.get(event)
+        if keys:
+            values[keys.pop(0)] = int(value) if value.isdigit() else None
+    events = {k: values.get(k) for k in EVENT_KEYS if k != "voluntary_switches"}
+    cs, inv = events["context_switches"], events["involuntary_switches"]
+    voluntary = max(cs - inv, 0) if cs is not None and inv is not None else None
+    return {k: (voluntary if k == "voluntary_switches" else events[k]) for k in EVENT_KEYS}
+
+
+def parse_perf_stat_csv(text: str) -> dict:
+    """{'total': N, 'by_syscall': {name: N, ..., 'other': N}, 'events': {...}} from `perf stat -x,` output.
+    For syscalls '<not counted>' (the task never ran while counting) is 0; events: parse_kernel_events."""
+    total = 0
+    by: dict[str, int] = {}
+    for value, event in _csv_rows(text):
+        n = int(value) if value.isdigit() else 0
         if event == "raw_syscalls:sys_enter":
             total = n
         elif event.startswith("syscalls:sys_enter_"):
@@ -55,13 +166,166 @@ def parse_perf_stat_csv(text: str) -> dict:
     other = total - sum(by.values())
     if other > 0:
         by["other"] = other
-    return {"total": total, "by_syscall": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}
+    return {"total": total, "by_syscall": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "events": parse_kernel_events(text)}
+
+
+def events_per_request(events: dict | None, requests: int) -> dict:
+    """Each kernel event per request; None where the event was not counted or nothing was served."""
+    events = events or {}
+    return {k: (events[k] / requests if requests and events.get(k) is not None else None) for k in EVENT_KEYS}
 
 
 def per_request(counts: dict, requests: int) -> dict:
-    """Syscalls per request, total and by syscall."""
+    """Syscalls per request, total and by syscall; kernel events, raw and per request."""
+    events = {"events": counts.get("events") or dict.fromkeys(EVENT_KEYS),
+              "events_per_req": events_per_request(counts.get("events"), requests)}
     if not requests:
-        return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}}
+        return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}, **events}
     return {"per_req": counts["total"] / requests,
             "writes_per_req": sum(counts["by_syscall"].get(w, 0) for w in WRITES) / requests,
-            "by_syscall_per_req": {k: v / requests for k, v in counts["by_syscall"].items()}}
+            "by_syscall_per_req": {k: v / requests for k, v in counts["by_syscall"].items()}, **events}
+
+
+# --- bytes per read and per write: perf record on sys_exit ---------------------------------------
+
+IO_READS = ("read", "readv", "recvfrom", "recvmsg")
+IO_WRITES = ("write", "writev", "sendto", "sendmsg")
+EAGAIN = 11
+IO_KEEP_BYTES = 1 << 20          # a recording up to 1 MiB is kept beside its summary; larger ones deleted
+IO_BUFFER_PAGES = 1024           # 4 MiB ring buffer per CPU: a sample per call at 100k+ calls/s loses none
+
+
+def available_io_syscalls() -> list[str]:
+    """The read- and write-family syscalls whose sys_exit tracepoint this kernel has."""
+    return [s for s in IO_READS + IO_WRITES if tracepoint_exists("syscalls", f"sys_exit_{s}")]
+
+
+def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[str]:
+    """perf record of the sys_exit tracepoints of names; -B -N: no build-id pass at the end (it would
+    read the whole file) and no build-id cache (no symbols are needed)."""
+    return [perf, "record", "-q", "-B", "-N", "-m", str(IO_BUFFER_PAGES),
+            "-e", ",".join(f"syscalls:sys_exit_{s}" for s in names), "-p", str(pid), "-o", str(data)]
+
+
+def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder | None:
+    """perf record of every read/write-family sys_exit of pid's threads into out/NAME.data until stopped;
+    None when the kernel has none of those tracepoints."""
+    names = available_io_syscalls()
+    if not names:
+        return None
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    data = out / f"{name}.data"
+    return Recorder(io_record_argv(perf, pid, data, names), data, out / f"{name}.log")
+
+
+def start_io_script(data: Path) -> Recorder:
+    """perf script of a start_io_record recording: `syscalls:sys_exit_NAME: 0xRET` lines and lost-event
+    records, into DATA with suffix .txt; runs to its end (wait on .proc), owned like any recorder."""
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    text = data.with_suffix(".txt")
+    argv = [perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"]
+    return Recorder(argv, text, text)
+
+
+IO_SCRIPT_TIMEOUT = 300.0
+
+
+def summarise_io(session: Session, recorder: Recorder) -> dict | None:
+    """summarise_io_script of a stopped start_io_record recording, by a perf script the session owns;
+    the script's text is deleted, and the recording too unless it is small (IO_KEEP_BYTES).
+    None, with a warning, when perf script fails."""
+    data = recorder.out_path
+    if not data.exists() or data.stat().st_size == 0:
+        _warn(f"{data} was not written: no bytes per read/write")
+        return None
+    script = session.own(start_io_script(data))
+    try:
+        script.proc.wait(timeout=IO_SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        code = session.stop(script)
+    text = script.out_path
+    try:
+        if code != 0:
+            tail = " | ".join(text.read_text(errors="replace").strip().splitlines()[-2:]) if text.exists() else ""
+            _warn(f"perf script of {data} failed (status {code}): {tail}; no bytes per read/write")
+            return None
+        with open(text, errors="replace") as lines:
+            summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)
+    finally:
+        text.unlink(missing_ok=True)
+        if data.exists() and data.stat().st_size > IO_KEEP_BYTES:
+            data.unlink()
+    if summary["lost"]:
+        _warn(f"perf record lost {summary['lost']} sys_exit events: read/write calls per request are undercounted")
+    return summary
+
+
+def _warn(msg: str) -> None:
+    print(f"rpcprof: WARNING: {msg}", file=sys.stderr, flush=True)
+
+
+_EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
+_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
+
+
+def _signed(word: str) -> int:
+    """A return value as perf prints it ('0x%lx' of a long: -11 is 0xfffffffffffffff5)."""
+    v = int(word, 16) if word.lower().startswith("0x") else int(word)
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
+    """{'io': {name: {calls, bytes, eagain, errors, zero}}, 'lost': N} from perf script -F event,trace
+    output: bytes sums the positive returns, eagain counts -EAGAIN, errors the other negative returns,
+    zero the returns of 0. Every name watched is listed, with 0 calls if it had none; lines that are
+    not sys_exit samples or lost-event records (perf's warnings) are ignored."""
+    io = {n: {"calls": 0, "bytes": 0, "eagain": 0, "errors": 0, "zero": 0} for n in names}
+    lost = 0
+    for line in lines:
+        m = _EXIT.search(line)
+        if m:
+            s = io.setdefault(m.group(1), {"calls": 0, "bytes": 0, "eagain": 0, "errors": 0, "zero": 0})
+            ret = _signed(m.group(2))
+            s["calls"] += 1
+            if ret > 0:
+                s["bytes"] += ret
+            elif ret == 0:
+                s["zero"] += 1
+            elif ret == -EAGAIN:
+                s["eagain"] += 1
+            else:
+                s["errors"] += 1
+            continue
+        m = _LOST.search(line)
+        if m:
+            lost += int(m.group(1))
+    return {"io": io, "lost": lost}
+
+
+def io_per_request(io: dict | None, requests: int) -> dict:
+    """Figures of the read and write families from an io summary:
+      reads_per_req          read-family calls per request (EAGAIN and 0 returns included: each is a syscall paid)
+      eagain_reads_per_req   read-family calls per request that returned EAGAIN (a poll that found nothing)
+      bytes_per_read         read-family bytes over ALL read-family calls, EAGAIN included: what one read
+                             syscall brings in on average (per successful read: io's bytes / (calls - eagain - ...))
+      bytes_per_write        write-family bytes over all write-family calls
+      req_per_write          requests per write-family call: the batching factor (1 = a write per response)
+    A tokio eventfd wake-up is an 8-byte `write`: it counts as a write here; io, per syscall name, tells it apart.
+    None where there is nothing to divide by."""
+    def family(names):
+        calls = sum(io[n]["calls"] for n in names if n in io)
+        return calls, sum(io[n]["bytes"] for n in names if n in io), sum(io[n]["eagain"] for n in names if n in io)
+
+    if io is None:
+        return dict.fromkeys(("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write",
+                              "req_per_write"))
+    r_calls, r_bytes, r_eagain = family(IO_READS)
+    w_calls, w_bytes, _ = family(IO_WRITES)
+    return {"reads_per_req": r_calls / requests if requests else None,
+            "eagain_reads_per_req": r_eagain / requests if requests else None,
+            "bytes_per_read": r_bytes / r_calls if r_calls else None,
+            "bytes_per_write": w_bytes / w_calls if w_calls else None,
+            "req_per_write": requests / w_calls if w_calls else None}
