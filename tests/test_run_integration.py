@@ -11,11 +11,13 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, pid_alive
 from rpcprof.jobs.run import RunOptions
+from rpcprof.measure.syscalls import EVENT_KEYS, IO_KEEP_BYTES, IO_READS, IO_WRITES
 from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE
 from rpcprof.rundir import make_run_dir
 
@@ -277,3 +279,65 @@ def test_profile_and_syscall_windows_record_the_figures_their_regime_is_checked_
         m = metrics[name]
         assert m["syscalls"]["req_per_s"] > 0 and m["syscalls"]["writes_per_req"] is not None
         assert m["profile"]["req_per_s"] > 0 and m["profile"]["syscalls"]["writes_per_req"] is not None
+
+
+# ----- kernel events and read/write sizes of the syscall windows: invariants, not timings ----------
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_both_syscall_windows_count_kernel_events_per_request(metrics, name):
+    for record in (metrics[name]["syscalls"], metrics[name]["profile"]["syscalls"]):
+        events, per = record["events"], record["events_per_req"]
+        assert set(events) == set(per) == set(EVENT_KEYS)
+        assert per["context_switches"] is not None and per["context_switches"] >= 0
+        assert events["voluntary_switches"] == max(events["context_switches"] - events["involuntary_switches"], 0)
+        for key, n in events.items():
+            assert n is None or n >= 0, key
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_the_syscalls_window_records_every_read_and_write_it_counts(metrics, name):
+    """perf record's sys_exit samples and perf stat's sys_enter counts cover the same window: with no
+    event lost they agree call for call (up to a call in flight at either edge)."""
+    sc = metrics[name]["syscalls"]
+    assert sc["io_lost"] == 0
+    for family in (IO_READS, IO_WRITES):
+        recorded = sum(sc["io"][s]["calls"] for s in family if s in sc["io"])
+        counted = sum(sc["by_syscall"].get(s, 0) for s in family)
+        assert abs(recorded - counted) <= max(3, 0.01 * counted), (family, recorded, counted)
+    assert sc["reads_per_req"] > 0 and sc["bytes_per_read"] > 0
+    assert sc["eagain_reads_per_req"] <= sc["reads_per_req"]
+
+
+def test_multi_thread_tonic_writes_about_once_per_request(metrics):
+    sc = metrics["rust_tonic_mt"]["syscalls"]
+    assert sc["req_per_write"] <= 1.5
+    assert sc["bytes_per_write"] > 0
+
+
+def test_current_thread_tonic_batches_several_requests_per_write(metrics):
+    sc = metrics["rust_tonic_st"]["syscalls"]
+    assert sc["req_per_write"] >= 3
+    assert sc["bytes_per_write"] > metrics["rust_tonic_mt"]["syscalls"]["bytes_per_write"]
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_the_io_recording_is_summarised_and_cleaned_up(seed_run, name):
+    folder = seed_run.run_dir / name
+    assert not (folder / "syscalls-io.txt").exists()
+    data = folder / "syscalls-io.data"
+    assert not data.exists() or data.stat().st_size <= IO_KEEP_BYTES
+    assert not (folder / "profile-syscalls-io.data").exists()      # never in the profile window
+
+
+def test_no_perf_process_outlives_the_run(seed_run):
+    left = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"perf") and str(seed_run.run_dir).encode() in b" ".join(argv):
+            left.append(proc.name)
+    assert left == []
