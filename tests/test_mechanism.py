@@ -69,6 +69,7 @@ def test_saved_run_explanation_traces_every_kernel_figure_to_the_run_folder():
     st = next(e for e in explained if e["server"] == "rust_tonic_st")
     assert st["findings"][0]["category"] == "send"            # tonic's one write per response
     assert "rust_tonic_mt writes once per response" in st["findings"][0]["text"]
+    assert "B per write" in st["findings"][0]["text"]           # from the recorded sys_exit returns
     rows = {r["category"]: r for r in json.loads(out.output)["rows"]}
     for e in explained:
         for f in e["findings"]:

@@ -63,7 +63,7 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
 
     def summed(names, key):
         present = [n for n in names if n in by]
-        return Figure("", key, sum(by[n] for n in present) if by else None)
+        return Figure("", key, sum((by[n] for n in present), 0.0) if by else None)
 
     figures = {
         "writes_per_req": Figure("write syscalls per request", "syscalls.writes_per_req", sc.get("writes_per_req")),
