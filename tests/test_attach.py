@@ -88,6 +88,8 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
     assert "Traceback" not in done.stderr
     folder = run_folder(done.stderr)
     try:
+        doc = json.loads(done.stdout)           # --format json: one document on stdout
+        assert doc["shares"][0]["profile"] == server and doc["compare"]["rows"][-1]["category"] == "total"
         manifest = json.loads((folder / "manifest.json").read_text())
         metrics = json.loads((folder / "metrics.json").read_text())
         assert manifest["status"] == "complete" and manifest["mode"] == "attach"

@@ -1,6 +1,7 @@
 """The commands behind profile.sh: run (and, later, attach and sweep). Thin: options in, functions out."""
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -286,8 +287,14 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None
         raise
+    per_request = any(r.get("cpu_us_per_req") for r in job.results.values())
+    if fmt == "json":           # one document: the shares, and the per-request comparison when there is one
+        doc = {"run": str(run_dir), "shares": json.loads(render_shares(run_dir, job.rules, fmt)),
+               "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        return
     click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
-    if any(r.get("cpu_us_per_req") for r in job.results.values()):
+    if per_request:
         click.echo("")
         click.echo(render_compare(run_dir, job.rules, fmt, app), nl=False)
     elif fmt in ("table", "markdown"):
