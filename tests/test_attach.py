@@ -256,3 +256,48 @@ def test_not_permitted_names_the_setting(monkeypatch, profiler, setting, fix):
     info.uid = 0
     with pytest.raises(UserError, match="belongs to uid 0; run as root"):
         check_permissions(info, profiler)
+
+
+OTHER_REPLY_SERVER = '''
+import itertools, sys, time
+from concurrent import futures
+import grpc
+sizes = itertools.cycle([b"\\n\\x13Greetings, world :)", b"\\n\\x02Hi"] if sys.argv[2] == "vary" else [b"\\n\\x13Greetings, world :)"])
+handler = grpc.method_handlers_generic_handler("helloworld.Greeter", {
+    "SayHello": grpc.unary_unary_rpc_method_handler(lambda request, context: next(sizes))})
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+server.add_generic_rpc_handlers((handler,))
+server.add_insecure_port(f"127.0.0.1:{sys.argv[1]}")
+server.start()
+server.wait_for_termination()
+'''
+
+
+@pytest.mark.parametrize("sizes", ["fixed", "vary"])
+def test_attach_learns_any_servers_reply(tmp_path, sizes):
+    """A server replying in its own words (and, in one case, with replies of two sizes) is measured, not
+    refused: its reply is learned from the probe and OK responses are counted by it."""
+    port = 50620 + (sizes == "vary")
+    script = tmp_path / "server.py"
+    script.write_text(OTHER_REPLY_SERVER)
+    proc = subprocess.Popen(["taskset", "-c", "0", str(ROOT / ".venv" / "bin" / "python"), str(script), str(port), sizes],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while port_is_free(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the test server did not start"
+            time.sleep(0.2)
+        done = attach("--pid", str(proc.pid), "-d", "2", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
+                      "-S", "10", "--name", "other", "--app", "lambda", "--format", "json")
+    finally:
+        stop(proc)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "not the built-in reply" in done.stderr
+    folder = run_folder(done.stderr)
+    m = json.loads((folder / "metrics.json").read_text())["other"]
+    assert m["reply"]["builtin"] is False and "Greetings, world" in m["reply"]["text"]
+    assert m["requests_ok"] > 0 and m["requests_non_ok"] <= 10
+    if sizes == "fixed":
+        assert m["reply"]["framed_len"] == 5 + 21
+    else:
+        assert m["reply"]["framed_len"] is None and "reply sizes vary" in done.stderr

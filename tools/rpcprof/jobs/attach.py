@@ -26,7 +26,7 @@ from rpcprof.jobs.steps import log
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor, machine_specs
-from rpcprof.measure.scenario import get_scenario, probe
+from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.rundir import Manifest, RunFolder, now
@@ -330,9 +330,10 @@ class Attach:
 
     def _measure_with_load(self, subject: steps.Subject, result: dict) -> None:
         """Unprofiled warm-up and window with the load driver, as `run` measures."""
-        problem = probe(self.scenario, self.port, timeout=2.0)
+        reply, problem = learn_reply(self.scenario, self.port, timeout=2.0)
         if problem:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
+        steps.use_reply(subject, reply, result)
         steps.warm_up(subject, self.opts.warmup)
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))

@@ -264,6 +264,7 @@ class Run:
         server = self._start(session, spec, out, result)
         subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.scenario, out),
                                 self.settings, opts.port, len(opts.server_cpus), tuple(self.load_cpus))
+        steps.use_reply(subject, server.reply, result)
         steps.warm_up(subject, opts.warmup)
         self._check_alive(server, "during the warm-up")
         _log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")

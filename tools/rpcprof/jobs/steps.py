@@ -44,6 +44,21 @@ class Subject:
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
 
+def use_reply(subject: Subject, reply, result: dict) -> None:
+    """The load driver counts OK responses by the reply the server was seen to give; the result says which."""
+    if reply is None or subject.driver is None:
+        return
+    if hasattr(subject.driver, "use_reply"):
+        subject.driver.use_reply(reply)
+    result["reply"] = reply.record()
+    if not reply.builtin:
+        log(f"rpcprof: {subject.name} replies {reply.text.strip()[:80]!r}, not the built-in reply: "
+            f"OK responses are counted by its size ({', '.join(map(str, sorted(set(reply.sizes))))} B)")
+    if reply.framed_len is None:
+        log(f"rpcprof: {subject.name}: reply sizes vary ({sorted(set(reply.sizes))} B): OK responses are h2load's "
+            "2xx responses (--driver ghz checks every grpc-status)")
+
+
 def warm_up(subject: Subject, seconds: float) -> None:
     if seconds > 0:
         subject.drive(seconds, "warmup.log")

@@ -141,7 +141,13 @@ class H2load:
         self.scenario = scenario
         self.body = workdir / f"{scenario.package}.body"
         self.body.write_bytes(grpc_frame(scenario.request_bytes()))
-        self.reply_len = len(grpc_frame(scenario.expected_reply_bytes()))
+        self.reply_len: int | None = len(grpc_frame(scenario.expected_reply_bytes()))
+
+    def use_reply(self, reply) -> None:
+        """Count OK responses by the reply the server was seen to give (scenario.learn_reply): DATA bytes
+        over its framed length; when its sizes vary, by h2load's 2xx responses (a grpc-status error inside
+        an HTTP 200 is then not seen: --driver ghz checks every status)."""
+        self.reply_len = reply.framed_len
 
     def argv(self, settings: LoadSettings, port: int, latency_log: Path | None) -> list[str]:
         threads = max(1, min(len(settings.cpus), settings.connections))
@@ -170,8 +176,13 @@ class H2load:
             if latency_log:
                 latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
         raw = parse_h2load_output(log_path.read_text(errors="replace"))
-        ok = raw.get("data_bytes", 0) // self.reply_len
         answered = raw.get("succeeded", 0)
+        if self.reply_len:
+            ok = raw.get("data_bytes", 0) // self.reply_len
+            raw["ok_counted_by"] = f"DATA bytes / {self.reply_len} B per framed reply"
+        else:
+            ok = answered
+            raw["ok_counted_by"] = "h2load's 2xx responses (reply sizes vary)"
         non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
         return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rpcprof.errors import UserError
 from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor
-from rpcprof.measure.scenario import probe
+from rpcprof.measure.scenario import learn_reply
 from rpcprof.measure.servers import ServerSpec
 
 
@@ -79,19 +79,21 @@ class ServerProcess:
         except OSError:
             self.cgroup = None   # fall back to per-thread schedstat polling
         self.monitor = ProcessMonitor(self.pid, self.cgroup)
+        self.reply = None             # learned by wait_ready
 
     def exited(self) -> int | None:
         return self.proc.poll()
 
     def wait_ready(self, scenario, port: int, timeout: float) -> float:
-        """Poll with real gRPC calls until one succeeds; returns seconds taken."""
+        """Poll with real gRPC calls until they succeed; returns seconds taken. The reply they got is kept
+        in self.reply (what OK responses are counted by)."""
         t0 = time.monotonic()
         last = "no answer"
         while time.monotonic() - t0 < timeout:
             if self.exited() is not None:
                 raise ServerFailed(f"{self.spec.name} exited with status {self.proc.returncode} before it was "
                                    f"ready: {log_tail(self.log_path)}")
-            problem = probe(scenario, port, timeout=1.0)
+            self.reply, problem = learn_reply(scenario, port, timeout=1.0)
             if problem is None:
                 return time.monotonic() - t0
             last = problem

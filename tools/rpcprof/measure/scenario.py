@@ -1,4 +1,8 @@
-"""Workloads (scenarios): which RPC is called with which payload, and what a correct reply is.
+"""Workloads (scenarios): which RPC is called with which payload, and what a server replies.
+
+A server's reply is learned from real calls (learn_reply): any reply that ends with grpc-status 0 and
+decodes as the scenario's HelloReply is accepted, whatever its text; its size is what the h2load driver
+counts OK responses by. The built-in reply (servers/proto/*.reply.txtpb) is only compared, to say so.
 
 Payloads are text-format protobuf in servers/proto/, encoded with ``protoc --encode`` so that no
 generated code is needed: h2load gets the gRPC-framed bytes, ghz the JSON, the probe the raw bytes.
@@ -78,19 +82,45 @@ def grpc_frame(message: bytes) -> bytes:
     return struct.pack(">BI", 0, len(message)) + message
 
 
-def probe(scenario: Scenario, port: int, timeout: float = 1.0) -> str | None:
-    """Make one real gRPC call. Returns None when the reply is correct with status OK,
-    otherwise a short description of what was wrong (connection refused, status, content)."""
+@dataclass
+class Reply:
+    """What a server answers the scenario's call with, learned from real calls."""
+    sizes: list[int]        # message bytes (before gRPC framing) of each call made
+    text: str               # the first reply, decoded
+    builtin: bool           # the same as the scenario's built-in reply
+
+    @property
+    def framed_len(self) -> int | None:
+        """Bytes of one framed reply when every call got the same size; None when sizes vary."""
+        return 5 + self.sizes[0] if len(set(self.sizes)) == 1 else None
+
+    def record(self) -> dict:
+        return {"message_bytes": sorted(set(self.sizes)), "framed_len": self.framed_len,
+                "text": self.text.strip()[:200], "builtin": self.builtin}
+
+
+def learn_reply(scenario: Scenario, port: int, timeout: float = 1.0, calls: int = 3) -> tuple[Reply | None, str | None]:
+    """Make real gRPC calls: (the reply learned, None), or (None, what was wrong: connection refused,
+    a grpc-status other than OK, a reply that is not the scenario's HelloReply)."""
     import grpc  # imported late: grpcio takes ~0.2 s to import
 
+    request = scenario.request_bytes()
+    replies = []
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = channel.unary_unary(scenario.method)
-        try:
-            reply = call(scenario.request_bytes(), timeout=timeout)
-        except grpc.RpcError as e:
-            return f"grpc-status {e.code().name}: {e.details()}"
-    want = scenario.decode_reply(scenario.expected_reply_bytes())
-    got = scenario.decode_reply(reply)
-    if got != want:
-        return f"wrong reply: got {got.strip()[:120]!r}, want {want.strip()[:120]!r}"
-    return None
+        for _ in range(calls):
+            try:
+                replies.append(call(request, timeout=timeout))
+            except grpc.RpcError as e:
+                return None, f"grpc-status {e.code().name}: {e.details()}"
+    try:
+        text = scenario.decode_reply(replies[0])
+    except UserError as e:
+        return None, f"the reply is not a {scenario.package}.HelloReply ({e})"
+    builtin = text == scenario.decode_reply(scenario.expected_reply_bytes())
+    return Reply([len(r) for r in replies], text, builtin), None
+
+
+def probe(scenario: Scenario, port: int, timeout: float = 1.0) -> str | None:
+    """One real gRPC call: None when it ends with grpc-status 0 and a HelloReply, else what was wrong."""
+    return learn_reply(scenario, port, timeout, calls=1)[1]
