@@ -69,6 +69,16 @@ def write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def write_bytes(path: Path, data: bytes) -> None:
+    """write_text for bytes: whole or not at all."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_json(path: Path, data) -> None:
     write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 

@@ -207,6 +207,26 @@ def chart(run_dir, out, rules_path, app, level, view, runs_dir):
 
 
 @main.command()
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["pprof", "speedscope", "collapsed"]), required=True,
+              help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
+                   "collapsed stacks (Pyroscope's folded ingest).")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
+@rules_option
+@app_option
+def export(profile, fmt, out, rules_path, app):
+    """Export a folded profile for pprof, Pyroscope/Parca, speedscope, with rpcprof's categories as labels.
+
+    eg, ./report.py export flamegraphs/RUN/rust_tonic_mt/profile.folded --format pprof -o tonic.pb.gz
+        go tool pprof -top -tagfocus=category=send tonic.pb.gz
+    """
+    from rpcprof.report.export import export as export_profile
+    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else "result.json")
+    n = export_profile(profile, rules, fmt, out)
+    click.echo(f"report.py: wrote {out} ({n:,} stacks, {fmt})", err=True)
+
+
+@main.command()
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
