@@ -301,3 +301,27 @@ def test_attach_learns_any_servers_reply(tmp_path, sizes):
         assert m["reply"]["framed_len"] == 5 + 21
     else:
         assert m["reply"]["framed_len"] is None and "reply sizes vary" in done.stderr
+
+
+@pytest.mark.parametrize("server", ["rust_tonic_mt", "go_grpc", "python_grpcio", "node_grpcjs"])
+def test_attach_without_app_finds_the_processs_own_code(server, tmp_path):
+    """No --app: the app category is the process's own code (crate, main module, own files, own JS), and
+    its handler is in it (app > 0 %); the rule used is printed and recorded."""
+    port = 50630 + ["rust_tonic_mt", "go_grpc", "python_grpcio", "node_grpcjs"].index(server)
+    spec = load_server(server)
+    proc = start_server(server, port, tmp_path if spec.workdir == "run" else spec.folder)
+    try:
+        done = attach("--pid", str(proc.pid), "-d", "3", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
+                      "--name", server, "--format", "json")
+    finally:
+        stop(proc)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "rpcprof: app frames: " in done.stderr
+    folder = run_folder(done.stderr)
+    try:
+        m = json.loads((folder / "metrics.json").read_text())[server]
+        assert m["app"] and m["app_source"] != "--app"
+        shares = category_shares(folder, server)
+        assert shares["app"] > 0, (m["app"], shares)
+    finally:
+        subprocess.run(["rm", "-rf", str(folder)])

@@ -26,6 +26,7 @@ from rpcprof.jobs.steps import log
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor, machine_specs
+from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
@@ -207,6 +208,14 @@ class Attach:
         self.port = parse_target(opts.target) if opts.target else None
         self.rules = load_rules()
         self.rules.with_app(opts.app)          # validate the regex now
+        self.app, self.app_source = opts.app, "--app"
+        if not opts.app:
+            try:
+                cwd = os.readlink(f"/proc/{opts.pid}/cwd")
+            except OSError:
+                cwd = "/"
+            self.app, self.app_source = guess_app(self.info.kind, self.info.exe, self.info.cmdline, cwd)
+            self.rules.with_app(self.app, "the app rule found")
         self.event = pmu_event()
         self.folder: RunFolder | None = None
         self.results: dict[str, dict] = {}
@@ -239,6 +248,8 @@ class Attach:
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")
+        log(f"rpcprof: app frames: {self.app or 'none'} ({self.app_source})" if self.app_source != "--app" else
+            f"rpcprof: app frames: {self.app} (--app)")
         for hint in self.hints:
             log(f"rpcprof: NOTE: {hint}")
         status = "running"
@@ -273,7 +284,7 @@ class Attach:
         opts = self.opts
         out = self.folder.server_dir(name)
         result = {"server": name, "status": "running", "pid": self.info.pid, "profiler": profiler,
-                  "app": opts.app, "mode": "attach"}
+                  "app": self.app, "app_source": self.app_source, "mode": "attach"}
         subject = steps.Subject(name, self.info.pid, monitor, out)
         if opts.load:
             subject = steps.Subject(name, self.info.pid, monitor, out, make_driver(opts.driver, self.scenario, out),
