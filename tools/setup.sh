@@ -17,7 +17,7 @@
 #       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
 #       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
 #       pytest, py-spy, grpcio...) and rpcprof itself (editable, pyproject.toml); shellcheck
-#       (Debian) for the shell scripts' lint. Servers are built on demand by profile.sh.
+#       (Debian) for the shell scripts' lint; chromium (Debian) for the headless test of report.html. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -41,9 +41,10 @@ missing=()
 note() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------------
-declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [shellcheck]=shellcheck)
+declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [shellcheck]=shellcheck [chromium]=chromium)
 debs=()
-for cmd in perf h2load protoc taskset shellcheck; do
+# chromium: the test that opens report.html headless (and tools/svg_to_png.sh)
+for cmd in perf h2load protoc taskset shellcheck chromium; do
   command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
 done
 if ((${#debs[@]})); then

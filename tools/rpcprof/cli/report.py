@@ -206,6 +206,23 @@ def chart(run_dir, out, rules_path, app, level, view, runs_dir):
     click.echo(f"report.py: wrote {out}", err=True)
 
 
+@main.command("html")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="File to write [default: RUN/report.html].")
+@rules_option
+@runs_dir_option
+def html_report(run_dir, out, rules_path, runs_dir):
+    """report.html of a run: one self-contained page (tables, flags, charts, interactive flame graphs,
+    the mechanism, the manifest) that opens offline."""
+    from rpcprof.report.html import build_html
+    run_dir = resolve(run_dir, runs_dir)
+    out = out or run_dir / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text(out, build_html(run_dir, load_rules(rules_path)))
+    click.echo(f"report.py: wrote {out}", err=True)
+
+
 @main.command()
 @click.argument("profile", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["pprof", "speedscope", "collapsed"]), required=True,

@@ -83,6 +83,8 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     a warning, never a lost run."""
     from rpcprof.report.chart import render_breakdown_chart
     from rpcprof.report.flamegraph import render_run_flamegraph
+    from rpcprof.report.html import build_html
+    from rpcprof.rundir import write_text
     from rpcprof.rundir import profile_folded
     drawn = []
     for name in servers:
@@ -100,6 +102,11 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
         except (UserError, OSError, ValueError) as e:
             _log(f"rpcprof: WARNING: no breakdown chart: {e}")
         _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
+    try:
+        write_text(run_dir / "report.html", build_html(run_dir, rules))
+        _log(f"rpcprof: report.html: {shown(run_dir / 'report.html')} (one page, opens offline)")
+    except (UserError, OSError) as e:
+        _log(f"rpcprof: WARNING: no report.html: {e}")
 
 
 class Run:

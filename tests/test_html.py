@@ -1,0 +1,83 @@
+"""report.html: one self-contained page per run, opened in headless Chromium as a reader would."""
+import html.parser
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rpcprof.cli.report import main
+from rpcprof.rundir import load_run
+
+RUN = Path(__file__).parent / "data" / "runs" / "seed-001"
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html") / "report.html"
+    result = CliRunner().invoke(main, ["html", str(RUN), "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+class Collect(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.text, self.srcs = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.srcs += [v for k, v in attrs if k == "src"]
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_page_is_self_contained_and_holds_each_servers_figures(page):
+    doc = Collect()
+    doc.feed(page.read_text())
+    text = " ".join(doc.text)
+    _, metrics = load_run(RUN)
+    for server, m in metrics.items():
+        assert server in text
+        assert f"{m['req_per_cpu_s']:,.0f}" in text              # req/s per CPU, as the run table prints it
+    assert all(s.startswith("data:") for s in doc.srcs)          # no file or network reference: opens offline
+    assert doc.tags.count("iframe") == len(metrics)              # one interactive flame graph per server
+    assert "Why, by mechanism" in text and "Kernel, per request" in text
+
+
+def test_frame_names_are_escaped(tmp_path):
+    """A run whose server name and command carry markup shows it as text."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    manifest = (run / "manifest.json").read_text()
+    (run / "manifest.json").write_text(manifest.replace('"profile.sh"', '"<script>alert(1)</script>"', 1))
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(main, ["html", str(run), "-o", str(out)]).exit_code == 0
+    body = out.read_text()
+    assert "<script>alert(1)</script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
+def test_chromium_opens_the_page_without_errors_and_shows_the_figures(page, tmp_path):
+    profile = tempfile.mkdtemp(prefix="rpcprof-chromium-")
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}", "--enable-logging=stderr",
+            "--v=0", "--window-size=1400,2000"]
+    try:
+        dom = subprocess.run(args + ["--dump-dom", f"file://{page}"], capture_output=True, text=True, timeout=120)
+        shot = subprocess.run(args + [f"--screenshot={tmp_path / 'report.png'}", f"file://{page}"],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    _, metrics = load_run(RUN)
+    for server, m in metrics.items():
+        assert f'data-row="{server}"' in dom.stdout and f"{m['req_per_cpu_s']:,.0f}" in dom.stdout
+    console = [line for line in dom.stderr.splitlines() if re.search(r"CONSOLE|Uncaught", line)]
+    assert not console, console
+    assert shot.returncode == 0 and (tmp_path / "report.png").stat().st_size > 10_000

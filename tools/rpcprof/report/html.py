@@ -1,0 +1,119 @@
+"""report.html: one self-contained page per run folder that opens offline.
+
+It holds the run table, the ratio lines with their intervals, every flag with its explanation, the
+per-request charts, every flame graph (interactive: each is its own SVG document in an iframe, so their
+scripts and ids never meet), the compare table with the mechanism explanation and the kernel figures,
+and the manifest. Every text that comes from a run (frame names, server names, commands) is escaped;
+pictures are embedded as base64 data, so nothing in them is parsed as this page's HTML.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import tempfile
+from pathlib import Path
+
+from rpcprof.analyze.categorize import Rules
+from rpcprof.errors import UserError
+from rpcprof.report.compare import compare_rows, explanations, kernel_rows
+from rpcprof.report.chart import render_breakdown_chart
+from rpcprof.report.flamegraph import render_run_flamegraph
+from rpcprof.report.summary import ratio_lines, run_columns, run_rows
+from rpcprof.report.tables import _cell
+from rpcprof.rundir import load_run, profile_folded
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: .5em 0 1em; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; }
+th { text-align: left; background: #f4f4f4; } td.n { text-align: right; }
+iframe { width: 100%; height: 640px; border: 1px solid #ccc; }
+img.chart { max-width: 100%; } pre { background: #f7f7f7; padding: .8em; overflow: auto; }
+ul.flags li { margin: .2em 0; }
+"""
+
+
+def esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None = None) -> str:
+    """An HTML table; numbers right-aligned and formatted as the text tables do."""
+    head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for k, _ in columns:
+            v = r.get(k)
+            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+            cells.append(f'<td class="n">{esc(_cell(v))}</td>' if numeric else f"<td>{esc(_cell(v))}</td>")
+        attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
+        body.append(f"<tr{attr}>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def data_uri(path: Path, mime: str) -> str:
+    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def build_html(run_dir: Path, rules: Rules) -> str:
+    """The page for a run folder (mode run or attach)."""
+    run_dir = Path(run_dir)
+    manifest, metrics = load_run(run_dir)
+    servers = manifest["parameters"]["servers"]
+    rows = run_rows(metrics, servers)
+    parts = [f"<h1>rpcprof run {esc(run_dir.name)}</h1>",
+             f"<p>status <b>{esc(manifest.get('status'))}</b> · mode {esc(manifest.get('mode', 'run'))} · "
+             f"command <code>{esc(' '.join(manifest.get('command') or []))}</code></p>",
+             "<h2>Run</h2>", table(rows, run_columns("seed"), "server")]
+    lines = ratio_lines(rows)
+    if lines:
+        parts.append('<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>")
+    charts = []
+    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
+        for name, grouping in (("breakdown.svg", rules), ("breakdown-level2.svg", rules.using(level=2))):
+            path = run_dir / name
+            if not path.exists():                          # a saved folder keeps no pictures: draw them
+                try:
+                    render_breakdown_chart(run_dir, grouping, Path(scratch) / name)
+                    path = Path(scratch) / name
+                except (UserError, OSError, ValueError, KeyError):
+                    continue
+            charts.append((name, data_uri(path, "image/svg+xml")))
+    if charts:
+        parts.append("<h2>Where each request's CPU goes</h2>")
+        parts += [f'<p><img class="chart" alt="{esc(c)}" src="{uri}"></p>' for c, uri in charts]
+    try:
+        crow, ccols, head = compare_rows(run_dir, rules)
+        parts += ["<h2>CPU µs per request by category</h2>", "<ul>" + "".join(f"<li>{esc(h)}</li>" for h in head)
+                  + "</ul>", table(crow, ccols, "category")]
+        explained = explanations(run_dir, rules)
+        if explained:
+            parts.append("<h3>Why, by mechanism</h3>")
+            for e in explained:
+                parts.append(f"<p>{esc(e['headline'])}</p><ul>"
+                             + "".join(f"<li>{esc(f['text'])}</li>" for f in e["findings"]) + "</ul>")
+        kernel = kernel_rows(metrics, [s for s in servers if s in {k[:-3] for k, _ in ccols}])
+        if kernel:
+            parts += ["<h3>Kernel, per request (syscall window)</h3>",
+                      table(kernel, [("figure", "figure")] + [(s, s) for s in servers if s in kernel[0]])]
+    except UserError as e:
+        parts.append(f"<p>No per-request breakdown: {esc(e)}</p>")
+    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
+        flames = []
+        for name in servers:
+            path = run_dir / name / "flame.svg"
+            folded = profile_folded(run_dir, name)
+            if not path.exists() and folded.exists() and folded.stat().st_size:   # a saved folder keeps no SVG
+                path = render_run_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}.svg")
+            if path.exists():
+                flames.append((name, data_uri(path, "image/svg+xml")))
+    if flames:
+        parts.append("<h2>Flame graphs</h2>")
+        for name, uri in flames:
+            parts.append(f"<h3>{esc(name)}</h3><iframe title=\"{esc(name)} flame graph\" src=\"{uri}\"></iframe>")
+    parts += ["<h2>Manifest</h2>", f"<pre>{esc(json.dumps(manifest, indent=2, sort_keys=True, default=str))}</pre>"]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>rpcprof {esc(run_dir.name)}</title><style>{STYLE}</style></head><body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
