@@ -6,12 +6,17 @@ base is small (~12 µs/req), short windows, every run in its own folder under py
 
 - base (extra_writes=0, pad_items=0) three times, spread over the sweep (first, middle, last), so that
   its spread measures the noise, drift of the shared machine included;
-- extra_writes 2, 4, 8: N sends of a 32-byte UDP datagram to a loopback sink per response. `send`
+- extra_writes 1, 2, 4: N sends of a 32-byte UDP datagram to a loopback sink per response. `send`
   µs/req must be linear in N (R² >= 0.95, positive slope: ~3-4 µs per write here) and the syscall
   count must grow by one write-family syscall (sendto) per extra write (slope within 10 % of 1);
 - pad_items 1000, 2000, 3000: the reply carries 10 x N more bytes (10, 20, 30 KB) of packed 10-byte
   varints, encoded by prost. protocol/protobuf µs/req must be linear in the payload bytes (R² >= 0.95,
   positive slope: ~6-7 ns per byte here, each varint byte is one put into tonic's buffer).
+
+Not 8 extra writes: there the handler is slow enough that the server's own batching falls (measured: one
+writev per ~23 responses against ~100 at the base, 45-70 at 2-4 extra writes) and tonic's per-request
+HTTP/2 work grows with it (protocol +30 %, in two sweeps): a real second-order effect of the
+perturbation, which the mechanism report shows as requests per write, not an attribution error.
 
 Every other category must stay within its noise: its change from the base mean within
 max(3 x its spread over the base repeats, 10 % of the perturbed category's growth at that setting),
@@ -38,6 +43,9 @@ length), every per-request figure is rescaled by that ratio, and a test checks t
 are exactly h2load's completed requests times that length (plus the partial replies of the <= 100
 streams cut off at the end of the window).
 
+A run whose profile window rpcprof flags PROFILE-REGIME (its req/s more than 10 % from the measured
+window's: its shares describe another regime) is redone, at most twice.
+
 `python tests/test_perturbation.py --help` runs the same sweep with other windows and prints the figures
 and fits (bench/perturb.sh). Takes ~9 runs x ~17 s.
 """
@@ -61,7 +69,7 @@ SERVER = "calibration"
 PORT = 50571                           # the first free one from here on (not conftest's 50151-50299)
 STREAMS = 100                          # rpcprof's default S: streams in flight, cut off at the end of a window
 TEST_WINDOWS = {"duration": 3, "warmup": 1, "profile_duration": 4, "syscall_duration": 2}
-WRITES = (2, 4, 8)
+WRITES = (1, 2, 4)
 PAD_ITEMS = (1000, 2000, 3000)
 BASE_REPEATS = 3
 
@@ -180,9 +188,27 @@ def run_sweep(runs_dir: Path, windows: dict, settings: list[Setting], port: int 
     for i, s in enumerate(settings):
         if progress:
             progress(f"perturb: {i + 1}/{len(settings)} {s.name}")
-        run_dir = run_setting(s, runs_dir, f"perturb-{i:02d}-{s.name}", windows, port)
+        for attempt in range(1 + REGIME_RETRIES):
+            run_dir = run_setting(s, runs_dir, f"perturb-{i:02d}-{s.name}-{attempt}", windows, port)
+            if not profile_out_of_regime(run_dir):
+                break
+            if progress:
+                progress(f"perturb: {s.name}: the profile window was out of the measured regime; again")
         out.append(figures(run_dir, s))
     return out
+
+
+REGIME_RETRIES = 2
+
+
+def profile_out_of_regime(run_dir: Path) -> bool:
+    """rpcprof's own PROFILE-REGIME flag: the profile window's req/s (or writes per request) was not the
+    measured window's, so its shares describe another regime (on this shared VM a window now and then
+    runs 30-40 % slower). Such a run is redone, at most REGIME_RETRIES times; the last one is kept."""
+    from rpcprof.analyze.regime import regime_flags
+    from rpcprof.rundir import load_run
+    m = load_run(run_dir)[1][SERVER]
+    return any(f.startswith("PROFILE-REGIME") for f in regime_flags(m))
 
 
 # --- what the tests check, also printed by the bench -----------------------------------------------
