@@ -50,8 +50,9 @@ def test_page_is_self_contained_and_holds_each_servers_figures(page):
     assert "Why, by mechanism" in text and "Kernel, per request" in text
 
 
-def test_frame_names_are_escaped(tmp_path):
-    """A run whose server name and command carry markup shows it as text."""
+def test_text_from_the_run_is_escaped(tmp_path):
+    """A run whose command carries markup shows it as text (frame names reach the page only inside the
+    base64 data of the flame graphs, which inferno escapes; test_flamegraph checks that)."""
     run = tmp_path / "run"
     shutil.copytree(RUN, run)
     manifest = (run / "manifest.json").read_text()

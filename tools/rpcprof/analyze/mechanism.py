@@ -151,7 +151,7 @@ def _send(base, other, fa, fb, us_a, us_b):
     return text + ".", used
 
 
-def _mechanisms(category, base, other, fa, fb, keys):
+def _mechanisms(base, other, fa, fb, keys):
     """' base X, other Y' for each figure of keys that differs."""
     parts, used = [], []
     for k in keys:
@@ -205,7 +205,7 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         if cat == "send":
             more, used = _send(base, other, fa, fb, a_us, b_us)
         else:
-            more, used = _mechanisms(cat, base, other, fa, fb, MECHANISM_KEYS.get(cat, []))
+            more, used = _mechanisms(base, other, fa, fb, MECHANISM_KEYS.get(cat, []))
         text += more
         sources += [{"server": s, "key": f[k].key, "value": f[k].value}
                     for k in used for s, f in ((base, fa), (other, fb))]

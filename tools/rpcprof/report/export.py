@@ -35,17 +35,6 @@ def weight_unit(folded: Path) -> tuple[str, str]:
     return "samples", "count"
 
 
-def labels(frames: list[str], rules: Rules) -> dict[str, str]:
-    """category, subcategory (when level 2 splits it) and tax of one stack."""
-    out = {"category": rules.classify_stack(frames)[0]}
-    sub = rules.using(level=2).classify_stack(frames)[0]
-    if "/" in sub:
-        out["subcategory"] = sub
-    if rules.tax_groups:
-        out["tax"] = rules.using(view="tax").classify_stack(frames)[0]
-    return out
-
-
 def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
     from rpcprof.report.pprof import profile_pb2 as pb
 
