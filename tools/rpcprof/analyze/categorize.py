@@ -4,7 +4,7 @@ Semantics (also in categorize.yaml's header): walk each stack from the leaf towa
 frame that matches a rule decides; no match at all is `other`. Within one frame, the category listed
 first in the file wins.
 
-Two more groupings come from the same file, chosen with Rules.using(level=2) or Rules.using(view="tax"):
+Three more groupings come from the same file, chosen with Rules.using(level=2) or Rules.using(view=...):
 - level 2 splits each category into its sub-categories (protocol/http2, send/syscall...): the stack's
   category is decided as above, then, walking again from the leaf, the first frame that matches a rule
   of that category carrying a `sub:` decides the sub-category (`CATEGORY/other` when none does). Level-1
@@ -12,6 +12,9 @@ Two more groupings come from the same file, chosen with Rules.using(level=2) or 
 - the tax view groups samples by the kind of work at the leaf (allocation, data movement, hashing,
   locks and atomics, syscall entry/exit, everything else): walking from the leaf, no further than the
   frame that decided the category, the first frame that matches a `tax:` rule decides.
+- the waits view (view="waits", for off-CPU stacks: where a thread went to sleep, weighted by how long
+  it slept) groups them by wait reason (socket data, sending, locks, idle poll, timers, runnable...):
+  walking from the leaf over the whole stack, the first frame that matches a `waits:` rule decides.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ CATEGORY_KEYS = {"name", "color", "description", "rules", "subcategories"}
 RULE_KEYS = {"name", "match", "where", "examples", "sub", "level"}
 TAX_RULE_KEYS = {"name", "match", "where", "examples"}
 LEVELS = (1, 2)
-VIEWS = ("category", "tax")
+VIEWS = ("category", "tax", "waits")
 WHERE = ("any", "kernel", "user")
 OTHER = "other"
 _IDENT = re.compile(r"[A-Za-z0-9_]")
@@ -108,7 +111,8 @@ class Rules:
     def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
                  rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
                  tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
-                 tax_rest: str = "everything-else", level: int = 1, view: str = "category"):
+                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
+                 waits: tuple[list[TaxGroup], list[Rule], str] = ([], [], "other-wait")):
         self.categories = categories
         self.rules = rules
         self.source = source
@@ -116,19 +120,20 @@ class Rules:
         self.tax_groups = tax_groups or []
         self.tax_rules = tax_rules or []
         self.tax_rest = tax_rest
+        self.waits = waits              # (groups, rules, rest) of the waits view
         self.level = level
         self.view = view
         self.category_colors = colors
         self.category_descriptions = descriptions
         self._cache: dict[str, tuple[str, Rule] | None] = {}
         self._sub_cache: dict[tuple[str, str], Rule | None] = {}
-        self._tax_cache: dict[str, Rule | None] = {}
+        self._tax_cache: dict[tuple[str, str], Rule | None] = {}
 
     def _copy(self, **changes) -> "Rules":
         args = dict(categories=self.categories, colors=self.category_colors,
                     descriptions=self.category_descriptions, rules=self.rules, source=self.source,
                     subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
-                    tax_rest=self.tax_rest, level=self.level, view=self.view)
+                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
         args.update(changes)
         return Rules(**args)
 
@@ -138,8 +143,8 @@ class Rules:
             raise UserError(f"--level {level}: choose 1 (categories) or 2 (sub-categories)")
         if view not in VIEWS:
             raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
-        if view == "tax" and not self.tax_groups:
-            raise UserError(f"{Path(self.source).name} has no `tax:` section: the tax view needs one")
+        if view == "tax" and not self.tax_groups or view == "waits" and not self.waits[0]:
+            raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
         return self._copy(level=level, view=view)
 
     def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
@@ -163,11 +168,18 @@ class Rules:
         subs = self.subcategories.get(category)
         return [f"{category}/{s}" for s in subs] + [f"{category}/{OTHER}"] if subs else [category]
 
+    def _leaf_view(self) -> tuple[list[TaxGroup], list[Rule], str] | None:
+        """(groups, rules, rest) of the tax or waits view; None in the category view."""
+        if self.view == "tax":
+            return self.tax_groups, self.tax_rules, self.tax_rest
+        return self.waits if self.view == "waits" else None
+
     @property
     def all_categories(self) -> list[str]:
-        """The groups of the chosen grouping, in report order (`other` / the tax rest last)."""
-        if self.view == "tax":
-            return [g.name for g in self.tax_groups if g.name != self.tax_rest] + [self.tax_rest]
+        """The groups of the chosen grouping, in report order (`other` / the tax or waits rest last)."""
+        if view := self._leaf_view():
+            groups, _, rest = view
+            return [g.name for g in groups if g.name != rest] + [rest]
         if self.level == 2:
             return [g for c in self.categories for g in self.groups_of(c)] + [OTHER]
         return self.categories + [OTHER]
@@ -179,8 +191,9 @@ class Rules:
     @property
     def colors(self) -> dict[str, str]:
         """Colour of every group of the chosen grouping: level-2 groups are shades of their category."""
-        if self.view == "tax":
-            return {self.tax_rest: self.category_colors[OTHER]} | {g.name: g.color for g in self.tax_groups}
+        if view := self._leaf_view():
+            groups, _, rest = view
+            return {rest: self.category_colors[OTHER]} | {g.name: g.color for g in groups}
         colors = dict(self.category_colors)
         if self.level == 2:
             for c in self.categories:
@@ -191,8 +204,8 @@ class Rules:
 
     @property
     def descriptions(self) -> dict[str, str]:
-        if self.view == "tax":
-            return {g.name: g.description for g in self.tax_groups}
+        if view := self._leaf_view():
+            return {g.name: g.description for g in view[0]}
         return self.category_descriptions
 
     # --- classification ----------------------------------------------------------------------------
@@ -216,17 +229,19 @@ class Rules:
                                          if r.category == category and r.sub and r.matches(name, kernel)), None)
         return self._sub_cache[key]
 
-    def tax_rule(self, raw: str) -> Rule | None:
-        """The first tax rule matching this frame, or None."""
-        if raw not in self._tax_cache:
+    def tax_rule(self, raw: str, view: str = "tax") -> Rule | None:
+        """The first rule of the tax (or waits) view matching this frame, or None."""
+        key = (raw, view)
+        if key not in self._tax_cache:
             name, kernel = normalize_frame(raw)
-            self._tax_cache[raw] = next((r for r in self.tax_rules if r.matches(name, kernel)), None)
-        return self._tax_cache[raw]
+            rules = self.waits[1] if view == "waits" else self.tax_rules
+            self._tax_cache[key] = next((r for r in rules if r.matches(name, kernel)), None)
+        return self._tax_cache[key]
 
     def rule_for(self, frame: str, group: str) -> Rule | None:
         """The rule that made frame decide group in this grouping (for `top`), or None."""
-        if self.view == "tax":
-            return self.tax_rule(frame)
+        if self._leaf_view():
+            return self.tax_rule(frame, self.view)
         if self.level == 2 and "/" in group:
             return self.sub_rule(frame, self.parent(group))
         hit = self.classify_frame(frame)
@@ -242,6 +257,12 @@ class Rules:
 
     def classify_stack(self, frames: list[str]) -> tuple[str, int]:
         """(group in the chosen grouping, index of the deciding frame or -1)."""
+        if self.view == "waits":
+            for i in range(len(frames) - 1, -1, -1):
+                rule = self.tax_rule(frames[i], "waits")
+                if rule:
+                    return rule.category, i
+            return self.waits[2], -1
         category, idx = self.classify_category(frames)
         if self.view == "tax":
             stop = max(idx, 0)
@@ -317,26 +338,28 @@ def _parse_subcategories(path, cname: str, subs) -> list[str]:
     return names
 
 
-def _parse_tax(path, tax) -> tuple[list[TaxGroup], list[Rule], str]:
+def _parse_tax(path, tax, section: str = "tax",
+               default_rest: str = "everything-else") -> tuple[list[TaxGroup], list[Rule], str]:
+    """The `tax:` section, or another of its shape (`waits:`): groups of rules, and the rest's name."""
     if tax is None:
-        return [], [], "everything-else"
+        return [], [], default_rest
     if not isinstance(tax, dict) or not isinstance(tax.get("groups"), list):
-        _fail(path, "`tax:` must be a mapping with a `groups:` list (and `rest:`, the name of what no rule takes)")
+        _fail(path, f"`{section}:` must be a mapping with a `groups:` list (and `rest:`, the name of what no rule takes)")
     unknown = set(tax) - {"groups", "rest", "description"}
     if unknown:
-        _fail(path, f"tax: unknown key(s) {', '.join(sorted(unknown))}")
-    rest = str(tax.get("rest") or "everything-else")
+        _fail(path, f"{section}: unknown key(s) {', '.join(sorted(unknown))}")
+    rest = str(tax.get("rest") or default_rest)
     groups, rules = [], []
     for gi, group in enumerate(tax["groups"]):
         if not isinstance(group, dict) or not isinstance(group.get("name"), str):
-            _fail(path, f"tax group #{gi + 1}: expected a mapping with name, color, description, rules")
+            _fail(path, f"{section} group #{gi + 1}: expected a mapping with name, color, description, rules")
         gname = group["name"]
         unknown = set(group) - {"name", "color", "description", "rules"}
         if unknown:
-            _fail(path, f"tax group {gname!r}: unknown key(s) {', '.join(sorted(unknown))}")
+            _fail(path, f"{section} group {gname!r}: unknown key(s) {', '.join(sorted(unknown))}")
         if gname in {g.name for g in groups}:
-            _fail(path, f"tax group {gname!r} is defined twice")
-        groups.append(TaxGroup(gname, _color(path, f"tax group {gname!r}", group.get("color")),
+            _fail(path, f"{section} group {gname!r} is defined twice")
+        groups.append(TaxGroup(gname, _color(path, f"{section} group {gname!r}", group.get("color")),
                                str(group.get("description", ""))))
         rules += [_parse_rule(path, r, gname, ri, TAX_RULE_KEYS) for ri, r in enumerate(group.get("rules") or [])]
     return groups, rules, rest
@@ -353,7 +376,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
         _fail(path, f"invalid YAML: {' '.join(str(e).split())}")
     if not isinstance(data, dict) or not isinstance(data.get("categories"), list):
         _fail(path, "expected a top-level `categories:` list")
-    unknown_top = set(data) - {"categories", "other_color", "tax"}
+    unknown_top = set(data) - {"categories", "other_color", "tax", "waits"}
     if unknown_top:
         _fail(path, f"unknown top-level key(s) {', '.join(sorted(unknown_top))}")
     categories, colors, descriptions, rules = [], {OTHER: str(data.get("other_color", "#b4b4b4"))}, {}, []
@@ -393,16 +416,19 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
     if "app" not in categories:
         _fail(path, "a category named `app` is required (the server's handler pattern is added to it)")
     tax_groups, tax_rules, tax_rest = _parse_tax(path, data.get("tax"))
-    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax_groups, tax_rules, tax_rest)
+    waits = _parse_tax(path, data.get("waits"), "waits", "other-wait")
+    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax_groups, tax_rules, tax_rest,
+                 waits=waits)
 
 
 def check_examples(rules: Rules) -> list[str]:
     """Problems with the rules' examples: an example decided by another rule (a shadowed or wrong rule),
-    at level 1, at level 2 (rules with a `sub`) and in the tax view."""
+    at level 1, at level 2 (rules with a `sub`) and in the tax and waits views."""
     problems = []
     spaces = [(r, lambda ex: rules.classify_frame(ex)) for r in rules.rules if r.level == 1]
     spaces += [(r, lambda ex, c=r.category: rules.sub_rule(ex, c)) for r in rules.rules if r.sub]
     spaces += [(r, lambda ex: rules.tax_rule(ex)) for r in rules.tax_rules]
+    spaces += [(r, lambda ex: rules.tax_rule(ex, "waits")) for r in rules.waits[1]]
     for rule, decide in spaces:
         deciders = [decide(ex) for ex in rule.examples]
         deciders = [d[1] if isinstance(d, tuple) else d for d in deciders]

@@ -4,6 +4,8 @@
   its period); for a JIT runtime's data, `perf inject --jit` first (at capture time, while the jitdump
   is where the process wrote it).
 - py-spy raw output is already folded (counts are samples): it is checked and copied.
+- an off-CPU recording (sched:sched_switch, capture/offcpu.py) is folded by time off CPU (µs), with
+  the wait counts beside it (OUT.count).
 """
 from __future__ import annotations
 
@@ -102,6 +104,14 @@ def is_perf_data(path: Path) -> bool:
         return False
 
 
+def records_switches(data: Path) -> bool:
+    """True for an off-CPU recording (capture/offcpu.py): its event is sched:sched_switch."""
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    proc = subprocess.run([perf, "evlist", "-i", str(data)], capture_output=True, text=True)
+    events = [line.strip() for line in proc.stdout.splitlines() if line.strip() and not line.startswith("#")]
+    return proc.returncode == 0 and events == ["sched:sched_switch"]
+
+
 def fold(source: Path, out: Path) -> dict:
     """Fold a saved profile (perf.data or py-spy raw) into out; returns {'samples': N, 'input': kind}."""
     source, out = Path(source), Path(out)
@@ -110,6 +120,9 @@ def fold(source: Path, out: Path) -> dict:
     if source.resolve() == out.resolve():
         raise UserError(f"{out}: the output would replace its own input; choose another -o")
     if is_perf_data(source):
+        if records_switches(source):
+            from rpcprof.capture.offcpu import fold_offcpu
+            return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out), "input": "perf.data"}
     from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
     stacks = open_folded(source)

@@ -12,9 +12,9 @@ MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profi
 FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES is in reach
 
 RUN = {"connections": 1, "streams": 100, "duration": 20.0, "warmup": 5.0, "profile_duration": 10.0,
-       "syscall_duration": 5.0, "frequency": FREQUENCY, "min_samples": MIN_SAMPLES,
+       "syscall_duration": 5.0, "offcpu_duration": 5.0, "frequency": FREQUENCY, "min_samples": MIN_SAMPLES,
        "max_time": 600.0}       # --precision's time budget: ten minutes of rounds
 SWEEP = {**RUN, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
-         "profile_duration": 5.0, "syscall_duration": 3.0}
-ATTACH = {"connections": 1, "streams": 100, "duration": 10.0, "warmup": 2.0, "frequency": FREQUENCY,
+         "profile_duration": 5.0, "syscall_duration": 3.0, "offcpu_duration": 3.0}
+ATTACH = {"connections": 1, "streams": 100, "duration": 10.0, "warmup": 2.0, "offcpu_duration": 5.0, "frequency": FREQUENCY,
           "min_samples": MIN_SAMPLES}

@@ -91,6 +91,18 @@ def repeat_options(what: str):
     return decorate
 
 
+def off_cpu_options(default_duration: float, when: str):
+    """--off-cpu/--no-off-cpu and --off-cpu-duration."""
+    def decorate(f):
+        f = click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
+                         help="Off-CPU window [s].")(f)
+        return click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
+                            help=f"A window recording where the server's threads wait (context switches with "
+                                 f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
+                                 f"Nagle / delayed-ACK stall is named) [default: {when}].")(f)
+    return decorate
+
+
 def placement_and_load_options(f):
     """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
     options = [
@@ -141,12 +153,13 @@ def main():
               help="Count syscalls per request in a window of their own.")
 @click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
               help="Syscall-count window [s].")
+@off_cpu_options(RUN["offcpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
 @repeat_options("")
 @runs_dir_option
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
         params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
-        syscall_duration, repeat, precision, max_time, runs_dir, fmt):
+        syscall_duration, off_cpu, off_cpu_duration, repeat, precision, max_time, runs_dir, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
@@ -159,7 +172,8 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       load_cpus=load_cpus, port=port, label=label, params=params,
                       profile=profile, call_graph=call_graph, frequency=frequency,
                       profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
-                      syscalls=count_syscalls, syscall_duration=syscall_duration, repeat=repeat,
+                      syscalls=count_syscalls, syscall_duration=syscall_duration, off_cpu=off_cpu,
+                      off_cpu_duration=off_cpu_duration, repeat=repeat,
                       precision=precision, max_time=max_time, runs_dir=runs_dir)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
@@ -174,6 +188,7 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
     if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, app, ruler), nl=False)
+    print_waits(run_dir, the_run.results, fmt)
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
         raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
@@ -210,11 +225,12 @@ def int_list(ctx, param, value):
 @click.option("--syscall-duration", default=SWEEP["syscall_duration"], show_default=True, callback=positive, help="Syscall window [s].")
 @click.option("--min-samples", default=SWEEP["min_samples"], show_default=True,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
+@off_cpu_options(SWEEP["offcpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
 @runs_dir_option
 @format_option
 def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, precision, max_time, scenario,
           driver, server_cpus, load_cpus, port, label, profile, profile_duration, count_syscalls, syscall_duration,
-          min_samples, runs_dir, fmt):
+          min_samples, off_cpu, off_cpu_duration, runs_dir, fmt):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
@@ -225,7 +241,7 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
                       server_cpus=server_cpus, load_cpus=load_cpus, port=port, label=label, profile=profile,
                       profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
                       repeat=repeat, precision=precision, max_time=max_time, min_samples=min_samples,
-                      runs_dir=runs_dir)
+                      off_cpu=off_cpu, off_cpu_duration=off_cpu_duration, runs_dir=runs_dir)
     job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]],
                 max_per_connection=max_per_connection)
     try:
@@ -264,10 +280,12 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
               "may not run on].")
 @click.option("--second-profile/--no-second-profile", default=True, show_default=True,
               help="For CPython: also perf's view after py-spy's.")
+@off_cpu_options(ATTACH["offcpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
 @runs_dir_option
 @format_option
 def attach(pid, duration, name, app, profiler, call_graph, frequency, min_samples, requests, rps, load, target,
-           driver, scenario, connections, streams, warmup, load_cpus, second_profile, runs_dir, fmt):
+           driver, scenario, connections, streams, warmup, load_cpus, second_profile, off_cpu, off_cpu_duration,
+           runs_dir, fmt):
     """Profile a running process by PID, without restarting it.
 
     eg, ./profile.sh attach --pid 1234 --app 'my_service::handlers' --rps 20000
@@ -275,8 +293,8 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
     opts = AttachOptions(pid=pid, duration=duration, name=name, app=app, profiler=profiler, call_graph=call_graph,
                          frequency=frequency, min_samples=min_samples, requests=requests, rps=rps, load=load,
                          target=target, driver=driver, scenario=scenario, connections=connections, streams=streams,
-                         warmup=warmup, load_cpus=load_cpus, second_profile=second_profile,
-                         command=["profile.sh", *sys.argv[1:]], runs_dir=runs_dir)
+                         warmup=warmup, load_cpus=load_cpus, second_profile=second_profile, off_cpu=off_cpu,
+                         off_cpu_duration=off_cpu_duration, command=["profile.sh", *sys.argv[1:]], runs_dir=runs_dir)
     job = Attach(opts)
     try:
         run_dir = job.execute()
@@ -299,6 +317,16 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         click.echo(render_compare(run_dir, job.rules, fmt, app), nl=False)
     elif fmt in ("table", "markdown"):
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
+    print_waits(run_dir, job.results, fmt)
+
+
+def print_waits(run_dir, results: dict, fmt: str) -> None:
+    """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
+    if fmt != "json" and any(r.get("offcpu") for r in results.values()):
+        from rpcprof.analyze.categorize import load_rules
+        from rpcprof.report.waits import render_waits
+        click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
+        click.echo(render_waits(run_dir, load_rules(), fmt), nl=False)
 
 
 def entry(args: list[str] | None = None) -> None:

@@ -21,9 +21,10 @@ rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=Fa
 
 def grouping_options(f):
     """--level 1|2 and --view category|tax: which grouping of the samples a report shows."""
-    f = click.option("--view", type=click.Choice(["category", "tax"]), default="category", show_default=True,
+    f = click.option("--view", type=click.Choice(["category", "tax", "waits"]), default="category", show_default=True,
                      help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
-                          "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest).")(f)
+                          "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest); waits: "
+                          "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded).")(f)
     return click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
                         help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
 
@@ -188,7 +189,7 @@ def svg(folded, out, title, rules_path, app, level, view):
     title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path},
                                   **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
-    render_flamegraph(folded, r, out, title, subtitle)
+    render_flamegraph(folded, r, out, title, subtitle, countname="µs" if view == "waits" else "samples")
     click.echo(f"report.py: wrote {out}", err=True)
 
 
@@ -333,6 +334,21 @@ def run_table(run_dir, latency, runs_dir, fmt):
     click.echo(render_run(resolve(run_dir, runs_dir), fmt, latency), nl=False)
 
 
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@rules_option
+@saved_folder_options
+def waits(run_dir, rules_path, runs_dir, fmt):
+    """Where each server's threads waited in the run's off-CPU window: time, waits and mean wait per
+    reason (categorize.yaml `waits:`), the TCP state of its connections, and a Nagle / delayed-ACK stall
+    named when the numbers show one.
+
+    eg, ./report.py waits flamegraphs/RUN
+    """
+    from rpcprof.report.waits import render_waits
+    click.echo(render_waits(resolve(run_dir, runs_dir), load_rules(rules_path), fmt), nl=False)
+
+
 @main.command("sweep")
 @click.argument("sweep_dir", type=click.Path(path_type=Path))
 @rules_option
@@ -349,14 +365,16 @@ def sweep_table(sweep_dir, rules_path, runs_dir, fmt):
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Folded file to write.")
 def fold(source, out):
-    """Fold a saved profile again: perf.data (perf script | inferno-collapse-perf) or a py-spy raw file
-    (checked and copied). The first stage of capture -> fold -> categorize -> report, on saved files.
+    """Fold a saved profile again: perf.data (perf script | inferno-collapse-perf), an off-CPU recording
+    (RUN/SERVER/offcpu.data: weighted by µs off CPU) or a py-spy raw file (checked and copied). The first stage of capture -> fold -> categorize -> report, on saved files.
 
     eg, ./report.py fold flamegraphs/RUN/rust_tonic_mt/perf.data -o /tmp/tonic.folded
     """
     from rpcprof.capture.fold import fold as fold_file
     done = fold_file(Path(source), out)
-    click.echo(f"report.py: folded {done['samples']:,} samples ({done['input']}) into {out}", err=True)
+    what = (f"{done['waits']:,} waits, {done['off_cpu_us'] / 1e6:.2f} s off CPU (weights in µs; counts in {out}.count)"
+            if "waits" in done else f"{done['samples']:,} samples")
+    click.echo(f"report.py: folded {what} ({done['input']}) into {out}", err=True)
 
 
 def entry(args: list[str] | None = None) -> None:

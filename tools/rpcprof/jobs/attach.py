@@ -29,6 +29,7 @@ from rpcprof.measure.procstat import ProcessMonitor, machine_specs
 from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
+from rpcprof.measure.sockets import listening_ports
 from rpcprof.paths import RUNS_DIR
 from rpcprof.rundir import Manifest, RunFolder, now
 
@@ -181,6 +182,8 @@ class AttachOptions:
     warmup: float = ATTACH["warmup"]
     load_cpus: list[int] | None = None
     second_profile: bool = True
+    off_cpu: bool | None = None       # where its threads wait: None = with --load, when the window says it waited
+    off_cpu_duration: float = ATTACH["offcpu_duration"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
 
@@ -316,6 +319,11 @@ class Attach:
                 raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
                                 f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
                                 "or attach while it is busy", exit_code=1)
+            if not measured and steps.wants_off_cpu(opts.off_cpu, result):
+                ports = [self.port] if self.port else listening_ports(self.info.pid)
+                if not ports:
+                    log(f"rpcprof: NOTE: pid {self.info.pid} listens on no TCP port: no socket state is sampled")
+                result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports)
             result["status"] = "ok"
             return result
         finally:

@@ -56,6 +56,8 @@ class RunOptions:
     ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
     syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
     syscall_duration: float = RUN["syscall_duration"]
+    off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
+    off_cpu_duration: float = RUN["offcpu_duration"]
     repeat: int = 1                 # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
@@ -82,7 +84,7 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
     a warning, never a lost run."""
     from rpcprof.report.chart import render_breakdown_chart
-    from rpcprof.report.flamegraph import render_run_flamegraph
+    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html
     from rpcprof.rundir import write_text
     from rpcprof.rundir import profile_folded
@@ -95,6 +97,16 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
                 drawn.append(name)
             except (UserError, OSError) as e:
                 _log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
+    waited = []
+    for name in servers:
+        if (run_dir / name / "offcpu.folded").exists():
+            try:
+                render_offcpu_flamegraph(run_dir, name, rules)
+                waited.append(name)
+            except (UserError, OSError) as e:
+                _log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
+    if waited:
+        _log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/offcpu.svg' for n in waited)}")
     if drawn:
         try:
             render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
@@ -179,8 +191,8 @@ class Run:
             if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
                 status = "failed"
             self.write(status)
-        if self.opts.profile:
-            render_pictures(self.dir, self.rules, [s.name for s in self.specs])
+        if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
+            render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs])
         if status == "incomplete":
             raise KeyboardInterrupt
         return self.dir
@@ -293,6 +305,10 @@ class Run:
         if opts.profile and first:
             result["profile"] = self._profile(session, spec, server, subject, result)
             self._check_alive(server, "during the profile window")
+        if first and steps.wants_off_cpu(opts.off_cpu, result):
+            result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
+                                             self.rules or load_rules(), [opts.port])
+            self._check_alive(server, "during the off-CPU window")
         result["status"] = "ok"
         return result
 

@@ -5,6 +5,7 @@ servers it starts, `attach` to a process it did not start, `sweep` to every cell
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -150,4 +151,45 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
     RunFolder.write_profile(subject.out, record)
+    return record
+
+
+def wants_off_cpu(asked: bool | None, result: dict) -> bool:
+    """--off-cpu: always; --no-off-cpu: never; neither: when the measured window says the server waited
+    (LATENCY-BOUND or UNSATURATED), which an on-CPU profile cannot explain."""
+    return asked if asked is not None else bool(result.get("latency_bound") or result.get("unsaturated"))
+
+
+def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str, rules, ports: list[int]) -> dict:
+    """A window recording where the subject's threads wait (every context switch, with its stack and
+    how long until the thread ran again) while its connections' TCP state is sampled (ss -tin), with the
+    same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
+    sockets.log; returns the summary (analyze/waits.py) with the window's own req/s."""
+    from rpcprof.analyze.waits import histogram_text, summarise
+    from rpcprof.capture.offcpu import fold_offcpu, start_offcpu
+    from rpcprof.measure.sockets import SocketSampler
+    log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
+        f"its connections' TCP state for {seconds:g} s")
+    recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
+    recorder.wait_attached()
+    sampler = session.own(SocketSampler(subject.out / "sockets.log", ports, subject.load_cpus)) if ports else None
+    window = CpuWindow(subject.monitor)
+    if subject.driver is not None:
+        load = subject.drive(seconds, "offcpu-load.log", window)
+        requests, wall = load.ok, load.wall_s
+    else:
+        window.start()
+        time.sleep(seconds)
+        window.end()
+        requests, wall = None, seconds
+    session.stop(sampler)
+    session.stop(recorder)
+    stats = fold_offcpu(subject.out / "offcpu.data", subject.out / "offcpu.folded")
+    record = summarise(subject.out, rules, ports, requests, stats)
+    record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
+                  server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"])
+    log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU in "
+        f"{wall:.1f} s: {histogram_text(record['histogram'])}")
+    if record["verdict"]:
+        log(f"rpcprof: {subject.name}: {record['verdict']}")
     return record

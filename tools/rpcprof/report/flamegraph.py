@@ -185,12 +185,12 @@ def run_tool(argv: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
     return proc.stdout
 
 
-def inferno_options(title: str, subtitle: str, weight: int) -> list[str]:
+def inferno_options(title: str, subtitle: str, weight: int, countname: str = "samples") -> list[str]:
     # --factor: inferno sums weights (perf: the sample period in ns); dividing by the weight of one
     # sample makes its "N samples" real sample counts. --hash: a colour inferno must pick itself
     # (no palette entry) is a hash of the name, so the output is deterministic.
     return ["--title", displayable_frame(title), "--subtitle", displayable_frame(subtitle),
-            "--hash", "--height", str(FRAME_HEIGHT), "--countname", "samples", "--factor", repr(1 / weight)]
+            "--hash", "--height", str(FRAME_HEIGHT), "--countname", countname, "--factor", repr(1 / weight)]
 
 
 # --- post-processing inferno's SVG ----------------------------------------------------------------
@@ -338,13 +338,14 @@ def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
 
 
 def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str,
-                      legend_shares: dict[str, float] | None = None) -> None:
+                      legend_shares: dict[str, float] | None = None, countname: str = "samples") -> None:
     """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
-    legend_shares: category -> share (0-1) for the legend; by default computed from the folded file."""
+    legend_shares: category -> share (0-1) for the legend; by default computed from the folded file.
+    countname: what a weight of 1 is (off-CPU graphs: µs)."""
     stacks = open_folded(folded)
     if not stacks:
         raise UserError(f"{folded}: no stacks to draw")
-    weight = sample_weight(stacks)
+    weight = sample_weight(stacks) if countname == "samples" else 1
     order = rules.all_categories
     classified = classified_stacks(stacks, rules)
     if legend_shares is None:
@@ -357,7 +358,7 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
         scratch = Path(scratch)
         write_folded(classified, scratch / "stacks.folded")
         write_palette_map(function_categories(classified, order), rules.colors, scratch / PALETTE_MAP)
-        svg = run_tool([inferno, "--cp", *inferno_options(title, subtitle, weight), "stacks.folded"],
+        svg = run_tool([inferno, "--cp", *inferno_options(title, subtitle, weight, countname), "stacks.folded"],
                        scratch).decode("utf-8")
     total = sum(s.weight for s in classified)
     svg, unmatched = recolour_frames(svg, layout_boxes(classified), weight, total, rules.colors, order)
@@ -365,7 +366,8 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
               "they keep their function's colour", file=sys.stderr)
     svg = fit_headings(search_names_only(svg), title, subtitle)
-    svg = add_legend(svg, legend_svg(category_legend(legend_shares, rules), "share of samples:", 72))
+    heading = "share of samples:" if countname == "samples" else f"share of {countname}:"
+    svg = add_legend(svg, legend_svg(category_legend(legend_shares, rules), heading, 72))
     check_xml(svg, str(out_svg))
     write_atomically(out_svg, svg)
 
@@ -434,6 +436,22 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     if m.get("status") not in (None, "ok"):
         parts.append(f"status {m['status']}")
     return " · ".join(x for x in parts if x)
+
+
+def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
+    """RUN/SERVER/offcpu.svg (or out_svg): where its threads waited, each stack as wide as the time it
+    spent off CPU, coloured by wait reason. Returns the path written."""
+    run_dir = Path(run_dir)
+    manifest, metrics = load_run(run_dir)
+    out = Path(out_svg) if out_svg else run_dir / server / "offcpu.svg"
+    rec = (metrics.get(server) or {}).get("offcpu") or {}
+    rps = f" · {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""
+    subtitle = (f"{server} · off-CPU time, µs (sched_switch stacks, weighted by the time until the thread ran "
+                f"again) · {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU in "
+                f"{rec.get('window_s') or 0:.1f} s{rps}")
+    render_flamegraph(run_dir / server / "offcpu.folded", rules.using(view="waits"), out,
+                      shlex.join(manifest.get("command") or ["profile.sh"]), subtitle, countname="µs")
+    return out
 
 
 def render_run_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:

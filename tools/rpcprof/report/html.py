@@ -18,7 +18,7 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows
 from rpcprof.report.chart import render_breakdown_chart
-from rpcprof.report.flamegraph import render_run_flamegraph
+from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report.tables import _cell
 from rpcprof.rundir import load_run, profile_folded
@@ -55,6 +55,26 @@ def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None =
 
 def data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
+    """The off-CPU window, where there is one: wait reasons, notes and verdict, offcpu.svg per server."""
+    from rpcprof.report.waits import COLUMNS, notes, offcpu_records, wait_rows
+    records = offcpu_records(run_dir, rules)
+    if not records:
+        return []
+    parts = ["<h2>Where the threads waited (off-CPU window)</h2>", table(wait_rows(records), COLUMNS, "reason"),
+             '<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for n, r in records.items() for x in notes(n, r))
+             + "</ul>"]
+    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
+        for name in (s for s in servers if s in records):
+            path = run_dir / name / "offcpu.svg"
+            if not path.exists() and (run_dir / name / "offcpu.folded").exists():
+                path = render_offcpu_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}-offcpu.svg")
+            if path.exists():
+                parts.append(f"<h3>{esc(name)}: off-CPU</h3><iframe title=\"{esc(name)} off-CPU flame graph\" "
+                             f"src=\"{data_uri(path, 'image/svg+xml')}\"></iframe>")
+    return parts
 
 
 def build_html(run_dir: Path, rules: Rules) -> str:
@@ -113,6 +133,7 @@ def build_html(run_dir: Path, rules: Rules) -> str:
         parts.append("<h2>Flame graphs</h2>")
         for name, uri in flames:
             parts.append(f"<h3>{esc(name)}</h3><iframe title=\"{esc(name)} flame graph\" src=\"{uri}\"></iframe>")
+    parts += waits_section(run_dir, rules, servers)
     parts += ["<h2>Manifest</h2>", f"<pre>{esc(json.dumps(manifest, indent=2, sort_keys=True, default=str))}</pre>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>rpcprof {esc(run_dir.name)}</title><style>{STYLE}</style></head><body>\n"

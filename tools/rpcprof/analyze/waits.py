@@ -1,0 +1,109 @@
+"""Off-CPU waits: where a server's threads waited, why, and whether TCP held the data back.
+
+From an off-CPU window's saved files (capture/offcpu.py, measure/sockets.py), rerunnable on them:
+- wait_rows: per wait reason (categorize.yaml `waits:`), the time off CPU, its share, the number of
+  waits, the mean wait and waits per request;
+- socket_summary: over every sample of the server's connections, how often data was held back with
+  room in the congestion window (notsent > 0 while unacked < cwnd), and the RTT and delayed-ACK
+  timeout of both ends;
+- stall_verdict: a Nagle / delayed-ACK stall, named only when the numbers show one: in most samples
+  the server held written data behind an unacknowledged segment, and its smoothed RTT is far above the
+  path's minimum (the ACK that releases the data comes late because the peer delays it).
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from rpcprof.analyze.categorize import Rules, categorize, open_folded
+from rpcprof.capture.offcpu import count_path
+from rpcprof.measure.sockets import parse_log
+
+HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
+RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
+RTT_FLOOR_MS = 1.0        # ... and at least 1 ms: ACKs come late
+
+
+def wait_rows(folded: Path, rules: Rules, requests: int | None) -> list[dict]:
+    """One row per wait reason, in the rules' order, with what it cost (reasons never seen are left out)."""
+    waits = rules.using(view="waits")
+    timed = categorize(open_folded(folded), waits, 1)
+    counted_path = count_path(folded)
+    counts = categorize(open_folded(counted_path), waits, 1).weights if counted_path.exists() else {}
+    rows = []
+    for reason in waits.all_categories:
+        us = timed.weights.get(reason, 0)
+        if not us:
+            continue
+        n = counts.get(reason)
+        rows.append({"reason": reason, "ms": us / 1e3, "share_pct": 100 * us / timed.total, "waits": n,
+                     "mean_us": us / n if n else None,
+                     "waits_per_req": n / requests if n and requests else None,
+                     "description": waits.descriptions.get(reason, "")})
+    return rows
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def socket_summary(log: Path, ports: list[int]) -> dict | None:
+    """What the server's connections looked like over the window; None without samples."""
+    samples = parse_log(log.read_text(errors="replace")) if log.exists() else []
+    server = [s for _, socks in samples for s in socks if s.local_port in ports]
+    peer = [s for _, socks in samples for s in socks if s.peer_port in ports and s.local_port not in ports]
+    if not server:
+        return None
+    held = [s for s in server if s.get("notsent") > 0 and 0 < s.get("unacked") < max(1, s.get("cwnd"))]
+    return {
+        "samples": len(samples), "server_socket_samples": len(server),
+        "held_share": len(held) / len(server),
+        "held_notsent_bytes_median": _median([s.get("notsent") for s in held]),
+        "held_unacked_median": _median([s.get("unacked") for s in held]),
+        "cwnd_median": _median([s.get("cwnd") for s in server if "cwnd" in s.info]),
+        "server_rtt_ms_median": _median([s.get("rtt") for s in server if "rtt" in s.info]),
+        "server_minrtt_ms": min((s.get("minrtt") for s in server if "minrtt" in s.info), default=None),
+        "server_ato_ms_median": _median([s.get("ato") for s in server if "ato" in s.info]),
+        "peer_ato_ms_median": _median([s.get("ato") for s in peer if "ato" in s.info]),
+        "peer_socket_samples": len(peer),
+    }
+
+
+def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
+    """`NAGLE/DELAYED-ACK: ...` when the samples show written data held behind an unacknowledged
+    segment most of the time, with ACKs arriving far later than the path allows; else None."""
+    if not sockets or sockets["held_share"] < HELD_SHARE:
+        return None
+    rtt, minrtt = sockets["server_rtt_ms_median"], sockets["server_minrtt_ms"]
+    if rtt is None or minrtt is None or rtt < RTT_FLOOR_MS or rtt < RTT_OVER_MIN * max(minrtt, 1e-3):
+        return None
+    ato = sockets["peer_ato_ms_median"]
+    recv = next((r for r in rows if r["reason"] == "socket-data"), None)
+    text = (f"NAGLE/DELAYED-ACK: in {100 * sockets['held_share']:.0f} % of {sockets['server_socket_samples']} samples "
+            f"of the server's connections, {sockets['held_notsent_bytes_median']:,.0f} B it had written were not "
+            f"sent, held behind {sockets['held_unacked_median']:.0f} unacknowledged segment(s) with room in the "
+            f"congestion window (cwnd {sockets['cwnd_median']:.0f}): Nagle's algorithm waits for that ACK, which "
+            f"comes late - the server's smoothed RTT is {rtt:.1f} ms against {minrtt:.3f} ms at best"
+            + (f", the peer may delay an ACK by up to {ato:.0f} ms" if ato else "") + ".")
+    if recv and recv["mean_us"]:
+        text += (f" Meanwhile its threads waited for socket data {recv['share_pct']:.0f} % of their off-CPU time "
+                 f"(mean wait {recv['mean_us'] / 1e3:.2f} ms).")
+    return text + " TCP_NODELAY on the server's sockets (or writing each batch whole) removes the stall."
+
+
+def _duration(us: float) -> str:
+    return f"{us:g} µs" if us < 1000 else f"{us / 1e3:g} ms" if us < 1e6 else f"{us / 1e6:g} s"
+
+
+def histogram_text(histogram: list[int]) -> str:
+    """'38 waits of 32.8-65.5 ms, ...' for the log2-µs buckets that hold waits."""
+    return ", ".join(f"{n} of {_duration(2 ** i)}-{_duration(2 ** (i + 1))}" for i, n in enumerate(histogram) if n)
+
+
+def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, stats: dict) -> dict:
+    """The off-CPU record of one window from its saved files: reasons, sockets, verdict."""
+    rows = wait_rows(out / "offcpu.folded", rules, requests)
+    sockets = socket_summary(out / "sockets.log", ports)
+    return {"waits": stats.get("waits"), "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
+            "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
+            "verdict": stall_verdict(sockets, rows)}

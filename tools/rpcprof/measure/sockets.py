@@ -1,0 +1,111 @@
+"""TCP socket state sampled during a window: `ss -tin` on the server's connections, both ends.
+
+Every INTERVAL a thread runs `ss -tinH state established '( sport = :P or dport = :P )'` pinned to the
+load CPUs (never the server's) and appends its output to a log, each sample headed `# t=SECONDS`. The
+log is the saved capture; `parse_log` reads it back, `analyze/waits.py` summarises it. The fields used
+(ss(8), from the kernel's tcp_info):
+  notsent   bytes written by the application that TCP has not sent yet
+  unacked   segments sent and not acknowledged yet
+  cwnd, mss congestion window (segments) and segment size
+  rtt       smoothed RTT/variance (ms), minrtt the smallest RTT seen (ms)
+  ato       the delayed-ACK timeout of this end (ms): how long it may hold an ACK
+Data waiting (notsent > 0) while fewer segments than cwnd are unacked is not held by congestion
+control: on a socket without TCP_NODELAY it is Nagle's algorithm holding a small segment until the
+previous one is acknowledged.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rpcprof.capture.profiler import require
+
+INTERVAL = 0.05          # seconds between samples
+
+_ADDR_LINE = re.compile(r"^(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)")
+_FIELD = re.compile(r"\b(unacked|notsent|cwnd|mss|rtt|minrtt|ato|lastsnd|lastrcv|lastack|retrans|bytes_acked)"
+                    r":([\d.]+)(?:/([\d.]+))?")
+
+
+@dataclass
+class Sock:
+    """One connection end in one sample."""
+    local_port: int
+    peer_port: int
+    recv_q: int
+    send_q: int
+    info: dict[str, float] = field(default_factory=dict)
+
+    def get(self, key: str, default: float = 0.0) -> float:
+        return self.info.get(key, default)
+
+
+def listening_ports(pid: int) -> list[int]:
+    """The TCP ports pid listens on (ss -tlnp)."""
+    ss = require("ss", "run tools/setup.sh (Debian package iproute2)")
+    out = subprocess.run([ss, "-tlnpH"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in out.splitlines():
+        if re.search(rf"\bpid={pid},", line):
+            m = re.search(r"\S+:(\d+)\s+\S+:\S+", line)
+            if m:
+                ports.add(int(m.group(1)))
+    return sorted(ports)
+
+
+def ss_filter(ports: list[int]) -> str:
+    return "( " + " or ".join(f"sport = :{p} or dport = :{p}" for p in ports) + " )"
+
+
+class SocketSampler:
+    """Samples the connections of ports into log every interval seconds until stopped (the session owns it)."""
+
+    def __init__(self, log: Path, ports: list[int], cpus: tuple[int, ...] | list[int] = (), interval: float = INTERVAL):
+        self.log, self.ports, self.interval = Path(log), list(ports), interval
+        ss = require("ss", "run tools/setup.sh (Debian package iproute2)")
+        pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
+        self.argv = [*pin, ss, "-tinH", "state", "established", ss_filter(self.ports)]
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rpcprof-ss", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        with open(self.log, "w") as f:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                out = subprocess.run(self.argv, capture_output=True, text=True).stdout
+                f.write(f"# t={started - t0:.3f}\n{out}")
+                self.samples += 1
+                self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self.samples
+
+
+def parse_log(text: str) -> list[tuple[float, list[Sock]]]:
+    """(time, sockets) per sample of a SocketSampler log."""
+    samples: list[tuple[float, list[Sock]]] = []
+    sock: Sock | None = None
+    for line in text.splitlines():
+        if line.startswith("# t="):
+            samples.append((float(line[4:]), []))
+            sock = None
+            continue
+        if not samples:
+            continue
+        m = _ADDR_LINE.match(line.strip())
+        if m and not line[:1].isspace():
+            sock = Sock(int(m.group(4)), int(m.group(6)), int(m.group(1)), int(m.group(2)))
+            samples[-1][1].append(sock)
+        elif sock is not None:
+            for key, value, _ in _FIELD.findall(line):
+                sock.info[key] = float(value)
+    return samples
