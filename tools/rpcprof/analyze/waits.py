@@ -48,8 +48,12 @@ def _median(values: list[float]) -> float | None:
 
 
 def socket_summary(log: Path, ports: list[int]) -> dict | None:
-    """What the server's connections looked like over the window; None without samples."""
-    samples = parse_log(log.read_text(errors="replace")) if log.exists() else []
+    """What the server's connections looked like over the window (a SocketSampler log); None without samples."""
+    return socket_figures(log.read_text(errors="replace") if log.exists() else "", ports)
+
+
+def socket_figures(log_text: str, ports: list[int]) -> dict | None:
+    samples = parse_log(log_text)
     server = [s for _, socks in samples for s in socks if s.local_port in ports]
     peer = [s for _, socks in samples for s in socks if s.peer_port in ports and s.local_port not in ports]
     if not server:
@@ -95,6 +99,23 @@ def _duration(us: float) -> str:
     return f"{us:g} µs" if us < 1000 else f"{us / 1e3:g} ms" if us < 1e6 else f"{us / 1e6:g} s"
 
 
+CONTENDED_SHARE = 0.2     # other programs took the CPU from a runnable thread for >= 20 % of the off-CPU time
+
+
+def contention_verdict(stats: dict, window_s: float | None) -> str | None:
+    """`CPU-CONTENDED: ...` when other programs ran on the server's CPU while its threads were ready to run."""
+    taken = stats.get("runnable_to") or {}
+    total = stats.get("off_cpu_us") or 0
+    us = sum(taken.values())
+    if not total or us < CONTENDED_SHARE * total:
+        return None
+    who = ", ".join(f"{name} {v / 1e6:.2f} s" for name, v in list(taken.items())[:4])
+    return (f"CPU-CONTENDED: its threads were ready to run but other programs had the CPU for {us / 1e6:.2f} s"
+            + (f" of the {window_s:.1f} s window" if window_s else "") + f" ({100 * us / total:.0f} % of the time "
+            f"off CPU): {who}. The server's CPU was shared, so its figures are not its own alone; keep other "
+            "work off its CPUs (--server-cpus).")
+
+
 def histogram_text(histogram: list[int]) -> str:
     """'38 waits of 32.8-65.5 ms, ...' for the log2-µs buckets that hold waits."""
     return ", ".join(f"{n} of {_duration(2 ** i)}-{_duration(2 ** (i + 1))}" for i, n in enumerate(histogram) if n)
@@ -106,4 +127,5 @@ def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, s
     sockets = socket_summary(out / "sockets.log", ports)
     return {"waits": stats.get("waits"), "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
             "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
-            "verdict": stall_verdict(sockets, rows)}
+            "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
+            "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s"))}

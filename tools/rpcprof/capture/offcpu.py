@@ -36,6 +36,7 @@ _HEADER = re.compile(rb"^(?P<comm>.*?)\s+(?P<tid>\d+)(?:/\d+)?\s+(?:\[(?P<cpu>\d
                      rb"(?P<event>PERF_RECORD_SWITCH(?:_CPU_WIDE)?|[\w-]+:[\w-]+)(?P<rest>.*)$")
 _STATE = re.compile(rb"prev_state=(\S+)")
 _COMM = re.compile(rb"prev_comm=(.*?) prev_pid=")
+_NEXT = re.compile(rb"next_comm=(.*?) next_pid=(\d+)")
 
 
 def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
@@ -55,8 +56,11 @@ def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
 def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
     """perf script --show-switch-events output -> (lines weighted by µs off CPU, lines weighted by 1),
     each sched_switch sample's header rewritten with the weight as its period (which inferno sums) and
-    the switch records dropped. stats gets waits, off_cpu_us, cut, unmatched and histogram."""
+    the switch records dropped. stats gets waits, off_cpu_us, cut, unmatched, histogram, and
+    runnable_to: for the switches of a still-runnable thread, which other program took the CPU (its
+    thread name -> µs), and runnable_own_us: the time one of the process's own threads took it."""
     blocks: list[tuple[bytes, int, float, list[bytes], bool]] = []   # (comm, tid, time, lines, runnable)
+    takers: list[tuple[bytes, int] | None] = []              # who ran next (comm, tid), for runnable switches
     pending: dict[int, int] = {}                             # tid -> index of its open wait in blocks
     waits: list[float | None] = []
     current: list[bytes] | None = None
@@ -87,6 +91,8 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
         pending[tid] = len(blocks)
         comm = _COMM.search(m["rest"])     # the kernel's name for the thread: perf's may be ":TID"
         blocks.append((comm.group(1) if comm else m["comm"].strip(), tid, t, current, runnable))
+        taker = _NEXT.search(m["rest"]) if runnable else None
+        takers.append((taker.group(1), int(taker.group(2))) if taker else None)
         waits.append(None)
     stats["cut"] = len(pending)
     for i in pending.values():
@@ -104,7 +110,18 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
         for out, w in ((timed, weight), (counted, 1)):
             out.append(comm + f" {tid} {t:.6f}: {w} sched:sched_switch:\n".encode())
             out.extend(body)
-    stats.update(waits=len(blocks), off_cpu_us=total, histogram=histogram)
+    runnable_to: dict[str, int] = {}
+    own_tids, own_us = {b[1] for b in blocks}, 0          # the process's threads that ran in the window
+    for taker, us in zip(takers, waits):
+        if taker is None:
+            continue
+        if taker[1] in own_tids:
+            own_us += max(1, round(us or 0))
+        else:
+            name = taker[0].decode(errors="replace")
+            runnable_to[name] = runnable_to.get(name, 0) + max(1, round(us or 0))
+    stats.update(waits=len(blocks), off_cpu_us=total, histogram=histogram, runnable_own_us=own_us,
+                 runnable_to=dict(sorted(runnable_to.items(), key=lambda kv: -kv[1])[:8]))
     stats.setdefault("unmatched", 0)
     return timed, counted
 
@@ -118,7 +135,6 @@ def fold_offcpu(data: Path, folded: Path) -> dict:
     """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns the stats of weigh_switches
     plus fold_seconds."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    collapse = require("inferno-collapse-perf")
     t0 = time.monotonic()
     proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline", "--show-switch-events"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -129,17 +145,22 @@ def fold_offcpu(data: Path, folded: Path) -> dict:
     if not stats["waits"]:
         raise UserError(f"{data}: no context switch of the process was recorded: its threads never waited "
                         "in the window (or perf could not attach to sched:sched_switch)")
-    with tempfile.TemporaryDirectory(prefix="rpcprof-offcpu-") as scratch:
-        for lines, out in ((timed, folded), (counted, count_path(folded))):
-            script = Path(scratch) / "script"
-            script.write_bytes(b"".join(lines))
-            tmp = out.with_name(f".{out.name}.tmp")
-            with open(tmp, "wb") as f:
-                done = subprocess.run([collapse, "--kernel", str(script)],
-                                      stdout=f, stderr=subprocess.PIPE)
-            if done.returncode != 0:
-                tmp.unlink(missing_ok=True)
-                raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-            tmp.replace(out)
+    collapse_weighted(timed, folded)
+    collapse_weighted(counted, count_path(folded))
     stats["fold_seconds"] = time.monotonic() - t0
     return stats
+
+
+def collapse_weighted(lines: list[bytes], out: Path) -> None:
+    """inferno-collapse-perf --kernel on weigh_switches' lines (it sums each sample's period) into out."""
+    collapse = require("inferno-collapse-perf")
+    with tempfile.TemporaryDirectory(prefix="rpcprof-offcpu-") as scratch:
+        script = Path(scratch) / "script"
+        script.write_bytes(b"".join(lines))
+        tmp = out.with_name(f".{out.name}.tmp")
+        with open(tmp, "wb") as f:
+            done = subprocess.run([collapse, "--kernel", str(script)], stdout=f, stderr=subprocess.PIPE)
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")
+        tmp.replace(out)

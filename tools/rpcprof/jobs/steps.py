@@ -185,11 +185,12 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     session.stop(sampler)
     session.stop(recorder)
     stats = fold_offcpu(subject.out / "offcpu.data", subject.out / "offcpu.folded")
-    record = summarise(subject.out, rules, ports, requests, stats)
+    record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
     record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
                   server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"])
     log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU in "
         f"{wall:.1f} s: {histogram_text(record['histogram'])}")
-    if record["verdict"]:
-        log(f"rpcprof: {subject.name}: {record['verdict']}")
+    for key in ("verdict", "contention"):
+        if record[key]:
+            log(f"rpcprof: {subject.name}: {record[key]}")
     return record

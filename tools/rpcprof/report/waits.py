@@ -31,7 +31,8 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
         out = run_dir / name
         if (out / "offcpu.folded").exists():
             stats = {"waits": saved.get("waits"), "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6,
-                     "cut": saved.get("cut"), "histogram": saved.get("histogram")}
+                     "cut": saved.get("cut"), "histogram": saved.get("histogram"), "window_s": saved.get("window_s"),
+                     "runnable_to": saved.get("runnable_to"), "runnable_own_us": saved.get("runnable_own_us")}
             fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
             saved = {**saved, **fresh}
         records[name] = saved
@@ -56,8 +57,7 @@ def notes(name: str, rec: dict) -> list[str]:
                      + (f"{rtt:.3f} ms (minimum {minrtt:.3f} ms)" if rtt is not None and minrtt is not None else "-")
                      + (f"; the peer's delayed-ACK timeout {s['peer_ato_ms_median']:.0f} ms"
                         if s.get("peer_ato_ms_median") else ""))
-    if rec.get("verdict"):
-        lines.append(f"{name}: {rec['verdict']}")
+    lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if rec.get(key)]
     return lines
 
 
