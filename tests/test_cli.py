@@ -15,7 +15,7 @@ from rpcprof.cli import profile as profile_cli
 from rpcprof.cli import report as report_cli
 
 PROFILE_COMMANDS = ["run", "sweep", "attach"]
-REPORT_COMMANDS = ["table", "compare", "top", "explain", "check-rules", "svg", "diff", "results", "sweep", "seeds",
+REPORT_COMMANDS = ["table", "compare", "top", "explain", "check-rules", "svg", "diff", "results", "sweep", "seeds", "waits",
                    "run", "fold"]
 KNOWN_SERVERS = sorted(p.parent.name for p in (ROOT / "servers").glob("*/server.yaml"))
 

@@ -166,3 +166,61 @@ def test_no_off_cpu_window_unless_the_server_waited_or_it_is_asked(profile, port
     assert done.returncode == 0, done.stderr
     assert "offcpu" not in json.loads((done.run_dir / "rust_pajamax" / "result.json").read_text())
     assert not (done.run_dir / "rust_pajamax" / "offcpu.data").exists()
+
+
+def test_attach_off_cpu_finds_the_processs_port_and_names_the_stall(tmp_path, port):
+    """attach --off-cpu to a pajamax someone else drives at 50 in flight: the port is found from the
+    process's listening sockets, the stall is named."""
+    from test_attach import attach, run_folder, start_server, stop
+    server = start_server("rust_pajamax", port, Path(__file__).parents[1] / "servers" / "rust_pajamax")
+    body = tmp_path / "hello.bin"
+    body.write_bytes(b"\x00\x00\x00\x00\x07\x0a\x05world")
+    load = subprocess.Popen(["taskset", "-c", "1", "h2load", "-c1", "-m50", "-D", "30", "-d", str(body),
+                             "-H", "content-type: application/grpc", "-H", "te: trailers",
+                             f"http://127.0.0.1:{port}/helloworld.Greeter/SayHello"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        done = attach("--pid", str(server.pid), "-d", "2", "--off-cpu", "--off-cpu-duration", "3")
+        assert done.returncode == 0, done.stderr
+        result = json.loads((run_folder(done.stderr) / "rust_pajamax" / "result.json").read_text())
+        assert result["offcpu"]["ports"] == [port]
+        assert result["offcpu"]["verdict"].startswith("NAGLE/DELAYED-ACK"), result["offcpu"]
+        assert "NAGLE/DELAYED-ACK" in done.stdout
+    finally:
+        load.kill()
+        load.wait()
+        stop(server)
+
+
+# --- saved run folder (tests/data/runs/offcpu, made by tests/data/capture_runs.sh offcpu) ---------------
+
+SAVED_RUN = Path(__file__).parent / "data" / "runs" / "offcpu"
+
+
+def test_waits_report_reclassifies_a_saved_run_and_names_the_stall(tmp_path):
+    from click.testing import CliRunner
+    from rpcprof.cli.report import main
+    result = CliRunner().invoke(main, ["waits", str(SAVED_RUN)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"rust_pajamax\s+socket-data\s+(9\d\.\d\d|100\.0)\s", result.output)
+    assert "NAGLE/DELAYED-ACK" in result.output
+    # the rules decide: a rules file whose waits section lacks socket-data puts those waits elsewhere
+    rules = (Path(__file__).parents[1] / "categorize.yaml").read_text().replace("name: socket-data", "name: sock-wait")
+    (tmp_path / "rules.yaml").write_text(rules)
+    result = CliRunner().invoke(main, ["waits", str(SAVED_RUN), "--rules", str(tmp_path / "rules.yaml")],
+                                catch_exceptions=False)
+    assert "sock-wait" in result.output and "socket-data" not in result.output.split("\n\n")[0]
+
+
+def test_a_run_without_an_off_cpu_window_says_how_to_get_one():
+    from click.testing import CliRunner
+    from rpcprof.cli.report import main
+    from rpcprof.errors import UserError
+    with pytest.raises(UserError, match="--off-cpu"):
+        CliRunner().invoke(main, ["waits", str(SAVED_RUN.parent / "seed-001")], catch_exceptions=False)
+
+
+def test_html_of_a_saved_run_draws_the_off_cpu_graph():
+    from rpcprof.report.html import build_html
+    page = build_html(SAVED_RUN, load_rules())
+    assert "Where the threads waited" in page and "off-CPU flame graph" in page and "NAGLE/DELAYED-ACK" in page

@@ -109,12 +109,12 @@ SAVED = __import__("pathlib").Path(__file__).parent / "data" / "runs"
     ["table", "{folded}"], ["table", "{folded}", "--level", "2"], ["table", "{folded}", "--view", "tax"],
     ["top", "{folded}", "-c", "protocol"], ["explain", "tcp_recvmsg_[k]"], ["check-rules"],
     ["compare", "{run}"], ["compare", "{run}", "--level", "2"], ["compare", "{run}", "--view", "tax"],
-    ["run", "{run}"], ["sweep", "{sweep}"],
+    ["run", "{run}"], ["sweep", "{sweep}"], ["waits", "{offcpu}"],
 ], ids=lambda a: " ".join(a))
 def test_every_json_output_is_one_document(args):
     """--format json prints exactly one JSON document, whatever the command (jq and json.loads need it)."""
     values = {"folded": str(SAVED / "seed-001" / "rust_tonic_mt" / "profile.folded.gz"),
-              "run": str(SAVED / "seed-001"), "sweep": str(SAVED / "sweep")}
+              "run": str(SAVED / "seed-001"), "sweep": str(SAVED / "sweep"), "offcpu": str(SAVED / "offcpu")}
     result = CliRunner().invoke(main, [a.format(**values) for a in args] + ["--format", "json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -13,7 +13,7 @@
 #   tools/setup.sh            # install what is missing
 #   tools/setup.sh --check    # what would be installed?
 #
-# WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc);
+# WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc), iproute2 (ss);
 #       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
 #       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
 #       pytest, py-spy, grpcio...) and rpcprof itself (editable, pyproject.toml); shellcheck
@@ -41,10 +41,10 @@ missing=()
 note() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------------
-declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [shellcheck]=shellcheck [chromium]=chromium)
+declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium)
 debs=()
 # chromium: the test that opens report.html headless (and tools/svg_to_png.sh)
-for cmd in perf h2load protoc taskset shellcheck chromium; do
+for cmd in perf h2load protoc taskset ss shellcheck chromium; do
   command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
 done
 if ((${#debs[@]})); then

@@ -268,11 +268,16 @@ def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:
     return path
 
 
+def saved_copy(path: Path) -> Path:
+    """path, or path.gz when only that exists (saved copies of run folders keep their stacks gzip'd)."""
+    path = Path(path)
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
 def profile_folded(run_dir: Path, server: str) -> Path:
     """A server's folded stacks in a run folder: profile.folded, or profile.folded.gz in a saved copy."""
-    path = Path(run_dir) / server / "profile.folded"
-    gz = path.with_name("profile.folded.gz")
-    return gz if not path.exists() and gz.exists() else path
+    return saved_copy(Path(run_dir) / server / "profile.folded")
 
 
 def run_of_folded(folded: Path) -> tuple[Path, str] | None:

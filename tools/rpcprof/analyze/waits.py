@@ -12,12 +12,14 @@ From an off-CPU window's saved files (capture/offcpu.py, measure/sockets.py), re
 """
 from __future__ import annotations
 
+import gzip
 import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
 from rpcprof.capture.offcpu import count_path
 from rpcprof.measure.sockets import parse_log
+from rpcprof.rundir import saved_copy
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
@@ -27,8 +29,8 @@ RTT_FLOOR_MS = 1.0        # ... and at least 1 ms: ACKs come late
 def wait_rows(folded: Path, rules: Rules, requests: int | None) -> list[dict]:
     """One row per wait reason, in the rules' order, with what it cost (reasons never seen are left out)."""
     waits = rules.using(view="waits")
-    timed = categorize(open_folded(folded), waits, 1)
-    counted_path = count_path(folded)
+    timed = categorize(open_folded(saved_copy(folded)), waits, 1)
+    counted_path = saved_copy(count_path(folded))
     counts = categorize(open_folded(counted_path), waits, 1).weights if counted_path.exists() else {}
     rows = []
     for reason in waits.all_categories:
@@ -49,7 +51,12 @@ def _median(values: list[float]) -> float | None:
 
 def socket_summary(log: Path, ports: list[int]) -> dict | None:
     """What the server's connections looked like over the window (a SocketSampler log); None without samples."""
-    return socket_figures(log.read_text(errors="replace") if log.exists() else "", ports)
+    log = saved_copy(log)
+    if not log.exists():
+        return None
+    opener = gzip.open if log.suffix == ".gz" else open
+    with opener(log, "rt", errors="replace") as f:
+        return socket_figures(f.read(), ports)
 
 
 def socket_figures(log_text: str, ports: list[int]) -> dict | None:
@@ -125,7 +132,8 @@ def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, s
     """The off-CPU record of one window from its saved files: reasons, sockets, verdict."""
     rows = wait_rows(out / "offcpu.folded", rules, requests)
     sockets = socket_summary(out / "sockets.log", ports)
-    return {"waits": stats.get("waits"), "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
+    return {"waits": stats.get("waits"), "threads": stats.get("threads"),
+            "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
             "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
             "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
             "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s"))}

@@ -120,7 +120,7 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
         else:
             name = taker[0].decode(errors="replace")
             runnable_to[name] = runnable_to.get(name, 0) + max(1, round(us or 0))
-    stats.update(waits=len(blocks), off_cpu_us=total, histogram=histogram, runnable_own_us=own_us,
+    stats.update(waits=len(blocks), threads=len(own_tids), off_cpu_us=total, histogram=histogram, runnable_own_us=own_us,
                  runnable_to=dict(sorted(runnable_to.items(), key=lambda kv: -kv[1])[:8]))
     stats.setdefault("unmatched", 0)
     return timed, counted

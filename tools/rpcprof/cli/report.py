@@ -139,11 +139,11 @@ def check_rules(rules_path, fmt):
     if problems:
         raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=1)
     if fmt == "table":
-        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules)
+        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits[1])
         subs = sum(len(v) for v in rules.subcategories.values())
         click.echo(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
                    f"({subs} sub-categories), {len(rules.tax_rules)} tax rules in {len(rules.tax_groups)} groups, "
-                   f"{n} examples, all decided by their own rule.")
+                   f"{len(rules.waits[1])} wait rules in {len(rules.waits[0])} reasons, {n} examples, all decided by their own rule.")
 
 
 def command_line(*parts: str | None, **options) -> str:

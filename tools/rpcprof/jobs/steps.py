@@ -188,7 +188,8 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
     record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
                   server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"])
-    log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU in "
+    log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU over "
+        f"{record['threads']} thread(s) in "
         f"{wall:.1f} s: {histogram_text(record['histogram'])}")
     for key in ("verdict", "contention"):
         if record[key]:

@@ -41,7 +41,7 @@ from xml.sax.saxutils import escape
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.errors import UserError
-from rpcprof.rundir import load_run, profile_folded, read_profile, write_text
+from rpcprof.rundir import load_run, profile_folded, read_profile, saved_copy, write_text
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 
 INFERNO_VERSION = "0.12.8"   # the inferno whose SVG layout the code below replays (tools/setup.sh pins it)
@@ -449,7 +449,7 @@ def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: 
     subtitle = (f"{server} · off-CPU time, µs (sched_switch stacks, weighted by the time until the thread ran "
                 f"again) · {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU in "
                 f"{rec.get('window_s') or 0:.1f} s{rps}")
-    render_flamegraph(run_dir / server / "offcpu.folded", rules.using(view="waits"), out,
+    render_flamegraph(saved_copy(run_dir / server / "offcpu.folded"), rules.using(view="waits"), out,
                       shlex.join(manifest.get("command") or ["profile.sh"]), subtitle, countname="µs")
     return out
 

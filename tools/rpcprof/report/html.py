@@ -21,7 +21,7 @@ from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report.tables import _cell
-from rpcprof.rundir import load_run, profile_folded
+from rpcprof.rundir import load_run, profile_folded, saved_copy
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -69,7 +69,7 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
         for name in (s for s in servers if s in records):
             path = run_dir / name / "offcpu.svg"
-            if not path.exists() and (run_dir / name / "offcpu.folded").exists():
+            if not path.exists() and saved_copy(run_dir / name / "offcpu.folded").exists():
                 path = render_offcpu_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}-offcpu.svg")
             if path.exists():
                 parts.append(f"<h3>{esc(name)}: off-CPU</h3><iframe title=\"{esc(name)} off-CPU flame graph\" "

@@ -13,7 +13,7 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.waits import histogram_text, summarise
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_run
+from rpcprof.rundir import load_run, saved_copy
 
 COLUMNS = [("server", "server"), ("reason", "wait reason"), ("share_pct", "off-CPU [%]"), ("ms", "off-CPU [ms]"),
            ("waits", "waits"), ("mean_ms", "mean wait [ms]"), ("waits_per_req", "waits/req")]
@@ -29,9 +29,10 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
         if not saved:
             continue
         out = run_dir / name
-        if (out / "offcpu.folded").exists():
+        if saved_copy(out / "offcpu.folded").exists():
             stats = {"waits": saved.get("waits"), "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6,
                      "cut": saved.get("cut"), "histogram": saved.get("histogram"), "window_s": saved.get("window_s"),
+                     "threads": saved.get("threads"),
                      "runnable_to": saved.get("runnable_to"), "runnable_own_us": saved.get("runnable_own_us")}
             fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
             saved = {**saved, **fresh}
@@ -47,7 +48,8 @@ def wait_rows(records: dict[str, dict]) -> list[dict]:
 def notes(name: str, rec: dict) -> list[str]:
     """The window, the spread of single waits, the socket figures and the verdict, as sentences."""
     rps = f", {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""
-    lines = [f"{name}: {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU in a "
+    threads = f" over {rec['threads']} thread(s)" if rec.get("threads") else ""
+    lines = [f"{name}: {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU{threads} in a "
              f"{rec.get('window_s') or 0:.1f} s window{rps}; single waits: {histogram_text(rec.get('histogram') or [])}"]
     s = rec.get("sockets")
     if s:
