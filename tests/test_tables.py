@@ -125,7 +125,15 @@ def test_ratio_lines_explain_client_bound_and_latency_bound_servers():
     metrics = {"client": metrics_for(600_000, 0.25, 0.98), "idle": metrics_for(2_000, 0.02, 0.05)}
     lines = ratio_lines(run_rows(metrics))
     assert any(line.startswith("client: the load generator was the bottleneck (client CPU 98 %)") for line in lines)
-    assert any(line.startswith("idle: neither side was busy") and "--streams" in line for line in lines)
+    assert any(line.startswith("idle: neither side was busy") and "--off-cpu" in line for line in lines)
+
+
+def test_a_latency_bound_server_gets_its_off_cpu_verdict_even_alone():
+    m = metrics_for(2_000, 0.02, 0.05)
+    m["offcpu"] = {"verdict": "NAGLE/DELAYED-ACK: held back", "contention": None}
+    lines = ratio_lines(run_rows({"idle": m}))
+    assert lines == ["idle: neither side was busy: the run is latency-bound; its off-CPU window says why "
+                     "(report.py waits).", "idle: NAGLE/DELAYED-ACK: held back"]
 
 
 def test_ratio_lines_explain_an_unsaturated_server_and_say_when_the_shares_add_up_to_one_cpu():

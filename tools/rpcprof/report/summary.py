@@ -97,6 +97,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
             "client_bound": f.get("client_bound"),
             "latency_bound": f.get("latency_bound"),
             "unsaturated": f.get("unsaturated"),
+            "waits_verdicts": [v for v in ((f.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if v],
             "in_flight_share": f.get("in_flight_share"),
             "in_flight_flag": f.get("in_flight_flag"),
             "server_cpu_share": f.get("server_cpu_share"),
@@ -142,13 +143,12 @@ def significance(row: dict) -> str:
 
 
 def ratio_lines(rows: list[dict]) -> list[str]:
-    """Sentences such as 'rust_pajamax serves ^11.2 the requests per CPU-second of rust_tonic'."""
+    """Sentences such as 'rust_pajamax serves ^11.2 the requests per CPU-second of rust_tonic', then what
+    each server's flags mean (a single server's too)."""
     measured = [r for r in rows if r.get("req_per_cpu_s")]
-    if len(measured) < 2:
-        return []
-    base = measured[0]
+    base = measured[0] if measured else None
     lines = []
-    for r in measured[1:]:
+    for r in measured[1:]:                # the ratios need two servers; the flags below are each server's
         text = r.get("ratio_text") or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
         lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
@@ -156,10 +156,12 @@ def ratio_lines(rows: list[dict]) -> list[str]:
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
                          f"{r['client_cpu_pct']:.0f} %): req/s understates the server; req/s per CPU still holds.")
         if r.get("latency_bound"):
-            lines.append(f"{r['server']}: neither side was busy: the run is latency-bound (e.g. Nagle + delayed "
-                         "ACK); try another --streams.")
+            lines.append(f"{r['server']}: neither side was busy: the run is latency-bound; "
+                         + ("its off-CPU window says why (report.py waits)." if r.get("waits_verdicts") else
+                            "where its threads waited: --off-cpu (automatic unless --no-off-cpu), report.py waits."))
         if r.get("unsaturated"):
             lines.append(unsaturated_line(r))
+        lines += [f"{r['server']}: {v}" for v in r.get("waits_verdicts") or []]
         for flag in r.get("regime_flags") or []:
             lines.append(f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures "
                          "(shares, syscalls) do not describe the measured CPU per request; rerun, or use more -C to "
