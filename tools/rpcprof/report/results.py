@@ -214,6 +214,10 @@ def explain(cells, by, first: str, second: str) -> list[str]:
            if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
+    waited = [f"{srv} at C={c} S={s}: {verdict}" for c, s, a, b in pairs for srv, r in ((first, a), (second, b))
+              for verdict in ((r.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if verdict]
+    if waited:
+        lines.append("- Where the threads waited, from the off-CPU windows of those cells: " + " ".join(waited))
     deep = [f"{srv} at C={c} S={s} ({100 * r['in_flight_share']:.0f} %)"
             for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("in_flight_flag")]
     if deep:
