@@ -38,12 +38,11 @@ to the next, which puts the two windows' drift into each point: on the same runs
 was 0.96-0.97 that way against 0.996-1.000 in-window. The attribution being tested is the profile's,
 so the fits are in-window; bench/perturb.sh prints the compare-style fits beside them.
 
-Counting: h2load counts OK replies as DATA bytes / the unpadded reply's framed length (rpcprof's
-measure/load.py), so with pad_items > 0 rpcprof's request count is too high by the ratio of the framed
-lengths. Requests here are DATA bytes / the padded framed length (rpcprof's own method with the right
-length), every per-request figure is rescaled by that ratio, and a test checks that the bytes received
-are exactly h2load's completed requests times that length (plus the partial replies of the <= 100
-streams cut off at the end of the window).
+Counting: rpcprof learns the reply from its readiness probe and counts h2load's OK replies as DATA bytes
+/ that reply's framed length, so the padded replies are counted by their own length. A test checks that
+rpcprof's count is DATA bytes / the framed length the padding should give (computed here from main.rs's
+encoding, independently), and that the bytes received are exactly h2load's completed requests times that
+length (plus the partial replies of the <= 100 streams cut off at the end of the window).
 
 A run whose profile window rpcprof flags PROFILE-REGIME (its req/s more than 10 % from the measured
 window's: its shares describe another regime) is redone, at most twice.
@@ -128,10 +127,11 @@ def sweep_settings(writes=WRITES, pad_items=PAD_ITEMS, base_repeats=BASE_REPEATS
 
 @dataclass
 class Figures:
-    """One run's per-request figures (requests counted right for padded replies)."""
+    """One run's per-request figures, as rpcprof measured them."""
     setting: Setting
     run_dir: Path
-    requests: int                 # DATA bytes / framed reply length
+    requests: int                 # rpcprof's count of OK replies
+    expected_requests: int        # DATA bytes / the framed length the padding should give
     succeeded: int                # h2load's completed requests
     data_bytes: int
     reply_len: int                # framed reply length
@@ -170,17 +170,14 @@ def figures(run_dir: Path, setting: Setting) -> Figures:
     m = metrics[SERVER]
     d = m["driver_figures"]
     reply_len = unpadded_reply_len() + pad_bytes(setting.pad_items)
-    requests = d["data_bytes"] // reply_len
-    # rpcprof counted data_bytes // unpadded length: every per-request figure scales by the ratio
-    scale = m["requests_ok"] / requests
     sc = m.get("syscalls") or {}
     by = sc.get("by_syscall_per_req") or {}
-    cpu = m["cpu_us_per_req"] * scale
-    cpu_profiled = m["profile"]["cpu_us_per_req_profiled"] * scale
+    cpu = m["cpu_us_per_req"]
+    cpu_profiled = m["profile"]["cpu_us_per_req_profiled"]
     shares = {**category_shares(run_dir, SERVER, level=1), **category_shares(run_dir, SERVER, level=2)}
-    return Figures(setting, run_dir, requests, d["succeeded"], d["data_bytes"], reply_len, cpu, cpu_profiled,
-                   m["req_per_s"] / scale, (sc.get("writes_per_req") or 0) * scale,
-                   by.get("sendto", 0) * scale, (sc.get("per_req") or 0) * scale,
+    return Figures(setting, run_dir, m["requests_ok"], d["data_bytes"] // reply_len, d["succeeded"], d["data_bytes"],
+                   reply_len, cpu, cpu_profiled, m["req_per_s"], sc.get("writes_per_req") or 0, by.get("sendto", 0),
+                   sc.get("per_req") or 0,
                    {c: v * cpu_profiled for c, v in shares.items()}, {c: v * cpu for c, v in shares.items()})
 
 
@@ -344,6 +341,14 @@ WRITES_SPILL = 0.25
 def test_protobuf_cost_is_linear_in_the_payload_bytes(sweep):
     line = fit(pad_points(sweep), lambda f: f.payload_bytes, lambda f: f.us["protocol/protobuf"])
     assert line.slope > 0 and line.r2 >= R2_MIN, f"protocol/protobuf vs payload bytes: {line}{describe(sweep)}"
+
+
+def test_padded_replies_are_counted_by_their_own_length(sweep):
+    """rpcprof learned each setting's reply from its probe: its count is DATA bytes / the padded length."""
+    for f in sweep:
+        assert f.requests == f.expected_requests, (
+            f"{f.setting.name}: rpcprof counted {f.requests} replies; DATA bytes / {f.reply_len} B gives "
+            f"{f.expected_requests}")
 
 
 def test_padded_replies_reach_the_client_whole(sweep):
