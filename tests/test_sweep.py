@@ -81,3 +81,14 @@ def test_cells_are_seed_000s_twelve_for_its_c_and_s():
         (1, 1), (1, 10), (1, 100), (1, 1000), (10, 10), (10, 100), (10, 1000), (10, 10000),
         (100, 100), (100, 1000), (100, 10000), (100, 100000)]
     assert (1, 10000) in cells([1], [10000], max_per_connection=10000)
+
+
+def test_sweep_json_is_one_document(tmp_path):
+    """profile.sh sweep --format json prints exactly one JSON document (json.loads, jq)."""
+    proc = subprocess.run(
+        [str(ROOT / "profile.sh"), "sweep", "rust_pajamax", "-C", "1", "-S", "1", "-d", "1", "-w", "0",
+         "--no-profile", "--no-syscalls", "--no-off-cpu", "--port", "50652", "--label", "pytest-sweep-json",
+         "--runs-dir", str(tmp_path), "--format", "json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc and "rust_pajamax" in json.dumps(doc)
