@@ -16,7 +16,8 @@ import pytest
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.analyze.waits import contention_verdict, socket_figures, stall_verdict, wait_rows
-from rpcprof.capture.offcpu import RUNNABLE_FRAME, collapse_weighted, count_path, weigh_switches
+from rpcprof.capture.offcpu import RUNNABLE_FRAME, collapse_weighted, weigh_switches
+from rpcprof.rundir import count_path
 
 DATA = Path(__file__).parent / "data" / "offcpu"
 PORTS = {49: 50181, 50: 50191, 51: 50181}     # the port of each saved pajamax socket log (README)

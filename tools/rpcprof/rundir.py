@@ -268,6 +268,11 @@ def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:
     return path
 
 
+def count_path(folded: Path) -> Path:
+    """Where an off-CPU profile's wait counts are kept, beside its folded file (weighted by time)."""
+    return folded.with_name(folded.name + ".count")
+
+
 def saved_copy(path: Path) -> Path:
     """path, or path.gz when only that exists (saved copies of run folders keep their stacks gzip'd)."""
     path = Path(path)

@@ -17,9 +17,8 @@ import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
-from rpcprof.capture.offcpu import count_path
-from rpcprof.measure.sockets import parse_log
-from rpcprof.rundir import saved_copy
+from rpcprof.analyze.sockets import parse_log
+from rpcprof.rundir import count_path, saved_copy
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...

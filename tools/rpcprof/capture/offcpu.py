@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rpcprof.capture.profiler import CALL_GRAPHS, Recorder, require
 from rpcprof.errors import UserError
+from rpcprof.rundir import count_path
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -124,11 +125,6 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
                  runnable_to=dict(sorted(runnable_to.items(), key=lambda kv: -kv[1])[:8]))
     stats.setdefault("unmatched", 0)
     return timed, counted
-
-
-def count_path(folded: Path) -> Path:
-    """Where fold_offcpu writes the wait counts beside the timed folded file."""
-    return folded.with_name(folded.name + ".count")
 
 
 def fold_offcpu(data: Path, folded: Path) -> dict:

@@ -2,7 +2,7 @@
 
 Every INTERVAL a thread runs `ss -tinH state established '( sport = :P or dport = :P )'` pinned to the
 load CPUs (never the server's) and appends its output to a log, each sample headed `# t=SECONDS`. The
-log is the saved capture; `parse_log` reads it back, `analyze/waits.py` summarises it. The fields used
+log is the saved capture; analyze/sockets.py reads it back, analyze/waits.py summarises it. The fields used
 (ss(8), from the kernel's tcp_info):
   notsent   bytes written by the application that TCP has not sent yet
   unacked   segments sent and not acknowledged yet
@@ -19,29 +19,11 @@ import re
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpcprof.capture.profiler import require
 
 INTERVAL = 0.05          # seconds between samples
-
-_ADDR_LINE = re.compile(r"^(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)")
-_FIELD = re.compile(r"\b(unacked|notsent|cwnd|mss|rtt|minrtt|ato|lastsnd|lastrcv|lastack|retrans|bytes_acked)"
-                    r":([\d.]+)(?:/([\d.]+))?")
-
-
-@dataclass
-class Sock:
-    """One connection end in one sample."""
-    local_port: int
-    peer_port: int
-    recv_q: int
-    send_q: int
-    info: dict[str, float] = field(default_factory=dict)
-
-    def get(self, key: str, default: float = 0.0) -> float:
-        return self.info.get(key, default)
 
 
 def listening_ports(pid: int) -> list[int]:
@@ -88,24 +70,3 @@ class SocketSampler:
         self._stop.set()
         self._thread.join(timeout=10)
         return self.samples
-
-
-def parse_log(text: str) -> list[tuple[float, list[Sock]]]:
-    """(time, sockets) per sample of a SocketSampler log."""
-    samples: list[tuple[float, list[Sock]]] = []
-    sock: Sock | None = None
-    for line in text.splitlines():
-        if line.startswith("# t="):
-            samples.append((float(line[4:]), []))
-            sock = None
-            continue
-        if not samples:
-            continue
-        m = _ADDR_LINE.match(line.strip())
-        if m and not line[:1].isspace():
-            sock = Sock(int(m.group(4)), int(m.group(6)), int(m.group(1)), int(m.group(2)))
-            samples[-1][1].append(sock)
-        elif sock is not None:
-            for key, value, _ in _FIELD.findall(line):
-                sock.info[key] = float(value)
-    return samples
