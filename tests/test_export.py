@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rpcprof.analyze.categorize import load_rules, open_folded, read_folded
+from rpcprof.analyze.categorize import open_folded, read_folded
 from rpcprof.cli.report import main
 from rpcprof.report.pprof import profile_pb2
 
