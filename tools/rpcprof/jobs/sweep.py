@@ -38,9 +38,11 @@ def cells(connections: list[int], streams: list[int],
 
 def seconds_per_cell(opts: RunOptions) -> float:
     """Planned seconds for one cell: per server and repeat, warm-up, window, syscall and profile windows
-    (first repeat only), start-up and folding."""
+    (first repeat only), start-up and folding; the off-CPU window only when asked (--off-cpu): by default
+    it runs only in cells that turn out latency-bound or unsaturated, which no plan can know."""
     one = opts.warmup + opts.duration + 2.0
     first_extra = (opts.syscall_duration if opts.syscalls else 0) + (opts.profile_duration + 2 if opts.profile else 0)
+    first_extra += opts.off_cpu_duration + 1 if opts.off_cpu else 0
     return len(opts.servers) * (opts.repeat * one + first_extra)
 
 
