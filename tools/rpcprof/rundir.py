@@ -46,6 +46,8 @@ class Manifest:
     process: dict | None = None            # attach: the process profiled
     cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
     stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
+    owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
+    interrupted: str | None = None         # why a later invocation marked it interrupted
 
     def finish(self, status: str) -> "Manifest":
         self.status = status
@@ -100,6 +102,25 @@ def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
         except FileExistsError:
             continue
     raise UserError(f"could not create a run folder under {base}")
+
+
+def running_folders(base: Path) -> list[tuple[Path, dict]]:
+    """(folder, manifest) of every run, attach or sweep folder under base (and every sweep's cells) whose
+    manifest says running; unreadable manifests are left out."""
+    found = []
+    for path in sorted(Path(base).glob("*/manifest.json")) + sorted(Path(base).glob("*/*/manifest.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("status") == "running":
+            found.append((path.parent, data))
+    return found
+
+
+def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
+    """Rewrite a folder's manifest as interrupted (its owner died without saying so), saying why."""
+    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": "interrupted", "interrupted": why})
 
 
 class RunFolder:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -40,7 +41,7 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     # a build-id cache of its own, thrown away after: perf.data names the ELF files by path, and the
     # thousands of them would otherwise pile up in ~/.debug
     with tempfile.TemporaryDirectory(prefix="rpcprof-buildid-") as cache:
-        proc = subprocess.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+        proc = children.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if proc.returncode != 0 or not injected.exists():
         injected.unlink(missing_ok=True)
@@ -64,7 +65,7 @@ def fold_perf(data: Path, folded: Path) -> dict:
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
     with open(script, "wb") as out:
-        proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
+        proc = children.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
                               stderr=subprocess.PIPE)
     if proc.returncode != 0:
         script.unlink(missing_ok=True)
@@ -75,7 +76,7 @@ def fold_perf(data: Path, folded: Path) -> dict:
             if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
                 samples += 1
     with open(folded, "wb") as out:
-        proc = subprocess.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+        proc = children.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
     script.unlink()
     if proc.returncode != 0:
         raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")

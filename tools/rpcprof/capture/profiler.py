@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
@@ -98,7 +99,7 @@ class Recorder:
         self.log_path = log_path
         self.stop_signal = stop_signal
         self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
 
     def wait_attached(self, timeout: float = 10.0) -> None:

@@ -21,8 +21,10 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.cli.defaults import ATTACH
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
+from rpcprof.jobs.leftovers import tidy_leftovers
 from rpcprof.jobs.run import render_pictures, shown
 from rpcprof.jobs.steps import log
+from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor, machine_specs
@@ -238,13 +240,15 @@ class Attach:
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self) -> Path:
+        tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(f"attach-{self.name}", self.opts.runs_dir)
         self.manifest = Manifest(
             mode="attach", status="running", command=self.opts.command, started=now(), machine=machine_specs(),
             tools=tool_versions(), git=git_commit(), parameters={},
             process={"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe, "cmdline": self.info.cmdline,
                      "kind": self.info.kind, "affinity": self.info.affinity},
-            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event)
+            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event,
+            owner=identity())
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
 from rpcprof.measure.scenario import Scenario, grpc_frame
 from rpcprof.analyze.stats import LatencyHistogram
@@ -98,7 +99,7 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
 
     with open(log_path, "wb") as log:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE if window else log, stderr=subprocess.STDOUT,
+        proc = children.popen(argv, stdout=subprocess.PIPE if window else log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
         reader = None
         try:
