@@ -123,6 +123,11 @@ def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
     write_json(Path(run_dir) / "manifest.json", {**manifest, "status": "interrupted", "interrupted": why})
 
 
+def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
+    """A server's folder in a run folder: RUN/SERVER, or RUN/SERVER/repeat-K for a later repeat."""
+    return Path(run_dir) / name if repeat == 1 else Path(run_dir) / name / f"repeat-{repeat}"
+
+
 class RunFolder:
     """One run folder being written: its manifest, its metrics, and each server's files."""
 
@@ -134,7 +139,7 @@ class RunFolder:
         return cls(make_run_dir(label, base))
 
     def server_dir(self, name: str, repeat: int = 1) -> Path:
-        out = self.path / name if repeat == 1 else self.path / name / f"repeat-{repeat}"
+        out = server_path(self.path, name, repeat)
         out.mkdir(parents=True, exist_ok=False)
         return out
 

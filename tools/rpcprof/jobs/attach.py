@@ -31,6 +31,7 @@ from rpcprof.measure.procstat import ProcessMonitor, machine_specs
 from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
+from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.rundir import Manifest, RunFolder, now
 
@@ -159,7 +160,10 @@ def parse_target(target: str) -> int:
     if not m:
         raise UserError(f"--target {target!r}: give a loopback HOST:PORT such as 127.0.0.1:50051 "
                         "(load goes to this machine only)")
-    return int(m.group(2))
+    port = int(m.group(2))
+    if not 1 <= port <= 65535:
+        raise UserError(f"--target {target!r}: port {port} does not exist; give one from 1 to 65535")
+    return port
 
 
 @dataclass
@@ -353,6 +357,9 @@ class Attach:
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))
         result["request_count_source"] = f"{self.opts.driver} (--load)"
+        short = too_short(result, self.opts.streams)
+        if short:
+            raise UserError(f"{result['server']}: {short}", exit_code=1)
 
     def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan, monitor: ProcessMonitor) -> None:
         """CPU over the (profiled) window, and per-request cost when the user gave the request count."""

@@ -29,6 +29,7 @@ from rpcprof.measure.procstat import cgroup_name, machine_specs
 from rpcprof.measure.scenario import get_scenario
 from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
+from rpcprof.measure.windows import too_short
 from rpcprof.paths import ROOT, RUNS_DIR
 from rpcprof.rundir import Manifest, RunFolder, now
 
@@ -290,6 +291,9 @@ class Run:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
                                f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
                                f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
+        short = too_short(result, opts.streams)
+        if short:
+            raise ServerFailed(f"{spec.name}: {short}")
         if result["requests_non_ok"]:
             _log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")
