@@ -17,6 +17,7 @@ from pathlib import Path
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
+from rpcprof.rundir import check_not_input, output_file, write_bytes
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -75,9 +76,11 @@ def fold_perf(data: Path, folded: Path) -> dict:
         for line in f:
             if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
                 samples += 1
-    with open(folded, "wb") as out:
-        proc = children.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
-    script.unlink()
+    try:
+        with output_file(folded, "wb") as out:
+            proc = children.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+    finally:
+        script.unlink()
     if proc.returncode != 0:
         raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
@@ -108,15 +111,12 @@ def fold(source: Path, out: Path) -> dict:
     source, out = Path(source), Path(out)
     if not source.is_file():
         raise UserError(f"{source}: no such file; give a perf.data or py-spy raw file (RUN/SERVER/perf.data)")
-    if source.resolve() == out.resolve():
-        raise UserError(f"{out}: the output would replace its own input; choose another -o")
+    check_not_input(out, source)
     if is_perf_data(source):
         return {**fold_perf(source, out), "input": "perf.data"}
     from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
     stacks = open_folded(source)
     if not stacks:
         raise UserError(f"{source}: no stacks: neither perf.data nor a py-spy raw file with samples")
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(source.read_bytes())
-    os.replace(tmp, out)
+    write_bytes(out, source.read_bytes())
     return {"samples": count_folded_samples(out), "input": "py-spy raw"}

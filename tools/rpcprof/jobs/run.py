@@ -5,6 +5,7 @@ stopped by PID whatever happens.
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import ROOT, RUNS_DIR
-from rpcprof.rundir import Manifest, RunFolder, now
+from rpcprof.rundir import RUNS, Manifest, RunFolder, now, write_text
 
 
 @dataclass
@@ -87,7 +88,6 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     from rpcprof.report.chart import render_breakdown_chart
     from rpcprof.report.flamegraph import render_run_flamegraph
     from rpcprof.report.html import build_html
-    from rpcprof.rundir import write_text
     from rpcprof.rundir import profile_folded
     drawn = []
     for name in servers:
@@ -264,8 +264,11 @@ class Run:
 
     def _start(self, session: Session, spec: ServerSpec, out: Path, result: dict) -> ServerProcess:
         opts = self.opts
-        with open(out / "build.log", "w") as blog:
-            spec.build(blog)
+        build_log = io.StringIO()
+        try:
+            spec.build(build_log)
+        finally:
+            write_text(out / "build.log", build_log.getvalue(), RUNS)
         check_port_free(opts.port)
         argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
         result["argv"] = argv
