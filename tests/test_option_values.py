@@ -112,3 +112,19 @@ def test_the_last_line_of_a_failed_run_names_the_real_server_log(too_short):
     named = Path(last.rsplit("see ", 1)[1])
     assert "<" not in str(named) and named == too_short.run_dir / "rust_tonic_st" / "server.log"
     assert named.is_file()
+
+
+def test_the_sampling_rate_perf_used_is_recorded_beside_the_one_asked_and_a_lower_one_warned(tmp_path, capsys):
+    """perf lowers -F to kernel.perf_event_max_sample_rate: the record says so instead of the rate asked."""
+    import subprocess
+    from rpcprof.capture.profiler import max_sample_rate
+    from rpcprof.capture.window import sampling_rate_used
+    asked = 2 * max_sample_rate()
+    data = tmp_path / "perf.data"
+    with subprocess.Popen(["sleep", "1"]) as sleeper:
+        subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(asked), "-p", str(sleeper.pid),
+                        "-o", str(data)], capture_output=True, check=True)
+    record = sampling_rate_used("sleeper", asked, data)
+    assert record == {"frequency_used_hz": max_sample_rate(), "max_sample_rate": max_sample_rate()}
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and f"asked perf for {asked} Hz; it used {max_sample_rate()} Hz" in warnings[0]

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
 
 MODES = ("run", "attach", "sweep")
@@ -73,7 +73,7 @@ class CannotWrite(UserError):
                errno.EACCES: f"choose a writable place for {where}", errno.EROFS: f"choose a writable place for {where}",
                errno.ENOENT: f"its folder does not exist; choose another {where}",
                errno.EISDIR: f"it is a folder; give {where} a file name"}.get(error.errno, f"choose another {where}")
-        super().__init__(f"cannot write {path}: {error.strerror or error}; {fix}", exit_code=1 if full else 2)
+        super().__init__(f"cannot write {path}: {error.strerror or error}; {fix}", exit_code=EXIT_FAILED if full else EXIT_USAGE)
         self.path, self.errno = path, error.errno
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -56,6 +57,17 @@ def max_sample_rate() -> int:
         return int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
     except (OSError, ValueError):
         return 10000
+
+
+def recorded_frequency(data: Path) -> int | None:
+    """The sampling rate perf actually asked the kernel for, from perf.data's event attributes (perf
+    lowers -F to kernel.perf_event_max_sample_rate); None if it cannot be read."""
+    try:
+        out = children.run(["perf", "evlist", "-F", "-i", str(data)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rates = [int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout)]
+    return min(rates) if rates else None
 
 
 @dataclass

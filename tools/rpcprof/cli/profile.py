@@ -10,7 +10,7 @@ import click
 from rpcprof.capture.profiler import CALL_GRAPHS
 from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
 from rpcprof.cli.defaults import ATTACH, RUN, SWEEP
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
@@ -191,8 +191,8 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
         if the_run.dir:
             click.echo(render_run(the_run.dir, fmt, latency), nl=False)
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
-                            f"{the_run.dir} (marked incomplete)", exit_code=130) from None
-        raise UserError("interrupted", exit_code=130) from None
+                            f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+        raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
     if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
@@ -200,7 +200,7 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
         logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / "server.log") for n, r in failed.items()]
-        raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=1)
+        raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
 def int_list(ctx, param, value):
@@ -257,13 +257,13 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
         sweep_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
-                        "(marked incomplete)", exit_code=130) from None
+                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_sweep(sweep_dir, job.rules, fmt), nl=False)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
                      if r.get("status") != "ok"})
     if failed:
         raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
-                        f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=1)
+                        f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=EXIT_FAILED)
 
 
 @main.command()
@@ -308,7 +308,7 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         run_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: the profiler was stopped; what was captured is kept in {job.dir} "
-                        "(marked incomplete)", exit_code=130) from None
+                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
     except UserError as e:
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None

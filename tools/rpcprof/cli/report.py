@@ -8,7 +8,7 @@ import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
 from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
@@ -147,7 +147,7 @@ def check_rules(rules_path, fmt):
         rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
         click.echo(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), nl=False)
     if problems:
-        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=1)
+        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
         n = sum(len(r.examples) for r in rules.rules + rules.tax_rules)
         subs = sum(len(v) for v in rules.subcategories.values())

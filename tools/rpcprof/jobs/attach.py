@@ -19,7 +19,7 @@ from rpcprof.capture.fold import jitdumps
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate, pmu_event
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.cli.defaults import ATTACH
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.leftovers import tidy_leftovers
 from rpcprof.jobs.run import render_pictures, shown
@@ -318,12 +318,12 @@ class Attach:
             if "at" in ended:
                 result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
                               f"{plan.duration:g} s window; the profile holds what was captured until then")
-                raise UserError(result["error"], exit_code=1)
+                raise UserError(result["error"], exit_code=EXIT_FAILED)
             if record["samples"] == 0:
                 result.update(status="failed", error="no samples")
                 raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
                                 f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
-                                "or attach while it is busy", exit_code=1)
+                                "or attach while it is busy", exit_code=EXIT_FAILED)
             result["status"] = "ok"
             return result
         finally:
@@ -359,7 +359,7 @@ class Attach:
         result["request_count_source"] = f"{self.opts.driver} (--load)"
         short = too_short(result, self.opts.streams)
         if short:
-            raise UserError(f"{result['server']}: {short}", exit_code=1)
+            raise UserError(f"{result['server']}: {short}", exit_code=EXIT_FAILED)
 
     def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan, monitor: ProcessMonitor) -> None:
         """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
