@@ -15,16 +15,19 @@ types and names the file, the key and what was expected.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
 
 MODES = ("run", "attach", "sweep")
+RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
 STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 
 
@@ -46,6 +49,8 @@ class Manifest:
     process: dict | None = None            # attach: the process profiled
     cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
     stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
+    owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
+    interrupted: str | None = None         # why a later invocation marked it interrupted
 
     def finish(self, status: str) -> "Manifest":
         self.status = status
@@ -59,28 +64,84 @@ def now(precise: bool = False) -> str:
 
 # --- writing -------------------------------------------------------------------------------------
 
-def write_text(path: Path, text: str) -> None:
-    """Write whole or not at all: a temporary name in the same folder, then rename."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+class CannotWrite(UserError):
+    """A file that could not be written: one line naming it, why, and what to do."""
+
+    def __init__(self, path: Path, error: OSError, where: str = "-o"):
+        full = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+        fix = {errno.ENOSPC: f"free space or choose another {where}", errno.EDQUOT: f"free space or choose another {where}",
+               errno.EACCES: f"choose a writable place for {where}", errno.EROFS: f"choose a writable place for {where}",
+               errno.ENOENT: f"its folder does not exist; choose another {where}",
+               errno.EISDIR: f"it is a folder; give {where} a file name"}.get(error.errno, f"choose another {where}")
+        super().__init__(f"cannot write {path}: {error.strerror or error}; {fix}", exit_code=EXIT_FAILED if full else EXIT_USAGE)
+        self.path, self.errno = path, error.errno
+
+
+def write_bytes(path: Path, data: bytes, where: str = "-o") -> None:
+    """Write whole or not at all: a temporary name in the same folder, then renamed into place (a
+    device or pipe such as /dev/stdout is written in place, never replaced). CannotWrite if it fails."""
+    path = Path(path)
+    with output_file(path, "wb", where) as f:
+        f.write(data)
+
+
+def write_text(path: Path, text: str, where: str = "-o") -> None:
+    """write_bytes of text in UTF-8."""
+    write_bytes(path, text.encode("utf-8"), where)
+
+
+@contextmanager
+def output_file(path: Path, mode: str = "wb", where: str = "-o"):
+    """A file object for path whose content appears there only when the block ends without error
+    (temporary name, then renamed); every rpcprof output goes through it. CannotWrite if it fails."""
+    path = Path(path)
+    in_place = path.exists() and not path.is_file() and not path.is_dir()     # /dev/stdout, /dev/full, a FIFO
+    tmp = path if in_place else path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        try:
+            with open(tmp, mode) as f:
+                yield f
+            if not in_place:
+                os.replace(tmp, path)
+        finally:
+            if not in_place:
+                tmp.unlink(missing_ok=True)
+    except OSError as e:
+        raise CannotWrite(path, e, where) from None
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """write_text for bytes: whole or not at all."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+def overwrite_in_place(path: Path, text: str) -> bool:
+    """Rewrite an existing file in place (not whole-or-nothing: the last resort on a full disk); True if done."""
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        with open(path, "r+b") as f:
+            f.write(text.encode("utf-8"))
+            f.truncate()
+        return True
+    except OSError:
+        return False
 
 
-def write_json(path: Path, data) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+def json_text(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def write_json(path: Path, data, where: str = "-o") -> None:
+    write_text(path, json_text(data), where)
+
+
+def check_not_input(out: Path, *inputs: Path) -> None:
+    """UserError when out is one of the files the command reads: writing it would destroy its input."""
+    for source in inputs:
+        if Path(source).exists() and Path(out).exists() and Path(out).resolve() == Path(source).resolve():
+            raise UserError(f"-o {out}: the output would replace its own input ({source}); choose another -o")
+
+
+def inputs_of(run_dir: Path) -> list[Path]:
+    """The files of a run folder (or a sweep's cells) that reports read."""
+    run_dir = Path(run_dir)
+    names = ("manifest.json", "metrics.json", "result.json", "profile.json", "profile.folded", "profile.folded.gz")
+    return [p for name in names for p in (run_dir / name, *run_dir.glob(f"*/{name}"), *run_dir.glob(f"*/*/{name}"))
+            if p.is_file()]
 
 
 def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
@@ -102,6 +163,30 @@ def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
     raise UserError(f"could not create a run folder under {base}")
 
 
+def running_folders(base: Path) -> list[tuple[Path, dict]]:
+    """(folder, manifest) of every run, attach or sweep folder under base (and every sweep's cells) whose
+    manifest says running; unreadable manifests are left out."""
+    found = []
+    for path in sorted(Path(base).glob("*/manifest.json")) + sorted(Path(base).glob("*/*/manifest.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("status") == "running":
+            found.append((path.parent, data))
+    return found
+
+
+def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
+    """Rewrite a folder's manifest as interrupted (its owner died without saying so), saying why."""
+    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": "interrupted", "interrupted": why}, RUNS)
+
+
+def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
+    """A server's folder in a run folder: RUN/SERVER, or RUN/SERVER/repeat-K for a later repeat."""
+    return Path(run_dir) / name if repeat == 1 else Path(run_dir) / name / f"repeat-{repeat}"
+
+
 class RunFolder:
     """One run folder being written: its manifest, its metrics, and each server's files."""
 
@@ -113,24 +198,31 @@ class RunFolder:
         return cls(make_run_dir(label, base))
 
     def server_dir(self, name: str, repeat: int = 1) -> Path:
-        out = self.path / name if repeat == 1 else self.path / name / f"repeat-{repeat}"
+        out = server_path(self.path, name, repeat)
         out.mkdir(parents=True, exist_ok=False)
         return out
 
     def write(self, manifest: Manifest, metrics: dict | None = None) -> None:
         """The manifest and, for runs and attaches, metrics.json (every server's result)."""
         manifest.servers = {n: r.get("status") for n, r in (metrics or {}).items()} or manifest.servers
-        write_json(self.path / "manifest.json", asdict(manifest))
+        path, text = self.path / "manifest.json", json_text(asdict(manifest))
+        try:
+            write_text(path, text, RUNS)
+        except CannotWrite as e:
+            # a full disk has no room for a second copy: the manifest is rewritten in the space it holds,
+            # so the folder still says how it ended
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not overwrite_in_place(path, text):
+                raise
         if metrics is not None:
-            write_json(self.path / "metrics.json", metrics)
+            write_json(self.path / "metrics.json", metrics, RUNS)
 
     @staticmethod
     def write_result(out: Path, result: dict) -> None:
-        write_json(out / "result.json", result)
+        write_json(out / "result.json", result, RUNS)
 
     @staticmethod
     def write_profile(out: Path, record: dict) -> None:
-        write_json(out / "profile.json", record)
+        write_json(out / "profile.json", record, RUNS)
 
     def __str__(self) -> str:
         return str(self.path)

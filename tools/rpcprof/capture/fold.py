@@ -18,6 +18,8 @@ from pathlib import Path
 
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
+from rpcprof.measure import children
+from rpcprof.rundir import check_not_input, output_file, write_bytes
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -42,7 +44,7 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     # a build-id cache of its own, thrown away after: perf.data names the ELF files by path, and the
     # thousands of them would otherwise pile up in ~/.debug
     with tempfile.TemporaryDirectory(prefix="rpcprof-buildid-") as cache:
-        proc = subprocess.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
+        proc = children.run([perf, "--buildid-dir", cache, "inject", "--jit", "-i", str(data), "-o", str(injected)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if proc.returncode != 0 or not injected.exists():
         injected.unlink(missing_ok=True)
@@ -66,7 +68,7 @@ def fold_perf(data: Path, folded: Path) -> dict:
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
     with open(script, "wb") as out:
-        proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
+        proc = children.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
                               stderr=subprocess.PIPE)
     if proc.returncode != 0:
         script.unlink(missing_ok=True)
@@ -76,9 +78,11 @@ def fold_perf(data: Path, folded: Path) -> dict:
         for line in f:
             if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
                 samples += 1
-    with open(folded, "wb") as out:
-        proc = subprocess.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
-    script.unlink()
+    try:
+        with output_file(folded, "wb") as out:
+            proc = children.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+    finally:
+        script.unlink()
     if proc.returncode != 0:
         raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
@@ -117,8 +121,7 @@ def fold(source: Path, out: Path) -> dict:
     source, out = Path(source), Path(out)
     if not source.is_file():
         raise UserError(f"{source}: no such file; give a perf.data or py-spy raw file (RUN/SERVER/perf.data)")
-    if source.resolve() == out.resolve():
-        raise UserError(f"{out}: the output would replace its own input; choose another -o")
+    check_not_input(out, source)
     if is_perf_data(source):
         if records_switches(source):
             from rpcprof.capture.offcpu import fold_offcpu
@@ -128,7 +131,5 @@ def fold(source: Path, out: Path) -> dict:
     stacks = open_folded(source)
     if not stacks:
         raise UserError(f"{source}: no stacks: neither perf.data nor a py-spy raw file with samples")
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(source.read_bytes())
-    os.replace(tmp, out)
+    write_bytes(out, source.read_bytes())
     return {"samples": count_folded_samples(out), "input": "py-spy raw"}

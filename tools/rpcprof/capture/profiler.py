@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
@@ -55,6 +57,17 @@ def max_sample_rate() -> int:
         return int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
     except (OSError, ValueError):
         return 10000
+
+
+def recorded_frequency(data: Path) -> int | None:
+    """The sampling rate perf actually asked the kernel for, from perf.data's event attributes (perf
+    lowers -F to kernel.perf_event_max_sample_rate); None if it cannot be read."""
+    try:
+        out = children.run(["perf", "evlist", "-F", "-i", str(data)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rates = [int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout)]
+    return min(rates) if rates else None
 
 
 @dataclass
@@ -98,7 +111,7 @@ class Recorder:
         self.log_path = log_path
         self.stop_signal = stop_signal
         self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
 
     def wait_attached(self, timeout: float = 10.0) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable
 
 from rpcprof.capture.fold import count_folded_samples, fold_perf, inject_jit, jitdumps
-from rpcprof.capture.profiler import PYSPY_EVENT, ProfilePlan, start_perf, start_pyspy
+from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate, recorded_frequency, start_perf,
+                                     start_pyspy)
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.rundir import RunFolder
@@ -29,6 +30,17 @@ class ProfileTarget:
     event: str           # perf's sampled event
     out: Path            # folder for perf.data, profile.folded, profile.json
     min_samples: int
+
+
+def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
+    """The rate perf used (perf.data's event attributes) and the kernel's limit at the window's end (it
+    lowers kernel.perf_event_max_sample_rate when sampling interrupts take too long); a warning when
+    either is below the rate asked."""
+    used, limit = recorded_frequency(data), max_sample_rate()
+    if (used is not None and used < asked) or limit < asked:
+        log(f"rpcprof: WARNING: {name}: asked perf for {asked} Hz; it used {used if used is not None else '?'} Hz "
+            f"(kernel.perf_event_max_sample_rate is {limit}): fewer samples than planned")
+    return {"frequency_used_hz": used, "max_sample_rate": limit}
 
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
@@ -76,6 +88,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         else:
             log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
                 f"{', '.join(record['jitdumps'])} (perf.data names them)")
+    if target.profiler == "perf" and data.exists():
+        record.update(sampling_rate_used(target.name, plan.frequency, data))
     if target.profiler == "perf":
         record.update(fold_perf(data, folded) if data.exists() else {"samples": 0})
     else:

@@ -9,7 +9,7 @@ import click
 
 from pathlib import Path
 
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
 from rpcprof.paths import RUNS_DIR
 from rpcprof.report.tables import FORMATS
 
@@ -38,8 +38,6 @@ runs_dir_option = click.option("--runs-dir", type=click.Path(file_okay=False, pa
                                show_default="flamegraphs/", help="Where run folders are written (and looked up by name).")
 
 
-# Exit codes of both command lines (README lists them).
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
 def internal_error(prog: str, error: BaseException) -> int:
@@ -69,13 +67,13 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
     except click.UsageError as e:
         hint = f" (try '{e.ctx.command_path} --help')" if e.ctx else ""
         click.echo(f"{group.name}: error: {e.format_message()}{hint}", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_USAGE)
     except UserError as e:
         click.echo(f"{group.name}: error: {e}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo(f"{group.name}: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
@@ -83,9 +81,9 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo(f"{group.name}: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
-        sys.exit(0)
+        sys.exit(EXIT_OK)
     except Exception as e:                 # noqa: BLE001 - the error boundary
         sys.exit(internal_error(group.name, e))
-    sys.exit(0)
+    sys.exit(EXIT_OK)

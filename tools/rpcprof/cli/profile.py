@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
@@ -9,7 +10,7 @@ import click
 from rpcprof.capture.profiler import CALL_GRAPHS
 from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
 from rpcprof.cli.defaults import ATTACH, RUN, SWEEP
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
@@ -18,6 +19,7 @@ from rpcprof.measure.scenario import SCENARIOS
 from rpcprof.report.compare import render_compare, render_shares
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
+from rpcprof.rundir import server_path
 
 
 def cpu_list(ctx, param, value):
@@ -55,8 +57,28 @@ def key_values(ctx, param, values):
 
 
 def positive(ctx, param, value):
-    if value is not None and value <= 0:
-        raise click.BadParameter(f"must be positive (got {value})")
+    """A count, rate or duration: finite and above 0 (click reads 'nan' and 'inf' as numbers)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"must be a positive number (got {value})")
+    return value
+
+
+def not_negative(ctx, param, value):
+    """A warm-up or a minimum: finite, 0 or more."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"must be 0 or a positive number (got {value})")
+    return value
+
+
+LABEL_MAX_BYTES = 100
+
+
+def file_label(ctx, param, value):
+    """A name that becomes part of a folder name: no '/' or NUL, at most LABEL_MAX_BYTES bytes."""
+    if "/" in value or "\0" in value:
+        raise click.BadParameter(f"{value!r}: it names a folder; leave out '/'")
+    if len(value.encode()) > LABEL_MAX_BYTES:
+        raise click.BadParameter(f"{len(value.encode())} bytes: it names a folder; give at most {LABEL_MAX_BYTES}")
     return value
 
 
@@ -132,9 +154,10 @@ def main():
               help="Concurrent streams in flight across all connections (S).")
 @click.option("-d", "--duration", default=RUN["duration"], show_default=True, callback=positive,
               help="Measured window [s].")
-@click.option("-w", "--warmup", default=RUN["warmup"], show_default=True, help="Warm-up before the window [s].")
+@click.option("-w", "--warmup", default=RUN["warmup"], show_default=True, callback=not_negative,
+              help="Warm-up before the window [s].")
 @placement_and_load_options
-@click.option("--label", default="", help="Name part of the run folder [default: the servers].")
+@click.option("--label", default="", callback=file_label, help="Name part of the run folder [default: the servers].")
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
 @click.option("--profile/--no-profile", default=True, show_default=True,
               help="After the measured window, profile a second window with the same load.")
@@ -142,7 +165,7 @@ def main():
               help="perf stack unwinding [default: the server's call_graph, else dwarf].")
 @click.option("-F", "--frequency", default=RUN["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
 @click.option("--profile-duration", default=RUN["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--min-samples", default=RUN["min_samples"], show_default=True,
+@click.option("--min-samples", default=RUN["min_samples"], show_default=True, callback=not_negative,
               help="Raise the rate, then the duration, to reach this many samples.")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
 @click.option("--ruler", default=None, metavar="REGEX",
@@ -182,16 +205,17 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
         if the_run.dir:
             click.echo(render_run(the_run.dir, fmt, latency), nl=False)
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
-                            f"{the_run.dir} (marked incomplete)", exit_code=130) from None
-        raise UserError("interrupted", exit_code=130) from None
+                            f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+        raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
     if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, app, ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt)
     if any(r.get("status") != "ok" for r in the_run.results.values()):
-        failed = [n for n, r in the_run.results.items() if r.get("status") != "ok"]
-        raise UserError(f"{', '.join(failed)} failed; see {run_dir}/<server>/server.log", exit_code=1)
+        failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
+        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / "server.log") for n, r in failed.items()]
+        raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
 def int_list(ctx, param, value):
@@ -214,16 +238,17 @@ def int_list(ctx, param, value):
               help="Skip cells with more than this many streams per connection (S/C) (seed 000's cells stop at "
                    "1000; pajamax allows 1000 concurrent streams).")
 @click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
-@click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, help="Warm-up before each window [s].")
+@click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, callback=not_negative,
+              help="Warm-up before each window [s].")
 @repeat_options(" (per cell)")
 @placement_and_load_options
-@click.option("--label", default="", help="Name part of the sweep folder.")
+@click.option("--label", default="", callback=file_label, help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
 @click.option("--profile-duration", default=SWEEP["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
               help="Count syscalls per request in each cell.")
 @click.option("--syscall-duration", default=SWEEP["syscall_duration"], show_default=True, callback=positive, help="Syscall window [s].")
-@click.option("--min-samples", default=SWEEP["min_samples"], show_default=True,
+@click.option("--min-samples", default=SWEEP["min_samples"], show_default=True, callback=not_negative,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
 @off_cpu_options(SWEEP["offcpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
 @runs_dir_option
@@ -248,34 +273,35 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
         sweep_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
-                        "(marked incomplete)", exit_code=130) from None
+                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_sweep(sweep_dir, job.rules, fmt), nl=False)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
                      if r.get("status") != "ok"})
     if failed:
         raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
-                        f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=1)
+                        f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=EXIT_FAILED)
 
 
 @main.command()
 @click.option("--pid", type=int, required=True, help="The process to profile.")
 @click.option("-d", "--duration", default=ATTACH["duration"], show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--name", default="", help="Name in reports [default: the process's name].")
+@click.option("--name", default="", callback=file_label, help="Name in reports [default: the process's name].")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the application handler's frames.")
 @click.option("--profiler", type=click.Choice(["perf", "py-spy"]), default=None,
               help="Override the choice made from what the process is.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None, help="perf stack unwinding.")
 @click.option("-F", "--frequency", default=ATTACH["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
-@click.option("--min-samples", default=ATTACH["min_samples"], show_default=True, help="Raise the rate to reach this many.")
-@click.option("--requests", type=int, default=None, help="Requests the process served during the window.")
-@click.option("--rps", type=float, default=None, help="Its request rate during the window [req/s].")
+@click.option("--min-samples", default=ATTACH["min_samples"], show_default=True, callback=not_negative, help="Raise the rate to reach this many.")
+@click.option("--requests", type=int, default=None, callback=positive, help="Requests the process served during the window.")
+@click.option("--rps", type=float, default=None, callback=positive, help="Its request rate during the window [req/s].")
 @click.option("--load", is_flag=True, help="Drive load at --target during the windows, as `run` does.")
 @click.option("--target", default=None, metavar="HOST:PORT", help="Loopback address the process serves gRPC on.")
 @click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True)
 @click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
 @click.option("-C", "--connections", default=ATTACH["connections"], show_default=True, callback=positive)
 @click.option("-S", "--streams", default=ATTACH["streams"], show_default=True, callback=positive)
-@click.option("-w", "--warmup", default=ATTACH["warmup"], show_default=True, help="Warm-up with --load [s].")
+@click.option("-w", "--warmup", default=ATTACH["warmup"], show_default=True, callback=not_negative,
+              help="Warm-up with --load [s].")
 @click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load [default: those the process "
               "may not run on].")
 @click.option("--second-profile/--no-second-profile", default=True, show_default=True,
@@ -300,7 +326,7 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         run_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: the profiler was stopped; what was captured is kept in {job.dir} "
-                        "(marked incomplete)", exit_code=130) from None
+                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
     except UserError as e:
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None

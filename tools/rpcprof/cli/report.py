@@ -8,12 +8,13 @@ import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
 from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_sweep, read_result, resolve, run_of_folded, write_text
+from rpcprof.rundir import (CannotWrite, check_not_input, inputs_of, load_sweep, read_result, resolve,
+                            run_of_folded, write_text)
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
                             show_default="categorize.yaml", help="Categorisation rules.")
@@ -27,6 +28,16 @@ def grouping_options(f):
                           "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded).")(f)
     return click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
                         help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
+
+
+def output_for(out: Path, *inputs: Path) -> Path:
+    """-o checked before any work: not one of the command's inputs, and its folder made."""
+    check_not_input(out, *inputs)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CannotWrite(out, e) from None
+    return out
 
 
 app_option = click.option("--app", default=None, metavar="REGEX",
@@ -137,7 +148,7 @@ def check_rules(rules_path, fmt):
         rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
         click.echo(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), nl=False)
     if problems:
-        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=1)
+        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
         n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits[1])
         subs = sum(len(v) for v in rules.subcategories.values())
@@ -177,6 +188,7 @@ def profile_labels(a: Path, b: Path) -> tuple[str, str, str]:
 @grouping_options
 def svg(folded, out, title, rules_path, app, level, view):
     """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
+    output_for(out, folded)
     rules = load_rules(rules_path).using(level, view)
     r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
     run = run_of_folded(folded)
@@ -205,7 +217,9 @@ def chart(run_dir, out, rules_path, app, level, view, runs_dir):
     """The per-request chart of a run (breakdown.svg): CPU µs per request of each server, stacked by
     category, sub-category (--level 2, in shades of their category) or kind of work (--view tax)."""
     from rpcprof.report.chart import render_breakdown_chart
-    render_breakdown_chart(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), out, app)
+    run_dir = resolve(run_dir, runs_dir)
+    output_for(out, *inputs_of(run_dir))
+    render_breakdown_chart(run_dir, load_rules(rules_path).using(level, view), out, app)
     click.echo(f"report.py: wrote {out}", err=True)
 
 
@@ -220,8 +234,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
     the mechanism, the manifest) that opens offline."""
     from rpcprof.report.html import build_html
     run_dir = resolve(run_dir, runs_dir)
-    out = out or run_dir / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = output_for(out or run_dir / "report.html", *inputs_of(run_dir))
     write_text(out, build_html(run_dir, load_rules(rules_path)))
     click.echo(f"report.py: wrote {out}", err=True)
 
@@ -261,6 +274,7 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
     """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and the
     share of each category in A and B: frame-level colours mislead when a parent is unchanged but its
     children grew."""
+    output_for(out, a, b)
     rules = load_rules(rules_path)
     rules_a = rules.with_app(app or app_for(a), "--app" if app else "result.json")
     rules_b = rules.with_app(app or app_for(b), "--app" if app else "result.json")
@@ -289,16 +303,16 @@ def results(sweep_dir, output, rules_path, runs_dir):
     from rpcprof.report.results import build_results
     sweep_dir = resolve(sweep_dir, runs_dir)
     load_sweep(sweep_dir)
-    write_document(build_results(sweep_dir, load_rules(rules_path)), output)
+    write_document(build_results(sweep_dir, load_rules(rules_path)), output, sweep_dir)
 
 
-def write_document(text: str, output: Path | None) -> None:
-    """A generated document to a file (written whole under a temporary name, then renamed) or stdout."""
+def write_document(text: str, output: Path | None, *sources: Path) -> None:
+    """A generated document to a file (written whole under a temporary name, then renamed) or stdout;
+    never over a file of the run folders it was made from."""
     if not output:
         click.echo(text, nl=False)
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_text(output, text)
+    write_text(output_for(output, *(f for source in sources for f in inputs_of(source))), text)
     click.echo(f"wrote {output}", err=True)
 
 
@@ -315,8 +329,8 @@ def seeds(run_dir, output, also, rules_path, runs_dir):
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
     from rpcprof.report.seeds import build_seeds
-    write_document(build_seeds(resolve(run_dir, runs_dir), load_rules(rules_path),
-                               [resolve(a, runs_dir) for a in also]), output)
+    runs = [resolve(run_dir, runs_dir), *(resolve(a, runs_dir) for a in also)]
+    write_document(build_seeds(runs[0], load_rules(rules_path), runs[1:]), output, *runs)
 
 
 def saved_folder_options(f):

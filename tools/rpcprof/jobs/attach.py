@@ -19,10 +19,12 @@ from rpcprof.capture.fold import jitdumps
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate, pmu_event
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.cli.defaults import ATTACH
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
+from rpcprof.jobs.leftovers import tidy_leftovers
 from rpcprof.jobs.run import render_pictures, shown
 from rpcprof.jobs.steps import log
+from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor, machine_specs
@@ -30,6 +32,7 @@ from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports
+from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.rundir import Manifest, RunFolder, now
 
@@ -158,7 +161,10 @@ def parse_target(target: str) -> int:
     if not m:
         raise UserError(f"--target {target!r}: give a loopback HOST:PORT such as 127.0.0.1:50051 "
                         "(load goes to this machine only)")
-    return int(m.group(2))
+    port = int(m.group(2))
+    if not 1 <= port <= 65535:
+        raise UserError(f"--target {target!r}: port {port} does not exist; give one from 1 to 65535")
+    return port
 
 
 @dataclass
@@ -241,13 +247,15 @@ class Attach:
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self) -> Path:
+        tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(f"attach-{self.name}", self.opts.runs_dir)
         self.manifest = Manifest(
             mode="attach", status="running", command=self.opts.command, started=now(), machine=machine_specs(),
             tools=tool_versions(), git=git_commit(), parameters={},
             process={"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe, "cmdline": self.info.cmdline,
                      "kind": self.info.kind, "affinity": self.info.affinity},
-            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event)
+            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event,
+            owner=identity())
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")
@@ -313,12 +321,12 @@ class Attach:
             if "at" in ended:
                 result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
                               f"{plan.duration:g} s window; the profile holds what was captured until then")
-                raise UserError(result["error"], exit_code=1)
+                raise UserError(result["error"], exit_code=EXIT_FAILED)
             if record["samples"] == 0:
                 result.update(status="failed", error="no samples")
                 raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
                                 f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
-                                "or attach while it is busy", exit_code=1)
+                                "or attach while it is busy", exit_code=EXIT_FAILED)
             if not measured and steps.wants_off_cpu(opts.off_cpu, result):
                 ports = [self.port] if self.port else listening_ports(self.info.pid)
                 if not ports:
@@ -357,6 +365,9 @@ class Attach:
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))
         result["request_count_source"] = f"{self.opts.driver} (--load)"
+        short = too_short(result, self.opts.streams)
+        if short:
+            raise UserError(f"{result['server']}: {short}", exit_code=EXIT_FAILED)
 
     def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan, monitor: ProcessMonitor) -> None:
         """CPU over the (profiled) window, and per-request cost when the user gave the request count."""

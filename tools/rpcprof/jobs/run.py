@@ -5,6 +5,7 @@ stopped by PID whatever happens.
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -20,15 +21,18 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.cli.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
+from rpcprof.jobs.leftovers import tidy_leftovers
+from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
-from rpcprof.measure.procstat import machine_specs
+from rpcprof.measure.procstat import cgroup_name, machine_specs
 from rpcprof.measure.scenario import get_scenario
 from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
+from rpcprof.measure.windows import too_short
 from rpcprof.paths import ROOT, RUNS_DIR
-from rpcprof.rundir import Manifest, RunFolder, now
+from rpcprof.rundir import RUNS, Manifest, RunFolder, now, write_text
 
 
 @dataclass
@@ -86,7 +90,6 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     from rpcprof.report.chart import render_breakdown_chart
     from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html
-    from rpcprof.rundir import write_text
     from rpcprof.rundir import profile_folded
     drawn = []
     for name in servers:
@@ -170,19 +173,22 @@ class Run:
 
     def execute(self, base: Path | None = None) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
+        if base is None:            # a sweep's cells: the sweep has looked already
+            tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(label, base or self.opts.runs_dir)
         self.manifest = Manifest(mode="run", status="running", command=self.command, started=now(),
                                  machine=machine_specs(), tools=tool_versions(), git=git_commit(), parameters={},
                                  scenario={"name": self.scenario.name, "method": self.scenario.method},
-                                 sampled_event=self.event)
+                                 sampled_event=self.event, owner=identity())
         self.write("running")
         _log(f"rpcprof: run folder {shown(self.dir)}")
         _log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
-        status = "complete"
+        status = "failed"           # unless the rounds end: an error of rpcprof's own is never complete
         try:
             self.rounds()
+            status = "complete"
         except KeyboardInterrupt:
             status = "incomplete"
             for spec in self.specs:
@@ -261,18 +267,25 @@ class Run:
             result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
             self.results[spec.name] = result
             raise
+        except Exception as e:
+            result.update(status="failed", error=f"internal error: {type(e).__name__}: {e}")
+            self.results[spec.name] = result
+            raise
         finally:
             RunFolder.write_result(out, result)
 
     def _start(self, session: Session, spec: ServerSpec, out: Path, result: dict) -> ServerProcess:
         opts = self.opts
-        with open(out / "build.log", "w") as blog:
-            spec.build(blog)
+        build_log = io.StringIO()
+        try:
+            spec.build(build_log)
+        finally:
+            write_text(out / "build.log", build_log.getvalue(), RUNS)
         check_port_free(opts.port)
         argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
         result["argv"] = argv
         server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / "server.log",
-                                           f"rpcprof-{os.getpid()}-{spec.name}"))
+                                           cgroup_name(spec.name)))
         result["pid"] = server.pid
         ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
         _log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
@@ -293,6 +306,9 @@ class Run:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
                                f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
                                f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
+        short = too_short(result, opts.streams)
+        if short:
+            raise ServerFailed(f"{spec.name}: {short}")
         if result["requests_non_ok"]:
             _log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")

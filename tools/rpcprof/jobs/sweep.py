@@ -11,7 +11,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.jobs.leftovers import tidy_leftovers
 from rpcprof.jobs.run import Run, RunOptions, shown
+from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.procstat import machine_specs
 from rpcprof.rundir import Manifest, RunFolder, now
@@ -75,6 +77,7 @@ class Sweep:
 
     def execute(self) -> Path:
         label = self.opts.label or "sweep-" + "-".join(self.opts.servers)
+        tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(label, self.opts.runs_dir)
         planned = seconds_per_cell(self.opts) * len(self.cells)
         _log(f"rpcprof: sweep folder {shown(self.dir)}")
@@ -84,7 +87,7 @@ class Sweep:
         self.manifest = Manifest(mode="sweep", status="running", command=self.command, started=now(),
                                  machine=machine_specs(), tools=tool_versions(), git=git_commit(),
                                  parameters={**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
-                                             "cells": self.cells}, cells=self.results)
+                                             "cells": self.cells}, cells=self.results, owner=identity())
         status = "running"
         t0 = time.monotonic()
         try:

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
 from rpcprof.measure.scenario import Scenario, grpc_frame
+from rpcprof.rundir import CannotWrite
 from rpcprof.analyze.stats import LatencyHistogram
 
 DRIVERS = ("h2load", "ghz")
@@ -96,16 +98,23 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
             if callbacks[key]:
                 callbacks[key](pid)
 
-    with open(log_path, "wb") as log:
+    try:
+        log = open(log_path, "wb")
+    except OSError as e:
+        raise CannotWrite(log_path, e, "--runs-dir") from None
+    try:
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE if window else log, stderr=subprocess.STDOUT,
+        proc = children.popen(argv, stdout=subprocess.PIPE if window else log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
         reader = None
         try:
             if window:
                 def read_lines():
                     for line in proc.stdout:
-                        log.write(line)
+                        try:
+                            log.write(line)
+                        except OSError as e:      # keep draining the driver's pipe; said after it exits
+                            seen.setdefault("log_error", e)
                         if window[0] in line:
                             mark("start", proc.pid)
                         elif window[1] in line and "start" in seen:
@@ -127,6 +136,13 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
             proc.wait()
             raise
         proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        try:
+            log.close()           # flushes: a full disk may show only here
+        except OSError as e:
+            seen.setdefault("log_error", e)
+    if "log_error" in seen:
+        raise CannotWrite(log_path, seen["log_error"], "--runs-dir")
     rusage_s = usage.ru_utime + usage.ru_stime
     if from_lines:
         (t_start, cpu_start), (t_end, cpu_end) = seen["start"], seen["end"]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor
 from rpcprof.measure.scenario import learn_reply
 from rpcprof.measure.servers import ServerSpec
@@ -66,7 +67,7 @@ class ServerProcess:
         self.keep_workdir = False     # set once a profile refers to files in it
         pinned = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
         try:
-            self.proc = subprocess.Popen(pinned, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
+            self.proc = children.popen(pinned, cwd=self.workdir, stdout=self.log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             self.log.close()

@@ -54,21 +54,49 @@ def rss_bytes(pid: int) -> tuple[int, int] | None:
     return rss, hwm
 
 
+CGROUP_PREFIX = "rpcprof-"
+
+
+def cgroup_root() -> tuple[Path | None, int]:
+    """(the cgroup hierarchy that accounts CPU, its version 1 or 2), or (None, 0) if there is none."""
+    if (CGROUP_V1_CPUACCT / "cpuacct.usage").exists():
+        return CGROUP_V1_CPUACCT, 1
+    for root in CGROUP_V2_CANDIDATES:
+        if (root / "cgroup.controllers").exists():
+            return root, 2
+    return None, 0
+
+
+def cgroup_name(server: str, pid: int | None = None) -> str:
+    """The cgroup of a server rpcprof process pid (default: this one) starts: rpcprof-PID-SERVER."""
+    return f"{CGROUP_PREFIX}{os.getpid() if pid is None else pid}-{server}"
+
+
+def stale_cgroups(owner_alive) -> tuple[list[Path], list[Path]]:
+    """rpcprof's cgroups whose owning process (the PID in the name) owner_alive(pid) says is gone:
+    (the empty ones, removed now; those still holding a process, left as they are)."""
+    root, _ = cgroup_root()
+    removed, busy = [], []
+    for path in sorted(root.glob(f"{CGROUP_PREFIX}*")) if root else []:
+        pid = path.name[len(CGROUP_PREFIX):].split("-", 1)[0]
+        if not path.is_dir() or not pid.isdigit() or owner_alive(int(pid)):
+            continue
+        try:
+            path.rmdir()               # the kernel refuses while a process is in it
+            removed.append(path)
+        except OSError:
+            busy.append(path)
+    return removed, busy
+
+
 class CgroupCpu:
     """A cgroup of our own holding one process; ``read_ns`` returns its total CPU time."""
 
     def __init__(self, name: str):
-        self.path: Path | None = None
-        self.version = 0
-        if (CGROUP_V1_CPUACCT / "cpuacct.usage").exists():
-            self.path, self.version = CGROUP_V1_CPUACCT / name, 1
-        else:
-            for root in CGROUP_V2_CANDIDATES:
-                if (root / "cgroup.controllers").exists():
-                    self.path, self.version = root / name, 2
-                    break
-        if self.path is None:
+        root, self.version = cgroup_root()
+        if root is None:
             raise OSError("no cgroup CPU accounting available")
+        self.path: Path | None = root / name
         self.path.mkdir()
 
     def add(self, pid: int) -> None:

@@ -11,6 +11,7 @@ from rpcprof.measure.procstat import CpuWindow, ProcessMonitor, cpu_seconds_per_
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
 IN_FLIGHT_SHARE = 0.02        # S in flight at the window's end above 2 % of the requests counted: flagged
+TOO_SHORT_SHARE = 0.25        # ... above 25 %: CPU per request would mean nothing; the window is refused
 SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
                               # above, the run is unsaturated (e.g. server and client taking turns)
 
@@ -70,3 +71,17 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
     m["in_flight_flag"] = bool(ok) and m["in_flight_share"] > IN_FLIGHT_SHARE
     m.update(classify_bottleneck(server_cores, server_cpu_count, result.client_cpu_cores, len(load_cpus)))
     return m
+
+
+def too_short(m: dict, streams: int) -> str | None:
+    """Why a measured window (window_metrics) is too short for the figures printed from it, or None:
+    CPU per request that would print as 0.00 (the server's CPU did not register), or S requests in
+    flight at its end above TOO_SHORT_SHARE of those counted (CPU per request overstated that much)."""
+    ok, cpu_us = m.get("requests_ok") or 0, m.get("cpu_us_per_req")
+    what = f"the {m['window_s']:.3g} s window counted {ok:,} requests"
+    if ok and (cpu_us is None or cpu_us < 0.005):
+        return f"{what} and {m['server_cpu_s'] * 1e6:.0f} µs of server CPU: too short to measure CPU per request; lengthen -d"
+    if ok and streams / ok > TOO_SHORT_SHARE:
+        return (f"{what} with {streams} more in flight at its end ({100 * streams / ok:.0f} %): too short for CPU per "
+                "request; lengthen -d")
+    return None

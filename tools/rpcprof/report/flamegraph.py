@@ -320,12 +320,7 @@ def write_atomically(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
         raise UserError(f"{path}: is a directory; give the name of the SVG file to write")
-    if path.exists() and not path.is_file():
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, text)
+    write_text(path, text)      # whole or not at all; a device such as /dev/stdout in place
 
 
 # --- the two graphs --------------------------------------------------------------------------------

@@ -1,0 +1,41 @@
+"""What an rpcprof process killed without warning (SIGKILL, power loss) leaves behind, noticed by the
+next invocation: run folders whose manifest still says running while the process recorded as their
+owner is gone (marked interrupted), and the empty cgroups of servers it started (removed).
+Its servers themselves died with it (measure/children.py).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rpcprof.measure.children import pid_running, still_running
+from rpcprof.measure.procstat import stale_cgroups
+from rpcprof.rundir import mark_interrupted, now, running_folders
+
+
+def tidy_leftovers(runs_dir: Path) -> str | None:
+    """Mark stale running folders under runs_dir interrupted and remove stale empty cgroups; returns the
+    one line saying what was done (also printed), or None when nothing was left behind."""
+    folders = []
+    for path, manifest in running_folders(runs_dir):
+        owner = manifest.get("owner")
+        if not isinstance(owner, dict) or still_running(owner):
+            continue            # a folder of an older rpcprof (no owner recorded), or one being written now
+        mark_interrupted(path, manifest, f"marked on {now()}: its rpcprof process (pid {owner.get('pid')}) "
+                                         "had ended without finishing it")
+        folders.append(path.name)
+    removed, busy = stale_cgroups(pid_running)
+    if not (folders or removed or busy):
+        return None
+    parts = []
+    if folders:
+        parts.append(f"{len(folders)} run folder(s) left running by an rpcprof that is gone marked interrupted "
+                     f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''})")
+    if removed:
+        parts.append(f"{len(removed)} empty stale cgroup(s) removed ({', '.join(p.name for p in removed[:3])})")
+    if busy:
+        parts.append(f"{len(busy)} stale cgroup(s) still hold processes, left alone: see "
+                     f"{', '.join(str(p / 'cgroup.procs') for p in busy[:2])}")
+    line = "rpcprof: " + "; ".join(parts)
+    print(line, file=sys.stderr, flush=True)
+    return line

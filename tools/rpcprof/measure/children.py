@@ -1,0 +1,85 @@
+"""Processes rpcprof starts (servers, load drivers, profilers) die with it, even when it is SIGKILLed:
+each child asks the kernel for SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG), before it execs.
+
+The kernel sends that signal when the *thread* that forked the child exits, not the process: so it is
+asked for only when the child is started from the main thread, which lives as long as rpcprof does
+(every start is; a start from another thread gets no death signal rather than one that fires early).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+
+PR_SET_PDEATHSIG = 1
+
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl     # resolved here, not in the forked child
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _die_with(parent: int):
+    """The child's preexec_fn: SIGKILL on the parent's death; and if the parent died before this ran,
+    now (the kernel would never send it)."""
+    def preexec() -> None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return preexec
+
+
+def dies_with_us() -> dict:
+    """Popen keyword arguments that make the child die with this process (none off the main thread)."""
+    if _prctl is None or threading.current_thread() is not threading.main_thread():
+        return {}
+    return {"preexec_fn": _die_with(os.getpid())}
+
+
+def popen(argv: list[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen of a child that dies with rpcprof."""
+    return subprocess.Popen(argv, **kwargs, **dies_with_us())
+
+
+def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run of a child that dies with rpcprof."""
+    return subprocess.run(argv, **kwargs, **dies_with_us())
+
+
+def _start_ticks(pid: int) -> int | None:
+    """When pid started (clock ticks after boot, /proc/PID/stat field 22); None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def pid_running(pid: int) -> bool:
+    """True if a process pid exists (a zombie too: it has not been reaped yet)."""
+    return _start_ticks(pid) is not None
+
+
+def identity(pid: int | None = None) -> dict:
+    """What names a process across PID reuse: pid, start time and the boot it started in (default: this one)."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id()}
+
+
+def still_running(owner: dict) -> bool:
+    """True if the process identity() described is still running (same pid, start time and boot)."""
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or owner.get("boot_id") != _boot_id():
+        return False
+    started = _start_ticks(pid)
+    return started is not None and started == owner.get("start_ticks")
