@@ -27,8 +27,10 @@ from typing import Iterable, Iterator
 
 import yaml
 
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
+
 CATEGORY_KEYS = {"name", "color", "description", "rules", "subcategories"}
 RULE_KEYS = {"name", "match", "where", "examples", "sub", "level"}
 TAX_RULE_KEYS = {"name", "match", "where", "examples"}
@@ -82,7 +84,7 @@ def normalize_frame(raw: str) -> tuple[str, bool]:
 class Rule:
     category: str
     name: str
-    pattern: re.Pattern
+    pattern: UserRegex
     where: str = "any"
     examples: list[str] = field(default_factory=list)
     sub: str | None = None          # the level-2 group it decides (CATEGORY/SUB), if any
@@ -146,10 +148,7 @@ class Rules:
         """A copy with the server's app pattern added to the `app` category."""
         if not regex:
             return self
-        try:
-            pattern = re.compile(regex)
-        except re.error as e:
-            raise UserError(f"{origin}: invalid regex {regex!r}: {e}") from None
+        pattern = UserRegex(regex, origin)
         rules = list(self.rules)
         idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
                    len(rules))
@@ -291,10 +290,7 @@ def _parse_rule(path, rule, owner: str, index: int, keys: set[str]) -> Rule:
     for key in ("name", "match", "examples"):
         if key not in rule:
             _fail(path, f"{where}: missing field `{key}`")
-    try:
-        pattern = re.compile(str(rule["match"]))
-    except re.error as e:
-        _fail(path, f"{where}: invalid regex: {e}")
+    pattern = UserRegex(rule["match"], f"{Path(path).name}: {where}")
     w = rule.get("where", "any")
     if w not in WHERE:
         _fail(path, f"{where}: `where` must be one of {', '.join(WHERE)} (got {w!r})")
