@@ -424,12 +424,17 @@ def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
         if not line.strip():
             continue
         stack, sep, count = line.rpartition(" ")
-        if not sep or not count.isdigit():
-            raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT'): {line[:80]!r}")
+        # ASCII digits only: int() also takes '١٢' (Arabic-Indic) and isdigit() '²', which perf and
+        # inferno never write: such a count is a damaged line, not a weight
+        if not sep or not (count.isascii() and count.isdigit()):
+            raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT' with COUNT in "
+                            f"0-9): {line[:80]!r}")
         yield stack.split(";"), int(count)
 
 
 def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
+    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD); UserError naming
+    the file when it is missing, damaged, or holds no samples."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -443,6 +448,9 @@ def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
         raise UserError(f"{path}: unreadable: {e}") from None
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+    if not any(w for _, w in stacks):
+        raise UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "
+                        "give another folded file")
     return stacks
 
 

@@ -342,8 +342,6 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
     legend_shares: category -> share (0-1) for the legend; by default computed from the folded file."""
     stacks = open_folded(folded)
-    if not stacks:
-        raise UserError(f"{folded}: no stacks to draw")
     weight = sample_weight(stacks)
     order = rules.all_categories
     classified = classified_stacks(stacks, rules)
@@ -389,8 +387,6 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
     rows: category_diff_rows, shown as a text legend."""
     stacks_b = open_folded(b)
     stacks_a = open_folded(a)
-    if not stacks_a or not stacks_b:
-        raise UserError(f"{a if not stacks_a else b}: no stacks to compare")
     diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)
