@@ -10,6 +10,7 @@ Every sink takes them through one function here instead of escaping on its own:
     csv_field(s)       for the csv module (which quotes): only what cannot be encoded is replaced
     xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character)
     xml(s), html(s)    xml_chars then escaped for an SVG or HTML text node or attribute
+    plot_label(s)      a matplotlib label: one line of XML-safe text, `$` not read as mathtext
 """
 from __future__ import annotations
 
@@ -65,3 +66,9 @@ def xml(s, lines: bool = True) -> str:
 def html(s) -> str:
     """s as HTML text or attribute value: forbidden characters replaced, `<&>"'` escaped."""
     return _html.escape(xml_chars(s), quote=True)
+
+
+def plot_label(s) -> str:
+    """s as a matplotlib text (breakdown.svg): XML-safe on one line, and `$` escaped, which matplotlib
+    would otherwise parse as mathtext (and fail on, or draw as a formula)."""
+    return xml_chars(s, lines=True).replace("$", "\\$")
