@@ -27,6 +27,7 @@ from typing import Iterable, Iterator
 
 import yaml
 
+from rpcprof import schema
 from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
@@ -271,6 +272,11 @@ def _fail(path, msg):
     raise UserError(f"{Path(path).name}: {msg}")
 
 
+def _names(keys) -> str:
+    """Keys for a message, sorted; YAML keys need not be strings."""
+    return ", ".join(sorted(map(str, keys)))
+
+
 def _color(path, owner: str, value) -> str:
     if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(value)):
         _fail(path, f"{owner}: color must look like #4caf50 (got {value!r})")
@@ -286,7 +292,7 @@ def _parse_rule(path, rule, owner: str, index: int, keys: set[str]) -> Rule:
     where = f"rule {rname!r} in {owner}"
     unknown = set(rule) - keys
     if unknown:
-        _fail(path, f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        _fail(path, f"{where}: unknown key(s) {_names(unknown)}")
     for key in ("name", "match", "examples"):
         if key not in rule:
             _fail(path, f"{where}: missing field `{key}`")
@@ -320,7 +326,7 @@ def _parse_tax(path, tax) -> tuple[list[TaxGroup], list[Rule], str]:
         _fail(path, "`tax:` must be a mapping with a `groups:` list (and `rest:`, the name of what no rule takes)")
     unknown = set(tax) - {"groups", "rest", "description"}
     if unknown:
-        _fail(path, f"tax: unknown key(s) {', '.join(sorted(unknown))}")
+        _fail(path, f"tax: unknown key(s) {_names(unknown)}")
     rest = str(tax.get("rest") or "everything-else")
     groups, rules = [], []
     for gi, group in enumerate(tax["groups"]):
@@ -329,7 +335,7 @@ def _parse_tax(path, tax) -> tuple[list[TaxGroup], list[Rule], str]:
         gname = group["name"]
         unknown = set(group) - {"name", "color", "description", "rules"}
         if unknown:
-            _fail(path, f"tax group {gname!r}: unknown key(s) {', '.join(sorted(unknown))}")
+            _fail(path, f"tax group {gname!r}: unknown key(s) {_names(unknown)}")
         if gname in {g.name for g in groups}:
             _fail(path, f"tax group {gname!r} is defined twice")
         groups.append(TaxGroup(gname, _color(path, f"tax group {gname!r}", group.get("color")),
@@ -342,17 +348,24 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
     """Load and validate categorize.yaml; every problem is one UserError line naming file, category, rule."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such rules file (pass --rules with the path of categorize.yaml)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a folder; pass --rules with the path of categorize.yaml") from None
+    except UnicodeDecodeError as e:
+        _fail(path, f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8")
     except yaml.YAMLError as e:
         _fail(path, f"invalid YAML: {' '.join(str(e).split())}")
+    except (OSError, RecursionError) as e:
+        _fail(path, f"unreadable: {getattr(e, 'strerror', None) or type(e).__name__}")
     if not isinstance(data, dict) or not isinstance(data.get("categories"), list):
         _fail(path, "expected a top-level `categories:` list")
     unknown_top = set(data) - {"categories", "other_color", "tax"}
     if unknown_top:
-        _fail(path, f"unknown top-level key(s) {', '.join(sorted(unknown_top))}")
-    categories, colors, descriptions, rules = [], {OTHER: str(data.get("other_color", "#b4b4b4"))}, {}, []
+        _fail(path, f"unknown top-level key(s) {_names(unknown_top)}")
+    schema.check(data, schema.RULES, path.name, "fix categorize.yaml (its header says what each key takes)")
+    categories, colors, descriptions, rules = [], {OTHER: data.get("other_color", "#b4b4b4")}, {}, []
     subcategories: dict[str, list[str]] = {}
     for ci, cat in enumerate(data["categories"]):
         if not isinstance(cat, dict):
@@ -362,7 +375,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             _fail(path, f"category #{ci + 1}: missing field `name`")
         unknown = set(cat) - CATEGORY_KEYS
         if unknown:
-            _fail(path, f"category {cname!r}: unknown key(s) {', '.join(sorted(unknown))}")
+            _fail(path, f"category {cname!r}: unknown key(s) {_names(unknown)}")
         if cname in categories or cname == OTHER or "/" in cname:
             _fail(path, f"category {cname!r} is defined twice" if cname in categories else
                   f"category name {cname!r} is reserved or has a '/'")
