@@ -433,7 +433,7 @@ def check_examples(rules: Rules) -> list[str]:
 def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
     """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
     for lineno, line in enumerate(lines, 1):
-        line = line.rstrip("\n")
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         stack, sep, count = line.rpartition(" ")
@@ -451,7 +451,8 @@ def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        # lines end at LF only (as inferno reads them): a CR inside a frame stays in its name
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
             stacks = list(read_folded(f))
     except FileNotFoundError:
         raise UserError(f"{path}: no such folded file") from None
