@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jsonschema
-
 from rpcprof.errors import UserError
 
 NUMBER = {"type": ["number", "null"]}
@@ -103,7 +101,7 @@ def kind(value) -> str:
     return type(value).__name__
 
 
-def _key(error: jsonschema.ValidationError, data) -> str:
+def _key(error, data) -> str:
     """The key path of an error, dotted; a list item that has a `name` is shown by it: rules[tokio]."""
     parts, node = [], data
     for step in error.absolute_path:
@@ -116,7 +114,7 @@ def _key(error: jsonschema.ValidationError, data) -> str:
     return ".".join(parts)
 
 
-def _message(error: jsonschema.ValidationError, data) -> str:
+def _message(error, data) -> str:
     key, value, schema = _key(error, data), error.instance, error.schema
     where = f"key '{key}'" if key else "the file"
     if error.validator == "type":
@@ -134,6 +132,7 @@ def _message(error: jsonschema.ValidationError, data) -> str:
 
 def check(data, schema: dict, path: Path | str, fix: str = "re-run or fix the file"):
     """data, if it has schema's types; else UserError `PATH: key 'K' must be T, got U; FIX`."""
+    import jsonschema                      # here: its import costs a report that reads no run file 70 ms
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if error is not None:
         raise UserError(f"{path}: {_message(error, data)}; {fix}")

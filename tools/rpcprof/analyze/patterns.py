@@ -18,8 +18,6 @@ import re
 from re import _constants as sre_c      # the parser re itself uses; any surprise counts as "not bounded"
 from re import _parser as sre_parse
 
-import regex
-
 from rpcprof.errors import UserError
 
 BUDGET_S = 1.0
@@ -75,17 +73,28 @@ class UserRegex:
         self.origin = origin
         if not isinstance(source, str):
             raise UserError(f"{origin}: a regex must be a string, got {type(source).__name__} {source!r}")
+        self._guarded = None
         try:
-            self._fast = re.compile(source) if bounded_backtracking(source) else None
-            self._guarded = regex.compile(source)
-        except (re.error, regex.error, ValueError, OverflowError, RecursionError) as e:
+            compiled = re.compile(source)          # the syntax rules have always had, checked at load
+        except (re.error, ValueError, OverflowError, RecursionError) as e:
             raise UserError(f"{origin}: invalid regex {source!r}: {e}") from None
+        self._fast = compiled if bounded_backtracking(source) else None
+
+    def _compile_guarded(self):
+        """The regex module's compilation, made when first needed (its import costs 15 ms)."""
+        if self._guarded is None:
+            import regex
+            try:
+                self._guarded = regex.compile(self.pattern)
+            except (regex.error, ValueError, OverflowError, RecursionError) as e:
+                raise UserError(f"{self.origin}: invalid regex {self.pattern!r}: {e}") from None
+        return self._guarded
 
     def search(self, text: str):
         if self._fast is not None and len(text) <= FAST_MAX_CHARS:
             return self._fast.search(text)
         try:
-            return self._guarded.search(text, timeout=BUDGET_S)
+            return self._compile_guarded().search(text, timeout=BUDGET_S)
         except TimeoutError:
             raise UserError(f"{self.origin}: regex {self.pattern!r} took over {BUDGET_S:g} s on one frame "
                             f"({len(text):,} characters, {text[:40]!r}...): it backtracks catastrophically; "
