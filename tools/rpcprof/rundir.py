@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
 
@@ -240,73 +241,27 @@ def read_json(path: Path, what: str):
         raise UserError(f"{path}: a folder where a file was expected") from None
     except NotADirectoryError:
         raise UserError(f"{path.parent}: a file, not {what}; give a folder under flamegraphs/") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text: the file is damaged") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): "
+                        "the file is damaged; re-run or fix the file") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}): the file is damaged") from None
+    except (ValueError, RecursionError) as e:      # a number of over 4,300 digits; nesting too deep
+        raise UserError(f"{path}: not JSON rpcprof can read ({type(e).__name__}: {str(e)[:80]}): "
+                        "the file is damaged") from None
     except OSError as e:
         raise UserError(f"{path}: unreadable: {e.strerror}") from None
 
 
-def _expect(path: Path, data: dict, key: str, types, required: bool = True, choices=None):
-    names = {str: "a string", list: "a list", dict: "a mapping", int: "a whole number", float: "a number",
-             bool: "true or false"}
-    if key not in data:
-        if required:
-            raise UserError(f"{path}: missing key `{key}`")
-        return None
-    value = data[key]
-    types = types if isinstance(types, tuple) else (types,)
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-    if value is None and not required:
-        ok = True
-    if not ok:
-        want = " or ".join(names.get(t, t.__name__) for t in types)
-        raise UserError(f"{path}: `{key}` must be {want} (got {type(value).__name__})")
-    if choices and value not in choices:
-        raise UserError(f"{path}: `{key}` must be one of {', '.join(choices)} (got {value!r})")
-    return value
-
-
 def validate_manifest(path: Path, data) -> dict:
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: must be a JSON object (got {type(data).__name__})")
-    data = dict(data)
-    data.setdefault("mode", "run")           # folders written before modes were recorded are runs
-    _expect(path, data, "mode", str, choices=MODES)
-    _expect(path, data, "status", str, choices=STATUSES)
-    params = _expect(path, data, "parameters", dict)
-    servers = _expect(path, params, "servers", list)
-    if not all(isinstance(s, str) for s in servers):
-        raise UserError(f"{path}: `parameters.servers` must be a list of server names")
-    if data["mode"] == "sweep":
-        cells = _expect(path, data, "cells", dict)
-        for key, cell in cells.items():
-            if not isinstance(cell, dict):
-                raise UserError(f"{path}: `cells.{key}` must be a mapping")
-            for k, t in (("connections", int), ("streams", int), ("run", str)):
-                _expect(path, cell, k, t)
-    return data
-
-
-NUMBERS = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "server_cpu_cores", "client_cpu_cores", "window_s",
-           "requests_ok", "server_cpu_share", "client_cpu_share")
+    """A manifest with the types schema.MANIFEST gives (a folder from before modes were recorded is a run)."""
+    if isinstance(data, dict):
+        data = {"mode": "run", **data}
+    return schema.check(data, schema.MANIFEST, path)
 
 
 def validate_metrics(path: Path, data) -> dict:
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: must be a JSON object of server results (got {type(data).__name__})")
-    for name, m in data.items():
-        if not isinstance(m, dict):
-            raise UserError(f"{path}: `{name}` must be a mapping of figures (got {type(m).__name__})")
-        _expect(path, m, "status", str)
-        for key in NUMBERS:
-            if m.get(key) is not None:
-                _expect(path, {f"{name}.{key}": m[key]}, f"{name}.{key}", (int, float))
-        for key in ("latency", "memory", "profile", "syscalls", "spread"):
-            if m.get(key) is not None:
-                _expect(path, {f"{name}.{key}": m[key]}, f"{name}.{key}", dict)
-    return data
+    return schema.check(data, schema.METRICS, path)
 
 
 def load_manifest(run_dir: Path) -> dict:
@@ -335,21 +290,15 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[str, tuple[dict, dict]]]:
 
 
 def read_profile(server_dir: Path) -> dict:
-    """A server's profile.json, or {} where there is none."""
+    """A server's profile.json, validated, or {} where there is none."""
     path = Path(server_dir) / "profile.json"
-    data = read_json(path, "a server folder") if path.exists() else {}
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: must be a JSON object (got {type(data).__name__})")
-    return data
+    return schema.check(read_json(path, "a server folder"), schema.PROFILE, path) if path.is_file() else {}
 
 
 def read_result(server_dir: Path) -> dict | None:
-    """A server's result.json, or None where there is none or it is unreadable (optional context)."""
-    try:
-        data = read_json(Path(server_dir) / "result.json", "a server folder")
-    except UserError:
-        return None
-    return data if isinstance(data, dict) else None
+    """A server's result.json, validated, or None where there is none (optional context)."""
+    path = Path(server_dir) / "result.json"
+    return schema.check(read_json(path, "a server folder"), schema.RESULT, path) if path.is_file() else None
 
 
 def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:

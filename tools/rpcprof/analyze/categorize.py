@@ -30,8 +30,11 @@ from typing import Iterable, Iterator
 
 import yaml
 
+from rpcprof import schema
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
+
 CATEGORY_KEYS = {"name", "color", "description", "rules", "subcategories"}
 RULE_KEYS = {"name", "match", "where", "examples", "sub", "level"}
 TAX_RULE_KEYS = {"name", "match", "where", "examples"}
@@ -85,7 +88,7 @@ def normalize_frame(raw: str) -> tuple[str, bool]:
 class Rule:
     category: str
     name: str
-    pattern: re.Pattern
+    pattern: UserRegex
     where: str = "any"
     examples: list[str] = field(default_factory=list)
     sub: str | None = None          # the level-2 group it decides (CATEGORY/SUB), if any
@@ -151,10 +154,7 @@ class Rules:
         """A copy with the server's app pattern added to the `app` category."""
         if not regex:
             return self
-        try:
-            pattern = re.compile(regex)
-        except re.error as e:
-            raise UserError(f"{origin}: invalid regex {regex!r}: {e}") from None
+        pattern = UserRegex(regex, origin)
         rules = list(self.rules)
         idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
                    len(rules))
@@ -293,6 +293,11 @@ def _fail(path, msg):
     raise UserError(f"{Path(path).name}: {msg}")
 
 
+def _names(keys) -> str:
+    """Keys for a message, sorted; YAML keys need not be strings."""
+    return ", ".join(sorted(map(str, keys)))
+
+
 def _color(path, owner: str, value) -> str:
     if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(value)):
         _fail(path, f"{owner}: color must look like #4caf50 (got {value!r})")
@@ -308,14 +313,11 @@ def _parse_rule(path, rule, owner: str, index: int, keys: set[str]) -> Rule:
     where = f"rule {rname!r} in {owner}"
     unknown = set(rule) - keys
     if unknown:
-        _fail(path, f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        _fail(path, f"{where}: unknown key(s) {_names(unknown)}")
     for key in ("name", "match", "examples"):
         if key not in rule:
             _fail(path, f"{where}: missing field `{key}`")
-    try:
-        pattern = re.compile(str(rule["match"]))
-    except re.error as e:
-        _fail(path, f"{where}: invalid regex: {e}")
+    pattern = UserRegex(rule["match"], f"{Path(path).name}: {where}")
     w = rule.get("where", "any")
     if w not in WHERE:
         _fail(path, f"{where}: `where` must be one of {', '.join(WHERE)} (got {w!r})")
@@ -347,7 +349,7 @@ def _parse_tax(path, tax, section: str = "tax",
         _fail(path, f"`{section}:` must be a mapping with a `groups:` list (and `rest:`, the name of what no rule takes)")
     unknown = set(tax) - {"groups", "rest", "description"}
     if unknown:
-        _fail(path, f"{section}: unknown key(s) {', '.join(sorted(unknown))}")
+        _fail(path, f"{section}: unknown key(s) {_names(unknown)}")
     rest = str(tax.get("rest") or default_rest)
     groups, rules = [], []
     for gi, group in enumerate(tax["groups"]):
@@ -356,7 +358,7 @@ def _parse_tax(path, tax, section: str = "tax",
         gname = group["name"]
         unknown = set(group) - {"name", "color", "description", "rules"}
         if unknown:
-            _fail(path, f"{section} group {gname!r}: unknown key(s) {', '.join(sorted(unknown))}")
+            _fail(path, f"{section} group {gname!r}: unknown key(s) {_names(unknown)}")
         if gname in {g.name for g in groups}:
             _fail(path, f"{section} group {gname!r} is defined twice")
         groups.append(TaxGroup(gname, _color(path, f"{section} group {gname!r}", group.get("color")),
@@ -369,17 +371,24 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
     """Load and validate categorize.yaml; every problem is one UserError line naming file, category, rule."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such rules file (pass --rules with the path of categorize.yaml)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a folder; pass --rules with the path of categorize.yaml") from None
+    except UnicodeDecodeError as e:
+        _fail(path, f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8")
     except yaml.YAMLError as e:
         _fail(path, f"invalid YAML: {' '.join(str(e).split())}")
+    except (OSError, RecursionError) as e:
+        _fail(path, f"unreadable: {getattr(e, 'strerror', None) or type(e).__name__}")
     if not isinstance(data, dict) or not isinstance(data.get("categories"), list):
         _fail(path, "expected a top-level `categories:` list")
     unknown_top = set(data) - {"categories", "other_color", "tax", "waits"}
     if unknown_top:
-        _fail(path, f"unknown top-level key(s) {', '.join(sorted(unknown_top))}")
-    categories, colors, descriptions, rules = [], {OTHER: str(data.get("other_color", "#b4b4b4"))}, {}, []
+        _fail(path, f"unknown top-level key(s) {_names(unknown_top)}")
+    schema.check(data, schema.RULES, path.name, "fix categorize.yaml (its header says what each key takes)")
+    categories, colors, descriptions, rules = [], {OTHER: data.get("other_color", "#b4b4b4")}, {}, []
     subcategories: dict[str, list[str]] = {}
     for ci, cat in enumerate(data["categories"]):
         if not isinstance(cat, dict):
@@ -389,7 +398,7 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             _fail(path, f"category #{ci + 1}: missing field `name`")
         unknown = set(cat) - CATEGORY_KEYS
         if unknown:
-            _fail(path, f"category {cname!r}: unknown key(s) {', '.join(sorted(unknown))}")
+            _fail(path, f"category {cname!r}: unknown key(s) {_names(unknown)}")
         if cname in categories or cname == OTHER or "/" in cname:
             _fail(path, f"category {cname!r} is defined twice" if cname in categories else
                   f"category name {cname!r} is reserved or has a '/'")
@@ -450,20 +459,26 @@ def check_examples(rules: Rules) -> list[str]:
 def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
     """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
     for lineno, line in enumerate(lines, 1):
-        line = line.rstrip("\n")
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         stack, sep, count = line.rpartition(" ")
-        if not sep or not count.isdigit():
-            raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT'): {line[:80]!r}")
+        # ASCII digits only: int() also takes '١٢' (Arabic-Indic) and isdigit() '²', which perf and
+        # inferno never write: such a count is a damaged line, not a weight
+        if not sep or not (count.isascii() and count.isdigit()):
+            raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT' with COUNT in "
+                            f"0-9): {line[:80]!r}")
         yield stack.split(";"), int(count)
 
 
 def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
+    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD); UserError naming
+    the file when it is missing, damaged, or holds no samples."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        # lines end at LF only (as inferno reads them): a CR inside a frame stays in its name
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
             stacks = list(read_folded(f))
     except FileNotFoundError:
         raise UserError(f"{path}: no such folded file") from None
@@ -473,6 +488,9 @@ def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
         raise UserError(f"{path}: unreadable: {e}") from None
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+    if not any(w for _, w in stacks):
+        raise UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "
+                        "give another folded file")
     return stacks
 
 

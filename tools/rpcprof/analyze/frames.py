@@ -15,12 +15,11 @@ a ratio of two independent shares gets its 95 % interval on the log scale (delta
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from functools import reduce
 
 from rpcprof.analyze.categorize import normalize_frame
-from rpcprof.errors import UserError
+from rpcprof.analyze.patterns import UserRegex
 
 Z95 = 1.959964
 
@@ -43,14 +42,12 @@ class FrameShare:
         return math.sqrt(p * (1 - p) / n) if n else math.nan
 
 
-def compile_regex(regex: str, origin: str) -> re.Pattern:
-    try:
-        return re.compile(regex)
-    except re.error as e:
-        raise UserError(f"{origin}: invalid regex {regex!r}: {e}") from None
+def compile_regex(regex: str, origin: str) -> UserRegex:
+    """A user's regex (--ruler, a server's ruler), searched under a time budget; UserError naming origin."""
+    return UserRegex(regex, origin)
 
 
-def frame_share(stacks: list[tuple[list[str], int]], pattern: re.Pattern) -> FrameShare:
+def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> FrameShare:
     """The share of samples with at least one frame matching pattern (names as the rules see them:
     generic arguments stripped, inferno's _[k]/_[j] suffixes removed)."""
     seen: dict[str, bool] = {}

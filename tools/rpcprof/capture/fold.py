@@ -89,12 +89,12 @@ def fold_perf(data: Path, folded: Path) -> dict:
 
 
 def count_folded_samples(folded: Path) -> int:
-    """Samples in a py-spy raw file: its counts are samples."""
+    """Samples in a py-spy raw file: its counts are samples (ASCII digits, as read_folded takes them)."""
     total = 0
     with open(folded, encoding="utf-8", errors="replace") as f:
         for line in f:
             _, _, n = line.rstrip("\n").rpartition(" ")
-            if n.isdigit():
+            if n.isascii() and n.isdigit():
                 total += int(n)
     return total
 
@@ -128,8 +128,6 @@ def fold(source: Path, out: Path) -> dict:
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out), "input": "perf.data"}
     from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
-    stacks = open_folded(source)
-    if not stacks:
-        raise UserError(f"{source}: no stacks: neither perf.data nor a py-spy raw file with samples")
+    open_folded(source)                 # UserError when it is neither folded stacks nor has samples
     write_bytes(out, source.read_bytes())
     return {"samples": count_folded_samples(out), "input": "py-spy raw"}

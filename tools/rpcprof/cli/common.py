@@ -12,6 +12,7 @@ from pathlib import Path
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
 from rpcprof.paths import RUNS_DIR
 from rpcprof.report.tables import FORMATS
+from rpcprof.report.text import terminal
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
                              help="Output format.")
@@ -48,13 +49,14 @@ def internal_error(prog: str, error: BaseException) -> int:
     with os.fdopen(fd, "w") as f:
         f.write(f"{prog} {' '.join(sys.argv[1:])}\n\n")
         traceback.print_exception(error, file=f)
-    first = (str(error).splitlines() or [""])[0][:200]
+    first = terminal((str(error).splitlines() or [""])[0][:200])
     click.echo(f"{prog}: internal error: {type(error).__name__}: {first}; details in {path}", err=True)
     return EXIT_INTERNAL
 
 
 def run_click(group: click.Group, args: list[str] | None = None) -> None:
-    """Run a click group on args (default: the command line): UserError -> one line on stderr and its
+    """Run a click group on args (default: the command line): UserError -> one line on stderr (control
+    characters shown as escapes, so a hostile name can neither break the line nor drive the terminal) and its
     exit code; SIGTERM and SIGHUP act like Ctrl-C so every cleanup path runs; anything unexpected -> one
     line naming a file with the traceback, exit 70; never a traceback on the terminal. Always ends in
     SystemExit with the exit code."""
@@ -66,16 +68,16 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
         group(args=args, prog_name=group.name, standalone_mode=False)
     except click.UsageError as e:
         hint = f" (try '{e.ctx.command_path} --help')" if e.ctx else ""
-        click.echo(f"{group.name}: error: {e.format_message()}{hint}", err=True)
+        click.echo(f"{group.name}: error: {terminal(e.format_message())}{hint}", err=True)
         sys.exit(EXIT_USAGE)
     except UserError as e:
-        click.echo(f"{group.name}: error: {e}", err=True)
+        click.echo(f"{group.name}: error: {terminal(e)}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo(f"{group.name}: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
-        e.show()
+        click.echo(f"{group.name}: error: {terminal(e.format_message())}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

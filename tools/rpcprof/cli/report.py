@@ -13,6 +13,7 @@ from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
+from rpcprof.report.text import terminal, terminal_lines
 from rpcprof.rundir import (CannotWrite, check_not_input, inputs_of, load_sweep, read_result, resolve,
                             run_of_folded, write_text)
 
@@ -38,6 +39,13 @@ def output_for(out: Path, *inputs: Path) -> Path:
     except OSError as e:
         raise CannotWrite(out, e) from None
     return out
+
+
+def show(text: str, fmt: str = "table", err: bool = False) -> None:
+    """Print a report or a note. Text meant for people (table, markdown, notes) goes through
+    terminal_lines, so a control character in a frame, server or file name is shown as an escape, never
+    sent to the terminal raw; csv and json are printed as their writers made them."""
+    click.echo(text if fmt in ("csv", "json") else terminal_lines(text), nl=False, err=err)
 
 
 app_option = click.option("--app", default=None, metavar="REGEX",
@@ -70,7 +78,7 @@ def table(folded, rules_path, app, level, view, fmt):
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         rows.append(row)
     columns = [("profile", "profile"), ("samples", "samples")] + [(c, f"{c} [%]") for c in rules.all_categories]
-    click.echo(render(rows, columns, fmt), nl=False)
+    show(render(rows, columns, fmt), fmt)
 
 
 @main.command()
@@ -85,8 +93,7 @@ def table(folded, rules_path, app, level, view, fmt):
 def compare(run_dir, rules_path, app, ruler, level, view, runs_dir, fmt):
     """Per server of a run: req/s per CPU, the ratio to the first, CPU µs per request by category, and
     seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio)."""
-    click.echo(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), fmt, app, ruler),
-               nl=False)
+    show(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), fmt, app, ruler), fmt)
 
 
 @main.command()
@@ -113,7 +120,7 @@ def top(folded, category, limit, rules_path, app, level, view, fmt):
         rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
                      "rule": hit.name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
     columns = [("share", "share [%]"), ("rule", "rule"), ("frame", "frame")]
-    click.echo(render(rows, columns, fmt), nl=False)
+    show(render(rows, columns, fmt), fmt)
 
 
 @main.command()
@@ -131,10 +138,10 @@ def explain(frame, rules_path, app, fmt):
            "rule": hit[1].name if hit else "-", "pattern": hit[1].pattern.pattern if hit else "-"}
     if fmt == "table":
         width = max(len(k) for k in row)
-        click.echo("\n".join(f"{k.ljust(width)}  {v if not isinstance(v, bool) else ('yes' if v else 'no')}"
+        click.echo("\n".join(f"{k.ljust(width)}  {terminal(v) if not isinstance(v, bool) else ('yes' if v else 'no')}"
                              for k, v in row.items()))
         return
-    click.echo(render([row], [(k, k) for k in row], fmt), nl=False)
+    show(render([row], [(k, k) for k in row], fmt), fmt)
 
 
 @main.command("check-rules")
@@ -146,15 +153,16 @@ def check_rules(rules_path, fmt):
     problems = check_examples(rules)
     if fmt != "table":
         rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
-        click.echo(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), nl=False)
+        show(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), fmt)
     if problems:
         raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
         n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits[1])
         subs = sum(len(v) for v in rules.subcategories.values())
-        click.echo(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
+        show(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
                    f"({subs} sub-categories), {len(rules.tax_rules)} tax rules in {len(rules.tax_groups)} groups, "
-                   f"{len(rules.waits[1])} wait rules in {len(rules.waits[0])} reasons, {n} examples, all decided by their own rule.")
+                   f"{len(rules.waits[1])} wait rules in {len(rules.waits[0])} reasons, {n} examples, all decided "
+                   "by their own rule.\n")
 
 
 def command_line(*parts: str | None, **options) -> str:
@@ -202,7 +210,7 @@ def svg(folded, out, title, rules_path, app, level, view):
                                   **{"--rules": None if default_rules else rules_path},
                                   **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
     render_flamegraph(folded, r, out, title, subtitle, countname="µs" if view == "waits" else "samples")
-    click.echo(f"report.py: wrote {out}", err=True)
+    show(f"report.py: wrote {out}\n", err=True)
 
 
 @main.command()
@@ -220,7 +228,7 @@ def chart(run_dir, out, rules_path, app, level, view, runs_dir):
     run_dir = resolve(run_dir, runs_dir)
     output_for(out, *inputs_of(run_dir))
     render_breakdown_chart(run_dir, load_rules(rules_path).using(level, view), out, app)
-    click.echo(f"report.py: wrote {out}", err=True)
+    show(f"report.py: wrote {out}\n", err=True)
 
 
 @main.command("html")
@@ -236,7 +244,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
     run_dir = resolve(run_dir, runs_dir)
     out = output_for(out or run_dir / "report.html", *inputs_of(run_dir))
     write_text(out, build_html(run_dir, load_rules(rules_path)))
-    click.echo(f"report.py: wrote {out}", err=True)
+    show(f"report.py: wrote {out}\n", err=True)
 
 
 @main.command()
@@ -256,7 +264,7 @@ def export(profile, fmt, out, rules_path, app):
     from rpcprof.report.export import export as export_profile
     rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else "result.json")
     n = export_profile(profile, rules, fmt, out)
-    click.echo(f"report.py: wrote {out} ({n:,} stacks, {fmt})", err=True)
+    show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
 
 
 @main.command()
@@ -289,10 +297,10 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
     render_diff_flamegraph(a, b, out, title, subtitle, normalize, rows)
     columns = [("category", "category"), ("a", "A [%]"), ("b", "B [%]"), ("delta", "B−A [points]")]
     if fmt in ("table", "markdown"):
-        click.echo(f"A = {label_a}\nB = {label_b}" + (f" ({origin})" if origin else "") + "\n")
-    click.echo(render(rows, columns, fmt), nl=False)
+        show(f"A = {label_a}\nB = {label_b}" + (f" ({origin})" if origin else "") + "\n\n")
+    show(render(rows, columns, fmt), fmt)
     if fmt in ("table", "markdown"):
-        click.echo(f"\nShare of samples per category; the differences sum to 0. Wrote {out} ({scaling}).")
+        show(f"\nShare of samples per category; the differences sum to 0. Wrote {out} ({scaling}).\n")
 
 
 @main.command()
@@ -307,13 +315,14 @@ def results(sweep_dir, output, rules_path, runs_dir):
 
 
 def write_document(text: str, output: Path | None, *sources: Path) -> None:
-    """A generated document to a file (written whole under a temporary name, then renamed) or stdout;
-    never over a file of the run folders it was made from."""
+    """A generated document (markdown) to a file (written whole under a temporary name, then renamed) or
+    stdout, never over a file of the run folders it was made from; control characters from names escaped
+    either way."""
     if not output:
-        click.echo(text, nl=False)
+        show(text)
         return
-    write_text(output_for(output, *(f for source in sources for f in inputs_of(source))), text)
-    click.echo(f"wrote {output}", err=True)
+    write_text(output_for(output, *(f for source in sources for f in inputs_of(source))), terminal_lines(text))
+    show(f"wrote {output}\n", err=True)
 
 
 @main.command()
@@ -345,7 +354,7 @@ def saved_folder_options(f):
 def run_table(run_dir, latency, runs_dir, fmt):
     """The run table of a saved run folder, as profile.sh run printed it."""
     from rpcprof.report.summary import render_run
-    click.echo(render_run(resolve(run_dir, runs_dir), fmt, latency), nl=False)
+    show(render_run(resolve(run_dir, runs_dir), fmt, latency), fmt)
 
 
 @main.command()
@@ -360,7 +369,7 @@ def waits(run_dir, rules_path, runs_dir, fmt):
     eg, ./report.py waits flamegraphs/RUN
     """
     from rpcprof.report.waits import render_waits
-    click.echo(render_waits(resolve(run_dir, runs_dir), load_rules(rules_path), fmt), nl=False)
+    show(render_waits(resolve(run_dir, runs_dir), load_rules(rules_path), fmt), fmt)
 
 
 @main.command("sweep")
@@ -371,7 +380,7 @@ def sweep_table(sweep_dir, rules_path, runs_dir, fmt):
     """Seed 000's table for a saved sweep folder (a path, or its name under --runs-dir)."""
     from rpcprof.report.sweep_table import render_sweep
     rules = load_rules(rules_path)
-    click.echo(render_sweep(resolve(sweep_dir, runs_dir), rules, fmt), nl=False)
+    show(render_sweep(resolve(sweep_dir, runs_dir), rules, fmt), fmt)
 
 
 @main.command()
@@ -388,7 +397,7 @@ def fold(source, out):
     done = fold_file(Path(source), out)
     what = (f"{done['waits']:,} waits, {done['off_cpu_us'] / 1e6:.2f} s off CPU (weights in µs; counts in {out}.count)"
             if "waits" in done else f"{done['samples']:,} samples")
-    click.echo(f"report.py: folded {what} ({done['input']}) into {out}", err=True)
+    show(f"report.py: folded {what} ({done['input']}) into {out}\n", err=True)
 
 
 def entry(args: list[str] | None = None) -> None:

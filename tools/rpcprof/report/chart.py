@@ -18,6 +18,7 @@ from rpcprof.analyze.categorize import Rules  # noqa: E402
 from rpcprof.report.compare import compare_rows  # noqa: E402
 from rpcprof.rundir import load_run  # noqa: E402
 from rpcprof.report.flamegraph import check_xml, write_atomically  # noqa: E402
+from rpcprof.report.text import plot_label  # noqa: E402
 
 STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
 
@@ -50,7 +51,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
             left = [0.0] * len(servers)
             for cat in groups:
                 widths = [by_cat[cat][f"{s}{key}"] for s in servers]
-                ax.barh(ys, widths, left=left, height=0.6, color=rules.colors[cat], label=cat,
+                ax.barh(ys, widths, left=left, height=0.6, color=rules.colors[cat], label=plot_label(cat),
                         edgecolor="white", linewidth=0.5)
                 for y, x0, w in zip(ys, left, widths):
                     if w >= 0.08 * scale:      # a value only where it fits
@@ -65,7 +66,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
             absolute.text(total + 0.01 * xmax, y, f"{total:.2f} µs\n×{rate / base_rate:.2f}", va="center",
                           ha="left", fontsize=8.5)
             few = " (too few samples)" if (metrics[s].get("profile") or {}).get("too_few_samples") else ""
-            labels.append(f"{s}{few}\n{rate:,.0f} req/s per CPU")
+            labels.append(f"{plot_label(s)}{few}\n{rate:,.0f} req/s per CPU")
         absolute.set_yticks(ys, labels)
         absolute.invert_yaxis()
         absolute.set_xlabel(f"server CPU µs per request\n(unprofiled window × {grouping} share of the profile)")
@@ -74,9 +75,10 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                         frameon=False, fontsize=8.5, handlelength=1.0, handleheight=1.0)
         p = manifest.get("parameters", {})
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
-        fig.suptitle(f"Where each request's CPU goes, by {grouping} · {run_dir.name}\n"
-                     f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
-                     f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}", fontsize=10)
+        fig.suptitle(plot_label(f"Where each request's CPU goes, by {grouping} · {run_dir.name}") + "\n" +
+                     plot_label(f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
+                                f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}"),
+                     fontsize=10)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()

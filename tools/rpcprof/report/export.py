@@ -87,8 +87,6 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path) -> int:
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     stacks = open_folded(folded)
-    if not stacks:
-        raise UserError(f"{folded}: no stacks in it (an empty profile): nothing to export")
     out = Path(out)
     if out.resolve() == Path(folded).resolve():
         raise UserError(f"-o {out}: is the profile being exported; give another file name")

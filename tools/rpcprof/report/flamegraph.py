@@ -31,18 +31,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import unicodedata
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.rundir import load_run, profile_folded, read_profile, saved_copy, write_text
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
+from rpcprof.report.text import xml, xml_chars
 
 INFERNO_VERSION = "0.12.8"   # the inferno whose SVG layout the code below replays (tools/setup.sh pins it)
 FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
@@ -64,11 +63,9 @@ _TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
 
 
 def displayable_frame(name: str) -> str:
-    """The frame name as drawn: control characters (not allowed in XML, or line breaks) become U+FFFD.
-    Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        name = "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in name)
-    return name
+    """The frame name as drawn: control characters and what XML 1.0 forbids (U+FFFF, lone surrogates)
+    become U+FFFD. Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
+    return xml_chars(name, lines=True)
 
 
 def displayable_stack(frames: list[str]) -> str:
@@ -233,7 +230,7 @@ def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors:
         name = title[:title.rfind(" (")] if " (" in title else title
         n = width // weight
         hover = (f"{name} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
-                 f"{escape(category_text(box.weights, order))})")
+                 f"{xml(category_text(box.weights, order))})")
         rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(box.weights, order)])}"', m.group(2))
         return f"<g><title>{hover}</title><rect {rect}/>"
 
@@ -250,17 +247,17 @@ class LegendItem:
 def legend_svg(items: list[LegendItem], heading: str, y: int) -> str:
     """A row of swatches and labels, left-aligned like inferno's details line."""
     x = float(XPAD)
-    out = [f'<g id="legend"><text x="{x:.0f}" y="{y}">{escape(heading)}</text>']
+    out = [f'<g id="legend"><text x="{x:.0f}" y="{y}">{xml(heading)}</text>']
     x += (len(heading) + 2) * FONT_WIDTH
     for item in items:
         out.append("<g>")
         if item.hover:
-            out.append(f"<title>{escape(displayable_frame(item.hover))}</title>")
+            out.append(f"<title>{xml(item.hover)}</title>")
         if item.color:
-            out.append(f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{escape(item.color)}" '
+            out.append(f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{xml(item.color)}" '
                        'stroke="rgb(90,90,90)" stroke-width="0.5"/>')
             x += 16
-        out.append(f'<text x="{x:.1f}" y="{y}">{escape(displayable_frame(item.label))}</text></g>')
+        out.append(f'<text x="{x:.1f}" y="{y}">{xml(item.label)}</text></g>')
         x += (len(item.label) + 2) * FONT_WIDTH
     out.append("</g>")
     return "".join(out)
@@ -338,8 +335,6 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     legend_shares: category -> share (0-1) for the legend; by default computed from the folded file.
     countname: what a weight of 1 is (off-CPU graphs: µs)."""
     stacks = open_folded(folded)
-    if not stacks:
-        raise UserError(f"{folded}: no stacks to draw")
     weight = sample_weight(stacks) if countname == "samples" else 1
     order = rules.all_categories
     classified = classified_stacks(stacks, rules)
@@ -386,8 +381,6 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
     rows: category_diff_rows, shown as a text legend."""
     stacks_b = open_folded(b)
     stacks_a = open_folded(a)
-    if not stacks_a or not stacks_b:
-        raise UserError(f"{a if not stacks_a else b}: no stacks to compare")
     diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)

@@ -9,7 +9,6 @@ pictures are embedded as base64 data, so nothing in them is parsed as this page'
 from __future__ import annotations
 
 import base64
-import html
 import json
 import tempfile
 from pathlib import Path
@@ -20,6 +19,7 @@ from rpcprof.report.compare import compare_rows, explanations, kernel_rows
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
+from rpcprof.report import text
 from rpcprof.report.tables import _cell
 from rpcprof.rundir import load_run, profile_folded, saved_copy
 
@@ -35,7 +35,7 @@ ul.flags li { margin: .2em 0; }
 
 
 def esc(value) -> str:
-    return html.escape(str(value), quote=True)
+    return text.html(value)
 
 
 def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None = None) -> str:

@@ -1,6 +1,8 @@
 """One row generator, four formats: table (aligned text), markdown, json, csv.
 
-Columns are (key, header) pairs; headers carry units. Text columns align left, numbers right.
+Columns are (key, header) pairs; headers carry units. Text columns align left, numbers right. Names
+from profiles and run files go through report/text.py's sink for the format (terminal escapes, markdown
+cells, csv fields); json escapes them itself.
 """
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import csv
 import io
 import json
 import math
+
+from rpcprof.report.text import csv_field, markdown_cell, terminal
 
 FORMATS = ("table", "markdown", "json", "csv")
 
@@ -37,18 +41,19 @@ def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table")
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow([h for _, h in columns])
+        w.writerow([csv_field(h) for _, h in columns])
         for r in rows:
-            w.writerow(["" if r.get(k) is None else r.get(k) for k, _ in columns])
+            w.writerow(["" if r.get(k) is None else csv_field(r.get(k)) for k, _ in columns])
         return buf.getvalue()
-    cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
-    heads = [h for _, h in columns]
+    sink = markdown_cell if fmt == "markdown" else terminal
+    cells = [[sink(_cell(r.get(k))) for k, _ in columns] for r in rows]
+    heads = [sink(h) for _, h in columns]
     numeric = [all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) or r.get(k) is None
                    for r in rows) for k, _ in columns]
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |",
                  "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
-        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in c) + " |" for c in cells]
+        lines += ["| " + " | ".join(c) + " |" for c in cells]
         return "\n".join(lines) + "\n"
     if fmt != "table":
         raise ValueError(f"unknown format {fmt}")

@@ -1,0 +1,77 @@
+"""Text from outside (frame, server, rule and file names) made safe for each place it is written.
+
+Names come from profiles and run files that anyone can write: they may hold control characters (ESC,
+NUL, CR), characters XML 1.0 forbids (U+FFFF, lone surrogates from a JSON `\\ud800`), `|` or `<&`.
+Every sink takes them through one function here instead of escaping on its own:
+
+    terminal(s)        ESC, CR, NUL... shown as escapes (`\\x1b`), never sent raw; lone surrogates too
+    terminal_lines(s)  the same for a block of text whose line breaks and tabs are kept
+    markdown_cell(s)   one table cell: escapes as terminal(), `|` escaped, CR/LF become spaces
+    csv_field(s)       for the csv module (which quotes): only what cannot be encoded is replaced
+    xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character)
+    xml(s), html(s)    xml_chars then escaped for an SVG or HTML text node or attribute
+    plot_label(s)      a matplotlib label: one line of XML-safe text, `$` not read as mathtext
+"""
+from __future__ import annotations
+
+import re
+
+_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_TERMINAL_UNSAFE_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_XML_FORBIDDEN_OR_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def _escape_char(m: re.Match) -> str:
+    return m.group(0).encode("unicode_escape", "backslashreplace").decode("ascii")
+
+
+def terminal(s) -> str:
+    """s with control characters and lone surrogates written as escapes (`\\x1b`, `\\n`, `\\ud800`)."""
+    return _TERMINAL_UNSAFE.sub(_escape_char, str(s))
+
+
+def terminal_lines(s) -> str:
+    """terminal() for a block of lines: line feeds and tabs are kept, every other control escaped."""
+    return _TERMINAL_UNSAFE_KEEP_LINES.sub(_escape_char, str(s))
+
+
+def markdown_cell(s) -> str:
+    """One markdown table cell: `|` escaped, CR and LF become spaces, other controls escaped."""
+    return terminal(str(s).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")).replace("|", "\\|")
+
+
+def csv_field(value):
+    """A value for the csv module, which quotes commas, quotes and line breaks itself: strings lose
+    only what no encoding can write (lone surrogates become U+FFFD); other values pass unchanged."""
+    return _SURROGATE.sub(REPLACEMENT, value) if isinstance(value, str) else value
+
+
+def xml_chars(s, lines: bool = False) -> str:
+    """s with the characters XML 1.0 forbids (C0 controls but tab and line breaks, lone surrogates,
+    U+FFFE, U+FFFF) replaced by U+FFFD; lines=True replaces every control character too (a name
+    drawn on one line, or written into a line-based file such as folded stacks)."""
+    return (_XML_FORBIDDEN_OR_CONTROL if lines else _XML_FORBIDDEN).sub(REPLACEMENT, str(s))
+
+
+def _escape(s: str) -> str:
+    """`&<>"'` as entities, which both XML and HTML read (what html.escape(quote=True) writes)."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#x27;")
+
+
+def xml(s, lines: bool = True) -> str:
+    """s as SVG/XML text or attribute value: forbidden characters replaced, `<&>"'` escaped."""
+    return _escape(xml_chars(s, lines))
+
+
+def html(s) -> str:
+    """s as HTML text or attribute value: forbidden characters replaced, `<&>"'` escaped."""
+    return _escape(xml_chars(s))
+
+
+def plot_label(s) -> str:
+    """s as a matplotlib text (breakdown.svg): XML-safe on one line, and `$` escaped, which matplotlib
+    would otherwise parse as mathtext (and fail on, or draw as a formula)."""
+    return xml_chars(s, lines=True).replace("$", "\\$")

@@ -1,0 +1,151 @@
+"""The types of the files rpcprof reads back (a run folder's JSON, categorize.yaml), as JSON Schemas,
+and one check that turns the first violation into a one-line UserError naming the file, the key and
+the type expected:
+
+    flamegraphs/X/manifest.json: key 'parameters.servers' must be a list, got a number; re-run or fix the file
+
+Schemas give types, not presence: a key a reader needs and cannot do without is checked there. Keys
+not listed are free (older and newer run folders differ in what they record).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rpcprof.errors import UserError
+
+NUMBER = {"type": ["number", "null"]}
+FLAG = {"type": ["boolean", "null"]}
+TEXT = {"type": ["string", "null"]}
+NUMBERS = {"type": ["object", "null"], "additionalProperties": NUMBER}
+COLOR = {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "description": "a colour like #4caf50"}
+
+PROFILE = {"type": "object", "properties": {
+    **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
+                           "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds")},
+    **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan")},
+    "too_few_samples": FLAG,
+    "syscalls": {"type": ["object", "null"], "properties": {
+        "per_req": NUMBER, "writes_per_req": NUMBER, "events": NUMBERS, "events_per_req": NUMBERS,
+        "by_syscall_per_req": NUMBERS}},
+}}
+
+OFFCPU = {"type": ["object", "null"], "properties": {
+    **{k: NUMBER for k in ("waits", "threads", "off_cpu_s", "cut", "window_s", "requests_ok", "req_per_s",
+                           "server_cpu_cores", "runnable_own_us")},
+    "histogram": {"type": ["array", "null"], "items": {"type": "integer"}},
+    "ports": {"type": ["array", "null"], "items": {"type": "integer"}},
+    "reasons": {"type": ["array", "null"], "items": {"type": "object", "properties": {
+        "reason": {"type": "string"}, **{k: NUMBER for k in ("ms", "share_pct", "waits", "mean_us", "waits_per_req")}}}},
+    "sockets": NUMBERS, "runnable_to": NUMBERS, "verdict": TEXT, "contention": TEXT,
+}}
+
+RESULT = {"type": "object", "properties": {
+    "status": {"type": "string"},
+    **{k: NUMBER for k in ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "server_cpu_cores", "client_cpu_cores",
+                           "server_cpu_s", "client_cpu_s", "window_s", "requests_ok", "requests_non_ok",
+                           "server_cpu_share", "client_cpu_share", "in_flight_share", "repeat", "repeats")},
+    **{k: FLAG for k in ("client_bound", "latency_bound", "unsaturated", "in_flight_flag")},
+    **{k: TEXT for k in ("app", "ruler", "cpu_note", "error", "server", "description", "profiler")},
+    "latency": NUMBERS, "memory": NUMBERS, "offcpu": OFFCPU,
+    "profile": {"anyOf": [{"type": "null"}, PROFILE]},
+    "spread": {"type": ["object", "null"]},
+    "syscalls": {"type": ["object", "null"], "properties": {
+        **{k: NUMBER for k in ("per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
+                               "req_per_write", "eagain_reads_per_req", "req_per_s", "window_s", "total")},
+        **{k: NUMBERS for k in ("events", "events_per_req", "by_syscall", "by_syscall_per_req")},
+        "io": {"type": ["object", "null"], "additionalProperties": NUMBERS}}},
+}}
+
+METRICS = {"type": "object", "additionalProperties": RESULT, "description": "a mapping of server results"}
+
+NAMES = {"type": "array", "items": {"type": "string"}}
+MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties": {
+    "mode": {"enum": ["run", "attach", "sweep"]},
+    "status": {"enum": ["running", "complete", "failed", "incomplete", "interrupted"]},
+    "command": {"type": ["array", "null"], "items": {"type": "string"}},
+    "parameters": {"type": "object", "required": ["servers"], "properties": {
+        "servers": NAMES, "connections": NUMBER, "streams": NUMBER, "scenario": TEXT, "driver": TEXT,
+        "precision": NUMBER}},
+    "git": {"type": ["object", "null"], "properties": {"commit": TEXT, "dirty": FLAG}},
+    "scenario": {"type": ["object", "null"], "properties": {"name": TEXT}},
+    "servers": {"type": ["object", "null"]},
+    "cells": {"type": ["object", "null"], "additionalProperties": {
+        "type": "object", "required": ["connections", "streams", "run"], "properties": {
+            "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},
+    "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
+}, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
+
+_RULE = {"type": "object", "properties": {
+    "name": {"type": "string"}, "match": {"type": "string"}, "where": {"enum": ["any", "kernel", "user"]},
+    "examples": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                 "description": "a non-empty list of frame names"},
+    "sub": {"type": "string"}, "level": {"enum": [1, 2]}}}
+_GROUPS = {"type": "object", "properties": {       # the tax view's and the waits view's sections
+    "rest": {"type": "string"}, "description": {"type": "string"},
+    "groups": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "color": COLOR, "description": {"type": "string"},
+        "rules": {"type": ["array", "null"], "items": _RULE}}}}}}
+RULES = {"type": "object", "properties": {
+    "other_color": COLOR,
+    "categories": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "color": COLOR, "description": {"type": "string"},
+        "rules": {"type": ["array", "null"], "items": _RULE},
+        "subcategories": {"type": ["array", "null"], "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "description": {"type": "string"}}}}}}},
+    "tax": _GROUPS,
+    "waits": _GROUPS,
+}}
+
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
+               "integer": "a whole number", "boolean": "true or false", "null": "null"}
+
+
+def kind(value) -> str:
+    """What a value is, in the words of the messages: 'a number', 'a list'..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    for t, name in ((int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"),
+                    (dict, "a mapping")):
+        if isinstance(value, t):
+            return name
+    return type(value).__name__
+
+
+def _key(error, data) -> str:
+    """The key path of an error, dotted; a list item that has a `name` is shown by it: rules[tokio]."""
+    parts, node = [], data
+    for step in error.absolute_path:
+        node = node[step]
+        if isinstance(step, int):
+            name = node.get("name") if isinstance(node, dict) else None
+            parts[-1] += f"[{name}]" if isinstance(name, str) else f"[{step + 1}]"
+        else:
+            parts.append(str(step))
+    return ".".join(parts)
+
+
+def _message(error, data) -> str:
+    key, value, schema = _key(error, data), error.instance, error.schema
+    where = f"key '{key}'" if key else "the file"
+    if error.validator == "type":
+        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        want = " or ".join(_TYPE_NAMES[t] for t in types if t != "null")
+        return f"{where} must be {want}, got {kind(value)}"
+    if error.validator == "required":
+        missing = next(k for k in error.validator_value if k not in value)
+        return f"{where} has no key '{missing}'" if key else f"missing key '{missing}'"
+    if error.validator in ("enum", "const"):
+        choices = error.validator_value if error.validator == "enum" else [error.validator_value]
+        return f"{where} must be one of {', '.join(map(str, choices))}, got {value!r}"[:300]
+    return f"{where} must be {schema.get('description', 'as documented')}, got {value!r}"[:300]
+
+
+def check(data, schema: dict, path: Path | str, fix: str = "re-run or fix the file"):
+    """data, if it has schema's types; else UserError `PATH: key 'K' must be T, got U; FIX`."""
+    import jsonschema                      # here: its import costs a report that reads no run file 70 ms
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        raise UserError(f"{path}: {_message(error, data)}; {fix}")
+    return data
