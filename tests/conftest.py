@@ -1,6 +1,8 @@
 """Shared helpers for rpcprof's tests: ports, running profile.sh, and the run folders the tests create:
 each Profile passes a runs folder of its own (--runs-dir, a temporary folder deleted afterwards), so no
-test writes into flamegraphs/ or finds another run's folder.
+test writes into flamegraphs/ or finds another run's folder. A command that names no off-CPU option gets
+--no-off-cpu: the window is tested where a test asks for it (any --off-cpu... option), and would otherwise
+add seconds to every latency-bound or unsaturated test run.
 
 Ports start at 50151; 50051 belongs to someone else on this machine.
 """
@@ -91,6 +93,9 @@ class Profile:
         """Start profile.sh in a process group of its own; stderr is read line by line in the background."""
         if args and args[0] in COMMANDS_WITH_RUNS_DIR and "--runs-dir" not in args:
             args = (args[0], "--runs-dir", str(self.runs_dir), *args[1:])
+        if args and args[0] in COMMANDS_WITH_RUNS_DIR and not any(a.startswith(("--off-cpu", "--no-off-cpu"))
+                                                                  for a in args):
+            args = (*args, "--no-off-cpu")   # the off-CPU window is tests/test_offcpu.py's: it names its options
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         running = Running(proc)

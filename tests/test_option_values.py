@@ -93,7 +93,7 @@ def test_attach_refuses_a_value_without_meaning_in_one_line(runs, args, option):
 @pytest.fixture(scope="module")
 def too_short(module_profile):
     from conftest import take_port
-    return module_profile.run("run", "rust_tonic_st", "--no-profile", "--no-syscalls", "-w", "0", "-d", "0.01",
+    return module_profile.run("run", "rust_tonic_st", "--no-profile", "--no-syscalls", "-w", "0", "-d", "0.002",
                               "--port", str(take_port()), "--label", "pytest-too-short")
 
 

@@ -23,7 +23,8 @@ from rpcprof.rundir import make_run_dir
 
 SERVERS = ["rust_tonic_mt", "rust_pajamax", "rust_tonic_st"]
 PORT = 50151
-ARGS = ["run", *SERVERS, "-d", "2", "-w", "1", "--port", str(PORT), "--format", "json", "--label", "pytest"]
+ARGS = ["run", *SERVERS, "-d", "2", "-w", "1", "--port", str(PORT), "--format", "json", "--label", "pytest",
+        "--no-off-cpu"]
 
 
 def git(*args: str) -> subprocess.CompletedProcess:

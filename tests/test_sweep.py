@@ -15,7 +15,7 @@ def sweep(tmp_path_factory):
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1.5",
          "-w", "0.5", "--repeat", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
-         "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
+         "--no-off-cpu", "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
         capture_output=True, text=True, timeout=900)
     folders = list(runs.iterdir())
     assert len(folders) == 1, proc.stderr[-2000:]

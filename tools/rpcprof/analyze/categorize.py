@@ -468,6 +468,11 @@ def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
         if not sep or not (count.isascii() and count.isdigit()):
             raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT' with COUNT in "
                             f"0-9): {line[:80]!r}")
+        if len(count) > 15:
+            # 10^15 ns is 11 days of CPU on one stack: beyond that, not a weight perf or py-spy writes, and
+            # inferno's 64-bit sums would overflow
+            raise UserError(f"line {lineno}: count {count[:20]}{'...' if len(count) > 20 else ''} is 10^15 or more, "
+                            "more than any profile's weight: a damaged line")
         yield stack.split(";"), int(count)
 
 
