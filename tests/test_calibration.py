@@ -1,10 +1,13 @@
 """Ground truth for attribution: the calibration server burns a configured CPU time per request in
 `calibration_burn_cpu`; rpcprof must report that cost back as app µs per request.
 
-Real server, real perf, real load. The burn loop overshoots its target by 1-3 µs per call (it reads
-the thread CPU clock a few times per call), so settings of 50 and 200 µs keep that within the 10 %.
+Real server, real perf, real load. The burn loop overshoots its target by 1-5 µs per call (it reads
+the thread CPU clock a few times per call, each a syscall in a VM, whose cost drifts with the machine),
+so the truth a profile is checked against is the burn the server measured: it prints the thread CPU per
+call its burns took when it exits (server.log), e.g. 53.0 µs for a 50 µs setting.
 """
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -31,27 +34,37 @@ def calibration_runs(tmp_path_factory):
         assert proc.returncode == 0, proc.stderr[-2000:]
         run_dir = next(runs_dir.glob(f"*-{label}"))
         m = json.loads((run_dir / "metrics.json").read_text())["calibration"]
-        runs[burn] = (run_dir, m, category_shares(run_dir, "calibration"))
+        log = (run_dir / "calibration" / "server.log").read_text()
+        measured = float(re.search(r"measured thread CPU per call ([\d.]+) us", log).group(1))
+        runs[burn] = (run_dir, m, category_shares(run_dir, "calibration"), measured)
     yield runs
 
 
 @pytest.mark.parametrize("burn", BURNS)
+def test_the_server_burns_what_it_is_told(calibration_runs, burn):
+    """Its own measure of each burn: at least the setting, overshooting by a few µs at most."""
+    *_, measured = calibration_runs[burn]
+    assert burn <= measured <= burn + 8
+
+
+@pytest.mark.parametrize("burn", BURNS)
 def test_app_cost_per_request_matches_the_configured_burn(calibration_runs, burn):
-    run_dir, m, shares = calibration_runs[burn]
+    run_dir, m, shares, measured = calibration_runs[burn]
     app_us = shares["app"] * m["cpu_us_per_req"]
-    assert app_us == pytest.approx(burn, rel=0.10), f"app {app_us:.1f} µs/req for a {burn} µs burn ({run_dir})"
+    assert app_us == pytest.approx(measured, rel=0.10), (
+        f"app {app_us:.1f} µs/req for a burn the server measured at {measured:.1f} µs ({burn} asked; {run_dir})")
 
 
 @pytest.mark.parametrize("burn", BURNS)
 def test_app_share_is_the_burn_over_the_whole_request(calibration_runs, burn):
-    _, m, shares = calibration_runs[burn]
-    expected_share = burn / m["cpu_us_per_req"]
+    _, m, shares, measured = calibration_runs[burn]
+    expected_share = measured / m["cpu_us_per_req"]
     assert shares["app"] == pytest.approx(expected_share, rel=0.10)
     assert shares["other"] < 0.03
 
 
 def test_compare_reports_the_same_app_cost(calibration_runs):
-    run_dir, m, shares = calibration_runs[BURNS[-1]]
+    run_dir, m, shares, _ = calibration_runs[BURNS[-1]]
     out = subprocess.run([str(ROOT / "report.py"), "compare", str(run_dir), "--format", "json"],
                          capture_output=True, text=True, check=True).stdout
     rows = {r["category"]: r for r in json.loads(out)["rows"]}

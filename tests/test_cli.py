@@ -184,6 +184,19 @@ def test_fold_copies_a_py_spy_raw_file_after_checking_it(tmp_path):
     assert r.code == 0 and out.read_text() == src.read_text() and "10 samples" in r.err
 
 
+def test_fold_joins_a_py_spy_record_broken_by_a_newline_in_a_misread_frame_name(tmp_path):
+    """py-spy --nonblocking sometimes reads a frame name as garbage holding a newline (seen in a CI run:
+    a line ' (' alone): the record is joined again rather than the whole profile refused."""
+    src, out = tmp_path / "raw.txt", tmp_path / "out.folded"
+    src.write_bytes(b"main (a.py:1);work (a.py:2) 7\nmain (a.py:1);\xc3\x8b\n (\n\x00) (b.py:3);leaf (a.py:4) 2\n"
+                    b"main (a.py:1) 3\n")
+    r = invoke(report_cli.entry, "fold", str(src), "-o", str(out))
+    assert r.code == 0, r.err
+    lines = out.read_text(errors="replace").splitlines()
+    assert len(lines) == 3 and lines[1].startswith("main (a.py:1);") and lines[1].endswith(";leaf (a.py:4) 2")
+    assert "12 samples" in r.err
+
+
 def test_an_unexpected_exception_is_one_line_naming_the_traceback_file(monkeypatch):
     """The error boundary: exit 70, one line, the traceback in the file it names (not on the terminal)."""
     import rpcprof.report.summary as summary

@@ -93,8 +93,10 @@ def test_attach_refuses_a_value_without_meaning_in_one_line(runs, args, option):
 @pytest.fixture(scope="module")
 def too_short(module_profile):
     from conftest import take_port
-    return module_profile.run("run", "rust_tonic_st", "--no-profile", "--no-syscalls", "-w", "0", "-d", "0.002",
-                              "--port", str(take_port()), "--label", "pytest-too-short")
+    # the calibration server burning 2 ms of CPU per request serves ~500 req/s: a 0.4 s window counts
+    # about 200 requests, with the 100 in flight at its end far above the 25 % limit, however fast the machine
+    return module_profile.run("run", "calibration", "--param", "burn_us=2000", "--no-profile", "--no-syscalls",
+                              "-w", "0", "-d", "0.4", "--port", str(take_port()), "--label", "pytest-too-short")
 
 
 def test_a_window_too_short_for_cpu_per_request_fails_the_server_in_one_line(too_short):
@@ -102,15 +104,15 @@ def test_a_window_too_short_for_cpu_per_request_fails_the_server_in_one_line(too
     failed = [line for line in too_short.stderr.splitlines() if line.startswith("rpcprof: FAILED")]
     assert len(failed) == 1 and "too short" in failed[0] and "lengthen -d" in failed[0], too_short.stderr
     metrics = json.loads((too_short.run_dir / "metrics.json").read_text())
-    assert metrics["rust_tonic_st"]["status"] == "failed"
+    assert metrics["calibration"]["status"] == "failed"
     assert json.loads((too_short.run_dir / "manifest.json").read_text())["status"] == "failed"
 
 
 def test_the_last_line_of_a_failed_run_names_the_real_server_log(too_short):
     last = too_short.stderr.strip().splitlines()[-1]
-    assert last.startswith("profile.sh: error: rust_tonic_st failed; see "), last
+    assert last.startswith("profile.sh: error: calibration failed; see "), last
     named = Path(last.rsplit("see ", 1)[1])
-    assert "<" not in str(named) and named == too_short.run_dir / "rust_tonic_st" / "server.log"
+    assert "<" not in str(named) and named == too_short.run_dir / "calibration" / "server.log"
     assert named.is_file()
 
 

@@ -74,6 +74,11 @@ fn thread_cpu_ns() -> u64 {
 /// 0 = not learned yet. Only a hint for how long to spin between clock reads.
 static SPIN_ITERS_PER_US_X1024: AtomicU64 = AtomicU64::new(0);
 
+/// Calls to the burn and the thread CPU they measured in total (ns), printed at exit: the burn each
+/// call really took, which is what a profile's app cost is checked against.
+static BURN_CALLS: AtomicU64 = AtomicU64::new(0);
+static BURN_NS: AtomicU64 = AtomicU64::new(0);
+
 /// Pure user-space busy work: a dependent LCG chain the compiler can neither remove nor
 /// vectorize. Inlined, so its samples land in `calibration_burn_cpu` itself.
 #[inline(always)]
@@ -123,6 +128,8 @@ pub fn calibration_burn_cpu(us: u64) {
     // Remember this call's average rate (clock reads included, so slightly low), in both
     // directions: the spin speed drifts with what else the (virtual) machine is doing.
     SPIN_ITERS_PER_US_X1024.store(((spun * 1000 * 1024) / elapsed).max(1), Ordering::Relaxed);
+    BURN_CALLS.fetch_add(1, Ordering::Relaxed);
+    BURN_NS.fetch_add(elapsed, Ordering::Relaxed);
     black_box(x);
 }
 
@@ -376,4 +383,10 @@ fn main() {
             _ = shutdown_signal() => {}
         }
     });
+    let calls = BURN_CALLS.load(Ordering::Relaxed);
+    if calls > 0 {
+        // measured up to each call's last clock read: what follows it (a return) is not counted
+        eprintln!("calibration: burn calls {calls}, measured thread CPU per call {:.3} us",
+                  BURN_NS.load(Ordering::Relaxed) as f64 / calls as f64 / 1000.0);
+    }
 }

@@ -183,6 +183,9 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         by_cat.setdefault(parent(g), []).append(g)
     deltas = {c: sum(us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in gs) for c, gs in by_cat.items()}
     summed = sum(abs(d) for d in deltas.values()) or 1.0
+    # a share of the difference means something only when there is one: two profiles of the same
+    # process (py-spy's and perf's) have the same CPU per request, and categories merely move
+    share_floor = max(MIN_US, 0.05 * summed)
     fa, fb = kernel_figures(syscalls.get(base)), kernel_figures(syscalls.get(other))
     findings, covered = [], 0.0
     for cat in sorted(deltas, key=lambda c: -abs(deltas[c])):
@@ -193,7 +196,7 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
         b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
         text = (f"{cat}: {other} spends {abs(d):.2f} µs/req {'less' if d < 0 else 'more'} than {base} "
-                f"({b_us:.2f} vs {a_us:.2f}; {100 * d / gap:.0f} % of the difference)" if gap else
+                f"({b_us:.2f} vs {a_us:.2f}; {100 * d / gap:.0f} % of the difference)" if abs(gap) >= share_floor else
                 f"{cat}: {b_us:.2f} vs {a_us:.2f} µs/req")
         subs = sorted((g for g in by_cat[cat] if "/" in g),
                       key=lambda g: -abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)))

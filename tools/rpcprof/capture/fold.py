@@ -88,6 +88,29 @@ def fold_perf(data: Path, folded: Path) -> dict:
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
 
 
+_COUNTED = re.compile(rb" [0-9]+\r?$")
+
+
+def fold_pyspy(raw: Path, folded: Path) -> dict:
+    """A py-spy raw file -> folded stacks. py-spy --nonblocking reads frame names from a running interpreter
+    and now and then reads garbage, which may hold a newline: a record so broken over several lines is
+    joined again (the newline kept as the two characters \\n), so one bad frame name costs its sample, not the
+    profile. Returns {'samples': N, 'rejoined': records joined, 'dropped': a last record left without count}."""
+    records, parts, rejoined = [], [], 0
+    with open(raw, "rb") as f:
+        for line in f:
+            line = line.rstrip(b"\n")
+            if not parts and not line.strip():
+                continue
+            parts.append(line)
+            if _COUNTED.search(line):
+                rejoined += len(parts) > 1
+                records.append(b"\\n".join(parts))
+                parts = []
+    write_bytes(folded, b"".join(r + b"\n" for r in records))
+    return {"samples": count_folded_samples(folded), "rejoined": rejoined, "dropped": int(bool(parts))}
+
+
 def count_folded_samples(folded: Path) -> int:
     """Samples in a py-spy raw file: its counts are samples (ASCII digits, as read_folded takes them)."""
     total = 0
@@ -128,6 +151,9 @@ def fold(source: Path, out: Path) -> dict:
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out), "input": "perf.data"}
     from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
-    open_folded(source)                 # UserError when it is neither folded stacks nor has samples
-    write_bytes(out, source.read_bytes())
-    return {"samples": count_folded_samples(out), "input": "py-spy raw"}
+    with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
+        joined = Path(scratch) / "py-spy.folded"
+        done = fold_pyspy(source, joined)
+        open_folded(joined)             # UserError when it is neither folded stacks nor has samples
+        write_bytes(out, joined.read_bytes())
+    return {**done, "input": "py-spy raw"}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.fold import count_folded_samples, fold_perf, inject_jit, jitdumps
+from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps
 from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate, recorded_frequency, start_perf,
                                      start_pyspy)
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
@@ -59,7 +59,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     if target.profiler == "perf":
         recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event))
     else:
-        recorder = session.own(start_pyspy(target.pid, folded, plan.frequency))
+        recorder = session.own(start_pyspy(target.pid, target.out / "py-spy.raw", plan.frequency))
     recorder.wait_attached()
     window = CpuWindow(monitor)
     requests = drive(window)
@@ -92,8 +92,13 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         record.update(sampling_rate_used(target.name, plan.frequency, data))
     if target.profiler == "perf":
         record.update(fold_perf(data, folded) if data.exists() else {"samples": 0})
+    elif (target.out / "py-spy.raw").exists():
+        record.update(fold_pyspy(target.out / "py-spy.raw", folded))
+        if record["rejoined"]:
+            log(f"rpcprof: NOTE: {target.name}: {record['rejoined']} py-spy record(s) broken by a newline in a frame "
+                "name it misread (--nonblocking) were joined again")
     else:
-        record["samples"] = count_folded_samples(folded) if folded.exists() else 0
+        record["samples"] = 0
     record["too_few_samples"] = record["samples"] < target.min_samples
     if record["too_few_samples"] and record["samples"]:
         log(f"rpcprof: WARNING: {target.name}: only {record['samples']} samples (< {target.min_samples}): shares "
