@@ -30,10 +30,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
             continue
         out = run_dir / name
         if saved_copy(out / "offcpu.folded").exists():
-            stats = {"waits": saved.get("waits"), "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6,
-                     "cut": saved.get("cut"), "histogram": saved.get("histogram"), "window_s": saved.get("window_s"),
-                     "threads": saved.get("threads"),
-                     "runnable_to": saved.get("runnable_to"), "runnable_own_us": saved.get("runnable_own_us")}
+            stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
             fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
             saved = {**saved, **fresh}
         records[name] = saved
