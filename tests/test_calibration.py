@@ -5,6 +5,11 @@ Real server, real perf, real load. The burn loop overshoots its target by 1-5 µ
 the thread CPU clock a few times per call, each a syscall in a VM, whose cost drifts with the machine),
 so the truth a profile is checked against is the burn the server measured: it prints the thread CPU per
 call its burns took when it exits (server.log), e.g. 53.0 µs for a 50 µs setting.
+
+The profile's shares are multiplied by its own window's CPU per request: the attribution under test is
+the profile's, and this server at C=1 S=100 is unsaturated, so its batching, and with it the non-app
+CPU per request, drifts between windows (a CI run: 73.7 µs/req measured, 69.3 while profiled, at +10 %
+req/s), while the burn per call does not.
 """
 import json
 import re
@@ -50,7 +55,7 @@ def test_the_server_burns_what_it_is_told(calibration_runs, burn):
 @pytest.mark.parametrize("burn", BURNS)
 def test_app_cost_per_request_matches_the_configured_burn(calibration_runs, burn):
     run_dir, m, shares, measured = calibration_runs[burn]
-    app_us = shares["app"] * m["cpu_us_per_req"]
+    app_us = shares["app"] * m["profile"]["cpu_us_per_req_profiled"]
     assert app_us == pytest.approx(measured, rel=0.10), (
         f"app {app_us:.1f} µs/req for a burn the server measured at {measured:.1f} µs ({burn} asked; {run_dir})")
 
@@ -58,7 +63,7 @@ def test_app_cost_per_request_matches_the_configured_burn(calibration_runs, burn
 @pytest.mark.parametrize("burn", BURNS)
 def test_app_share_is_the_burn_over_the_whole_request(calibration_runs, burn):
     _, m, shares, measured = calibration_runs[burn]
-    expected_share = measured / m["cpu_us_per_req"]
+    expected_share = measured / m["profile"]["cpu_us_per_req_profiled"]
     assert shares["app"] == pytest.approx(expected_share, rel=0.10)
     assert shares["other"] < 0.03
 
