@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,3 +144,48 @@ def test_an_error_after_the_server_started_marks_the_run_failed_never_complete(t
     result = json.loads((run.dir / "rust_tonic_st" / "result.json").read_text())
     assert result["status"] == "failed" and "injected" in result["error"]
     assert not pid_alive(result["pid"])
+
+
+# ----- an interrupt Python would drop ------------------------------------------------------------------
+
+DROPPED_INTERRUPT = r'''
+import os, signal, subprocess, sys, time
+import click
+from rpcprof.cli.common import run_click
+
+@click.group(name="probe")
+def group():
+    pass
+
+@group.command()
+@click.argument("where")
+def wait(where):
+    if where == "fork":        # the signal arrives while a fork's at-fork hooks run, where exceptions are dropped
+        os.register_at_fork(after_in_parent=lambda: signal.raise_signal(signal.SIGHUP))
+        subprocess.run(["true"], preexec_fn=lambda: None)    # as rpcprof starts its children (a death signal)
+    else:                      # ... or while a finaliser runs
+        class Dropper:
+            def __del__(self):
+                signal.raise_signal(signal.SIGTERM)
+        Dropper()
+    print("dropped, waiting", flush=True)
+    time.sleep(30)
+    print("the interrupt was lost", flush=True)
+
+run_click(group)
+'''
+
+
+@pytest.mark.parametrize("where", ["fork", "finaliser"])
+def test_an_interrupt_raised_where_python_drops_exceptions_still_stops_the_command(tmp_path, where):
+    script = tmp_path / "probe.py"
+    script.write_text(DROPPED_INTERRUPT)
+    tools = Path(__file__).resolve().parent.parent / "tools"
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, str(script), "wait", where], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(tools)})
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert "the interrupt was lost" not in done.stdout
+    assert time.monotonic() - t0 < 25
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stderr.strip() == "probe: interrupted", done.stderr

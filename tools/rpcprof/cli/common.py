@@ -54,16 +54,36 @@ def internal_error(prog: str, error: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+def catch_interrupts() -> None:
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, and that interrupt is never lost.
+
+    Python drops an exception raised where it cannot propagate (an at-fork hook, a __del__, a weakref
+    callback) and goes on: a signal landing there would let a 30 s window run to its end and exit 0, as CI
+    once saw (SIGHUP during a fork, "Exception ignored in: _releaseLock"). The unraisable hook sees the
+    dropped interrupt and raises it again 50 ms later, by SIGALRM, once the place that dropped it is left;
+    the alarm also breaks the main thread's blocking wait. Dropped again, it is raised again."""
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(signum, on_signal)
+    default_hook = sys.unraisablehook
+
+    def on_unraisable(unraisable):
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            return
+        default_hook(unraisable)
+    sys.unraisablehook = on_unraisable
+
+
 def run_click(group: click.Group, args: list[str] | None = None) -> None:
     """Run a click group on args (default: the command line): UserError -> one line on stderr (control
     characters shown as escapes, so a hostile name can neither break the line nor drive the terminal) and its
     exit code; SIGTERM and SIGHUP act like Ctrl-C so every cleanup path runs; anything unexpected -> one
     line naming a file with the traceback, exit 70; never a traceback on the terminal. Always ends in
     SystemExit with the exit code."""
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGHUP, on_term)
+    catch_interrupts()
     try:
         group(args=args, prog_name=group.name, standalone_mode=False)
     except click.UsageError as e:
