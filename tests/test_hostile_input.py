@@ -193,7 +193,7 @@ def test_a_folded_file_without_samples_is_an_error_naming_it(capsys, tmp_path, c
     assert f"{folded}: no samples" in one_error_line(*report(capsys, "table", folded)[::2])
 
 
-@pytest.mark.parametrize("bad", ["\uffff", "\ufffe", "\x00", "\x08", "\x1b[31m"])
+@pytest.mark.parametrize("bad", ["\uffff", "\ufffe", "\x00", "\x08", "\x1b[31m", "\u202e"])
 def test_svg_of_a_frame_with_characters_xml_forbids_is_valid_xml(capsys, tmp_path, bad):
     if not shutil.which("inferno-flamegraph") and not (Path.home() / ".cargo/bin/inferno-flamegraph").exists():
         pytest.skip("inferno not installed (tools/setup.sh)")
@@ -205,12 +205,12 @@ def test_svg_of_a_frame_with_characters_xml_forbids_is_valid_xml(capsys, tmp_pat
     assert any(t.startswith(f"a\ufffd{bad[1:]}b (") for t in titles)
 
 
-ESC_FOLDED = "main;\x1b[2Jclear;leaf\x1b[2Kx\x07 3\nmain;a|b\rc 1\n"
+ESC_FOLDED = "main;\x1b[2Jclear;leaf\x1b[2Kx\x07 3\nmain;a|b\rc 1\nmain;ok\u202eevil\u2066 1\n"
 
 
 @pytest.mark.parametrize("fmt, shown, absent", [
-    ("table", ["leaf\\x1b[2Kx\\x07", "a|b\\rc"], ["\x1b", "\x07", "\r"]),
-    ("markdown", ["leaf\\x1b[2Kx\\x07", "a\\|b c"], ["\x1b", "\x07", "\r", "a|b"]),
+    ("table", ["leaf\\x1b[2Kx\\x07", "a|b\\rc", "ok\\u202eevil\\u2066"], ["\x1b", "\x07", "\r", "\u202e", "\u2066"]),
+    ("markdown", ["leaf\\x1b[2Kx\\x07", "a\\|b c", "ok\\u202eevil\\u2066"], ["\x1b", "\x07", "\r", "a|b", "\u202e"]),
 ])
 def test_control_characters_are_shown_as_escapes_never_sent_raw(capsys, tmp_path, fmt, shown, absent):
     folded = tmp_path / "esc.folded"
@@ -249,6 +249,7 @@ def test_a_lone_surrogate_in_a_server_name_is_escaped_not_a_crash(capsys, run):
     ("<script>\uffff", "&lt;script&gt;\ufffd"),
     ('x" onload="a\x00', "x&quot; onload=&quot;a\ufffd"),
     ("\ud800&", "\ufffd&amp;"),
+    ("user\u202egnp.exe", "user\ufffdgnp.exe"),          # a right-to-left override shows "exe.png"
 ])
 def test_html_text_is_escaped_and_xml_safe(text, safe):
     assert esc(text) == safe

@@ -4,11 +4,13 @@ Names come from profiles and run files that anyone can write: they may hold cont
 NUL, CR), characters XML 1.0 forbids (U+FFFF, lone surrogates from a JSON `\\ud800`), `|` or `<&`.
 Every sink takes them through one function here instead of escaping on its own:
 
-    terminal(s)        ESC, CR, NUL... shown as escapes (`\\x1b`), never sent raw; lone surrogates too
+    terminal(s)        ESC, CR, NUL... shown as escapes (`\\x1b`), never sent raw; lone surrogates and
+                       bidirectional controls (U+202E...) too
     terminal_lines(s)  the same for a block of text whose line breaks and tabs are kept
     markdown_cell(s)   one table cell: escapes as terminal(), `|` escaped, CR/LF become spaces
     csv_field(s)       for the csv module (which quotes): only what cannot be encoded is replaced
-    xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character)
+    xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character,
+                       bidirectional ones included)
     xml(s), html(s)    xml_chars then escaped for an SVG or HTML text node or attribute
     plot_label(s)      a matplotlib label: one line of XML-safe text, `$` not read as mathtext
 """
@@ -16,11 +18,15 @@ from __future__ import annotations
 
 import re
 
-_TERMINAL_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_TERMINAL_UNSAFE_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# the bidirectional controls (LRM, RLM, ALM, the embeddings, overrides and isolates): they reorder what is
+# shown around them, so a frame name could display as another ("Trojan source")
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_TERMINAL_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f\ud800-\udfff{_BIDI}]")
+_TERMINAL_UNSAFE_KEEP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{_BIDI}]")
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_XML_FORBIDDEN_OR_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_XML_FORBIDDEN_OR_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff{_BIDI}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_BIDI_CONTROL = re.compile(f"[{_BIDI}]")
 REPLACEMENT = "\ufffd"
 
 
@@ -51,7 +57,8 @@ def csv_field(value):
 
 def xml_chars(s, lines: bool = False) -> str:
     """s with the characters XML 1.0 forbids (C0 controls but tab and line breaks, lone surrogates,
-    U+FFFE, U+FFFF) replaced by U+FFFD; lines=True replaces every control character too (a name
+    U+FFFE, U+FFFF) replaced by U+FFFD; lines=True replaces every control character too, bidirectional
+    ones included (a name
     drawn on one line, or written into a line-based file such as folded stacks)."""
     return (_XML_FORBIDDEN_OR_CONTROL if lines else _XML_FORBIDDEN).sub(REPLACEMENT, str(s))
 
@@ -67,8 +74,9 @@ def xml(s, lines: bool = True) -> str:
 
 
 def html(s) -> str:
-    """s as HTML text or attribute value: forbidden characters replaced, `<&>"'` escaped."""
-    return _escape(xml_chars(s))
+    """s as HTML text or attribute value: forbidden characters and bidirectional controls replaced,
+    `<&>"'` escaped."""
+    return _escape(_BIDI_CONTROL.sub(REPLACEMENT, xml_chars(s)))
 
 
 def plot_label(s) -> str:
