@@ -92,3 +92,15 @@ def test_sweep_json_is_one_document(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     assert doc and "rust_pajamax" in json.dumps(doc)
+
+
+@pytest.mark.parametrize("off_cpu, bounds", [(None, 2), (True, 1), (False, 1)])
+def test_the_plan_counts_off_cpu_windows_that_may_come(off_cpu, bounds):
+    from rpcprof.jobs.run import RunOptions
+    from rpcprof.jobs.sweep import planned, seconds_per_cell
+    opts = RunOptions(servers=["rust_tonic_mt", "rust_pajamax"], duration=10, warmup=2, off_cpu=off_cpu,
+                      off_cpu_duration=5)
+    text = planned(opts, 12)
+    assert len(re.findall(r"\d+ min \d+ s", text)) == bounds, text
+    with_window = seconds_per_cell(opts, every_off_cpu=True)
+    assert with_window - seconds_per_cell(opts) == (2 * 6 if off_cpu is None else 0)

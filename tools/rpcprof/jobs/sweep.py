@@ -38,14 +38,26 @@ def cells(connections: list[int], streams: list[int],
     return out
 
 
-def seconds_per_cell(opts: RunOptions) -> float:
+def seconds_per_cell(opts: RunOptions, every_off_cpu: bool = False) -> float:
     """Planned seconds for one cell: per server and repeat, warm-up, window, syscall and profile windows
-    (first repeat only), start-up and folding; the off-CPU window only when asked (--off-cpu): by default
-    it runs only in cells that turn out latency-bound or unsaturated, which no plan can know."""
+    (first repeat only), start-up and folding; the off-CPU window when asked (--off-cpu), or with
+    every_off_cpu=True when it may come (neither --off-cpu nor --no-off-cpu: it runs in the cells that turn
+    out latency-bound or unsaturated, which no plan can know, so the plan gives both bounds)."""
     one = opts.warmup + opts.duration + 2.0
     first_extra = (opts.syscall_duration if opts.syscalls else 0) + (opts.profile_duration + 2 if opts.profile else 0)
-    first_extra += opts.off_cpu_duration + 1 if opts.off_cpu else 0
+    off_cpu = opts.off_cpu or (every_off_cpu and opts.off_cpu is None)
+    first_extra += opts.off_cpu_duration + 1 if off_cpu else 0
     return len(opts.servers) * (opts.repeat * one + first_extra)
+
+
+def planned(opts: RunOptions, n_cells: int) -> str:
+    """The sweep's planned length, as said before it starts: "about 4 min 10 s", and when automatic off-CPU
+    windows may lengthen it, "4 min 10 s to 5 min 40 s (the longer if every cell waits: off-CPU windows)"."""
+    low, high = seconds_per_cell(opts) * n_cells, seconds_per_cell(opts, every_off_cpu=True) * n_cells
+    if high == low:
+        return f"about {_fmt_duration(low)}"
+    return (f"about {_fmt_duration(low)} to {_fmt_duration(high)} (the longer if every cell is latency-bound or "
+            "unsaturated and gets an off-CPU window)")
 
 
 def _fmt_duration(s: float) -> str:
@@ -79,10 +91,10 @@ class Sweep:
         label = self.opts.label or "sweep-" + "-".join(self.opts.servers)
         tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(label, self.opts.runs_dir)
-        planned = seconds_per_cell(self.opts) * len(self.cells)
+        plan = seconds_per_cell(self.opts) * len(self.cells)
         _log(f"rpcprof: sweep folder {shown(self.dir)}")
         _log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} repeat(s): "
-             f"about {_fmt_duration(planned)} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
+             f"{planned(self.opts, len(self.cells))} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
         params = {k: v for k, v in asdict(self.opts).items() if k not in ("connections", "streams", "label")}
         self.manifest = Manifest(mode="sweep", status="running", command=self.command, started=now(),
                                  machine=machine_specs(), tools=tool_versions(), git=git_commit(),
@@ -94,7 +106,7 @@ class Sweep:
             self.write(status)
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
                 done = time.monotonic() - t0
-                left = (done / i * (len(self.cells) - i)) if i else planned
+                left = (done / i * (len(self.cells) - i)) if i else plan
                 _log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
                      f"ETA {_fmt_duration(left)}")
                 run_dir = run.execute(self.dir)
