@@ -9,6 +9,8 @@ import gzip
 import json
 import re
 import subprocess
+import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -161,6 +163,44 @@ def test_pajamax_at_51_in_flight_on_request_waits_without_a_stall(profile, port)
     assert result["offcpu"]["verdict"] is None and result["offcpu"]["waits"] > 0
 
 
+def test_a_thread_asleep_the_whole_window_is_named_with_where_it_sleeps(tmp_path):
+    """A process whose acceptor thread blocks in accept() while its main thread works: only the acceptor
+    is asleep the whole window, named with the kernel function it sleeps in."""
+    from rpcprof.analyze.waits import asleep_text, asleep_whole_window
+    from rpcprof.measure.threads import thread_snapshot
+    child = subprocess.Popen([sys.executable, "-c", ACCEPTOR], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while not any(t["wchan"] == "inet_csk_accept" for t in thread_snapshot(child.pid).values()):
+            assert time.monotonic() < deadline, thread_snapshot(child.pid)
+            time.sleep(0.01)
+        before = thread_snapshot(child.pid)
+        time.sleep(0.5)
+        asleep = asleep_whole_window(before, thread_snapshot(child.pid))
+    finally:
+        child.kill()
+        child.wait()
+    assert len(before) == 2
+    assert [(t["name"], t["wchan"]) for t in asleep] == [("acceptor", "inet_csk_accept")], asleep
+    assert asleep_text(asleep).endswith(": 1 x acceptor in inet_csk_accept")
+    assert thread_snapshot(child.pid) == {} and asleep_whole_window(before, {}) == []
+
+
+ACCEPTOR = """
+import socket, threading
+listener = socket.create_server(("127.0.0.1", 0))
+def accept():
+    with open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as f:
+        f.write("acceptor")
+    print("ready", flush=True)
+    listener.accept()
+threading.Thread(target=accept, daemon=True).start()
+while True:
+    pass
+"""
+
+
 def test_no_off_cpu_window_unless_the_server_waited_or_it_is_asked(profile, port):
     done = profile.run("run", "rust_pajamax", "-S", "50", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls",
                        "--no-off-cpu", "--port", str(port))
@@ -187,6 +227,10 @@ def test_attach_off_cpu_finds_the_processs_port_and_names_the_stall(tmp_path, po
         assert result["offcpu"]["ports"] == [port]
         assert result["offcpu"]["verdict"].startswith("NAGLE/DELAYED-ACK"), result["offcpu"]
         assert "NAGLE/DELAYED-ACK" in done.stdout
+        # pajamax's main thread accepts, a thread per connection serves: h2load's one connection was made
+        # before the window, so the acceptor sleeps through it, unseen by the recording, and is named
+        assert [(t["name"], t["wchan"]) for t in result["offcpu"]["asleep"]] == [("rust_pajamax", "inet_csk_accept")]
+        assert "1 thread(s) asleep the whole window, not in these figures: 1 x rust_pajamax in inet_csk_accept" in done.stdout
     finally:
         load.kill()
         load.wait()

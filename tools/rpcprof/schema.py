@@ -37,6 +37,8 @@ OFFCPU = {"type": ["object", "null"], "properties": {
     "reasons": {"type": ["array", "null"], "items": {"type": "object", "properties": {
         "reason": {"type": "string"}, **{k: NUMBER for k in ("ms", "share_pct", "waits", "mean_us", "waits_per_req")}}}},
     "sockets": NUMBERS, "runnable_to": NUMBERS, "verdict": TEXT, "contention": TEXT,
+    "asleep": {"type": ["array", "null"], "items": {"type": "object", "properties": {
+        "tid": {"type": "integer"}, **{k: TEXT for k in ("name", "state", "wchan")}}}},
 }}
 
 RESULT = {"type": "object", "properties": {

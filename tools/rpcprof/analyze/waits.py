@@ -8,7 +8,9 @@ From an off-CPU window's saved files (capture/offcpu.py, measure/sockets.py), re
   timeout of both ends;
 - stall_verdict: a Nagle / delayed-ACK stall, named only when the numbers show one: in most samples
   the server held written data behind an unacknowledged segment, and its smoothed RTT is far above the
-  path's minimum (the ACK that releases the data comes late because the peer delays it).
+  path's minimum (the ACK that releases the data comes late because the peer delays it);
+- asleep_whole_window: the threads that never switched in the window (which the recording cannot see),
+  from /proc snapshots at its ends (measure/threads.py), with the kernel function each sleeps in.
 """
 from __future__ import annotations
 
@@ -136,3 +138,19 @@ def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, s
             "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
             "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
             "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s"))}
+
+
+def asleep_whole_window(before: dict[int, dict], after: dict[int, dict]) -> list[dict]:
+    """The threads in both snapshots that never switched between them and are not running at the end."""
+    return [{k: a[k] for k in ("tid", "name", "state", "wchan")} for tid, a in sorted(after.items())
+            if tid in before and before[tid]["switches"] == a["switches"] and a["state"] != "R"]
+
+
+def asleep_text(asleep: list[dict]) -> str:
+    """'2 thread(s) asleep the whole window, not in these figures: 1 x rust_tonic in futex_do_wait, 1 x ...'"""
+    groups: dict[tuple, int] = {}
+    for t in asleep:
+        key = (t.get("name") or "?", t.get("wchan") or "an unknown place")
+        groups[key] = groups.get(key, 0) + 1
+    parts = ", ".join(f"{n} x {name} in {wchan}" for (name, wchan), n in sorted(groups.items(), key=lambda kv: -kv[1]))
+    return f"{len(asleep)} thread(s) asleep the whole window, not in these figures: {parts}"

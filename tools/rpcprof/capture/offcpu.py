@@ -11,8 +11,9 @@ fold_offcpu writes two folded files from one recording, both through inferno-col
 frame names as the on-CPU profile): OUT weighted by microseconds off CPU, and OUT.count (the `.count`
 suffix added) weighted by the number of waits, so a wait reason's mean wait is their ratio. The waits
 still going on when the recording stopped are weighted up to its last event (and counted in `cut`).
-A thread asleep for the whole window never switches, so it is not seen (an idle acceptor thread, say):
-the figures are of the threads that worked in the window.
+A thread asleep for the whole window never switches, so it is not in the recording (an idle acceptor
+thread, say): the figures are of the threads that worked in the window, and the sleepers are named
+apart, from /proc snapshots at the window's ends (measure/threads.py).
 
 Cost: one event per context switch, with a DWARF stack copy (8 KiB) for native code. A server that
 switches 100,000 times a second writes ~800 MB/s: this is a window of its own, never the profile's.

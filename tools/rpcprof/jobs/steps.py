@@ -170,8 +170,12 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     from rpcprof.measure.sockets import SocketSampler
     log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
         f"its connections' TCP state for {seconds:g} s")
+    from rpcprof.analyze.waits import asleep_text, asleep_whole_window
+    from rpcprof.measure.threads import thread_snapshot
+    from rpcprof.report.text import terminal
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
     recorder.wait_attached()
+    threads_before = thread_snapshot(subject.pid)
     sampler = session.own(SocketSampler(subject.out / "sockets.log", ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
@@ -182,15 +186,19 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
         time.sleep(seconds)
         window.end()
         requests, wall = None, seconds
+    asleep = asleep_whole_window(threads_before, thread_snapshot(subject.pid))
     session.stop(sampler)
     session.stop(recorder)
     stats = fold_offcpu(subject.out / "offcpu.data", subject.out / "offcpu.folded")
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
     record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
-                  server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"])
+                  server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"],
+                  asleep=asleep)
     log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU over "
         f"{record['threads']} thread(s) in "
         f"{wall:.1f} s: {histogram_text(record['histogram'])}")
+    if asleep:
+        log(f"rpcprof: {subject.name}: {terminal(asleep_text(asleep))}")
     for key in ("verdict", "contention"):
         if record[key]:
             log(f"rpcprof: {subject.name}: {record[key]}")

@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.waits import histogram_text, summarise
+from rpcprof.analyze.waits import asleep_text, histogram_text, summarise
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
+from rpcprof.report.text import terminal
 from rpcprof.rundir import load_run, saved_copy
 
 COLUMNS = [("server", "server"), ("reason", "wait reason"), ("share_pct", "off-CPU [%]"), ("ms", "off-CPU [ms]"),
@@ -56,6 +57,8 @@ def notes(name: str, rec: dict) -> list[str]:
                      + (f"{rtt:.3f} ms (minimum {minrtt:.3f} ms)" if rtt is not None and minrtt is not None else "-")
                      + (f"; the peer's delayed-ACK timeout {s['peer_ato_ms_median']:.0f} ms"
                         if s.get("peer_ato_ms_median") else ""))
+    if rec.get("asleep"):
+        lines.append(f"{name}: {terminal(asleep_text(rec['asleep']))}")
     lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if rec.get(key)]
     return lines
 

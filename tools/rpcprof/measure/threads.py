@@ -1,0 +1,45 @@
+"""A process's threads as /proc shows them, to find those asleep through a whole window.
+
+The off-CPU recording sees a thread only when it switches; a thread that slept through the window (an
+idle acceptor, a blocking-pool thread, a signal handler thread) leaves no event. Two snapshots, at the
+window's start and end, name them: a thread present in both whose context-switch count did not move
+and that is not running at the end slept the whole window. Where it sleeps is its wait channel
+(/proc/PID/task/TID/wchan: the kernel function it sleeps in, e.g. ep_poll, futex_wait_queue,
+inet_csk_accept, do_sigtimedwait); the count, its name and that channel are all the figures give.
+The comparison is analyze/waits.py's (asleep_whole_window).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace").strip()
+    except OSError:                    # the thread exited between listing and reading, or no permission
+        return None
+
+
+def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
+    """tid -> {name, state, switches, wchan} for every thread of pid now ({} if the process is gone)."""
+    try:
+        tids = [int(d.name) for d in (proc / str(pid) / "task").iterdir() if d.name.isdigit()]
+    except OSError:
+        return {}
+    snapshot = {}
+    for tid in tids:
+        task = proc / str(pid) / "task" / str(tid)
+        status = _read(task / "status")
+        if status is None:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        try:
+            switches = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
+        except (KeyError, ValueError):
+            continue
+        wchan = _read(task / "wchan")
+        snapshot[tid] = {"tid": tid, "name": fields.get("Name", "").strip(), "state": fields.get("State", "").strip()[:1],
+                         "switches": switches, "wchan": wchan if wchan and wchan != "0" else None}
+    return snapshot
