@@ -214,3 +214,64 @@ def test_mutated_run_files_never_crash_a_report(small_run, mutations, fmt):
                      ["compare", run, "--level", "2"], ["table", run / "rust_pajamax" / "profile.folded"]):
             code, _, err = report(*args)
             assert_clean(code, err, args)
+
+
+# --- an off-CPU run's files ----------------------------------------------------------------------------
+
+OFFCPU_RUN = DATA / "runs" / "offcpu"
+OFFCPU_JSON = {name: json.loads((OFFCPU_RUN / name).read_text())
+               for name in ["manifest.json", "metrics.json", "rust_pajamax/result.json"]}
+OFFCPU_PATHS = [(name, p) for name in OFFCPU_JSON for p in key_paths(OFFCPU_JSON[name])
+                if "offcpu" in p or name == "manifest.json"]
+# the saved text files the waits report reads again, unzipped so a mutation hits their text
+OFFCPU_TEXT = ["rust_pajamax/offcpu.folded", "rust_pajamax/offcpu.folded.count", "rust_pajamax/sockets.log"]
+
+
+@pytest.fixture(scope="module")
+def offcpu_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("fuzz") / "offcpu"
+    shutil.copytree(OFFCPU_RUN, run)
+    for name in OFFCPU_TEXT:
+        gz = run / f"{name}.gz"
+        with gzip.open(gz, "rb") as f:
+            (run / name).write_bytes(f.read())
+        gz.unlink()
+    return run
+
+
+OFFCPU_MUTATION = st.one_of(
+    st.tuples(st.just("value"), st.sampled_from(OFFCPU_PATHS), ODD_VALUE),
+    st.tuples(st.just("bytes"), st.sampled_from([*OFFCPU_JSON, *OFFCPU_TEXT]),
+              st.tuples(st.integers(0, 6000), st.binary(max_size=6))),
+    st.tuples(st.just("line"), st.sampled_from(OFFCPU_TEXT), st.lists(LINE, max_size=3)),
+    st.tuples(st.just("whole"), st.sampled_from([*OFFCPU_JSON, *OFFCPU_TEXT]), st.sampled_from(["[]", "3", "{", ""])))
+
+
+def mutate_offcpu(run: Path, mutation) -> None:
+    kind, target, arg = mutation
+    if kind == "value":
+        name, path = target
+        (run / name).write_text(json.dumps(replaced(OFFCPU_JSON[name], path, arg)))
+    elif kind == "bytes":
+        raw = (run / target).read_bytes()
+        at, junk = arg
+        (run / target).write_bytes(raw[:at] + junk + raw[at + len(junk):])
+    elif kind == "line":                    # random lines added to a folded file or the socket log
+        with open(run / target, "a", encoding="utf-8", errors="surrogatepass") as f:
+            f.write("".join(line + "\n" for line in arg))
+    else:
+        (run / target).write_text(arg)
+
+
+@settings(FUZZ, max_examples=40, suppress_health_check=list(HealthCheck))
+@given(mutations=st.lists(OFFCPU_MUTATION, min_size=1, max_size=2),
+       fmt=st.sampled_from(["table", "markdown", "json", "csv"]))
+def test_mutated_off_cpu_files_never_crash_the_waits_report(offcpu_run, mutations, fmt):
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d) / "run"
+        shutil.copytree(offcpu_run, run)
+        for m in mutations:
+            mutate_offcpu(run, m)
+        for args in (["waits", run, "--format", fmt], ["run", run, "--format", fmt]):
+            code, _, err = report(*args)
+            assert_clean(code, err, args)
