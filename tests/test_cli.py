@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -214,3 +216,30 @@ def test_an_unexpected_exception_is_one_line_naming_the_traceback_file(monkeypat
         assert "Traceback" in text and "something the code did not expect" in text and "broken" in text
     finally:
         os.unlink(path)
+
+
+def test_every_python_package_is_pinned_and_the_venv_holds_exactly_the_pinned_set():
+    """requirements.txt pins what rpcprof asks for; constraints.txt pins everything pip resolves from it
+    (transitive too), so a fresh machine gets the tested set. The virtualenv made by tools/setup.sh holds
+    exactly those versions (a package installed by hand, or a constraint gone stale, fails here)."""
+    import importlib.metadata as md
+    root = Path(__file__).resolve().parents[1]
+
+    def pins(path: Path) -> dict[str, str]:
+        out = {}
+        for line in path.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if not line or line.startswith("-r "):
+                continue
+            name, sep, version = line.partition("==")
+            assert sep and version, f"{path.name}: {line!r} is not pinned (name==version)"
+            out[name.lower().replace("_", "-")] = version
+        return out
+    asked = {**pins(root / "requirements.txt"), **pins(root / "servers" / "requirements-python.txt")}
+    locked = pins(root / "constraints.txt")
+    assert {k: v for k, v in asked.items() if locked.get(k) != v} == {}
+    if Path(sys.prefix).resolve() != (root / ".venv").resolve():
+        pytest.skip("not the project's virtualenv")
+    installed = {d.metadata["Name"].lower().replace("_", "-"): d.version for d in md.distributions()
+                 if d.metadata["Name"] and d.metadata["Name"].lower() not in ("rpcprof", "pip")}
+    assert installed == locked

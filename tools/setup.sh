@@ -16,7 +16,8 @@
 # WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc), iproute2 (ss);
 #       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
 #       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
-#       pytest, py-spy, grpcio...) and rpcprof itself (editable, pyproject.toml); shellcheck
+#       pytest, py-spy, grpcio...) under constraints.txt (every transitive version pinned too)
+#       and rpcprof itself (editable, pyproject.toml); shellcheck
 #       (Debian) for the shell scripts' lint; chromium (Debian) for the headless test of report.html. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
@@ -81,14 +82,14 @@ fi
 
 # --- Python virtualenv --------------------------------------------------------------
 # The stamp holds a hash of the requirement files: pip runs again only when they change.
-req_hash=$(cat requirements.txt servers/requirements-python.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+req_hash=$(cat requirements.txt constraints.txt servers/requirements-python.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 stamp="$RPCPROF_VENV/.rpcprof-requirements"
 if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash" ]]; then
   missing+=("python virtualenv $RPCPROF_VENV")
   if ((!check_only)); then
     note "creating/updating the virtualenv $RPCPROF_VENV"
     [[ -x $RPCPROF_VENV/bin/python ]] || python3 -m venv "$RPCPROF_VENV"
-    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt
+    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
     # rpcprof itself, editable (pyproject.toml): importable in the virtualenv with no PYTHONPATH
     "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
     echo "$req_hash" > "$stamp"
