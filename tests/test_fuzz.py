@@ -179,18 +179,27 @@ MUTATION = st.one_of(
               st.text(st.one_of(HOSTILE_CHARS, st.sampled_from("ab_")), min_size=1, max_size=8)))
 
 
-def mutate(run: Path, mutation) -> None:
+def mutate_file(run: Path, originals: dict, mutation) -> bool:
+    """The mutations every run file takes: a value replaced (originals: the files' JSON), bytes overwritten,
+    the whole file replaced. False for another kind."""
     kind, target, arg = mutation
     if kind == "value":
         name, path = target
-        (run / name).write_text(json.dumps(replaced(RUN_JSON[name], path, arg)))
+        (run / name).write_text(json.dumps(replaced(originals[name], path, arg)))
     elif kind == "bytes":
         raw = (run / target).read_bytes()
         at, junk = arg
         (run / target).write_bytes(raw[:at] + junk + raw[at + len(junk):])
     elif kind == "whole":
         (run / target).write_text(arg)
-    else:                                   # a server renamed, in the manifest and in metrics.json alike
+    else:
+        return False
+    return True
+
+
+def mutate(run: Path, mutation) -> None:
+    kind, target, arg = mutation
+    if not mutate_file(run, RUN_JSON, mutation):    # "rename": a server renamed, in the manifest and metrics.json
         for name, change in (("manifest.json", lambda d: d["parameters"].update(
                                   servers=[arg if s == target else s for s in d["parameters"]["servers"]])),
                              ("metrics.json", lambda d: d.update({arg: d.pop(target)}))):
@@ -205,13 +214,19 @@ def mutate(run: Path, mutation) -> None:
 @settings(FUZZ, max_examples=60, suppress_health_check=list(HealthCheck))
 @given(mutations=st.lists(MUTATION, min_size=1, max_size=2), fmt=st.sampled_from(["table", "markdown", "json", "csv"]))
 def test_mutated_run_files_never_crash_a_report(small_run, mutations, fmt):
+    reports_stay_clean(small_run, mutate, mutations, lambda run: (
+        ["run", run, "--format", fmt, "--latency", "full"], ["compare", run, "--format", fmt],
+        ["compare", run, "--level", "2"], ["table", run / "rust_pajamax" / "profile.folded"]))
+
+
+def reports_stay_clean(source: Path, mutate_run, mutations, commands) -> None:
+    """A copy of the run folder source, mutated, then each of commands(copy) run: clean, every one."""
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
-        shutil.copytree(small_run, run)
+        shutil.copytree(source, run)
         for m in mutations:
-            mutate(run, m)
-        for args in (["run", run, "--format", fmt, "--latency", "full"], ["compare", run, "--format", fmt],
-                     ["compare", run, "--level", "2"], ["table", run / "rust_pajamax" / "profile.folded"]):
+            mutate_run(run, m)
+        for args in commands(run):
             code, _, err = report(*args)
             assert_clean(code, err, args)
 
@@ -249,29 +264,14 @@ OFFCPU_MUTATION = st.one_of(
 
 def mutate_offcpu(run: Path, mutation) -> None:
     kind, target, arg = mutation
-    if kind == "value":
-        name, path = target
-        (run / name).write_text(json.dumps(replaced(OFFCPU_JSON[name], path, arg)))
-    elif kind == "bytes":
-        raw = (run / target).read_bytes()
-        at, junk = arg
-        (run / target).write_bytes(raw[:at] + junk + raw[at + len(junk):])
-    elif kind == "line":                    # random lines added to a folded file or the socket log
+    if not mutate_file(run, OFFCPU_JSON, mutation):   # "line": random lines added to a folded file or the log
         with open(run / target, "a", encoding="utf-8", errors="surrogatepass") as f:
             f.write("".join(line + "\n" for line in arg))
-    else:
-        (run / target).write_text(arg)
 
 
 @settings(FUZZ, max_examples=40, suppress_health_check=list(HealthCheck))
 @given(mutations=st.lists(OFFCPU_MUTATION, min_size=1, max_size=2),
        fmt=st.sampled_from(["table", "markdown", "json", "csv"]))
 def test_mutated_off_cpu_files_never_crash_the_waits_report(offcpu_run, mutations, fmt):
-    with tempfile.TemporaryDirectory() as d:
-        run = Path(d) / "run"
-        shutil.copytree(offcpu_run, run)
-        for m in mutations:
-            mutate_offcpu(run, m)
-        for args in (["waits", run, "--format", fmt], ["run", run, "--format", fmt]):
-            code, _, err = report(*args)
-            assert_clean(code, err, args)
+    reports_stay_clean(offcpu_run, mutate_offcpu, mutations,
+                       lambda run: (["waits", run, "--format", fmt], ["run", run, "--format", fmt]))
