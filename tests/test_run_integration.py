@@ -207,7 +207,8 @@ def test_each_server_has_its_logs_and_result_in_the_folder(seed_run, metrics, na
 # ----- one folder per run -------------------------------------------------------------------------
 
 def test_two_runs_get_two_distinct_folders(profile, port):
-    args = ["run", "rust_tonic_st", "-d", "1", "-w", "0", "--port", str(port), "--label", "pytest-twice"]
+    args = ["run", "rust_tonic_st", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls", "--port", str(port),
+            "--label", "pytest-twice"]
     first, second = profile.run(*args), profile.run(*args)
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
