@@ -113,6 +113,8 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
             assert "perf inject --jit wrote" in done.stderr
         if server == "python_grpcio":
             assert metrics[f"{server}-perf"]["profile"]["profiler"] == "perf"      # the second view
+            # py-spy's own count of the stacks it kept is the folded file's
+            assert m["profile"]["pyspy_kept"] == m["profile"]["samples"] and m["profile"]["pyspy_errors"] >= 0
             assert "cannot see kernel time" in done.stderr
     finally:
         subprocess.run(["rm", "-rf", str(folder)])

@@ -4,6 +4,7 @@ computed here: reports compute them from the folded file and the rules of the da
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,38 @@ def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
         log(f"rpcprof: WARNING: {name}: asked perf for {asked} Hz; it used {used if used is not None else '?'} Hz "
             f"(kernel.perf_event_max_sample_rate is {limit}): fewer samples than planned")
     return {"frequency_used_hz": used, "max_sample_rate": limit}
+
+
+_PYSPY_SUMMARY = re.compile(r"Samples: (\d+) Errors: (\d+)")
+_PYSPY_BEHIND = re.compile(r"([\d.]+)(s|ms|µs|ns) behind in sampling")
+_UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+
+
+def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dict:
+    """What py-spy's log says of its sampling: the stacks it kept and the ticks it failed to read (its
+    last line, `Samples: N Errors: M`), and how far it fell behind its rate (it says so past 1 s behind).
+    py-spy keeps one stack per tick and thread that holds the GIL (--gil), so the rate it held is not
+    in its log; its delay is. A warning when it fell behind or failed on more than 5 % of the ticks."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return {}
+    summary = _PYSPY_SUMMARY.findall(text)
+    behind = [float(v) * _UNIT_S[unit] for v, unit in _PYSPY_BEHIND.findall(text)]
+    record = {"pyspy_kept": int(summary[-1][0]) if summary else None,
+              "pyspy_errors": int(summary[-1][1]) if summary else None,
+              "pyspy_behind_s": max(behind) if behind else 0.0}
+    ticks = asked * seconds
+    if record["pyspy_errors"] is not None and ticks:
+        record["pyspy_error_share"] = record["pyspy_errors"] / ticks
+    if behind:
+        log(f"rpcprof: WARNING: {name}: py-spy fell up to {max(behind):.2f} s behind its {asked} Hz: fewer samples "
+            "than planned, and late ones; lower --frequency")
+    if record.get("pyspy_error_share", 0) > 0.05:
+        log(f"rpcprof: WARNING: {name}: py-spy could not read the stacks at {100 * record['pyspy_error_share']:.0f} % "
+            f"of its ticks ({record['pyspy_errors']:,} errors, --nonblocking reads race the interpreter): those "
+            "instants are missing from the shares")
+    return record
 
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
@@ -94,6 +127,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         record.update(fold_perf(data, folded) if data.exists() else {"samples": 0})
     elif (target.out / "py-spy.raw").exists():
         record.update(fold_pyspy(target.out / "py-spy.raw", folded))
+        record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / "py-spy.log"))
         if record["rejoined"]:
             log(f"rpcprof: NOTE: {target.name}: {record['rejoined']} py-spy record(s) broken by a newline in a frame "
                 "name it misread (--nonblocking) were joined again")
