@@ -103,6 +103,34 @@ def test_the_next_run_marks_a_killed_runs_folder_interrupted_and_removes_its_cgr
     assert manifest_of(done.run_dir)["status"] == "complete"
 
 
+def test_a_process_left_in_a_stale_cgroup_is_stopped_and_the_cgroup_removed(tmp_path):
+    """A process an rpcprof started that outlived it (the parent-death signal reaches direct children
+    only: a server's own child, say) is still in that rpcprof's cgroup: the next invocation stops it by
+    PID and removes the cgroup."""
+    from rpcprof.jobs.leftovers import tidy_leftovers
+    from rpcprof.measure.procstat import cgroup_name, cgroup_root
+    root, _ = cgroup_root()
+    if root is None:
+        pytest.skip("no cgroup CPU accounting here")
+    gone = subprocess.Popen(["true"])
+    gone.wait()                                           # a pid whose process has ended: the dead owner
+    stale = root / cgroup_name("pytest_orphan", gone.pid)
+    stale.mkdir()
+    orphan = subprocess.Popen(["sleep", "60"])
+    try:
+        (stale / "cgroup.procs").write_text(str(orphan.pid))
+        line = tidy_leftovers(tmp_path)
+        assert orphan.wait(timeout=10) == -signal.SIGTERM
+        assert not stale.exists()
+        assert f"1 process(es) it started that outlived it stopped (pid {orphan.pid} (sleep))" in line
+        assert stale.name in line
+    finally:
+        orphan.kill()
+        orphan.wait()
+        if stale.exists():
+            stale.rmdir()                                   # empty now that the orphan is gone
+
+
 def test_a_folder_whose_owner_still_runs_is_left_running(tmp_path):
     from rpcprof.jobs.leftovers import tidy_leftovers
     from rpcprof.measure.children import identity

@@ -1,7 +1,7 @@
 """What an rpcprof process killed without warning (SIGKILL, power loss) leaves behind, noticed by the
 next invocation: run folders whose manifest still says running while the process recorded as their
-owner is gone (marked interrupted), and the empty cgroups of servers it started (removed).
-Its servers themselves died with it (measure/children.py).
+owner is gone (marked interrupted), and the cgroups of servers it started (removed). Its servers died
+with it (measure/children.py); a process of theirs still in such a cgroup is stopped by PID first.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from rpcprof.rundir import mark_interrupted, now, running_folders
 
 
 def tidy_leftovers(runs_dir: Path) -> str | None:
-    """Mark stale running folders under runs_dir interrupted and remove stale empty cgroups; returns the
-    one line saying what was done (also printed), or None when nothing was left behind."""
+    """Mark stale running folders under runs_dir interrupted, stop what is left in stale cgroups and remove
+    them; returns the one line saying what was done (also printed), or None when nothing was left behind."""
     folders = []
     for path, manifest in running_folders(runs_dir):
         owner = manifest.get("owner")
@@ -24,17 +24,20 @@ def tidy_leftovers(runs_dir: Path) -> str | None:
         mark_interrupted(path, manifest, f"marked on {now()}: its rpcprof process (pid {owner.get('pid')}) "
                                          "had ended without finishing it")
         folders.append(path.name)
-    removed, busy = stale_cgroups(pid_running)
+    removed, busy, stopped = stale_cgroups(pid_running)
     if not (folders or removed or busy):
         return None
     parts = []
     if folders:
         parts.append(f"{len(folders)} run folder(s) left running by an rpcprof that is gone marked interrupted "
                      f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''})")
+    if stopped:
+        parts.append(f"{len(stopped)} process(es) it started that outlived it stopped ({', '.join(stopped[:3])}"
+                     f"{', ...' if len(stopped) > 3 else ''})")
     if removed:
-        parts.append(f"{len(removed)} empty stale cgroup(s) removed ({', '.join(p.name for p in removed[:3])})")
+        parts.append(f"{len(removed)} stale cgroup(s) removed ({', '.join(p.name for p in removed[:3])})")
     if busy:
-        parts.append(f"{len(busy)} stale cgroup(s) still hold processes, left alone: see "
+        parts.append(f"{len(busy)} stale cgroup(s) could not be removed: see "
                      f"{', '.join(str(p / 'cgroup.procs') for p in busy[:2])}")
     line = "rpcprof: " + "; ".join(parts)
     print(line, file=sys.stderr, flush=True)

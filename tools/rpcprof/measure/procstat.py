@@ -72,21 +72,57 @@ def cgroup_name(server: str, pid: int | None = None) -> str:
     return f"{CGROUP_PREFIX}{os.getpid() if pid is None else pid}-{server}"
 
 
-def stale_cgroups(owner_alive) -> tuple[list[Path], list[Path]]:
+def stale_cgroups(owner_alive) -> tuple[list[Path], list[Path], list[str]]:
     """rpcprof's cgroups whose owning process (the PID in the name) owner_alive(pid) says is gone:
-    (the empty ones, removed now; those still holding a process, left as they are)."""
+    (those removed now, those that could not be, the processes stopped in them as 'pid N (name)').
+
+    A process still in one was started by that rpcprof and outlived it (the parent-death signal reaches
+    a direct child only): it is stopped by PID, SIGTERM then SIGKILL, and the cgroup removed."""
     root, _ = cgroup_root()
-    removed, busy = [], []
+    removed, busy, stopped = [], [], []
     for path in sorted(root.glob(f"{CGROUP_PREFIX}*")) if root else []:
         pid = path.name[len(CGROUP_PREFIX):].split("-", 1)[0]
         if not path.is_dir() or not pid.isdigit() or owner_alive(int(pid)):
             continue
+        stopped += _stop_members(path)
         try:
             path.rmdir()               # the kernel refuses while a process is in it
             removed.append(path)
         except OSError:
             busy.append(path)
-    return removed, busy
+    return removed, busy, stopped
+
+
+def _members(cgroup: Path) -> list[int]:
+    try:
+        return [int(x) for x in (cgroup / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
+    """SIGTERM every process in cgroup, SIGKILL those left after grace_s; 'pid N (name)' for each."""
+    import signal
+    said = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _members(cgroup)
+        if not pids:
+            break
+        for pid in pids:
+            if sig == signal.SIGTERM:
+                try:
+                    name = Path(f"/proc/{pid}/comm").read_text().strip()
+                except OSError:
+                    name = "?"
+                said.append(f"pid {pid} ({name})")
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        end = time.monotonic() + grace_s
+        while _members(cgroup) and time.monotonic() < end:
+            time.sleep(0.05)
+    return said
 
 
 class CgroupCpu:
