@@ -165,14 +165,13 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     how long until the thread ran again) while its connections' TCP state is sampled (ss -tin), with the
     same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
     sockets.log; returns the summary (analyze/waits.py) with the window's own req/s."""
-    from rpcprof.analyze.waits import histogram_text, summarise
+    from rpcprof.analyze.waits import asleep_text, asleep_whole_window, histogram_text, summarise
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu
     from rpcprof.measure.sockets import SocketSampler
-    log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
-        f"its connections' TCP state for {seconds:g} s")
-    from rpcprof.analyze.waits import asleep_text, asleep_whole_window
     from rpcprof.measure.threads import thread_snapshot
     from rpcprof.report.text import terminal
+    log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
+        f"its connections' TCP state for {seconds:g} s")
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
     recorder.wait_attached()
     threads_before = thread_snapshot(subject.pid)

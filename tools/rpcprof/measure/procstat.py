@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import subprocess
 import threading
 import time
@@ -102,7 +103,6 @@ def _members(cgroup: Path) -> list[int]:
 
 def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
     """SIGTERM every process in cgroup, SIGKILL those left after grace_s; 'pid N (name)' for each."""
-    import signal
     said = []
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = _members(cgroup)
