@@ -18,23 +18,19 @@ distorted by this, leaf "top frame" lists are.
 from __future__ import annotations
 
 import math
-import os
 import re
-import shutil
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpcprof.errors import UserError
 from rpcprof.measure import children
+from rpcprof.measure.recorder import Recorder, require  # noqa: F401  (re-exported)
 
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
                "dwarf-jit": ["-k", "mono", "--call-graph", "dwarf,32768"]}
 PROFILERS = ("perf", "py-spy")
-from rpcprof.cli.defaults import MIN_SAMPLES  # noqa: E402  (one place for defaults)
+MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
 # Condition.wait its idle detection fails (two thirds of the samples), so only the thread holding
 # the GIL is sampled: Python on CPU. Work done without the GIL (gRPC core's C code, the kernel's
@@ -95,57 +91,21 @@ class ProfilePlan:
         return cls(frequency, duration, int(cores * duration * frequency), ", ".join(raised))
 
 
-def require(tool: str, how: str = "run tools/setup.sh") -> str:
-    path = shutil.which(tool)
-    if not path:
-        raise UserError(f"{tool} not found: {how}")
-    return path
+def perf_scope(pid: int, cpus: list[int] | None) -> list[str]:
+    """Where perf's events are opened: on the CPUs a pinned server owns (`-a -C CPUS`), or on each of the
+    process's threads (`-p PID`). Per-thread events are switched out and in with their thread at every
+    context switch, and a per-thread cpu-clock timer is re-armed at each switch in: a server that blocks
+    thousands of times a second pays that on each (pajamax: +36 % CPU per request at 999 Hz, FIELD-NOTES).
+    Per-CPU events cost nothing at a switch; the samples and counts of other tasks on those CPUs are
+    filtered out (profile: by PID when folding) or measured (counters: the CPUs' time not the server's)."""
+    return ["-a", "-C", ",".join(map(str, cpus))] if cpus else ["-p", str(pid)]
 
 
-class Recorder:
-    """A profiler attached to one PID until stop(); stop() always leaves no process behind."""
-
-    def __init__(self, argv: list[str], out_path: Path, log_path: Path, stop_signal=signal.SIGINT):
-        self.argv = argv
-        self.out_path = out_path
-        self.log_path = log_path
-        self.stop_signal = stop_signal
-        self.log = open(log_path, "wb")
-        self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-
-    def wait_attached(self, timeout: float = 10.0) -> None:
-        """Poll until the profiler has written its output header (perf) or is running (py-spy)."""
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            if self.proc.poll() is not None:
-                tail = " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-3:])
-                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): {tail}")
-            if self.out_path.name.endswith(".data"):
-                if self.out_path.exists() and self.out_path.stat().st_size > 0:
-                    return
-            elif time.monotonic() - t0 > 0.5:
-                return
-            time.sleep(0.05)
-
-    def stop(self, timeout: float = 120.0) -> int:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, self.stop_signal)
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            except ProcessLookupError:
-                pass
-        self.log.close()
-        return self.proc.returncode
-
-
-def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str) -> Recorder:
+def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str,
+               cpus: list[int] | None = None) -> Recorder:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out_dir / "perf.data"
-    argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], "-p", str(pid),
+    argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
     return Recorder(argv, data, out_dir / "perf-record.log")
 

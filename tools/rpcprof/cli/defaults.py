@@ -8,13 +8,14 @@
 """
 from __future__ import annotations
 
-MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
+from rpcprof.capture.profiler import MIN_SAMPLES  # noqa: E402  (the layer that uses it owns it)
 FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES is in reach
 
 RUN = {"connections": 1, "streams": 100, "duration": 20.0, "warmup": 5.0, "profile_duration": 10.0,
        "syscall_duration": 5.0, "offcpu_duration": 5.0, "frequency": FREQUENCY, "min_samples": MIN_SAMPLES,
-       "max_time": 600.0}       # --precision's time budget: ten minutes of rounds
-SWEEP = {**RUN, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
+       "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
+       "repeat": 3}             # rounds: an interval for every ratio and category by default
+SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
          "profile_duration": 5.0, "syscall_duration": 3.0, "offcpu_duration": 3.0}
 ATTACH = {"connections": 1, "streams": 100, "duration": 10.0, "warmup": 2.0, "offcpu_duration": 5.0, "frequency": FREQUENCY,
           "min_samples": MIN_SAMPLES}

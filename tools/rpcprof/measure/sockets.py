@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import require
+from rpcprof.measure.recorder import require
 
 INTERVAL = 0.05          # seconds between samples
 
