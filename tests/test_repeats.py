@@ -3,9 +3,11 @@ measurements, the precision stop rule and the time budget are checked exactly.""
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
+from rpcprof.analyze.intervals import pilot_of, rounds_needed, server_ratio
 from rpcprof.jobs.run import Run, RunOptions
 
 
@@ -41,14 +43,24 @@ def test_rounds_interleave_the_servers():
                          ("rust_tonic_mt", 3), ("rust_pajamax", 3)]
 
 
-def test_precision_adds_rounds_until_the_interval_is_narrow_enough():
-    # noisy enough that three rounds are not within ±1 %, steady after
-    run = FakeRun(opts(precision=0.01), {"rust_tonic_mt": [100, 110, 90] + [100] * 20,
-                                         "rust_pajamax": [1000] * 23})
+def test_precision_measures_the_rounds_the_pilot_asks_for():
+    # the pilot's spread sets the rounds (Stein's second stage), whatever the rounds after it show
+    tonic = [100, 104, 96] + [100] * 30
+    run = FakeRun(opts(precision=0.05), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
     run.rounds()
     rounds = max(k for _, k in run.order)
-    assert rounds > 3 and "precision reached" in run.stopped_by
-    assert run.ratio_intervals()["rust_pajamax"].half_width <= 0.01
+    logs = [math.log(1000 / v) for v in tonic[:3]]
+    assert rounds == rounds_needed([logs], 0.05) > 3 and "two-stage rule" in run.stopped_by
+    assert run.order[-2:] == [("rust_tonic_mt", rounds), ("rust_pajamax", rounds)]
+    manifest = {"repeat": 3, "precision": 0.05}
+    interval = server_ratio(run.results["rust_tonic_mt"], run.results["rust_pajamax"], pilot=pilot_of(manifest))
+    assert interval.n == rounds and interval.half_width <= 0.05
+
+
+def test_precision_with_a_steady_pilot_stops_after_it():
+    run = FakeRun(opts(precision=0.05), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run.rounds()
+    assert max(k for _, k in run.order) == 3
 
 
 def test_precision_stops_at_the_time_budget(monkeypatch):

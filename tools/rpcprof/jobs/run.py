@@ -6,6 +6,7 @@ stopped by PID whatever happens.
 from __future__ import annotations
 
 import io
+import math
 import os
 import sys
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
-from rpcprof.analyze.intervals import precision_reached, server_ratio
+from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.repeats import aggregate_repeats
 from rpcprof.capture.profiler import CALL_GRAPHS, ProfilePlan, max_sample_rate, pmu_event
 from rpcprof.capture.window import ProfileTarget
@@ -30,6 +31,7 @@ from rpcprof.measure.procstat import cgroup_name, machine_specs
 from rpcprof.measure.scenario import get_scenario
 from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
+from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import ROOT, RUNS_DIR
 from rpcprof.rundir import RUNS, Manifest, RunFolder, now, write_text
@@ -58,11 +60,12 @@ class RunOptions:
     min_samples: int = RUN["min_samples"]
     app: str | None = None          # overrides the servers' app pattern
     ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
-    syscalls: bool = True           # a window counting syscalls (perf stat on tracepoints)
+    syscalls: bool = True           # count syscalls (perf stat on tracepoints): in the profile window, else alone
     syscall_duration: float = RUN["syscall_duration"]
+    io_sizes: bool = False          # a window of its own recording every read/write's size (first round)
     off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
     off_cpu_duration: float = RUN["offcpu_duration"]
-    repeat: int = 1                 # rounds: every server measured once per round, in turn (A B A B ...)
+    repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     runs_dir: Path = RUNS_DIR
@@ -205,13 +208,16 @@ class Run:
 
     def rounds(self) -> None:
         """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --repeat
-        rounds, or with --precision as many as it takes for every ratio's interval to narrow to the target
-        (at least three), until the next round would end after --max-time. A server that fails is left
-        out of the rounds after."""
+        rounds; or with --precision, Stein's two stages (analyze/intervals.py): a pilot of
+        max(--repeat, 3) rounds sets how many rounds every ratio's interval needs to be within the target,
+        then those are measured, unless the next round would end after --max-time. A server that fails is
+        left out of the rounds after."""
         opts, t0 = self.opts, time.monotonic()
         repeats: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}
+        pilot = max(opts.repeat, PILOT_ROUNDS)
+        wanted = opts.repeat if opts.precision is None else pilot
         k = 0
-        while True:
+        while k < wanted:
             k += 1
             started = time.monotonic()
             for spec in self.specs:
@@ -222,34 +228,38 @@ class Run:
                 self.write("running")
             round_s = time.monotonic() - started
             if opts.precision is None:
-                if k >= opts.repeat:
-                    return
                 continue
-            intervals = self.ratio_intervals()
-            shown_ci = ", ".join(f"{name} {i.text()} (±{100 * i.half_width:.1f} %)" if i and i.half_width is not None
-                                 else f"{name} {i.text() if i else '-'}" for name, i in intervals.items())
-            _log(f"rpcprof: round {k}: {shown_ci or 'no ratio yet'}")
-            if k >= max(opts.repeat, 3) and precision_reached(list(intervals.values()), opts.precision):
-                self.stopped_by = f"precision reached after {k} rounds: every ratio within ±{100 * opts.precision:g} %"
-                break
-            if time.monotonic() - t0 + round_s > opts.max_time:
+            if k == pilot:
+                logs = self.pilot_logs()
+                if not logs:
+                    self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
+                    break
+                wanted = rounds_needed(logs, opts.precision)
+                _log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
+                     f"±{100 * opts.precision:g} % (two-stage rule)")
+            if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
                 self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
-                                   f"{k} rounds measured")
+                                   f"{k} of the {wanted} rounds the target needs were measured")
                 break
-        _log(f"rpcprof: {self.stopped_by}")
+        else:
+            if opts.precision is not None:
+                self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
+                                   f"within ±{100 * opts.precision:g} %")
+        if self.stopped_by:
+            _log(f"rpcprof: {self.stopped_by}")
 
-    def ratio_intervals(self) -> dict:
-        """Each later server's req/s-per-CPU ratio over the first's, from the rounds so far."""
+    def pilot_logs(self) -> list[list[float]]:
+        """The pilot's log ratios of each later server over the first (req/s per CPU)."""
         names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == "ok"]
         if len(names) < 2:
-            return {}
+            return []
         base = self.results[names[0]]
-        return {name: server_ratio(base, self.results[name]) for name in names[1:]}
+        return [x for x in (log_ratios(base, self.results[n]) for n in names[1:]) if len(x) >= 2]
 
     def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
         """One measurement of spec in a session of its own; repeats after the first go in
-        SERVER/repeat-K, without profile and syscall windows (the explanation is taken once; repeats
-        measure the spread)."""
+        SERVER/repeat-K. Every round has its profile window (with the syscall counts); the read/write
+        size and off-CPU windows are the first round's only."""
         out = self.folder.server_dir(spec.name, repeat)
         result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
                   "started": now(precise=True)}
@@ -315,12 +325,25 @@ class Run:
         result["app"] = opts.app or spec.app
         result["ruler"] = opts.ruler or spec.ruler
         result["profiler"] = spec.profiler
-        if opts.syscalls and first:
-            result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"])
-            self._check_alive(server, "during the syscall-count window")
-        if opts.profile and first:
+        # Every round: the profile window, counting syscalls on the server's CPUs at the same time (both
+        # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
+        # state the measured window was in. Without a profile, the counters get a window of their own.
+        if opts.profile:
             result["profile"] = self._profile(session, spec, server, subject, result)
+            if "counted" in result["profile"]:
+                result["syscalls"] = result["profile"].pop("counted")
             self._check_alive(server, "during the profile window")
+        elif opts.syscalls:
+            result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
+                                                      cpus=opts.server_cpus)
+            self._check_alive(server, "during the syscall-count window")
+        if opts.io_sizes and first:
+            sizes = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
+                                         cpus=opts.server_cpus, record_io=True)
+            result["io_sizes"] = sizes
+            if result.get("syscalls"):
+                result["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
+            self._check_alive(server, "during the read/write size window")
         if first and steps.wants_off_cpu(opts.off_cpu, result):
             result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
                                              self.rules or load_rules(), [opts.port])
@@ -333,12 +356,15 @@ class Run:
         opts = self.opts
         # py-spy --gil samples only while a thread holds the GIL: plan for half the measured CPU
         cores = result["server_cpu_cores"] * (0.5 if spec.profiler == "py-spy" else 1.0)
+        # a profile in every round: the samples the breakdown needs are reached over the planned rounds
+        rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
         plan = ProfilePlan.for_load(cores, opts.frequency, opts.profile_duration,
-                                    opts.min_samples, max_frequency=min(4999, max_sample_rate()))
+                                    math.ceil(opts.min_samples / rounds), max_frequency=min(4999, max_sample_rate()))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
-                               subject.out, opts.min_samples)
+                               subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus)
         server.keep_workdir = True      # perf.data may name files the server wrote there
-        return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"))
+        return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
+                             count_cpus=opts.server_cpus)
 
     @staticmethod
     def _check_alive(server: ServerProcess, when: str) -> None:

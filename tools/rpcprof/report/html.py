@@ -18,6 +18,7 @@ from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
+from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import _cell
@@ -82,7 +83,7 @@ def build_html(run_dir: Path, rules: Rules) -> str:
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
-    rows = run_rows(metrics, servers)
+    rows = run_rows(metrics, servers, pilot_of(manifest["parameters"]))
     parts = [f"<h1>rpcprof run {esc(run_dir.name)}</h1>",
              f"<p>status <b>{esc(manifest.get('status'))}</b> · mode {esc(manifest.get('mode', 'run'))} · "
              f"command <code>{esc(' '.join(manifest.get('command') or []))}</code></p>",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpcprof.analyze.intervals import cv, repeats_by_index, server_ratio
+from rpcprof.analyze.intervals import cv, pilot_of, repeats_by_index, server_ratio
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
@@ -69,9 +69,10 @@ def notes_for(m: dict) -> str:
     return ", ".join(notes)
 
 
-def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[dict]:
+def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
     """One row per server in run order; 'relative' is req/s per CPU over the first measured server's.
-    A server that failed shows no figures: a window it did not finish is not a measurement."""
+    A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
+    run's --precision pilot (intervals.pilot_of), for the two-stage interval."""
     names = order or list(metrics)
     figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == "ok" else {}) for n in names}
     base = next((figures[n]["req_per_cpu_s"] for n in names if figures[n].get("req_per_cpu_s")), None)
@@ -117,7 +118,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None) -> list[d
     first = next((n for n in names if figures[n].get("req_per_cpu_s")), None)
     for row in rows:
         other = first and row["req_per_cpu_s"] and row["server"] != first
-        interval = server_ratio(figures[first], figures[row["server"]]) if other else None
+        interval = server_ratio(figures[first], figures[row["server"]], pilot=pilot) if other else None
         row["ratio_interval"] = interval.as_dict() if interval else None
         row["ratio_text"] = interval.text() if interval else None
         if interval:
@@ -194,7 +195,7 @@ def p_repeat(manifest: dict) -> str:
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     manifest, metrics = load_run(run_dir)
     order = manifest["parameters"]["servers"]
-    rows = run_rows(metrics, order)
+    rows = run_rows(metrics, order, pilot_of(manifest["parameters"]))
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
     columns = run_columns(latency)
