@@ -80,3 +80,20 @@ def test_saved_run_explanation_traces_every_kernel_figure_to_the_run_folder():
                 assert any(fig.key == src["key"] and fig.value == src["value"] for fig in figures.values()), src
             assert f["delta_us"] == pytest.approx(sum(
                 rows[c][f"delta_{e['server']}"] for c in rows if c == f["category"]))
+
+
+def test_no_syscall_named_no_write_figure_and_no_write_sentence():
+    """A window whose per-syscall tracepoints were missing (every call `other`) measured no writes: no
+    '0.00 write syscalls per request', no batching sentence built on it."""
+    from rpcprof.analyze.mechanism import explain_gap, kernel_figures
+    from rpcprof.measure.syscalls import per_request
+    unnamed = per_request({"total": 132_156, "by_syscall": {"other": 132_156}}, 60_000)
+    assert unnamed["writes_per_req"] is None
+    assert kernel_figures(unnamed)["writes_per_req"].value is None
+    named = per_request({"total": 4_000, "by_syscall": {"writev": 2_400, "other": 1_600}}, 60_000)
+    us = {"a": {"send": 10.0, "protocol": 5.0}, "b": {"send": 1.0, "protocol": 4.0}}
+    _, findings = explain_gap("a", "b", us, {"a": unnamed, "b": named})
+    send = next(f for f in findings if f.category == "send")
+    assert "write" not in send.text
+    _, findings = explain_gap("a", "b", us, {"a": {**named, "writes_per_req": 1.0}, "b": named})
+    assert "write" in next(f for f in findings if f.category == "send").text

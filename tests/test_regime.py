@@ -34,3 +34,27 @@ def test_small_absolute_changes_in_writes_are_not_a_new_regime():
 
 def test_windows_without_figures_raise_no_flag():
     assert regime_flags({"status": "ok", "req_per_s": 10.0}) == []
+
+
+def round_result(rounds: list[tuple[float, float, float, float]]) -> dict:
+    """A result of several rounds, each (measured req/s, profile req/s, measured VFS writes/req, profile
+    VFS writes/req), with the counts taken in the profile window, as runs now measure."""
+    rows = [{"repeat": k + 1, "req_per_s": a, "profile_req_per_s": b, "syscall_window": "profile",
+             "syscall_req_per_s": b, "measured_vfs_writes_per_req": wa, "profile_vfs_writes_per_req": wb}
+            for k, (a, b, wa, wb) in enumerate(rounds)]
+    return {"status": "ok", "req_per_s": rounds[0][0], "repeats": rows,
+            "syscalls": {"window": "profile", "req_per_s": rounds[0][1], "writes_per_req": 1.0}}
+
+
+def test_rounds_are_checked_on_their_mean_change_and_counts_of_the_profile_window_are_no_other_regime():
+    # one noisy round (-15 %) among steady ones is not a regime; the syscall counts share the profile
+    # window, so no SYSCALL-REGIME can arise from them
+    steady = round_result([(100.0, 85.0, 1.0, 1.0), (100.0, 101.0, 1.0, 1.0), (100.0, 99.0, 1.0, 1.0)])
+    assert regime_flags(steady) == []
+    shifted = round_result([(100.0, 86.0, 1.0, 1.0), (100.0, 88.0, 1.0, 1.0), (100.0, 87.0, 1.0, 1.0)])
+    assert regime_flags(shifted) == ["PROFILE-REGIME: req/s -13 %"]
+
+
+def test_a_batching_change_shows_in_the_free_counters_of_both_windows():
+    flags = regime_flags(round_result([(100.0, 100.0, 0.05, 0.31), (100.0, 100.0, 0.05, 0.29)]))
+    assert flags == ["PROFILE-REGIME: VFS writes per request 0.05 -> 0.30"]

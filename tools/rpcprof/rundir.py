@@ -321,9 +321,10 @@ def saved_copy(path: Path) -> Path:
     return gz if not path.exists() and gz.exists() else path
 
 
-def profile_folded(run_dir: Path, server: str) -> Path:
-    """A server's folded stacks in a run folder: profile.folded, or profile.folded.gz in a saved copy."""
-    return saved_copy(Path(run_dir) / server / "profile.folded")
+def profile_folded(run_dir: Path, server: str, repeat: int = 1) -> Path:
+    """A server's folded stacks in a run folder (repeat: that round's): profile.folded, or
+    profile.folded.gz in a saved copy."""
+    return saved_copy(server_path(run_dir, server, repeat) / "profile.folded")
 
 
 def run_of_folded(folded: Path) -> tuple[Path, str] | None:

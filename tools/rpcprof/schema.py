@@ -22,8 +22,8 @@ COLOR = {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "description": "a col
 PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
                            "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds", "pyspy_kept",
-                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share")},
-    **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan")},
+                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter")},
+    **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan", "scope")},
     "too_few_samples": FLAG,
     "syscalls": {"type": ["object", "null"], "properties": {
         "per_req": NUMBER, "writes_per_req": NUMBER, "events": NUMBERS, "events_per_req": NUMBERS,
@@ -50,7 +50,7 @@ RESULT = {"type": "object", "properties": {
     "repeats": {"type": ["array", "null"], "items": {"type": "object"}},
     **{k: FLAG for k in ("client_bound", "latency_bound", "unsaturated", "in_flight_flag")},
     **{k: TEXT for k in ("app", "ruler", "cpu_note", "error", "server", "description", "profiler")},
-    "latency": NUMBERS, "memory": NUMBERS, "offcpu": OFFCPU,
+    "latency": NUMBERS, "memory": NUMBERS, "proc": NUMBERS, "proc_per_req": NUMBERS, "offcpu": OFFCPU,
     "profile": {"anyOf": [{"type": "null"}, PROFILE]},
     "spread": {"type": ["object", "null"]},
     "syscalls": {"type": ["object", "null"], "properties": {

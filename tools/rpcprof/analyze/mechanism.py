@@ -60,6 +60,12 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
     """The per-request kernel figures of one server's syscall window (None where not measured)."""
     sc = syscalls or {}
     by = sc.get("by_syscall_per_req") or {}
+    if not set(by) - {"other"}:
+        # no syscall named (the per-syscall tracepoints were not found: every call is `other`): the
+        # family figures were not measured, and 0 write syscalls would be a figure nobody measured
+        by = {}
+        if sc.get("writes_per_req") == 0 and not (sc.get("by_syscall") or {}).keys() - {"other"}:
+            sc = {**sc, "writes_per_req": None}
 
     def summed(names, key):
         present = [n for n in names if n in by]

@@ -1,39 +1,101 @@
-"""One regime per run: are the syscall-count and profile windows in the measured window's regime?
+"""One regime per run: were the instrumented windows in the measured window's regime?
 
-The figures of a run come from three windows with the same load: the measured one (no profiler: req/s,
-CPU per request), the syscall-count one (syscalls per request) and the profile one (shares). Multiplying
-shares from one by CPU per request from another is right only if the server behaved alike in all three.
-A server whose batching changes (tonic on current_thread writing once per batch in one window, once per
-response in another) is not in the same regime, whatever its CPU says. So each window's req/s is checked
-against the measured one, and the profile window's writes per request against the syscall window's.
+The figures of a run come from windows with the same load: the measured one (no profiler: req/s, CPU
+per request) and the profile one (shares, and the syscall counts taken in the same window). Multiplying
+shares from one by CPU per request from another is right only if the server behaved alike in both. A
+server whose batching changes (tonic on current_thread writing once per batch in one window, once per
+response in another) is not in the same regime, whatever its CPU says.
+
+So each instrumented window's req/s is checked against the measured window of the same round, and the
+process's own counters, which the kernel keeps in every window at no cost (/proc: VFS writes and context
+switches per request), are checked between the two. With rounds, the check is on the geometric mean of
+the rounds' changes, so that one noisy round does not flag a run and a steady shift does.
+
+A read/write size window (--io-sizes) is instrumented more heavily; its figures are checked the same way
+and flagged IO-REGIME.
 """
 from __future__ import annotations
 
+import math
+
 REQ_PER_S = 0.10          # req/s more than 10 % away from the measured window's
-WRITES_RELATIVE = 0.25    # writes per request more than 25 % away ...
-WRITES_ABSOLUTE = 0.02    # ... and by more than 0.02 (a batching factor that changed)
+PER_REQ_RELATIVE = 0.25   # a per-request counter more than 25 % away ...
+PER_REQ_ABSOLUTE = 0.02   # ... and by more than 0.02 (a batching factor that changed)
+COUNTERS = (("vfs_writes", "VFS writes per request"), ("context_switches", "context switches per request"))
 
 
-def _rps_change(window: dict, measured: float | None) -> str | None:
-    rps = window.get("req_per_s")
-    if not rps or not measured:
-        return None
-    change = rps / measured - 1
-    return f"req/s {100 * change:+.0f} %" if abs(change) > REQ_PER_S else None
+def _geomean_change(pairs: list[tuple[float, float]]) -> float | None:
+    logs = [math.log(b / a) for a, b in pairs if a and b and a > 0 and b > 0]
+    return math.exp(sum(logs) / len(logs)) - 1 if logs else None
+
+
+def _rounds(result: dict) -> list[dict]:
+    """Each round's measured and instrumented figures; runs whose rounds did not each carry a profile
+    (before every round had one) are one round: the aggregated result, as they were checked then."""
+    rows = result.get("repeats") or []
+    return rows if rows and all("profile_req_per_s" in r for r in rows) else [round_row(result)]
+
+
+def round_row(r: dict) -> dict:
+    """The figures of one round that the regime check and the round intervals need."""
+    prof, sc, io = r.get("profile") or {}, r.get("syscalls") or {}, r.get("io_sizes") or {}
+    proc, prof_proc = r.get("proc_per_req") or {}, (sc.get("proc_per_req") if sc.get("window") == "profile" else None) or {}
+    return {"req_per_s": r.get("req_per_s"), "cpu_us_per_req": r.get("cpu_us_per_req"),
+            "profile_req_per_s": prof.get("req_per_s"),
+            "profiled_cpu_us_per_req": prof.get("cpu_us_per_req_profiled"),
+            "syscall_window": sc.get("window"), "syscall_req_per_s": sc.get("req_per_s"),
+            "io_req_per_s": io.get("req_per_s"),
+            **{f"measured_{k}_per_req": proc.get(k) for k, _ in COUNTERS},
+            **{f"profile_{k}_per_req": prof_proc.get(k) for k, _ in COUNTERS},
+            "writes_per_req": sc.get("writes_per_req"), "syscalls_per_req": sc.get("per_req"),
+            "profile_samples": prof.get("samples")}
+
+
+def _rps_change(rows: list[dict], key: str) -> str | None:
+    change = _geomean_change([(r.get("req_per_s"), r.get(key)) for r in rows])
+    return f"req/s {100 * change:+.0f} %" if change is not None and abs(change) > REQ_PER_S else None
+
+
+def _counter_changes(rows: list[dict]) -> list[str]:
+    out = []
+    for key, label in COUNTERS:
+        pairs = [(r.get(f"measured_{key}_per_req"), r.get(f"profile_{key}_per_req")) for r in rows]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        if not pairs:
+            continue
+        a = sum(x for x, _ in pairs) / len(pairs)
+        b = sum(y for _, y in pairs) / len(pairs)
+        if abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b):
+            out.append(f"{label} {a:.2f} -> {b:.2f}")
+    return out
 
 
 def regime_flags(result: dict) -> list[str]:
-    """Flags such as `PROFILE-REGIME: req/s -18 %, writes per request 0.05 -> 0.31` for one server's result."""
-    measured = result.get("req_per_s")
-    sc, prof = result.get("syscalls") or {}, result.get("profile") or {}
+    """Flags such as `PROFILE-REGIME: req/s -18 %, VFS writes per request 0.05 -> 0.31` for one server's
+    result. A syscall window of its own (--no-profile, or runs made before the counts went into the
+    profile window) is checked as SYSCALL-REGIME."""
+    if not result.get("req_per_s"):
+        return []
+    rows = _rounds(result)
     flags = []
-    change = _rps_change(sc, measured)
+    change = _rps_change([r for r in rows if r.get("syscall_window") != "profile"], "syscall_req_per_s")
     if change:
         flags.append(f"SYSCALL-REGIME: {change}")
-    parts = [x for x in (_rps_change(prof, measured),) if x]
-    a, b = sc.get("writes_per_req"), (prof.get("syscalls") or {}).get("writes_per_req")
-    if a is not None and b is not None and abs(b - a) > WRITES_ABSOLUTE and abs(b - a) > WRITES_RELATIVE * max(a, b):
-        parts.append(f"writes per request {a:.2f} -> {b:.2f}")
+    parts = [x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + _counter_changes(rows) + _own_window_writes(result)
     if parts:
         flags.append("PROFILE-REGIME: " + ", ".join(parts))
+    change = _rps_change(rows, "io_req_per_s")
+    if change:
+        flags.append(f"IO-REGIME: {change}")
     return flags
+
+
+def _own_window_writes(result: dict) -> list[str]:
+    """Counts from a syscall window of its own: the profile window's writes per request against it."""
+    sc, prof = result.get("syscalls") or {}, result.get("profile") or {}
+    if sc.get("window") == "profile":
+        return []
+    a, b = sc.get("writes_per_req"), (prof.get("syscalls") or {}).get("writes_per_req")
+    if a is not None and b is not None and abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b):
+        return [f"writes per request {a:.2f} -> {b:.2f}"]
+    return []

@@ -1,6 +1,9 @@
 """N measurements of one server reduced to one result: the median repeat's figures and the spread."""
 from __future__ import annotations
 
+from rpcprof.analyze.intervals import paired_ratio
+from rpcprof.analyze.regime import round_row
+
 
 FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
            "requests_non_ok", "window_s", "client_cpu_s", "client_cpu_cores", "client_cpu_share", "server_cpu_share",
@@ -11,7 +14,9 @@ SPREAD = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "c
 def aggregate_repeats(repeats: list[dict]) -> dict:
     """One result from N measurements: the figures of the median repeat by req/s per CPU (the lower
     middle one for even N), so that every invariant between figures still holds, plus the min-max
-    spread of each figure across repeats. The profile and syscall counts come from the first."""
+    spread of each figure across repeats. The profile and syscall records are the first round's (its
+    files are in SERVER/); each round's figures are in `repeats` (analyze/regime.round_row), and the
+    profile's cost is paired round by round."""
     if len(repeats) == 1:
         return repeats[0]
     if any(r.get("status") != "ok" for r in repeats):
@@ -24,8 +29,13 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
     for k in ("p99_ms", "avg_ms"):
         out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]
-    out["repeats"] = [{k: r.get(k) for k in ("repeat", "started", *SPREAD)} for r in repeats]
-    if out.get("profile", {}).get("cpu_us_per_req_profiled"):
-        out["profile"] = {**out["profile"], "overhead_pct": 100 * (
-            out["profile"]["cpu_us_per_req_profiled"] / out["cpu_us_per_req"] - 1)}
+    out["repeats"] = [{**{k: r.get(k) for k in ("repeat", "started", *SPREAD)}, **round_row(r)} for r in repeats]
+    profiled = [(r["cpu_us_per_req"], (r.get("profile") or {}).get("cpu_us_per_req_profiled")) for r in repeats]
+    profiled = [(a, b) for a, b in profiled if a and b]
+    if profiled:
+        # the profile window's cost: profiled over unprofiled CPU per request, paired round by round
+        cost = paired_ratio([a for a, _ in profiled], [b for _, b in profiled])
+        out["profile"] = {**out["profile"], "overhead_pct": 100 * (cost.ratio - 1),
+                          "overhead_interval_pct": ([100 * (cost.low - 1), 100 * (cost.high - 1)]
+                                                    if cost.low is not None else None)}
     return out

@@ -58,8 +58,9 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 
 
-def fold_perf(data: Path, folded: Path) -> dict:
+def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
+    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
 
     --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
     """
@@ -68,7 +69,8 @@ def fold_perf(data: Path, folded: Path) -> dict:
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
     with open(script, "wb") as out:
-        proc = children.run([perf, "script", "-i", str(data), "--no-inline"], stdout=out,
+        proc = children.run([perf, "script", "-i", str(data), "--no-inline",
+                             *([f"--pid={pid}"] if pid is not None else [])], stdout=out,
                               stderr=subprocess.PIPE)
     if proc.returncode != 0:
         script.unlink(missing_ok=True)
@@ -139,6 +141,14 @@ def records_switches(data: Path) -> bool:
     return proc.returncode == 0 and events == ["sched:sched_switch"]
 
 
+def recorded_pid(data: Path) -> int | None:
+    """The process a recording of whole CPUs was folded for, from the profile record beside it (None: a
+    recording of one process's threads, or no record)."""
+    from rpcprof.rundir import read_profile
+    pid = read_profile(data.parent).get("pid_filter")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+
+
 def fold(source: Path, out: Path) -> dict:
     """Fold a saved profile (perf.data or py-spy raw) into out; returns {'samples': N, 'input': kind}."""
     source, out = Path(source), Path(out)
@@ -149,7 +159,7 @@ def fold(source: Path, out: Path) -> dict:
         if records_switches(source):
             from rpcprof.capture.offcpu import fold_offcpu
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
-        return {**fold_perf(source, out), "input": "perf.data"}
+        return {**fold_perf(source, out, recorded_pid(source)), "input": "perf.data"}
     from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
     with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
         joined = Path(scratch) / "py-spy.folded"

@@ -31,6 +31,7 @@ class ProfileTarget:
     event: str           # perf's sampled event
     out: Path            # folder for perf.data, profile.folded, profile.json
     min_samples: int
+    cpus: list[int] | None = None   # perf: sample these whole CPUs (the server is pinned there), keep pid's samples
 
 
 def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
@@ -84,13 +85,16 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     taken when drive returns) and returns the OK requests it saw, or None when unknown. The session owns
     the profiler while it runs, so it is stopped on any exit path.
     """
-    what = (f"perf {target.event}, {target.call_graph} call graphs" if target.profiler == "perf"
+    cpus = target.cpus if target.profiler == "perf" else None
+    scope = f"CPU {','.join(map(str, cpus))}, pid {target.pid}'s samples kept" if cpus else f"pid {target.pid}'s threads"
+    what = (f"perf {target.event}, {target.call_graph} call graphs, {scope}" if target.profiler == "perf"
             else f"py-spy ({PYSPY_EVENT})")
     log(f"rpcprof: {target.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
     folded = target.out / "profile.folded"
     if target.profiler == "perf":
-        recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event))
+        recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event,
+                                          cpus))
     else:
         recorder = session.own(start_pyspy(target.pid, target.out / "py-spy.raw", plan.frequency))
     recorder.wait_attached()
@@ -109,6 +113,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         "weight": ("sample period in ns (inferno weights perf samples by period)" if target.profiler == "perf"
                    else "samples"),
         "recorder_exit_code": code,
+        "scope": scope if target.profiler == "perf" else f"pid {target.pid}",
+        "pid_filter": target.pid if cpus else None,
         "requests_ok": requests,
         "server_cpu_s": cpu_ns / 1e9,
         "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None,
@@ -124,7 +130,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     if target.profiler == "perf" and data.exists():
         record.update(sampling_rate_used(target.name, plan.frequency, data))
     if target.profiler == "perf":
-        record.update(fold_perf(data, folded) if data.exists() else {"samples": 0})
+        record.update(fold_perf(data, folded, target.pid if cpus else None) if data.exists() else {"samples": 0})
     elif (target.out / "py-spy.raw").exists():
         record.update(fold_pyspy(target.out / "py-spy.raw", folded))
         record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / "py-spy.log"))

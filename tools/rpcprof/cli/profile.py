@@ -95,16 +95,16 @@ def share(ctx, param, value):
     return x
 
 
-def repeat_options(what: str):
+def repeat_options(what: str, default: int):
     """--repeat, --precision, --max-time: the rounds of run and sweep."""
     def decorate(f):
         for option in reversed([
-            click.option("--repeat", default=1, show_default=True, callback=positive,
+            click.option("--repeat", default=default, show_default=True, callback=positive,
                          help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
                               f"ratios come from adjacent pairs with a 95 % interval{what}."),
             click.option("--precision", default=None, callback=share, metavar="SHARE",
-                         help="Add rounds (at least 3) until every ratio's 95 % interval is within ±SHARE "
-                              f"(e.g. 5%){what}."),
+                         help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
+                              f"(e.g. 5%): a pilot of max(--repeat, 3) rounds sets how many (two-stage rule){what}."),
             click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
                          help=f"With --precision: stop before a round would end after this many seconds{what}."),
         ]):
@@ -173,16 +173,21 @@ def main():
                    "ruler; the built-in Rust servers: the handler's format_inner).")
 @latency_option
 @click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
-              help="Count syscalls per request in a window of their own.")
+              help="Count syscalls per request on the server's CPUs, in the profile window (a window of their own "
+                   "with --no-profile).")
 @click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
-              help="Syscall-count window [s].")
+              help="Syscall-count window [s] (with --no-profile, and for --io-sizes).")
+@click.option("--io-sizes/--no-io-sizes", default=False, show_default=True,
+              help="Also record every read/write's return value in a window of its own (first round): bytes per "
+                   "read and write, reads that found nothing (EAGAIN). It costs a sample per call, so it is not "
+                   "in the profile window; its cost is printed.")
 @off_cpu_options(RUN["offcpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
-@repeat_options("")
+@repeat_options("", RUN["repeat"])
 @runs_dir_option
 @format_option
 def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
         params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
-        syscall_duration, off_cpu, off_cpu_duration, repeat, precision, max_time, runs_dir, fmt):
+        syscall_duration, io_sizes, off_cpu, off_cpu_duration, repeat, precision, max_time, runs_dir, fmt):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
@@ -195,7 +200,7 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                       load_cpus=load_cpus, port=port, label=label, params=params,
                       profile=profile, call_graph=call_graph, frequency=frequency,
                       profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
-                      syscalls=count_syscalls, syscall_duration=syscall_duration, off_cpu=off_cpu,
+                      syscalls=count_syscalls, syscall_duration=syscall_duration, io_sizes=io_sizes, off_cpu=off_cpu,
                       off_cpu_duration=off_cpu_duration, repeat=repeat,
                       precision=precision, max_time=max_time, runs_dir=runs_dir)
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
@@ -240,7 +245,7 @@ def int_list(ctx, param, value):
 @click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, callback=not_negative,
               help="Warm-up before each window [s].")
-@repeat_options(" (per cell)")
+@repeat_options(" (per cell)", SWEEP["repeat"])
 @placement_and_load_options
 @click.option("--label", default="", callback=file_label, help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")

@@ -314,6 +314,8 @@ class Attach:
             ended = {}
             drive = None if opts.load else (lambda window: self._wait(plan, window, ended))
             record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), drive)
+            if "counted" in record:             # the profile window counted syscalls on the process's threads
+                result["syscalls"] = record.pop("counted")
             result["profile"] = record
             if not opts.load and not measured:
                 self._figures_without_load(result, record, plan, monitor)

@@ -15,7 +15,8 @@ from rpcprof.capture.window import ProfileTarget, capture_profile
 from rpcprof.errors import UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
+from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof.rundir import RunFolder
@@ -67,22 +68,24 @@ def warm_up(subject: Subject, seconds: float) -> None:
 
 def measure(subject: Subject) -> dict:
     """The efficiency window: no profiler attached; the figures of exactly that window."""
-    load, cpu_ns, memory = measured_window(subject.driver, subject.settings, subject.port, subject.out,
-                                           subject.monitor)
+    load, cpu_ns, memory, proc = measured_window(subject.driver, subject.settings, subject.port, subject.out,
+                                                 subject.monitor)
     figures = window_metrics(load, cpu_ns, memory, subject.settings.streams,
-                             subject.server_cpu_count, list(subject.load_cpus))
+                             subject.server_cpu_count, list(subject.load_cpus), proc)
     figures.update(cpu_method=subject.monitor.method, load_argv=load.argv)
     return figures
 
 
 def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow,
-                   record_io: bool = False):
-    """Load for seconds while perf stat counts the subject's syscalls and kernel events into out/NAME.csv;
-    with record_io, perf record also takes every read/write-family return value (out/NAME-io.data),
-    summarised into counts['io'] (None if it could not be recorded) and counts['io_lost']. Both are
-    attached before the load starts; the session owns them, so they are stopped on every path.
-    Returns (load, counts)."""
-    counter = session.own(syscalls.start_count(subject.pid, subject.out, name))
+                   record_io: bool = False, cpus: list[int] | None = None):
+    """Load for seconds while perf stat counts syscalls into out/NAME.csv: on the whole CPUs cpus (the
+    server is pinned there; no per-thread event to switch), else on every thread of the subject with its
+    kernel events. The process's own counters (/proc: context switches, page faults, VFS reads and
+    writes) are read at the window's ends; with cpus they stand for the kernel events. With record_io,
+    perf record also takes every read/write-family return value (out/NAME-io.data), summarised into
+    counts['io'] (None if it could not be recorded) and counts['io_lost']. All are attached before the
+    load starts; the session owns them, so they are stopped on every path. Returns (load, counts)."""
+    counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
     io_recorder = _start_io_record(session, subject, f"{name}-io") if record_io else None
     counter.wait_attached()
     if io_recorder is not None:
@@ -92,10 +95,14 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             session.stop(io_recorder)
             io_recorder = None
             log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
-    load = subject.drive(seconds, f"{name}-load.log", window)
+    own = ProcWindow(subject.pid)
+    load = subject.drive(seconds, f"{name}-load.log", Marks(window, own))
     session.stop(io_recorder)
     session.stop(counter)
     counts = syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+    counts["proc"] = own.counts()
+    if cpus:
+        counts["events"] = syscalls.events_from_proc(counts["proc"])
     if record_io:
         summary = syscalls.summarise_io(session, io_recorder) if io_recorder is not None else None
         counts["io"] = summary["io"] if summary else None
@@ -112,19 +119,15 @@ def _start_io_record(session: Session, subject: Subject, name: str):
     return session.own(recorder)
 
 
-def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None) -> dict:
-    """A window with the same load, perf stat counting syscalls and kernel events on every thread and
-    perf record taking each read/write's return value; its own CPU per request shows what counting and
-    recording cost. Kernel events: `events` (raw) and `events_per_req`; reads and writes: `io` per
-    syscall name and reads_per_req, eagain_reads_per_req, bytes_per_read, bytes_per_write,
-    req_per_write (see measure/syscalls.py)."""
-    log(f"rpcprof: {subject.name}: counting syscalls and kernel events, recording read/write sizes for "
-        f"{seconds:g} s (tracepoints)")
-    window = CpuWindow(subject.monitor)
-    load, counts = counted_window(session, subject, seconds, "syscalls", window, record_io=True)
-    cpu_ns = window.ns()
-    record = {"window_s": load.wall_s, "requests_ok": load.ok, **counts, **syscalls.per_request(counts, load.ok),
-              **syscalls.io_per_request(counts.get("io"), load.ok),
+def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None, window: str,
+                   cpus: list[int] | None) -> dict:
+    """The syscalls record of a counted window: counts, per request, its own req/s and CPU per request,
+    and what counting cost against the unprofiled window (counting_cost_pct)."""
+    record = {"window": window, "scope": f"CPU {','.join(map(str, cpus))}" if cpus else "threads",
+              "window_s": load.wall_s, "requests_ok": load.ok,
+              **{k: v for k, v in counts.items() if k != "proc"},
+              **syscalls.per_request(counts, load.ok), **syscalls.io_per_request(counts.get("io"), load.ok),
+              "proc": counts.get("proc"), "proc_per_req": per_request(counts.get("proc") or {}, load.ok),
               "req_per_s": load.ok / load.wall_s if load.wall_s else None,
               "server_cpu_cores": cpu_ns / 1e9 / load.wall_s if load.wall_s else None,
               "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}
@@ -133,24 +136,48 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     return record
 
 
+def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None,
+                   cpus: list[int] | None = None, record_io: bool = False) -> dict:
+    """A window of its own with the same load, counting syscalls (and with record_io taking each
+    read/write's return value: bytes per read and per write, EAGAIN reads, requests per write); its own
+    CPU per request shows what counting and recording cost. Used when no profile window carries the
+    counters, and for the read/write sizes, whose recording costs a sample per call."""
+    what = "counting syscalls" + (" and recording read/write sizes" if record_io else "")
+    log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
+        f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
+    window = CpuWindow(subject.monitor)
+    load, counts = counted_window(session, subject, seconds, "syscalls-io" if record_io else "syscalls", window,
+                                  record_io=record_io, cpus=cpus)
+    return syscall_record(load, counts, window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
+
+
 def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan,
-            unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None) -> dict:
+            unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None,
+            count: bool = True, count_cpus: list[int] | None = None) -> dict:
     """A window with the profiler attached: driven by the subject's load, or by drive (e.g. waiting while
-    someone else's load runs). The record gets the profiler's cost against the unprofiled window."""
+    someone else's load runs). With count, the same window counts syscalls (count_cpus: on those whole
+    CPUs), so the breakdown and the syscall figures describe one state: record['counted'] holds that
+    window's syscalls record. The record gets the window's cost against the unprofiled window."""
     seen = {}
     if drive is None:
         def drive(window):
-            # the profile window's own req/s and syscalls per request, to check it is in the measured regime
-            seen["load"], seen["counts"] = counted_window(session, subject, plan.duration, "profile-syscalls", window)
+            if count:
+                seen["load"], seen["counts"] = counted_window(session, subject, plan.duration, "profile-syscalls",
+                                                              window, cpus=count_cpus)
+            else:
+                seen["load"] = subject.drive(plan.duration, "profile-load.log", window)
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
     if "load" in seen:
         load = seen["load"]
-        record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None,
-                      syscalls=syscalls.per_request(seen["counts"], load.ok))
+        record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
+        if "counts" in seen:
+            record["syscalls"] = syscalls.per_request(seen["counts"], load.ok)
+            cpu_ns = round(record["server_cpu_s"] * 1e9)
+            record["counted"] = syscall_record(load, seen["counts"], cpu_ns, unprofiled_us, "profile", count_cpus)
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
-    RunFolder.write_profile(subject.out, record)
+    RunFolder.write_profile(subject.out, {k: v for k, v in record.items() if k != "counted"})
     return record
 
 

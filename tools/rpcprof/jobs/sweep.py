@@ -39,12 +39,14 @@ def cells(connections: list[int], streams: list[int],
 
 
 def seconds_per_cell(opts: RunOptions, every_off_cpu: bool = False) -> float:
-    """Planned seconds for one cell: per server and repeat, warm-up, window, syscall and profile windows
-    (first repeat only), start-up and folding; the off-CPU window when asked (--off-cpu), or with
+    """Planned seconds for one cell: per server and repeat, warm-up, window, the profile window (which
+    counts the syscalls; a syscall window instead with --no-profile), start-up and folding; in the first
+    repeat the read/write size window (--io-sizes) and the off-CPU window when asked (--off-cpu), or with
     every_off_cpu=True when it may come (neither --off-cpu nor --no-off-cpu: it runs in the cells that turn
     out latency-bound or unsaturated, which no plan can know, so the plan gives both bounds)."""
-    one = opts.warmup + opts.duration + 2.0
-    first_extra = (opts.syscall_duration if opts.syscalls else 0) + (opts.profile_duration + 2 if opts.profile else 0)
+    one = opts.warmup + opts.duration + 2.0 + (opts.profile_duration + 2 if opts.profile else
+                                               opts.syscall_duration if opts.syscalls else 0)
+    first_extra = opts.syscall_duration if opts.io_sizes else 0
     off_cpu = opts.off_cpu or (every_off_cpu and opts.off_cpu is None)
     first_extra += opts.off_cpu_duration + 1 if off_cpu else 0
     return len(opts.servers) * (opts.repeat * one + first_extra)

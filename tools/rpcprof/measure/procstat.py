@@ -195,6 +195,21 @@ class CpuWindow:
         return self.marks["end"] - self.marks.get("start", self.marks["end"])
 
 
+class Marks:
+    """Several window markers driven as one: a load driver calls start and end once each."""
+
+    def __init__(self, *marks):
+        self.marks = [m for m in marks if m is not None]
+
+    def start(self, pid: int | None = None) -> None:
+        for m in self.marks:
+            m.start(pid)
+
+    def end(self, pid: int | None = None) -> None:
+        for m in self.marks:
+            m.end(pid)
+
+
 class ProcessMonitor:
     """Polls a process in the background: CPU time (ns) and resident memory.
 

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rpcprof.capture.profiler import Recorder, require
+from rpcprof.measure.recorder import Recorder, require
 from rpcprof.measure.session import Session
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -39,8 +39,19 @@ SYSCALLS = ("read", "readv", "recvfrom", "recvmsg", "recvmmsg", "write", "writev
             "clock_nanosleep", "io_uring_enter", "accept4", "close")
 
 
+TRACEFS_MOUNT = Path("/sys/kernel/tracing")
+
+
 def _events_root() -> Path | None:
-    return next((r for r in TRACING if r.exists()), None)
+    """Where the kernel lists its tracepoints. On a fresh machine tracefs is not mounted until perf first
+    uses a tracepoint, so the folder is empty and every tracepoint would look missing on the first run
+    only: mount it first (root), as perf would."""
+    root = next((r for r in TRACING if r.exists()), None)
+    if root is None and TRACEFS_MOUNT.is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS_MOUNT)], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        root = next((r for r in TRACING if r.exists()), None)
+    return root
 
 
 def tracepoint_exists(group: str, name: str) -> bool:
@@ -104,21 +115,26 @@ def kernel_events() -> list[tuple[str, str, str | None]]:
     return specs
 
 
-def count_argv(perf: str, pid: int, csv: Path) -> list[str]:
+def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) -> list[str]:
     """perf stat's command line: syscalls, then each kernel event with its own -e (a --filter binds to
-    the event just before it)."""
+    the event just before it). cpus: count the syscalls on those whole CPUs (the server is pinned there)
+    with no per-thread event to switch at each context switch; the kernel events are then not counted
+    here (the caller reads the process's own from /proc, measure/proccounters.py)."""
     events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
     argv = [perf, "stat", "-x,", "-e", ",".join(events)]
+    if cpus:
+        return argv + ["-a", "-C", ",".join(map(str, cpus)), "-o", str(csv)]
     for _, event, tp_filter in kernel_events():
         argv += ["-e", event] + (["--filter", tp_filter] if tp_filter else [])
     return argv + ["-p", str(pid), "-o", str(csv)]
 
 
-def start_count(pid: int, out: Path, name: str = "syscalls") -> Recorder:
-    """perf stat on every thread of pid until stopped: syscalls and kernel events; results in out/NAME.csv."""
+def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | None = None) -> Recorder:
+    """perf stat until stopped: syscalls and kernel events of every thread of pid, or (cpus) syscalls on
+    those CPUs; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     csv = out / f"{name}.csv"
-    return Recorder(count_argv(perf, pid, csv), csv, out / f"{name}.log")
+    return Recorder(count_argv(perf, pid, csv, cpus), csv, out / f"{name}.log")
 
 
 def _csv_rows(text: str):
@@ -170,6 +186,12 @@ def parse_perf_stat_csv(text: str) -> dict:
             "events": parse_kernel_events(text)}
 
 
+def events_from_proc(proc: dict) -> dict:
+    """The kernel events from the process's own /proc counters (measure/proccounters.py): context
+    switches and page faults; wake-ups issued have no /proc counter (None: not counted)."""
+    return {k: proc.get(k) for k in EVENT_KEYS}
+
+
 def events_per_request(events: dict | None, requests: int) -> dict:
     """Each kernel event per request; None where the event was not counted or nothing was served."""
     events = events or {}
@@ -182,8 +204,10 @@ def per_request(counts: dict, requests: int) -> dict:
               "events_per_req": events_per_request(counts.get("events"), requests)}
     if not requests:
         return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}, **events}
+    named = counts["by_syscall"].keys() - {"other"}
     return {"per_req": counts["total"] / requests,
-            "writes_per_req": sum(counts["by_syscall"].get(w, 0) for w in WRITES) / requests,
+            # no syscall named at all: the per-syscall tracepoints were missing, the writes were not counted
+            "writes_per_req": sum(counts["by_syscall"].get(w, 0) for w in WRITES) / requests if named else None,
             "by_syscall_per_req": {k: v / requests for k, v in counts["by_syscall"].items()}, **events}
 
 
@@ -305,6 +329,9 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
     return {"io": io, "lost": lost}
 
 
+IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
+
+
 def io_per_request(io: dict | None, requests: int) -> dict:
     """Figures of the read and write families from an io summary:
       reads_per_req          read-family calls per request (EAGAIN and 0 returns included: each is a syscall paid)
@@ -320,8 +347,7 @@ def io_per_request(io: dict | None, requests: int) -> dict:
         return calls, sum(io[n]["bytes"] for n in names if n in io), sum(io[n]["eagain"] for n in names if n in io)
 
     if io is None:
-        return dict.fromkeys(("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write",
-                              "req_per_write"))
+        return dict.fromkeys(IO_FIGURES)
     r_calls, r_bytes, r_eagain = family(IO_READS)
     w_calls, w_bytes, _ = family(IO_WRITES)
     return {"reads_per_req": r_calls / requests if requests else None,

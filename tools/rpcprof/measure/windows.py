@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.procstat import CpuWindow, ProcessMonitor, cpu_seconds_per_second
+from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
 
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
@@ -35,16 +36,20 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
 
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
-    it. Returns (load result, CPU ns, memory figures)."""
+    it, and the process's own kernel counters (free to read: measure/proccounters.py).
+    Returns (load result, CPU ns, memory figures, counters)."""
     memory = {}
     window = CpuWindow(monitor, on_start=monitor.start_rss_window,
                        on_end=lambda: memory.update(monitor.stop_rss_window()))
-    load = driver.run(settings, port, out / "load.log", on_start=window.start, on_end=window.end)
+    own = ProcWindow(monitor.pid)
+    both = Marks(window, own)
+    load = driver.run(settings, port, out / "load.log", on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
-    return load, cpu_ns, memory
+    return load, cpu_ns, memory, own.counts()
 
 
-def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int]) -> dict:
+def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int],
+                   proc: dict | None = None) -> dict:
     """The figures of one measured window; every rate uses the same wall clock around the driver."""
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
@@ -62,6 +67,8 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
         "client_cpu_cores": result.client_cpu_cores,
         "latency": result.latency.summary(),
         "memory": memory,
+        "proc": proc,
+        "proc_per_req": per_request(proc, ok) if proc else None,
         "driver_exit_code": result.exit_code,
         "driver_figures": result.raw,
     }

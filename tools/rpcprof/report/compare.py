@@ -4,11 +4,14 @@ the window with no profiler attached. The rows of each delta column add up to th
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.intervals import t975
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
@@ -63,6 +66,12 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
                     + f", {breakdowns[s].samples:,} samples{note}")
+    rounds = {s: round_breakdowns(run_dir, rules, metrics, s, app_override) for s in servers}
+    if all(len(r) >= 2 for r in rounds.values()):
+        return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
+            f"µs/req: the mean of {min(len(r) for r in rounds.values())}+ rounds (each round's profile shares × its "
+            "unprofiled CPU per request), ± the half-width of its 95 % interval across rounds; Δ paired round by round, "
+            "* where its interval excludes 0."]
     rows = []
     for cat in rules.all_categories + ["total"]:
         row = {"category": cat}
@@ -79,6 +88,60 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
         columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_share", f"{s} [%]")]
     columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]") for s in servers[1:]]
     return rows, columns, head
+
+
+def round_breakdowns(run_dir: Path, rules: Rules, metrics: dict, name: str,
+                     app_override: str | None = None) -> dict[int, tuple[float, Breakdown]]:
+    """{round: (its unprofiled CPU µs per request, its profile's breakdown)} for the rounds of a server
+    that each had a profile window (runs made before every round had one: only the first)."""
+    m = metrics[name]
+    r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
+    out = {}
+    for row in m.get("repeats") or []:
+        folded = profile_folded(run_dir, name, row["repeat"])
+        if row.get("cpu_us_per_req") and folded.exists() and folded.stat().st_size:
+            out[row["repeat"]] = (row["cpu_us_per_req"], categorize(open_folded(folded), r))
+    return out
+
+
+def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> list[dict]:
+    """Category rows with each server's mean µs/req across rounds and its 95 % interval, and each gap to
+    the first server paired by round (rounds both measured), with its interval and significance."""
+    base = servers[0]
+    rows = []
+    for cat in rules.all_categories + ["total"]:
+        row = {"category": cat}
+        per = {}
+        for s in servers:
+            per[s] = {k: us * (1.0 if cat == "total" else b.share(cat)) for k, (us, b) in rounds[s].items()}
+            mean, half = mean_interval(list(per[s].values()))
+            shares = [1.0 if cat == "total" else b.share(cat) for _, b in rounds[s].values()]
+            row.update({f"{s}_us": mean, f"{s}_pm": half, f"{s}_share": 100 * sum(shares) / len(shares)})
+        for s in servers[1:]:
+            common = sorted(per[s].keys() & per[base].keys())
+            mean, half = mean_interval([per[s][k] - per[base][k] for k in common])
+            row[f"delta_{s}"], row[f"delta_{s}_pm"] = mean, half
+            row[f"delta_{s}_sig"] = "*" if half is not None and abs(mean) > half else ""
+        rows.append(row)
+    return rows
+
+
+def interval_columns(servers: list[str]) -> list[tuple[str, str]]:
+    base = servers[0]
+    columns = [("category", "category")]
+    for s in servers:
+        columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_pm", "±"), (f"{s}_share", f"{s} [%]")]
+    for s in servers[1:]:
+        columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]"), (f"delta_{s}_pm", "±"), (f"delta_{s}_sig", "")]
+    return columns
+
+
+def mean_interval(values: list[float]) -> tuple[float, float | None]:
+    """(mean, half-width of its 95 % t interval), None for the half-width with fewer than two values."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def server_ruler(metrics: dict, server: str) -> str | None:

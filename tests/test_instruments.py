@@ -1,0 +1,66 @@
+"""The cheap instruments, on real processes: the /proc counters every window reads, and perf sampling
+whole CPUs with only the server's samples kept (no per-thread timer to re-arm at each context switch)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rpcprof.measure.proccounters import ProcWindow, per_request
+
+WRITER = ("import os, sys, time\n"
+          "fd = os.open('/dev/null', os.O_WRONLY)\n"
+          "sys.stdin.readline()\n"
+          "for _ in range(300):\n"
+          "    os.write(fd, b'xy')\n"
+          "    time.sleep(0.001)\n"
+          "print('done', flush=True)\n"
+          "sys.stdin.readline()\n")
+
+
+def test_proc_counters_count_what_the_process_did_between_the_marks():
+    proc = subprocess.Popen([sys.executable, "-c", WRITER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)                      # the interpreter's own start-up is before the window
+        window = ProcWindow(proc.pid)
+        window.start()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+        counts = window.counts()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert 300 <= counts["vfs_writes"] <= 310          # the 300 writes, and the 'done' line
+    assert counts["wchar"] >= 600
+    assert counts["voluntary_switches"] >= 250         # each sleep blocks (a few may be served by a spin)
+    assert counts["context_switches"] == counts["voluntary_switches"] + counts["involuntary_switches"]
+    assert per_request(counts, 300)["vfs_writes"] == pytest.approx(counts["vfs_writes"] / 300)
+
+
+@pytest.mark.skipif(not shutil.which("perf") or not shutil.which("inferno-collapse-perf"), reason="needs perf, inferno")
+def test_a_recording_of_a_whole_cpu_keeps_only_the_servers_samples(tmp_path):
+    from rpcprof.capture.fold import fold_perf
+    from rpcprof.capture.profiler import pmu_event, start_perf
+    spin = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
+    target = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", spin])
+    other = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "end=$(($(date +%s) + 30)); while [ $(date +%s) -lt $end ]; do :; done"])
+    try:
+        recorder = start_perf(target.pid, tmp_path, 499, "fp", pmu_event(), cpus=[0])
+        recorder.wait_attached()
+        time.sleep(2.0)
+        recorder.stop()
+    finally:
+        for p in (target, other):
+            p.kill()
+            p.wait()
+    assert "-a" in recorder.argv and "-C" in recorder.argv and "-p" not in recorder.argv
+    every = fold_perf(tmp_path / "perf.data", tmp_path / "all.folded")
+    kept = fold_perf(tmp_path / "perf.data", tmp_path / "kept.folded", pid=target.pid)
+    roots = lambda f: {line.split(";", 1)[0] for line in f.read_text().splitlines() if line}   # noqa: E731
+    assert roots(tmp_path / "kept.folded") <= {"python", "python3", "python3.11", "taskset"}, roots(tmp_path / "kept.folded")
+    assert any(r.startswith("sh") or r == "date" for r in roots(tmp_path / "all.folded"))
+    assert 0 < kept["samples"] < every["samples"]
