@@ -147,6 +147,7 @@ def test_pajamax_at_exactly_50_in_flight_gets_an_off_cpu_window_naming_the_stall
     assert {r["reason"] for r in off["reasons"] if r["share_pct"] > 50} == {"socket-data"}
     assert off["ports"] == [port] and off["sockets"]["held_share"] > 0.5
     assert "NAGLE/DELAYED-ACK" in done.stdout and "socket-data" in done.stdout
+    assert done.stdout.count("NAGLE/DELAYED-ACK") == 1, "the verdict is said once, with the run's figures"
     xml_ok(done.run_dir / "rust_pajamax" / "offcpu.svg")
     page = (done.run_dir / "report.html").read_text()
     assert "Where the threads waited" in page and "NAGLE/DELAYED-ACK" in page

@@ -357,7 +357,7 @@ def print_waits(run_dir, results: dict, fmt: str) -> None:
         from rpcprof.analyze.categorize import load_rules
         from rpcprof.report.waits import render_waits
         click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
-        click.echo(render_waits(run_dir, load_rules(), fmt), nl=False)
+        click.echo(render_waits(run_dir, load_rules(), fmt, verdicts=False), nl=False)   # the run table said them
 
 
 def entry(args: list[str] | None = None) -> None:

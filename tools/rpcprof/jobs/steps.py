@@ -225,7 +225,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
         f"{wall:.1f} s: {histogram_text(record['histogram'])}")
     if asleep:
         log(f"rpcprof: {subject.name}: {terminal(asleep_text(asleep))}")
-    for key in ("verdict", "contention"):
-        if record[key]:
-            log(f"rpcprof: {subject.name}: {record[key]}")
+    named = [key for key in ("verdict", "contention") if record[key]]
+    if named:
+        log(f"rpcprof: {subject.name}: {' and '.join(record[k].split(':')[0] for k in named)} (said in full with the run's figures)")
     return record

@@ -53,25 +53,30 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
     if not servers:
         raise UserError(f"{run_dir}: no server with both a measured window and a profile (run without --no-profile)")
     base = servers[0]
+    rounds = {s: round_breakdowns(run_dir, rules, metrics, s, app_override) for s in servers}
+    by_rounds = all(len(r) >= 2 for r in rounds.values())
+    min_samples = manifest["parameters"].get("min_samples")
     head = []
     for s in servers:
         m = metrics[s]
         prof = m.get("profile") or {}
         ratio = m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
-        note = "  TOO FEW SAMPLES" if prof.get("too_few_samples") else ""
+        samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
+        few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
+        note = "  TOO FEW SAMPLES" if few else ""
         note += "".join(f"  {flag}" for flag in regime_flags(m))
         overhead = prof.get("overhead_pct")
+        cost = prof.get("overhead_interval_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
-                    + f", {breakdowns[s].samples:,} samples{note}")
-    rounds = {s: round_breakdowns(run_dir, rules, metrics, s, app_override) for s in servers}
-    if all(len(r) >= 2 for r in rounds.values()):
+                    + (f" [{cost[0]:+.0f} to {cost[1]:+.0f} %]" if cost else "")
+                    + f", {samples:,} samples" + (f" in {len(rounds[s])} rounds" if by_rounds else "") + note)
+    if by_rounds:
         return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
-            f"µs/req: the mean of {min(len(r) for r in rounds.values())}+ rounds (each round's profile shares × its "
-            "unprofiled CPU per request), ± the half-width of its 95 % interval across rounds; Δ paired round by round, "
-            "* where its interval excludes 0."]
+            f"µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
+            "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0."]
     rows = []
     for cat in rules.all_categories + ["total"]:
         row = {"category": cat}
@@ -235,6 +240,23 @@ def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
     return rows
 
 
+WINDOWS = {None: "the syscall window: tracepoints counted in the kernel, no profiler",
+           "own": "the syscall window: tracepoints counted in the kernel, no profiler",
+           "profile": "the profile window: syscalls counted in the kernel on the server's CPUs while it was sampled",
+           "io-sizes": "the read/write size window"}
+
+
+def kernel_source(metrics: dict, servers: list[str]) -> str:
+    """Which window the kernel figures come from, as the runs recorded it (runs before the counts moved
+    into the profile window had a syscall window of their own); context switches and page faults are the
+    process's own /proc counters where the syscalls were counted on its CPUs."""
+    windows = {((metrics.get(s) or {}).get("syscalls") or {}).get("window") for s in servers}
+    text = "; ".join(WINDOWS.get(w, str(w)) for w in sorted(windows, key=str))
+    if any(((metrics.get(s) or {}).get("syscalls") or {}).get("scope", "").startswith("CPU") for s in servers):
+        text += "; context switches and page faults from the process's own counters (/proc)"
+    return text
+
+
 def render_explanations(explained: list[dict], fmt: str = "table") -> str:
     """The explanations as text: a headline per server, a bullet per finding."""
     bullet = "- " if fmt == "markdown" else "  "
@@ -269,10 +291,12 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
         if kernel:
-            text += ("\nKernel, per request (the syscall window: tracepoints counted in the kernel, no profiler):\n\n"
+            text += (f"\nKernel, per request ({kernel_source(load_run(run_dir)[1], servers)}):\n\n"
                      + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
         if explained:
-            text += ("\nWhy, by mechanism (level-2 groups; kernel figures per request from the syscall window; "
+            where = "syscall" if all(((load_run(run_dir)[1].get(x) or {}).get("syscalls") or {}).get("window") in
+                                     (None, "own") for x in servers) else "profile"
+            text += (f"\nWhy, by mechanism (level-2 groups; kernel figures per request from the {where} window; "
                      "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))
         if ruler:
             regexes = sorted({r["ruler"] for r in ruler})

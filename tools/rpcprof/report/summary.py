@@ -164,14 +164,26 @@ def ratio_lines(rows: list[dict]) -> list[str]:
             lines.append(unsaturated_line(r))
         lines += [f"{r['server']}: {v}" for v in r.get("waits_verdicts") or []]
         for flag in r.get("regime_flags") or []:
-            lines.append(f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures "
-                         "(shares, syscalls) do not describe the measured CPU per request; rerun, or use more -C to "
-                         "steady the batching.")
+            lines.append(regime_line(r, flag))
         if r.get("in_flight_flag"):
             lines.append(f"{r['server']}: the requests still in flight when the window ended are "
                          f"{100 * r['in_flight_share']:.1f} % of those counted: partly served, not counted, so CPU per "
                          "request may be overstated by up to that much; a longer -d makes it smaller.")
     return lines
+
+
+def regime_line(r: dict, flag: str) -> str:
+    """What a regime flag means for this server: client-bound, the server's pace is the client's, so an
+    instrument that slows either side changes its batching, inherently; else the window's figures do not
+    describe the measured one."""
+    if r.get("client_bound"):
+        return (f"{r['server']}: {flag}: the load generator set this server's pace (client CPU "
+                f"{r['client_cpu_pct']:.0f} %), so any cost on either side changes how many requests each read "
+                "and write carries, and its req/s: inherent to a client-bound run, which a rerun does not remove. "
+                "Its shares describe the profile window; its req/s per CPU the measured one.")
+    return (f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures (shares, "
+            "syscalls) do not describe the measured CPU per request: the instruments' cost changed how the server "
+            "batches (bench/overhead measures what each costs).")
 
 
 def unsaturated_line(r: dict) -> str:

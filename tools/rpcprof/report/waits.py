@@ -43,8 +43,8 @@ def wait_rows(records: dict[str, dict]) -> list[dict]:
             for name, rec in records.items() for row in rec.get("reasons") or []]
 
 
-def notes(name: str, rec: dict) -> list[str]:
-    """The window, the spread of single waits, the socket figures and the verdict, as sentences."""
+def notes(name: str, rec: dict, verdicts: bool = True) -> list[str]:
+    """The window, the spread of single waits, the socket figures and (verdicts) the verdict, as sentences."""
     rps = f", {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""
     threads = f" over {rec['threads']} thread(s)" if rec.get("threads") else ""
     lines = [f"{name}: {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU{threads} in a "
@@ -59,12 +59,13 @@ def notes(name: str, rec: dict) -> list[str]:
                         if s.get("peer_ato_ms_median") else ""))
     if rec.get("asleep"):
         lines.append(f"{name}: {terminal(asleep_text(rec['asleep']))}")
-    lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if rec.get(key)]
+    lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if verdicts and rec.get(key)]
     return lines
 
 
-def render_waits(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
-    """The wait-reason table of every server with an off-CPU window, then the notes (json: one document)."""
+def render_waits(run_dir: Path, rules: Rules, fmt: str = "table", verdicts: bool = True) -> str:
+    """The wait-reason table of every server with an off-CPU window, then the notes (json: one document);
+    verdicts=False leaves out the verdicts, for output that has printed them already (the run table)."""
     records = offcpu_records(run_dir, rules)
     if not records:
         raise UserError(f"{run_dir}: no off-CPU window in this run: run with --off-cpu (it is automatic when a "
@@ -74,5 +75,5 @@ def render_waits(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
         return json.dumps({"rows": rows, "servers": records}, indent=2, sort_keys=True, default=str) + "\n"
     text = render(rows, COLUMNS, fmt)
     if fmt in ("table", "markdown"):
-        text += "\n" + "\n".join(line for name, rec in records.items() for line in notes(name, rec)) + "\n"
+        text += "\n" + "\n".join(line for name, rec in records.items() for line in notes(name, rec, verdicts)) + "\n"
     return text

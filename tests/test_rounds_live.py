@@ -1,0 +1,51 @@
+"""The default run shape, live and short: every round has a profile window that also counts the
+syscalls on the server's CPU, so the breakdown, the kernel figures and their intervals come from the
+rounds that measured the ratio."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from rpcprof.rundir import load_run, profile_folded
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def report(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / "report.py"), *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, port):
+    done = profile.run("run", "rust_tonic_mt", "rust_pajamax", "-d", "1.5", "-w", "0.5", "--profile-duration", "1.5",
+                       "--repeat", "3", "--min-samples", "300", "--port", str(port))
+    assert done.returncode == 0, done.stderr
+    _, metrics = load_run(done.run_dir)
+    for name in ("rust_tonic_mt", "rust_pajamax"):
+        m = metrics[name]
+        assert [r["repeat"] for r in m["repeats"]] == [1, 2, 3]
+        for r in m["repeats"]:
+            folded = profile_folded(done.run_dir, name, r["repeat"])
+            assert folded.exists() and folded.stat().st_size, folded
+            assert r["profile_samples"] > 0 and r["syscall_window"] == "profile"
+            assert r["writes_per_req"] > 0          # counted in the profile window, on the server's CPU
+        sc = m["syscalls"]
+        assert sc["window"] == "profile" and sc["scope"] == "CPU 0"
+        assert sc["events"]["context_switches"] is not None and sc["events"]["wakeups_issued"] is None
+        prof = json.loads((done.run_dir / name / "profile.json").read_text())
+        assert prof["pid_filter"] == m["pid"] and "CPU 0" in prof["scope"]
+        # the measured window reads the free counters too
+        assert m["proc"]["vfs_writes"] is not None and m["proc_per_req"]["context_switches"] is not None
+    # tonic_mt writes once per response, pajamax once per many: the counts say so in every round
+    tonic = [r["writes_per_req"] for r in metrics["rust_tonic_mt"]["repeats"]]
+    pajamax = [r["writes_per_req"] for r in metrics["rust_pajamax"]["repeats"]]
+    assert min(tonic) > 3 * max(pajamax), (tonic, pajamax)
+    compare = report("compare", str(done.run_dir))
+    assert compare.returncode == 0, compare.stderr
+    assert "µs/req: the mean over rounds" in compare.stdout and "±" in compare.stdout
+    assert "in 3 rounds" in compare.stdout
+    assert "the profile window: syscalls counted in the kernel on the server's CPUs" in compare.stdout
+    data = json.loads(report("compare", str(done.run_dir), "--format", "json").stdout)
+    total = next(r for r in data["rows"] if r["category"] == "total")
+    assert total["rust_tonic_mt_pm"] is not None and total["delta_rust_pajamax_sig"] == "*"
+    assert "SYSCALL-REGIME" not in done.stdout
