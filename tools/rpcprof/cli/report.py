@@ -157,11 +157,11 @@ def check_rules(rules_path, fmt):
     if problems:
         raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
-        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits[1])
+        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits.rules)
         subs = sum(len(v) for v in rules.subcategories.values())
         show(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
                    f"({subs} sub-categories), {len(rules.tax_rules)} tax rules in {len(rules.tax_groups)} groups, "
-                   f"{len(rules.waits[1])} wait rules in {len(rules.waits[0])} reasons, {n} examples, all decided "
+                   f"{len(rules.waits.rules)} wait rules in {len(rules.waits.groups)} reasons, {n} examples, all decided "
                    "by their own rule.\n")
 
 
