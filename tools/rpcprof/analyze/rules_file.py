@@ -5,106 +5,27 @@ Every problem is one UserError line naming the file, the key or the rule, and th
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import yaml
 
 from rpcprof import schema
 from rpcprof.analyze.patterns import UserRegex
-from rpcprof.analyze.rules import LEVELS, OTHER, Rule, Rules, TaxGroup, View
+from rpcprof.analyze.rules import OTHER, Rule, Rules, TaxGroup, View
 from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
 
-CATEGORY_KEYS = {"name", "color", "description", "rules", "subcategories"}
-RULE_KEYS = {"name", "match", "where", "examples", "sub", "level"}
-TAX_RULE_KEYS = {"name", "match", "where", "examples"}
-WHERE = ("any", "kernel", "user")
+FIX = "fix categorize.yaml (its header says what each key takes)"
 
 
 def _fail(path, msg):
     raise UserError(f"{Path(path).name}: {msg}")
 
 
-def _names(keys) -> str:
-    """Keys for a message, sorted; YAML keys need not be strings."""
-    return ", ".join(sorted(map(str, keys)))
-
-
-def _color(path, owner: str, value) -> str:
-    if not re.fullmatch(r"#[0-9a-fA-F]{6}", str(value)):
-        _fail(path, f"{owner}: color must look like #4caf50 (got {value!r})")
-    return str(value)
-
-
-def _parse_rule(path, rule, owner: str, index: int, keys: set[str]) -> Rule:
-    """One rule of `owner` (a category or a tax group), validated; sub/level checked by the caller."""
-    where = f"rule #{index + 1} in {owner}"
-    if not isinstance(rule, dict):
-        _fail(path, f"{where}: expected a mapping with {', '.join(sorted(keys))}")
-    rname = rule.get("name") or f"#{index + 1}"
-    where = f"rule {rname!r} in {owner}"
-    unknown = set(rule) - keys
-    if unknown:
-        _fail(path, f"{where}: unknown key(s) {_names(unknown)}")
-    for key in ("name", "match", "examples"):
-        if key not in rule:
-            _fail(path, f"{where}: missing field `{key}`")
-    pattern = UserRegex(rule["match"], f"{Path(path).name}: {where}")
-    w = rule.get("where", "any")
-    if w not in WHERE:
-        _fail(path, f"{where}: `where` must be one of {', '.join(WHERE)} (got {w!r})")
-    examples = rule["examples"]
-    if not isinstance(examples, list) or not examples or not all(isinstance(x, str) for x in examples):
-        _fail(path, f"{where}: `examples` must be a non-empty list of frame names")
-    return Rule(owner, rname, pattern, w, examples)
-
-
-def _parse_subcategories(path, cname: str, subs) -> list[str]:
-    if subs is None:
-        return []
-    if not isinstance(subs, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in subs):
-        _fail(path, f"category {cname!r}: `subcategories` must be a list of {{name, description}}")
-    names = [s["name"] for s in subs]
-    bad = [n for n in names if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", n) or n == OTHER]
-    if bad or len(set(names)) != len(names):
-        _fail(path, f"category {cname!r}: sub-category names must be distinct lower-case words, not "
-                    f"'{OTHER}' (got {', '.join(bad) or 'a name twice'})")
-    return names
-
-
-def _parse_tax(path, tax, section: str = "tax",
-               default_rest: str = "everything-else") -> View:
-    """The `tax:` section, or another of its shape (`waits:`): groups of rules, and the rest's name."""
-    if tax is None:
-        return View([], [], default_rest)
-    if not isinstance(tax, dict) or not isinstance(tax.get("groups"), list):
-        _fail(path, f"`{section}:` must be a mapping with a `groups:` list (and `rest:`, the name of what no rule takes)")
-    unknown = set(tax) - {"groups", "rest", "description"}
-    if unknown:
-        _fail(path, f"{section}: unknown key(s) {_names(unknown)}")
-    rest = str(tax.get("rest") or default_rest)
-    groups, rules = [], []
-    for gi, group in enumerate(tax["groups"]):
-        if not isinstance(group, dict) or not isinstance(group.get("name"), str):
-            _fail(path, f"{section} group #{gi + 1}: expected a mapping with name, color, description, rules")
-        gname = group["name"]
-        unknown = set(group) - {"name", "color", "description", "rules"}
-        if unknown:
-            _fail(path, f"{section} group {gname!r}: unknown key(s) {_names(unknown)}")
-        if gname in {g.name for g in groups}:
-            _fail(path, f"{section} group {gname!r} is defined twice")
-        groups.append(TaxGroup(gname, _color(path, f"{section} group {gname!r}", group.get("color")),
-                               str(group.get("description", ""))))
-        rules += [_parse_rule(path, r, gname, ri, TAX_RULE_KEYS) for ri, r in enumerate(group.get("rules") or [])]
-    return View(groups, rules, rest)
-
-
-def load_rules(path: Path | str = RULES_PATH) -> Rules:
-    """Load and validate categorize.yaml; every problem is one UserError line naming file, category, rule."""
-    path = Path(path)
+def _read(path: Path):
+    """The YAML document of the rules file; UserError when it cannot be read or parsed."""
     try:
-        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+        return yaml.safe_load(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such rules file (pass --rules with the path of categorize.yaml)") from None
     except IsADirectoryError:
@@ -115,51 +36,61 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
         _fail(path, f"invalid YAML: {' '.join(str(e).split())}")
     except (OSError, RecursionError) as e:
         _fail(path, f"unreadable: {getattr(e, 'strerror', None) or type(e).__name__}")
-    if not isinstance(data, dict) or not isinstance(data.get("categories"), list):
-        _fail(path, "expected a top-level `categories:` list")
-    unknown_top = set(data) - {"categories", "other_color", "tax", "waits"}
-    if unknown_top:
-        _fail(path, f"unknown top-level key(s) {_names(unknown_top)}")
-    schema.check(data, schema.RULES, path.name, "fix categorize.yaml (its header says what each key takes)")
+
+
+def _rule(path: Path, raw: dict, owner: str, index: int) -> Rule:
+    """One rule of `owner` (a category or a group of a view), its regex compiled through the guard."""
+    name = raw["name"] or f"#{index + 1}"
+    pattern = UserRegex(raw["match"], f"{path.name}: rule {name!r} in {owner}")
+    return Rule(owner, name, pattern, raw.get("where", "any"), raw["examples"])
+
+
+def _view(path: Path, section: dict | None, key: str, default_rest: str) -> View:
+    """The `tax:` section, or another of its shape (`waits:`): groups of rules, and the rest's name."""
+    if section is None:
+        return View([], [], default_rest)
+    groups, rules = [], []
+    for group in section["groups"]:
+        name = group["name"]
+        if name in {g.name for g in groups}:
+            _fail(path, f"{key} group {name!r} is defined twice; rename or merge one of them")
+        groups.append(TaxGroup(name, group["color"], group.get("description", "")))
+        rules += [_rule(path, r, name, i) for i, r in enumerate(group.get("rules") or [])]
+    return View(groups, rules, section.get("rest") or default_rest)
+
+
+def load_rules(path: Path | str = RULES_PATH) -> Rules:
+    """Load and validate categorize.yaml; every problem is one UserError line naming file, category, rule."""
+    path = Path(path)
+    data = schema.check(_read(path), schema.RULES, path.name, FIX)
     categories, colors, descriptions, rules = [], {OTHER: data.get("other_color", "#b4b4b4")}, {}, []
     subcategories: dict[str, list[str]] = {}
-    for ci, cat in enumerate(data["categories"]):
-        if not isinstance(cat, dict):
-            _fail(path, f"category #{ci + 1}: expected a mapping with {', '.join(sorted(CATEGORY_KEYS))}")
-        cname = cat.get("name")
-        if not cname or not isinstance(cname, str):
-            _fail(path, f"category #{ci + 1}: missing field `name`")
-        unknown = set(cat) - CATEGORY_KEYS
-        if unknown:
-            _fail(path, f"category {cname!r}: unknown key(s) {_names(unknown)}")
-        if cname in categories or cname == OTHER or "/" in cname:
-            _fail(path, f"category {cname!r} is defined twice" if cname in categories else
-                  f"category name {cname!r} is reserved or has a '/'")
-        for key in ("color", "rules"):
-            if key not in cat:
-                _fail(path, f"category {cname!r}: missing field `{key}`")
+    for cat in data["categories"]:
+        cname = cat["name"]
+        if cname in categories:
+            _fail(path, f"category {cname!r} is defined twice; rename or merge one of them")
         categories.append(cname)
-        colors[cname] = _color(path, f"category {cname!r}", cat["color"])
-        descriptions[cname] = str(cat.get("description", ""))
-        subs = _parse_subcategories(path, cname, cat.get("subcategories"))
+        colors[cname] = cat["color"]
+        descriptions[cname] = cat.get("description", "")
+        subs = [s["name"] for s in cat.get("subcategories") or []]
+        twice = sorted({s for s in subs if subs.count(s) > 1})
+        if twice:
+            _fail(path, f"category {cname!r}: sub-category {', '.join(twice)} is declared twice; declare each once")
         if subs:
             subcategories[cname] = subs
         for ri, raw in enumerate(cat["rules"] or []):
-            rule = _parse_rule(path, raw, cname, ri, RULE_KEYS)
-            where = f"rule {rule.name!r} in {cname}"
-            sub, level = raw.get("sub"), raw.get("level", 1)
+            rule = _rule(path, raw, cname, ri)
+            sub = raw.get("sub")
             if sub is not None and sub not in subs:
-                _fail(path, f"{where}: sub {sub!r} is not one of {cname}'s subcategories "
+                _fail(path, f"rule {rule.name!r} in {cname}: sub {sub!r} is not one of {cname}'s subcategories "
                             f"({', '.join(subs) or 'none declared'})")
-            if level not in LEVELS or level == 2 and not sub:
-                _fail(path, f"{where}: `level` must be 1 or 2, and a level-2 rule needs a `sub`")
-            rule.sub, rule.level = sub, level
+            rule.sub, rule.level = sub, raw.get("level", 1)
             rules.append(rule)
     if "app" not in categories:
         _fail(path, "a category named `app` is required (the server's handler pattern is added to it)")
-    tax_groups, tax_rules, tax_rest = _parse_tax(path, data.get("tax"))
-    waits = _parse_tax(path, data.get("waits"), "waits", "other-wait")
-    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax_groups, tax_rules, tax_rest,
+    tax = _view(path, data.get("tax"), "tax", "everything-else")
+    waits = _view(path, data.get("waits"), "waits", "other-wait")
+    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,
                  waits=waits)
 
 
@@ -185,3 +116,4 @@ def check_examples(rules: Rules) -> list[str]:
             elif d is not rule:
                 problems.append(f"{what}: example {ex!r} is decided by rule {d.name!r} in {d.category}")
     return problems
+
