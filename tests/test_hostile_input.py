@@ -271,3 +271,13 @@ def test_a_reserved_category_name_or_one_with_a_slash_is_refused(capsys, tmp_pat
     line = one_error_line(*report(capsys, "check-rules", "--rules", path)[::2])
     assert f"key 'categories[{name}].name'" in line and "not 'other'" in line, line
 
+
+def test_many_shadowed_rules_are_summarised_with_a_count(capsys, tmp_path):
+    def shadow(d):
+        d["categories"][1]["rules"].insert(0, {"name": "broad", "match": "^f", "examples": ["f"]})
+        d["categories"][1]["rules"] += [{"name": f"never-{i}", "match": f"^f{i}$", "examples": [f"f{i}"]}
+                                        for i in range(100)]
+    code, _, err = report(capsys, "check-rules", "--rules", rules_file(tmp_path, shadow))
+    assert code == 1 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert len(err) < 1000, len(err)
+    assert "100 problems" in err and "rule 'never-0' in recv" in err and "and 97 more" in err, err

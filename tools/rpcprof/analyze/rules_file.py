@@ -117,3 +117,15 @@ def check_examples(rules: Rules) -> list[str]:
                 problems.append(f"{what}: example {ex!r} is decided by rule {d.name!r} in {d.category}")
     return problems
 
+
+SHOWN_PROBLEMS = 3
+
+
+def problems_line(problems: list[str]) -> str:
+    """check_examples' problems for one error line: all of them when few, else the first few and a count
+    (a broad rule can shadow a hundred others: the first ones name it)."""
+    if len(problems) <= SHOWN_PROBLEMS:
+        return "; ".join(problems)
+    return (f"{len(problems)} problems with the rules' examples, the first {SHOWN_PROBLEMS}: "
+            + "; ".join(problems[:SHOWN_PROBLEMS])
+            + f"; and {len(problems) - SHOWN_PROBLEMS} more (fix these, then run check-rules again)")

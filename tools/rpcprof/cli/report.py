@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
+from rpcprof.analyze.rules_file import problems_line
 from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
@@ -155,7 +156,7 @@ def check_rules(rules_path, fmt):
         rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
         show(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), fmt)
     if problems:
-        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
+        raise UserError(f"{Path(rules_path).name}: " + problems_line(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
         n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits.rules)
         subs = sum(len(v) for v in rules.subcategories.values())
