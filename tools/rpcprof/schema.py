@@ -117,6 +117,21 @@ RULES = _closed(["categories"], other_color=COLOR, tax=_GROUPS, waits=_GROUPS, c
         subcategories={"type": ["array", "null"], "items": _closed(["name"], name=SUB_NAME,
                                                                     description={"type": "string"})})})
 
+# servers/NAME/server.yaml (servers/README.md); `app` and `ruler` are compiled through UserRegex where it
+# is loaded (rpcprof.measure.servers).
+_REGEX = {"type": ["string", "null"], "description": "a regex (Python re.search) for frame names"}
+SERVER = _closed(
+    ["description", "language", "profiler", "run", "app"],
+    description={"type": "string"}, language={"type": "string"}, profiler={"enum": ["perf", "py-spy"]},
+    run={"type": "array", "minItems": 1, "items": {"type": "string"},
+         "description": "a non-empty list of strings (an argv)"},
+    app=_REGEX, ruler=_REGEX,
+    params={"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
+    call_graph={"enum": ["dwarf", "dwarf-deep", "fp", "dwarf-jit"]},   # perf's unwinding: capture/profiler.py
+    # where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
+    # profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
+    workdir={"enum": ["folder", "run"]})
+
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
                "integer": "a whole number", "boolean": "true or false", "null": "null"}
 
