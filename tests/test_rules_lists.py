@@ -74,3 +74,20 @@ def test_results_have_the_extra_category(rules):
     assert f"The two parts and app + {EXTRA} + other add up to the difference." in doc
     where = next(line for line in doc.splitlines() if line.startswith("- Where the difference comes from"))
     assert f" {EXTRA} " in where
+
+
+def test_export_offers_the_exporters_formats():
+    from rpcprof.report.export import FORMATS
+    help_text = report("export", "--help")
+    assert f"[{'|'.join(FORMATS)}]" in help_text
+    done = CliRunner().invoke(main, ["export", str(RUNS / "seed-001" / "rust_pajamax" / "profile.folded.gz"),
+                                     "--format", "svg", "-o", "/dev/null"])
+    assert done.exit_code == 2 and all(f"'{f}'" in done.output for f in FORMATS), done.output
+
+
+def test_the_server_yaml_schema_offers_what_the_profiler_implements():
+    """call_graph and profiler in server.yaml (schema.SERVER) are the modes capture/profiler.py has."""
+    from rpcprof import schema
+    from rpcprof.capture.profiler import CALL_GRAPHS, PROFILERS
+    assert schema.SERVER["properties"]["call_graph"]["enum"] == list(CALL_GRAPHS)
+    assert schema.SERVER["properties"]["profiler"]["enum"] == list(PROFILERS)

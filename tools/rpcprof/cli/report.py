@@ -12,6 +12,7 @@ from rpcprof.cli.common import document_options, format_option, latency_option, 
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
+from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal, terminal_lines
@@ -250,7 +251,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
 
 @main.command()
 @click.argument("profile", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["pprof", "speedscope", "collapsed"]), required=True,
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
               help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
                    "collapsed stacks (Pyroscope's folded ingest).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
