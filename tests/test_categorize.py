@@ -132,20 +132,33 @@ categories:
         match: 'x'
         examples: [x]
         colour: red
-""", "rule 'r' in recv: unknown key(s) colour"),
+""", "key 'categories[recv].rules[r]' has unknown key(s) colour (known: examples, level, match, name, sub, where)"),
     (GOOD_APP + """
   - name: recv
     color: "#0000ff"
     rules:
       - name: r
         examples: [x]
-""", "rule 'r' in recv: missing field `match`"),
+""", "key 'categories[recv].rules[r]' has no key 'match'"),
     (GOOD_APP + """
   - name: app
     color: "#0000ff"
     rules: []
 """, "category 'app' is defined twice"),
-    ("categories: 3\n", "expected a top-level `categories:` list"),
+    ("categories: 3\n", "key 'categories' must be a list, got a number"),
+    ("other_color: '#000000'\n", "missing key 'categories'"),
+    (GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    subcategories: [{name: tcp}, {name: tcp}]
+    rules: []
+""", "category 'recv': sub-category tcp is declared twice"),
+    (GOOD_APP + """
+  - name: recv
+    color: "#0000ff"
+    subcategories: [{name: TCP}]
+    rules: []
+""", "key 'categories[recv].subcategories[TCP].name' must be a lower-case word"),
     ("categories: [\n", "invalid YAML"),
 ])
 def test_invalid_rules_file_is_one_line_naming_the_problem(tmp_path, body, message):

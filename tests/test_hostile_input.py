@@ -253,3 +253,31 @@ def test_a_lone_surrogate_in_a_server_name_is_escaped_not_a_crash(capsys, run):
 ])
 def test_html_text_is_escaped_and_xml_safe(text, safe):
     assert esc(text) == safe
+
+
+# --- D. refusals that name the real reason, in a line of readable length ---------------------------
+
+@pytest.mark.parametrize("name", ["a<b", "r&d", "a|b", 'say"hi"', "it's"])
+def test_a_category_name_with_markup_characters_is_refused_naming_them(capsys, tmp_path, name):
+    path = rules_file(tmp_path, lambda d: d["categories"].append({"name": name, "color": "#123456", "rules": []}))
+    line = one_error_line(*report(capsys, "check-rules", "--rules", path)[::2])
+    assert f"key 'categories[{name}].name'" in line and "letters, digits" in line, line
+    assert "reserved" not in line
+
+
+@pytest.mark.parametrize("name", ["other", "a/b"])
+def test_a_reserved_category_name_or_one_with_a_slash_is_refused(capsys, tmp_path, name):
+    path = rules_file(tmp_path, lambda d: d["categories"].append({"name": name, "color": "#123456", "rules": []}))
+    line = one_error_line(*report(capsys, "check-rules", "--rules", path)[::2])
+    assert f"key 'categories[{name}].name'" in line and "not 'other'" in line, line
+
+
+def test_many_shadowed_rules_are_summarised_with_a_count(capsys, tmp_path):
+    def shadow(d):
+        d["categories"][1]["rules"].insert(0, {"name": "broad", "match": "^f", "examples": ["f"]})
+        d["categories"][1]["rules"] += [{"name": f"never-{i}", "match": f"^f{i}$", "examples": [f"f{i}"]}
+                                        for i in range(100)]
+    code, _, err = report(capsys, "check-rules", "--rules", rules_file(tmp_path, shadow))
+    assert code == 1 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert len(err) < 1000, len(err)
+    assert "100 problems" in err and "rule 'never-0' in recv" in err and "and 97 more" in err, err

@@ -62,3 +62,19 @@ def test_report_py_never_imports_what_measures():
     """report.py runs on saved files; folding a saved perf.data is the one capture stage it reruns."""
     bad = {m for m in imports_of(PKG / "cli" / "report.py") if m.split(".")[1] in ("measure", "jobs")}
     assert not bad, f"cli/report.py imports {sorted(bad)}"
+
+
+def test_capture_reads_folded_files_without_importing_the_analysis():
+    """The folded-file reader is rpcprof.folded, below both: capture (which checks a py-spy file) never
+    imports analyze, and the reader imports no layer."""
+    for path in sorted((PKG / "capture").glob("*.py")):
+        bad = {m for m in imports_of(path) if m.split(".")[1:2] == ["analyze"]}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+    layers = ("measure", "capture", "analyze", "report", "jobs", "cli")
+    bad = {m for m in imports_of(PKG / "folded.py") if m.split(".")[1:2] and m.split(".")[1] in layers}
+    assert not bad, f"folded.py imports {sorted(bad)}"
+
+
+def test_no_module_of_the_analysis_is_over_400_lines():
+    for path in sorted((PKG / "analyze").glob("*.py")):
+        assert len(path.read_text().splitlines()) <= 400, f"{path.relative_to(PKG)} is over 400 lines: split it"

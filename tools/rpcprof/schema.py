@@ -1,11 +1,13 @@
-"""The types of the files rpcprof reads back (a run folder's JSON, categorize.yaml), as JSON Schemas,
-and one check that turns the first violation into a one-line UserError naming the file, the key and
-the type expected:
+"""The types of the files rpcprof reads (a run folder's JSON, categorize.yaml, servers/*/server.yaml), as
+JSON Schemas, and one check that turns the first violation into a one-line UserError naming the file, the
+key and the type expected:
 
     flamegraphs/X/manifest.json: key 'parameters.servers' must be a list, got a number; re-run or fix the file
 
-Schemas give types, not presence: a key a reader needs and cannot do without is checked there. Keys
-not listed are free (older and newer run folders differ in what they record).
+A run folder's schemas give types, not presence: a key a reader needs and cannot do without is checked
+there, and keys not listed are free (older and newer run folders differ in what they record). The
+configuration files people write (categorize.yaml, server.yaml) are closed: every key is listed, and a
+key that is not is refused, naming the keys known.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ NUMBER = {"type": ["number", "null"]}
 FLAG = {"type": ["boolean", "null"]}
 TEXT = {"type": ["string", "null"]}
 NUMBERS = {"type": ["object", "null"], "additionalProperties": NUMBER}
-COLOR = {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "description": "a colour like #4caf50"}
+COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a colour like #4caf50"}
 
 PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
@@ -79,26 +81,56 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
     "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
 }, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
 
-_RULE = {"type": "object", "properties": {
-    "name": {"type": "string"}, "match": {"type": "string"}, "where": {"enum": ["any", "kernel", "user"]},
-    "examples": {"type": "array", "minItems": 1, "items": {"type": "string"},
-                 "description": "a non-empty list of frame names"},
-    "sub": {"type": "string"}, "level": {"enum": [1, 2]}}}
-_GROUPS = {"type": "object", "properties": {       # the tax view's and the waits view's sections
-    "rest": {"type": "string"}, "description": {"type": "string"},
-    "groups": {"type": "array", "items": {"type": "object", "properties": {
-        "name": {"type": "string"}, "color": COLOR, "description": {"type": "string"},
-        "rules": {"type": ["array", "null"], "items": _RULE}}}}}}
-RULES = {"type": "object", "properties": {
-    "other_color": COLOR,
-    "categories": {"type": "array", "items": {"type": "object", "properties": {
-        "name": {"type": "string"}, "color": COLOR, "description": {"type": "string"},
-        "rules": {"type": ["array", "null"], "items": _RULE},
-        "subcategories": {"type": ["array", "null"], "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "description": {"type": "string"}}}}}}},
-    "tax": _GROUPS,
-    "waits": _GROUPS,
-}}
+# categorize.yaml: every mapping closed (additionalProperties: false), so a misspelt key is refused. What a
+# schema cannot say (regexes compiled through the guarded UserRegex, names defined twice, a `sub:` its
+# category does not declare, the `app` category) is checked in rpcprof.analyze.rules_file.
+CATEGORY_NAME = {"type": "string", "pattern": r"^\w[\w-]*\Z", "not": {"const": "other"},
+                 "description": "a name of letters, digits, '-' and '_' (it names table columns, HTML and CSS "
+                                "classes, and CATEGORY/SUB groups), not 'other' (the stacks no rule matches)"}
+SUB_NAME = {"type": "string", "pattern": r"^[a-z0-9][a-z0-9-]*\Z", "not": {"const": "other"},
+            "description": "a lower-case word (letters, digits, '-'), not 'other' (CATEGORY/other is what no "
+                           "sub-category rule takes)"}
+
+
+def _closed(required: list[str], **properties) -> dict:
+    """A mapping with exactly these keys, the required ones among them."""
+    return {"type": "object", "required": required, "properties": properties, "additionalProperties": False}
+
+
+_EXAMPLES = {"type": "array", "minItems": 1, "items": {"type": "string"},
+             "description": "a non-empty list of frame names"}
+_WHERE = {"enum": ["any", "kernel", "user"]}
+_GROUP_RULE = _closed(["name", "match", "examples"], name={"type": "string"}, match={"type": "string"},
+                      where=_WHERE, examples=_EXAMPLES)
+_RULE = {**_closed(["name", "match", "examples"], **_GROUP_RULE["properties"], sub={"type": "string"},
+                   level={"enum": [1, 2]}),
+         "if": {"properties": {"level": {"const": 2}}, "required": ["level"]},
+         "then": {"required": ["sub"], "description": "a level-2 rule needs a `sub`: the sub-category it decides"}}
+_GROUPS = _closed(["groups"], rest={"type": "string"}, description={"type": "string"},   # the tax and waits views
+                  groups={"type": "array", "items": _closed(
+                      ["name", "color"], name={"type": "string"}, color=COLOR, description={"type": "string"},
+                      rules={"type": ["array", "null"], "items": _GROUP_RULE})})
+RULES = _closed(["categories"], other_color=COLOR, tax=_GROUPS, waits=_GROUPS, categories={
+    "type": "array", "items": _closed(
+        ["name", "color", "rules"], name=CATEGORY_NAME, color=COLOR, description={"type": "string"},
+        rules={"type": ["array", "null"], "items": _RULE},
+        subcategories={"type": ["array", "null"], "items": _closed(["name"], name=SUB_NAME,
+                                                                    description={"type": "string"})})})
+
+# servers/NAME/server.yaml (servers/README.md); `app` and `ruler` are compiled through UserRegex where it
+# is loaded (rpcprof.measure.servers).
+_REGEX = {"type": ["string", "null"], "description": "a regex (Python re.search) for frame names"}
+SERVER = _closed(
+    ["description", "language", "profiler", "run", "app"],
+    description={"type": "string"}, language={"type": "string"}, profiler={"enum": ["perf", "py-spy"]},
+    run={"type": "array", "minItems": 1, "items": {"type": "string"},
+         "description": "a non-empty list of strings (an argv)"},
+    app=_REGEX, ruler=_REGEX,
+    params={"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
+    call_graph={"enum": ["dwarf", "dwarf-deep", "fp", "dwarf-jit"]},   # perf's unwinding: capture/profiler.py
+    # where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
+    # profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
+    workdir={"enum": ["folder", "run"]})
 
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
                "integer": "a whole number", "boolean": "true or false", "null": "null"}
@@ -124,7 +156,7 @@ def _key(error, data) -> str:
         node = node[step]
         if isinstance(step, int):
             name = node.get("name") if isinstance(node, dict) else None
-            parts[-1] += f"[{name}]" if isinstance(name, str) else f"[{step + 1}]"
+            parts[-1] += f"[{name}]" if isinstance(name, str) and name else f"[{step + 1}]"
         else:
             parts.append(str(step))
     return ".".join(parts)
@@ -139,7 +171,13 @@ def _message(error, data) -> str:
         return f"{where} must be {want}, got {kind(value)}"
     if error.validator == "required":
         missing = next(k for k in error.validator_value if k not in value)
-        return f"{where} has no key '{missing}'" if key else f"missing key '{missing}'"
+        why = f" ({schema['description']})" if "description" in schema else ""
+        return (f"{where} has no key '{missing}'" if key else f"missing key '{missing}'") + why
+    if error.validator == "additionalProperties":
+        known = schema.get("properties", {})
+        unknown = ", ".join(sorted(str(k) for k in value if k not in known))
+        return (f"{where} has unknown key(s) {unknown}" if key else f"unknown top-level key(s) {unknown}") + \
+            f" (known: {', '.join(sorted(known))})"
     if error.validator in ("enum", "const"):
         choices = error.validator_value if error.validator == "enum" else [error.validator_value]
         return f"{where} must be one of {', '.join(map(str, choices))}, got {value!r}"[:300]

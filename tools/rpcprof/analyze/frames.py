@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import reduce
 
 from rpcprof.analyze.categorize import normalize_frame
 from rpcprof.analyze.patterns import UserRegex
+from rpcprof.folded import sample_weight
 
 Z95 = 1.959964
 
@@ -63,7 +63,7 @@ def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> Fram
         total += w
         if any(hit(f) for f in frames):
             weight += w
-    unit = reduce(math.gcd, (w for _, w in stacks), 0) or 1
+    unit = sample_weight(stacks)
     return FrameShare(weight, total, weight // unit, total // unit)
 
 

@@ -160,7 +160,7 @@ def fold(source: Path, out: Path) -> dict:
             from rpcprof.capture.offcpu import fold_offcpu
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out, recorded_pid(source)), "input": "perf.data"}
-    from rpcprof.analyze.categorize import open_folded          # py-spy raw: validate it is folded stacks
+    from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks
     with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
         joined = Path(scratch) / "py-spy.folded"
         done = fold_pyspy(source, joined)

@@ -7,10 +7,12 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
+from rpcprof.analyze.rules_file import problems_line
 from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
+from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal, terminal_lines
@@ -155,13 +157,13 @@ def check_rules(rules_path, fmt):
         rows = [{"rule": r.name, "category": r.category, "examples": len(r.examples)} for r in rules.rules]
         show(render(rows, [("category", "category"), ("rule", "rule"), ("examples", "examples")], fmt), fmt)
     if problems:
-        raise UserError(f"{Path(rules_path).name}: " + "; ".join(problems), exit_code=EXIT_FAILED)
+        raise UserError(f"{Path(rules_path).name}: " + problems_line(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
-        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits[1])
+        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits.rules)
         subs = sum(len(v) for v in rules.subcategories.values())
         show(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
                    f"({subs} sub-categories), {len(rules.tax_rules)} tax rules in {len(rules.tax_groups)} groups, "
-                   f"{len(rules.waits[1])} wait rules in {len(rules.waits[0])} reasons, {n} examples, all decided "
+                   f"{len(rules.waits.rules)} wait rules in {len(rules.waits.groups)} reasons, {n} examples, all decided "
                    "by their own rule.\n")
 
 
@@ -249,7 +251,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
 
 @main.command()
 @click.argument("profile", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["pprof", "speedscope", "collapsed"]), required=True,
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
               help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
                    "collapsed stacks (Pyroscope's folded ingest).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")

@@ -12,16 +12,12 @@ from pathlib import Path
 
 import yaml
 
+from rpcprof import schema
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.paths import ROOT, SERVERS_DIR, VENV
 
-REQUIRED_KEYS = {"description", "language", "profiler", "run", "app"}
-OPTIONAL_KEYS = {"params", "call_graph", "workdir", "ruler"}
-CALL_GRAPH_MODES = ("dwarf", "dwarf-deep", "fp", "dwarf-jit")
-# where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
-# profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
-WORKDIRS = ("folder", "run")
-PROFILERS = {"perf", "py-spy"}
+FIX = "fix it (servers/README.md says what each key takes)"
 
 
 @dataclass
@@ -35,7 +31,7 @@ class ServerSpec:
     app: str
     params: dict = field(default_factory=dict)
     call_graph: str = "dwarf"       # the perf unwinding that works for this server's code
-    workdir: str = "folder"         # folder | run (see WORKDIRS)
+    workdir: str = "folder"         # folder | run (see schema.SERVER)
     ruler: str | None = None        # regex of frames doing the same work in every server (seed 001's ruler)
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
@@ -86,33 +82,13 @@ def load_server(name: str) -> ServerSpec:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise UserError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping of keys {sorted(REQUIRED_KEYS)}")
-    missing = REQUIRED_KEYS - data.keys()
-    unknown = data.keys() - REQUIRED_KEYS - OPTIONAL_KEYS
-    if missing:
-        raise UserError(f"{path}: missing key(s) {', '.join(sorted(missing))}")
-    if unknown:
-        raise UserError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}")
-    if data["profiler"] not in PROFILERS:
-        raise UserError(f"{path}: profiler must be one of {', '.join(sorted(PROFILERS))}")
-    if not isinstance(data["run"], list) or not data["run"] or not all(isinstance(x, str) for x in data["run"]):
-        raise UserError(f"{path}: run must be a non-empty list of strings (an argv)")
+    schema.check(data, schema.SERVER, path, FIX)
     for key in ("app", "ruler"):
-        if key in data and data[key] is not None:
-            try:
-                re.compile(data[key])
-            except (re.error, TypeError) as e:
-                raise UserError(f"{path}: {key}: invalid regex: {e}") from None
+        if data.get(key) is not None:
+            UserRegex(data[key], f"{path}: {key}")      # the guarded compilation the rules' regexes get
     call_graph = data.get("call_graph", "dwarf")
-    if call_graph not in CALL_GRAPH_MODES:
-        raise UserError(f"{path}: call_graph must be one of {', '.join(CALL_GRAPH_MODES)}")
     workdir = data.get("workdir", "folder")
-    if workdir not in WORKDIRS:
-        raise UserError(f"{path}: workdir must be one of {', '.join(WORKDIRS)}")
     params = data.get("params") or {}
-    if not isinstance(params, dict):
-        raise UserError(f"{path}: params must be a mapping")
     return ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
                       app=data["app"], params=params, call_graph=call_graph,

@@ -24,7 +24,6 @@ changing the pin in both places and rerunning those tests; a box left unmatched 
 """
 from __future__ import annotations
 
-import math
 import re
 import shlex
 import shutil
@@ -34,11 +33,11 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import reduce
 from pathlib import Path
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.errors import UserError
+from rpcprof.folded import sample_weight
 from rpcprof.rundir import load_run, profile_folded, read_profile, saved_copy, write_text
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml, xml_chars
@@ -52,12 +51,6 @@ PALETTE_MAP = "palette.map"
 
 
 # --- input ---------------------------------------------------------------------------------------
-
-def sample_weight(stacks: list[tuple[list[str], int]]) -> int:
-    """Weight of one sample: the gcd of the weights (perf's period, as inferno-collapse-perf weighted
-    each sample; 1 for py-spy's counts), as categorize() infers it."""
-    return reduce(math.gcd, (w for _, w in stacks), 0) or 1
-
 
 _TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
 

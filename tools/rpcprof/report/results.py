@@ -21,6 +21,10 @@ SEED_000_RATIOS = {(1, 1): 2.9, (1, 10): 4.2, (1, 100): 7.0, (1, 1000): 10.4, (1
                    (10, 1000): 7.1, (10, 10000): 10.8, (100, 100): 1.8, (100, 1000): 3.2, (100, 10000): 6.7,
                    (100, 100000): 11.0}
 SEED_001_RATIO = 9.5       # ghz, 1 connection, 50 in flight: (65135 / 15 %) / (41125 / 95 %)
+# Seed 000's guess sets the syscall path and the kernel below it against the work above the socket: the
+# categories of each side. The rules file's other categories (app, other, any added) are the rest.
+SOCKET = ("recv", "send")
+ABOVE = ("runtime", "protocol")
 
 
 def _f(x, digits=1, unit=""):
@@ -82,8 +86,8 @@ def build_results(sweep_dir: Path, rules: Rules) -> str:
             out.append(f"| {c} | {s} | {s // c} | {_f(SEED_000_RATIOS.get((c, s)))} | {_f(b['ratio'])} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")
-        out += ["", *explain(cells, by, first, second), ""]
-        out += guess_by_cell(cells, by, servers)
+        out += ["", *explain(cells, by, first, second, rules), ""]
+        out += guess_by_cell(cells, by, servers, rules)
         out += mechanism_by_cell(sweep_dir, rules)
     return "\n".join(out) + "\n"
 
@@ -106,7 +110,16 @@ def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
     return out
 
 
-def guess_by_cell(cells, by, servers: list[str]) -> list[str]:
+def _parts(cats) -> str:
+    return " + ".join(cats)
+
+
+def _rest(rules: Rules) -> list[str]:
+    """The categories in neither side of seed 000's guess."""
+    return [c for c in rules.all_categories if c not in SOCKET + ABOVE]
+
+
+def guess_by_cell(cells, by, servers: list[str], rules: Rules) -> list[str]:
     """Seed 000's guess (the faster server wins by handling more requests per syscall) tested in every
     cell, against each other server: syscalls per request, and how much of the per-request CPU difference
     lies in recv + send versus runtime + protocol (category µs per request, other server minus second)."""
@@ -115,11 +128,11 @@ def guess_by_cell(cells, by, servers: list[str]) -> list[str]:
     out = ["## Seed 000's guess, cell by cell", "",
            f"Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall. "
            f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
-           f"the CPU µs per request X spends more than {second}, split into recv + send (the syscall path and the "
-           "kernel below it) and runtime + protocol (the work above the socket). The two parts and app + other "
-           "add up to the difference.", "",
+           f"the CPU µs per request X spends more than {second}, split into {_parts(SOCKET)} (the syscall path and "
+           f"the kernel below it) and {_parts(ABOVE)} (the work above the socket). The two parts and "
+           f"{_parts(_rest(rules))} add up to the difference.", "",
            f"| C | S | X | ^ {second} / X | syscalls/req X | syscalls/req {second} | Δ CPU µs/req (X − {second}) | "
-           "recv + send | runtime + protocol | recv + send share of Δ |",
+           f"{_parts(SOCKET)} | {_parts(ABOVE)} | {_parts(SOCKET)} share of Δ |",
            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     shares: dict[str, list[float]] = {x: [] for x in others}
     for c, s in cells:
@@ -130,8 +143,8 @@ def guess_by_cell(cells, by, servers: list[str]) -> list[str]:
                 continue
             ratio = b["req_per_cpu_s"] / a["req_per_cpu_s"]
             diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
-            io_a, io_b = _sum(a, ("recv", "send")), _sum(b, ("recv", "send"))
-            w_a, w_b = _sum(a, ("runtime", "protocol")), _sum(b, ("runtime", "protocol"))
+            io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
+            w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
             io = None if None in (io_a, io_b) else io_a - io_b
             work = None if None in (w_a, w_b) else w_a - w_b
             share = f"{_pct(io, diff)} %" if io is not None and diff > 0 else "-"
@@ -142,7 +155,7 @@ def guess_by_cell(cells, by, servers: list[str]) -> list[str]:
     out.append("")
     for x, vals in shares.items():
         if vals:
-            out.append(f"- {x}: recv + send carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
+            out.append(f"- {x}: {_parts(SOCKET)} carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
                        f"the per-request difference across {len(vals)} cells (median {round(100 * sorted(vals)[len(vals) // 2]) + 0} %); "
                        "the rest is work above the socket.")
     out.append("")
@@ -156,13 +169,12 @@ def _sum(row: dict, cats: tuple[str, ...]) -> float | None:
 
 def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict) -> str:
     """CPU µs per request in recv + send versus runtime + protocol, at the first and last S of a C."""
-    io, work = ("recv", "send"), ("runtime", "protocol")
-    vals = [_sum(r, cats) for cats in (io, work) for r in (a0, a1, b0, b1)]
+    vals = [_sum(r, cats) for cats in (SOCKET, ABOVE) for r in (a0, a1, b0, b1)]
     if any(v is None for v in vals):
         return ""
     a_io0, a_io1, b_io0, b_io1, a_w0, a_w1, b_w0, b_w1 = vals
-    return (f" CPU µs per request in recv + send: {first} {a_io0:.2f} → {a_io1:.2f}, {second} {b_io0:.2f} → "
-            f"{b_io1:.2f}; in runtime + protocol: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
+    return (f" CPU µs per request in {_parts(SOCKET)}: {first} {a_io0:.2f} → {a_io1:.2f}, {second} {b_io0:.2f} → "
+            f"{b_io1:.2f}; in {_parts(ABOVE)}: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
 
 
 def _pct(part: float, whole: float) -> str:
@@ -170,7 +182,7 @@ def _pct(part: float, whole: float) -> str:
     return f"{round(100 * part / whole) + 0:d}"
 
 
-def explain(cells, by, first: str, second: str) -> list[str]:
+def explain(cells, by, first: str, second: str, rules: Rules) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
     the ratio and syscalls per request move with S/C, and how that compares with the seeds."""
     lines = ["## The explanation, in numbers", ""]
@@ -197,7 +209,7 @@ def explain(cells, by, first: str, second: str) -> list[str]:
     lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_001_RATIO}x) is not a cell of this "
                  "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = hi
-    cats = ("recv", "send", "runtime", "protocol", "app", "other")
+    cats = rules.all_categories
     if all(a.get(f"{k}_us") is not None and b.get(f"{k}_us") is not None for k in cats):
         deltas = sorted(((a[f"{k}_us"] - b[f"{k}_us"], k) for k in cats), reverse=True)
         total = a["cpu_us_per_req"] - b["cpu_us_per_req"]
@@ -230,15 +242,15 @@ def explain(cells, by, first: str, second: str) -> list[str]:
         lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
                      f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")
     c, s, a, b = hi
-    io_a, io_b = _sum(a, ("recv", "send")), _sum(b, ("recv", "send"))
-    w_a, w_b = _sum(a, ("runtime", "protocol")), _sum(b, ("runtime", "protocol"))
+    io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
+    w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
     if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
         diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
         lines.append(
             f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
             f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
-            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; recv + send "
-            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and runtime + protocol "
+            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(SOCKET)} "
+            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(ABOVE)} "
             f"for {_pct(w_a - w_b, diff)} %. Where both batch their syscalls alike, what remains is the "
             "per-request work above the socket.")
     return lines

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.report.compare import run_breakdowns
@@ -14,15 +14,27 @@ from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep
 
-CATEGORY_US = ("recv", "send", "runtime", "protocol", "app", "other")
+# The order of seed 000's category columns. The columns are the rules file's categories: one the seed did
+# not have comes after these, in the file's order, and `other` last.
+SEED_000_ORDER = ("recv", "send", "runtime", "protocol", "app")
 
-SWEEP_COLUMNS = [
+FIGURE_COLUMNS = [
     ("server", "name"), ("req_per_s", "req/s"), ("avg_cpu_pct", "avg. cpu [%]"), ("avg_ms", "avg. latency [ms]"),
     ("p90_ms", "90 % in [ms]"), ("p95_ms", "95 % in [ms]"), ("p99_ms", "99 % in [ms]"),
     ("rss_avg_mib", "avg. memory [MiB]"), ("req_per_cpu_s", "req/s per CPU"), ("spread_text", "min-max"),
     ("syscalls_per_req", "syscalls/req"), ("writes_per_req", "writes/req"), ("bytes_per_write", "B/write"),
     ("switches_per_req", "ctx switches/req"),
-] + [(f"{c}_us", f"{c} [µs/req]") for c in CATEGORY_US] + [("notes", "notes")]
+]
+
+
+def categories(rules: Rules) -> list[str]:
+    """The level-1 categories of the rules, in seed 000's column order, then `other`."""
+    order = {c: i for i, c in enumerate(SEED_000_ORDER)}
+    return sorted(rules.categories, key=lambda c: order.get(c, len(order))) + [OTHER]
+
+
+def sweep_columns(rules: Rules) -> list[tuple[str, str]]:
+    return FIGURE_COLUMNS + [(f"{c}_us", f"{c} [µs/req]") for c in categories(rules)] + [("notes", "notes")]
 
 
 def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
@@ -43,7 +55,7 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
             row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,
                    "cell_interval": interval}
             b = breakdowns.get(r["server"])
-            for c in CATEGORY_US:
+            for c in categories(rules):
                 row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
             figures = kernel_figures(m.get("syscalls"))
             row.update({k: figures[k].value for k in ("writes_per_req", "bytes_per_write", "switches_per_req")})
@@ -59,9 +71,9 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(rows, indent=2, sort_keys=True, default=str) + "\n"
     if fmt == "csv":
-        cols = [("connections", "C"), ("streams", "S"), ("ratio", "ratio")] + SWEEP_COLUMNS
+        cols = [("connections", "C"), ("streams", "S"), ("ratio", "ratio")] + sweep_columns(rules)
         return render(rows, cols, "csv")
-    table = render(rows, SWEEP_COLUMNS, "table").splitlines()
+    table = render(rows, sweep_columns(rules), "table").splitlines()
     header, rule, body = table[0], table[1], table[2:]
     width = len(rule)
     manifest, _ = load_sweep(sweep_dir)

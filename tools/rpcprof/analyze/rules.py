@@ -1,0 +1,275 @@
+"""The rule set of categorize.yaml as the analysis uses it: rules, the groupings they define (level-1
+categories, level-2 sub-categories, the tax and waits views), and the walk that classifies a stack.
+
+Semantics (also in categorize.yaml's header): walk each stack from the leaf toward the root; the first
+frame that matches a rule decides; no match at all is `other`. Within one frame, the category listed
+first in the file wins. The other groupings are described in rpcprof.analyze.categorize. The file is
+read and validated in rpcprof.analyze.rules_file.
+"""
+from __future__ import annotations
+
+import colorsys
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from rpcprof.analyze.patterns import UserRegex
+from rpcprof.errors import UserError
+
+LEVELS = (1, 2)
+VIEWS = ("category", "tax", "waits")
+OTHER = "other"
+_IDENT = re.compile(r"[A-Za-z0-9_]")
+
+def strip_generics(name: str) -> str:
+    """Remove generic argument lists (`Vec<u8>`, `::<T>`) but keep qualified paths `<X as Trait>` and
+    `<impl Trait for X>`, whose contents are stripped in turn."""
+    out = []
+    i, n = 0, len(name)
+    while i < n:
+        ch = name[i]
+        if ch == "<":
+            prev = name[i - 1] if i else ""
+            after_colons = name.endswith("::", 0, i)
+            generic = bool(_IDENT.match(prev)) or (after_colons and not name.startswith("impl ", i + 1))
+            if generic:
+                depth, j = 0, i
+                while j < n:
+                    c = name[j]
+                    if c == "<":
+                        depth += 1
+                    elif c == ">" and name[j - 1] != "-":
+                        depth -= 1
+                        if depth == 0:
+                            break
+                    j += 1
+                i = j + 1
+                if after_colons and out[-2:] == [":", ":"]:
+                    del out[-2:]          # `collect::<T>` -> `collect`
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def normalize_frame(raw: str) -> tuple[str, bool]:
+    """(frame name ready for matching, is_kernel). inferno marks kernel frames `_[k]`, JIT `_[j]`."""
+    kernel = raw.endswith("_[k]")
+    if kernel or raw.endswith("_[j]"):
+        raw = raw[:-4]
+    return strip_generics(raw), kernel
+
+
+@dataclass
+class Rule:
+    category: str
+    name: str
+    pattern: UserRegex
+    where: str = "any"
+    examples: list[str] = field(default_factory=list)
+    sub: str | None = None          # the level-2 group it decides (CATEGORY/SUB), if any
+    level: int = 1                  # 2: decides only the sub-category, inside stacks of its category
+
+    def matches(self, name: str, kernel: bool) -> bool:
+        if self.where == "kernel" and not kernel or self.where == "user" and kernel:
+            return False
+        return self.pattern.search(name) is not None
+
+
+@dataclass
+class TaxGroup:
+    name: str
+    color: str
+    description: str
+
+
+class View(NamedTuple):
+    """A leaf view's groups (the tax view's kinds of work, the waits view's reasons), its rules, and the
+    name of what no rule takes."""
+    groups: list[TaxGroup]
+    rules: list[Rule]
+    rest: str
+
+
+NO_WAITS = View([], [], "other-wait")
+
+
+class Rules:
+    """The validated rule set; `classify_stack` is the whole categorisation, in the grouping chosen with
+    `using` (level 1 categories by default; level-2 sub-categories; the tax view)."""
+
+    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
+                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
+                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
+                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
+                 waits: View = NO_WAITS):
+        self.categories = categories
+        self.rules = rules
+        self.source = source
+        self.subcategories = subcategories or {}
+        self.tax_groups = tax_groups or []
+        self.tax_rules = tax_rules or []
+        self.tax_rest = tax_rest
+        self.waits = waits              # the waits view
+        self.level = level
+        self.view = view
+        self.category_colors = colors
+        self.category_descriptions = descriptions
+        self._cache: dict[str, tuple[str, Rule] | None] = {}
+        self._sub_cache: dict[tuple[str, str], Rule | None] = {}
+        self._tax_cache: dict[tuple[str, str], Rule | None] = {}
+
+    def _copy(self, **changes) -> "Rules":
+        args = dict(categories=self.categories, colors=self.category_colors,
+                    descriptions=self.category_descriptions, rules=self.rules, source=self.source,
+                    subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
+                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
+        args.update(changes)
+        return Rules(**args)
+
+    def using(self, level: int = 1, view: str = "category") -> "Rules":
+        """A copy that groups samples at level 1 or 2 of the categories, or in the tax view."""
+        if level not in LEVELS:
+            raise UserError(f"--level {level}: choose 1 (categories) or 2 (sub-categories)")
+        if view not in VIEWS:
+            raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
+        if view == "tax" and not self.tax_groups or view == "waits" and not self.waits.groups:
+            raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
+        return self._copy(level=level, view=view)
+
+    def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
+        """A copy with the server's app pattern added to the `app` category."""
+        if not regex:
+            return self
+        pattern = UserRegex(regex, origin)
+        rules = list(self.rules)
+        idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
+                   len(rules))
+        rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
+        return self._copy(rules=rules)
+
+    # --- the groups of the chosen grouping -------------------------------------------------------
+
+    def groups_of(self, category: str) -> list[str]:
+        """Level-2 groups of a category, in file order, `CATEGORY/other` last; [category] if unsplit."""
+        subs = self.subcategories.get(category)
+        return [f"{category}/{s}" for s in subs] + [f"{category}/{OTHER}"] if subs else [category]
+
+    def _leaf_view(self) -> View | None:
+        """The tax or waits view chosen; None in the category view."""
+        if self.view == "tax":
+            return View(self.tax_groups, self.tax_rules, self.tax_rest)
+        return self.waits if self.view == "waits" else None
+
+    @property
+    def all_categories(self) -> list[str]:
+        """The groups of the chosen grouping, in report order (`other` / the tax or waits rest last)."""
+        if view := self._leaf_view():
+            return [g.name for g in view.groups if g.name != view.rest] + [view.rest]
+        if self.level == 2:
+            return [g for c in self.categories for g in self.groups_of(c)] + [OTHER]
+        return self.categories + [OTHER]
+
+    def parent(self, group: str) -> str:
+        """The level-1 category of a level-2 group (itself for level-1 names and tax groups)."""
+        return group.split("/", 1)[0]
+
+    @property
+    def colors(self) -> dict[str, str]:
+        """Colour of every group of the chosen grouping: level-2 groups are shades of their category."""
+        if view := self._leaf_view():
+            return {view.rest: self.category_colors[OTHER]} | {g.name: g.color for g in view.groups}
+        colors = dict(self.category_colors)
+        if self.level == 2:
+            for c in self.categories:
+                groups = self.groups_of(c)
+                if len(groups) > 1:
+                    colors.update({g: shade(colors[c], i, len(groups)) for i, g in enumerate(groups)})
+        return colors
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        if view := self._leaf_view():
+            return {g.name: g.description for g in view.groups}
+        return self.category_descriptions
+
+    # --- classification ----------------------------------------------------------------------------
+
+    def classify_frame(self, raw: str) -> tuple[str, Rule] | None:
+        """(category, rule) of the first level-1 rule matching this frame, or None."""
+        hit = self._cache.get(raw, False)
+        if hit is not False:
+            return hit
+        name, kernel = normalize_frame(raw)
+        hit = next(((r.category, r) for r in self.rules if r.level == 1 and r.matches(name, kernel)), None)
+        self._cache[raw] = hit
+        return hit
+
+    def sub_rule(self, raw: str, category: str) -> Rule | None:
+        """The first rule of category with a `sub` matching this frame (level 2), or None."""
+        key = (raw, category)
+        if key not in self._sub_cache:
+            name, kernel = normalize_frame(raw)
+            self._sub_cache[key] = next((r for r in self.rules
+                                         if r.category == category and r.sub and r.matches(name, kernel)), None)
+        return self._sub_cache[key]
+
+    def tax_rule(self, raw: str, view: str = "tax") -> Rule | None:
+        """The first rule of the tax (or waits) view matching this frame, or None."""
+        key = (raw, view)
+        if key not in self._tax_cache:
+            name, kernel = normalize_frame(raw)
+            rules = self.waits.rules if view == "waits" else self.tax_rules
+            self._tax_cache[key] = next((r for r in rules if r.matches(name, kernel)), None)
+        return self._tax_cache[key]
+
+    def rule_for(self, frame: str, group: str) -> Rule | None:
+        """The rule that made frame decide group in this grouping (for `top`), or None."""
+        if self._leaf_view():
+            return self.tax_rule(frame, self.view)
+        if self.level == 2 and "/" in group:
+            return self.sub_rule(frame, self.parent(group))
+        hit = self.classify_frame(frame)
+        return hit[1] if hit else None
+
+    def classify_category(self, frames: list[str]) -> tuple[str, int]:
+        """(level-1 category, index of the deciding frame or -1). frames go root first, leaf last."""
+        for i in range(len(frames) - 1, -1, -1):
+            hit = self.classify_frame(frames[i])
+            if hit:
+                return hit[0], i
+        return OTHER, -1
+
+    def classify_stack(self, frames: list[str]) -> tuple[str, int]:
+        """(group in the chosen grouping, index of the deciding frame or -1)."""
+        if self.view == "waits":
+            for i in range(len(frames) - 1, -1, -1):
+                rule = self.tax_rule(frames[i], "waits")
+                if rule:
+                    return rule.category, i
+            return self.waits.rest, -1
+        category, idx = self.classify_category(frames)
+        if self.view == "tax":
+            stop = max(idx, 0)
+            for i in range(len(frames) - 1, stop - 1, -1):
+                rule = self.tax_rule(frames[i])
+                if rule:
+                    return rule.category, i
+            return self.tax_rest, idx
+        if self.level == 1 or category == OTHER or category not in self.subcategories:
+            return category, idx
+        for i in range(len(frames) - 1, -1, -1):
+            rule = self.sub_rule(frames[i], category)
+            if rule:
+                return f"{category}/{rule.sub}", i
+        return f"{category}/{OTHER}", idx
+
+
+def shade(color: str, i: int, n: int) -> str:
+    """The i-th of n shades of color, from darker to lighter, the base colour in the middle."""
+    r, g, b = (int(color[k:k + 2], 16) / 255 for k in (1, 3, 5))
+    h, light, s = colorsys.rgb_to_hls(r, g, b)
+    t = i / (n - 1) if n > 1 else 0.5
+    light = min(0.9, max(0.15, light + (t - 0.5) * 0.45))
+    return "#" + "".join(f"{round(255 * v):02x}" for v in colorsys.hls_to_rgb(h, light, s))

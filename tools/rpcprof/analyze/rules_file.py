@@ -1,0 +1,131 @@
+"""categorize.yaml read and checked: its types and keys by the JSON Schema (rpcprof.schema.RULES), then what
+a schema cannot say (each regex compiled through the guarded UserRegex, names defined twice, a `sub:` that
+its category does not declare, the `app` category), and, for check-rules, every rule's examples.
+Every problem is one UserError line naming the file, the key or the rule, and the fix.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from rpcprof import schema
+from rpcprof.analyze.patterns import UserRegex
+from rpcprof.analyze.rules import OTHER, Rule, Rules, TaxGroup, View
+from rpcprof.errors import UserError
+from rpcprof.paths import RULES_PATH
+
+FIX = "fix categorize.yaml (its header says what each key takes)"
+
+
+def _fail(path, msg):
+    raise UserError(f"{Path(path).name}: {msg}")
+
+
+def _read(path: Path):
+    """The YAML document of the rules file; UserError when it cannot be read or parsed."""
+    try:
+        return yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such rules file (pass --rules with the path of categorize.yaml)") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: a folder; pass --rules with the path of categorize.yaml") from None
+    except UnicodeDecodeError as e:
+        _fail(path, f"not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); save it as UTF-8")
+    except yaml.YAMLError as e:
+        _fail(path, f"invalid YAML: {' '.join(str(e).split())}")
+    except (OSError, RecursionError) as e:
+        _fail(path, f"unreadable: {getattr(e, 'strerror', None) or type(e).__name__}")
+
+
+def _rule(path: Path, raw: dict, owner: str, index: int) -> Rule:
+    """One rule of `owner` (a category or a group of a view), its regex compiled through the guard."""
+    name = raw["name"] or f"#{index + 1}"
+    pattern = UserRegex(raw["match"], f"{path.name}: rule {name!r} in {owner}")
+    return Rule(owner, name, pattern, raw.get("where", "any"), raw["examples"])
+
+
+def _view(path: Path, section: dict | None, key: str, default_rest: str) -> View:
+    """The `tax:` section, or another of its shape (`waits:`): groups of rules, and the rest's name."""
+    if section is None:
+        return View([], [], default_rest)
+    groups, rules = [], []
+    for group in section["groups"]:
+        name = group["name"]
+        if name in {g.name for g in groups}:
+            _fail(path, f"{key} group {name!r} is defined twice; rename or merge one of them")
+        groups.append(TaxGroup(name, group["color"], group.get("description", "")))
+        rules += [_rule(path, r, name, i) for i, r in enumerate(group.get("rules") or [])]
+    return View(groups, rules, section.get("rest") or default_rest)
+
+
+def load_rules(path: Path | str = RULES_PATH) -> Rules:
+    """Load and validate categorize.yaml; every problem is one UserError line naming file, category, rule."""
+    path = Path(path)
+    data = schema.check(_read(path), schema.RULES, path.name, FIX)
+    categories, colors, descriptions, rules = [], {OTHER: data.get("other_color", "#b4b4b4")}, {}, []
+    subcategories: dict[str, list[str]] = {}
+    for cat in data["categories"]:
+        cname = cat["name"]
+        if cname in categories:
+            _fail(path, f"category {cname!r} is defined twice; rename or merge one of them")
+        categories.append(cname)
+        colors[cname] = cat["color"]
+        descriptions[cname] = cat.get("description", "")
+        subs = [s["name"] for s in cat.get("subcategories") or []]
+        twice = sorted({s for s in subs if subs.count(s) > 1})
+        if twice:
+            _fail(path, f"category {cname!r}: sub-category {', '.join(twice)} is declared twice; declare each once")
+        if subs:
+            subcategories[cname] = subs
+        for ri, raw in enumerate(cat["rules"] or []):
+            rule = _rule(path, raw, cname, ri)
+            sub = raw.get("sub")
+            if sub is not None and sub not in subs:
+                _fail(path, f"rule {rule.name!r} in {cname}: sub {sub!r} is not one of {cname}'s subcategories "
+                            f"({', '.join(subs) or 'none declared'})")
+            rule.sub, rule.level = sub, raw.get("level", 1)
+            rules.append(rule)
+    if "app" not in categories:
+        _fail(path, "a category named `app` is required (the server's handler pattern is added to it)")
+    tax = _view(path, data.get("tax"), "tax", "everything-else")
+    waits = _view(path, data.get("waits"), "waits", "other-wait")
+    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,
+                 waits=waits)
+
+
+def check_examples(rules: Rules) -> list[str]:
+    """Problems with the rules' examples: an example decided by another rule (a shadowed or wrong rule),
+    at level 1, at level 2 (rules with a `sub`) and in the tax and waits views."""
+    problems = []
+    spaces = [(r, lambda ex: rules.classify_frame(ex)) for r in rules.rules if r.level == 1]
+    spaces += [(r, lambda ex, c=r.category: rules.sub_rule(ex, c)) for r in rules.rules if r.sub]
+    spaces += [(r, lambda ex: rules.tax_rule(ex)) for r in rules.tax_rules]
+    spaces += [(r, lambda ex: rules.tax_rule(ex, "waits")) for r in rules.waits.rules]
+    for rule, decide in spaces:
+        deciders = [decide(ex) for ex in rule.examples]
+        deciders = [d[1] if isinstance(d, tuple) else d for d in deciders]
+        what = f"rule {rule.name!r} in {rule.category}" + (f" (sub {rule.sub})" if rule.sub else "")
+        if all(d is not None and d is not rule for d in deciders):
+            problems.append(f"{what} can never decide its examples: rule {deciders[0].name!r} in "
+                            f"{deciders[0].category} matches them first (shadowed)")
+            continue
+        for ex, d in zip(rule.examples, deciders):
+            if d is None:
+                problems.append(f"{what}: example {ex!r} matches no rule")
+            elif d is not rule:
+                problems.append(f"{what}: example {ex!r} is decided by rule {d.name!r} in {d.category}")
+    return problems
+
+
+SHOWN_PROBLEMS = 3
+
+
+def problems_line(problems: list[str]) -> str:
+    """check_examples' problems for one error line: all of them when few, else the first few and a count
+    (a broad rule can shadow a hundred others: the first ones name it)."""
+    if len(problems) <= SHOWN_PROBLEMS:
+        return "; ".join(problems)
+    return (f"{len(problems)} problems with the rules' examples, the first {SHOWN_PROBLEMS}: "
+            + "; ".join(problems[:SHOWN_PROBLEMS])
+            + f"; and {len(problems) - SHOWN_PROBLEMS} more (fix these, then run check-rules again)")

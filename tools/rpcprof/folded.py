@@ -1,0 +1,61 @@
+"""Folded stacks (`frame;frame;... COUNT` lines), as inferno and py-spy write them: read here for every
+layer that needs them (folding checks a py-spy file, the analysis categorises them).
+"""
+from __future__ import annotations
+
+import gzip
+import math
+from functools import reduce
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from rpcprof.errors import UserError
+
+
+def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
+    for lineno, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        stack, sep, count = line.rpartition(" ")
+        # ASCII digits only: int() also takes '١٢' (Arabic-Indic) and isdigit() '²', which perf and
+        # inferno never write: such a count is a damaged line, not a weight
+        if not sep or not (count.isascii() and count.isdigit()):
+            raise UserError(f"line {lineno} is not a folded stack ('frame;frame;... COUNT' with COUNT in "
+                            f"0-9): {line[:80]!r}")
+        if len(count) > 15:
+            # 10^15 ns is 11 days of CPU on one stack: beyond that, not a weight perf or py-spy writes, and
+            # inferno's 64-bit sums would overflow
+            raise UserError(f"line {lineno}: count {count[:20]}{'...' if len(count) > 20 else ''} is 10^15 or more, "
+                            "more than any profile's weight: a damaged line")
+        yield stack.split(";"), int(count)
+
+
+def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
+    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD); UserError naming
+    the file when it is missing, damaged, or holds no samples."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        # lines end at LF only (as inferno reads them): a CR inside a frame stays in its name
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
+            stacks = list(read_folded(f))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such folded file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; give a folded file (e.g. RUN/SERVER/perf.folded)") from None
+    except (OSError, EOFError) as e:
+        raise UserError(f"{path}: unreadable: {e}") from None
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
+    if not any(w for _, w in stacks):
+        raise UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "
+                        "give another folded file")
+    return stacks
+
+
+def sample_weight(stacks: list[tuple[list[str], int]]) -> int:
+    """The weight of one sample: the gcd of the weights (perf's period, as inferno-collapse-perf weighted
+    the stacks; 1 for counts)."""
+    return reduce(math.gcd, (w for _, w in stacks), 0) or 1
