@@ -97,3 +97,17 @@ def test_no_syscall_named_no_write_figure_and_no_write_sentence():
     assert "write" not in send.text
     _, findings = explain_gap("a", "b", us, {"a": {**named, "writes_per_req": 1.0}, "b": named})
     assert "write" in next(f for f in findings if f.category == "send").text
+
+
+def test_a_ruler_disagreement_says_why_from_the_figures():
+    from rpcprof.report.compare import disagreement
+    tonic = {"server": "rust_tonic_mt", "us_per_req": 0.177, "us_per_req_err": 0.004}
+    pajamax = {"server": "rust_pajamax", "us_per_req": 0.120, "us_per_req_err": 0.003}
+    metrics = {"rust_tonic_mt": {"syscalls": {"per_req": 2.3}}, "rust_pajamax": {"syscalls": {"per_req": 0.2}}}
+    text = disagreement(tonic, pajamax, metrics)
+    assert "costs 0.177 µs/req in rust_tonic_mt and 0.120 in rust_pajamax" in text and "2.30 syscalls" in text
+    # the ruler costlier where fewer syscalls run: no syscall reason is given
+    metrics = {"rust_tonic_mt": {"syscalls": {"per_req": 0.2}}, "rust_pajamax": {"syscalls": {"per_req": 2.3}}}
+    assert "the figures give no reason" in disagreement(tonic, pajamax, metrics)
+    alike = {"server": "rust_pajamax", "us_per_req": 0.176, "us_per_req_err": 0.004}
+    assert "costs alike" in disagreement(tonic, alike, metrics)

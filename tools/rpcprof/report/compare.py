@@ -188,7 +188,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
             lines.append(f"{b['server']} vs {base['server']}: the ruler matched no sample in one of them: no check")
             continue
         verdict = ("agree within the sampling error" if b["agrees"] else
-                   "DISAGREE beyond the sampling error: attribution or the same-work premise is off")
+                   "DISAGREE beyond the sampling error: " + disagreement(base, b, metrics))
         profiled = f", ^{b['profiled_ratio']:.2f} while profiled" if b["profiled_ratio"] else ""
         lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{b['ratio']:.2f} [{b['ratio_low']:.2f}-"
                      f"{b['ratio_high']:.2f}], req/s per CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
@@ -196,6 +196,30 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         for row in rows:
             row.pop("_fs")
     return rows, lines
+
+
+def disagreement(base: dict, row: dict, metrics: dict) -> str:
+    """Why the ruler's share ratio misses the CPU-per-request ratio, from the figures: the ruler's own cost
+    per request differs (the same work costs more in one server), and whether that follows the syscalls
+    per request (user code runs slower after a syscall has evicted its caches and predictors: inferred,
+    this machine has no PMU to count it), or the figures give no reason."""
+    a, b = base["us_per_req"], row["us_per_req"]
+    err = math.hypot(base["us_per_req_err"], row["us_per_req_err"])
+    if abs(a - b) <= 2 * err:
+        return (f"the ruler costs alike ({a:.3f} and {b:.3f} µs/req), so the shares around it are attributed "
+                "differently; compare the categories")
+    more, less = (base, row) if a > b else (row, base)
+    sc = {r["server"]: ((metrics.get(r["server"]) or {}).get("syscalls") or {}).get("per_req") for r in (base, row)}
+    text = (f"the same work costs {max(a, b):.3f} µs/req in {more['server']} and {min(a, b):.3f} in {less['server']} "
+            f"(±{2 * err:.3f})")
+    hi, lo = sc[more["server"]], sc[less["server"]]
+    if hi is not None and lo is not None and hi > 2 * lo:
+        return (text + f"; {more['server']} makes {hi:.2f} syscalls per request, {less['server']} {lo:.2f}: user code "
+                "slowed by the extra syscalls (caches and predictors evicted; inferred, not counted: no PMU here) "
+                "would make it so")
+    if hi is not None and lo is not None:
+        return text + f", and not where more syscalls run ({hi:.2f} vs {lo:.2f} per request): the figures give no reason"
+    return text + "; no syscall counts to say why"
 
 
 def ruler_check(base: dict, row: dict) -> dict:
