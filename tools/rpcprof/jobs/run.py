@@ -27,7 +27,7 @@ from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
-from rpcprof.measure.procstat import cgroup_name, machine_specs
+from rpcprof.measure.procstat import cgroup_name, keep_off, machine_specs
 from rpcprof.measure.scenario import get_scenario
 from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
@@ -176,6 +176,7 @@ class Run:
 
     def execute(self, base: Path | None = None) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
+        keep_off(self.load_cpus)    # rpcprof and its instruments stay off the server's CPUs
         if base is None:            # a sweep's cells: the sweep has looked already
             tidy_leftovers(self.opts.runs_dir)
         self.folder = RunFolder.create(label, base or self.opts.runs_dir)

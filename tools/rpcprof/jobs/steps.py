@@ -95,7 +95,7 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             session.stop(io_recorder)
             io_recorder = None
             log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
-    own = ProcWindow(subject.pid)
+    own = ProcWindow(subject.pid, subject.monitor.switches)
     load = subject.drive(seconds, f"{name}-load.log", Marks(window, own))
     session.stop(io_recorder)
     session.stop(counter)

@@ -10,8 +10,10 @@ costs the server nothing, so every window (the unprofiled one included) has them
                         bypass it), the whole process, exited threads included
   rchar, wchar          their bytes
 
-A thread that exits inside the window takes its switches with it (they are per thread): its switches
-after the start snapshot are lost, and what it had at the start is dropped from the difference.
+Switches are per thread, and a thread that exits takes its own with it (pajamax's thread per connection
+exits when the load driver closes its connection, as the window ends). So the process monitor polls
+them every 0.1 s (SwitchTracker) and keeps each thread's last seen counts: a thread that exits inside
+the window keeps what it had at the last poll.
 """
 from __future__ import annotations
 
@@ -63,10 +65,23 @@ def _io(pid: int) -> dict[str, int]:
     return out
 
 
-def snapshot(pid: int) -> dict:
-    """The counters of pid now (see the module's text)."""
+class SwitchTracker:
+    """Each thread's voluntary and involuntary switches as last seen; poll() as often as threads may exit."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.seen: dict[int, tuple[int, int]] = {}
+
+    def poll(self) -> dict[int, tuple[int, int]]:
+        self.seen.update(_thread_switches(self.pid))
+        return dict(self.seen)
+
+
+def snapshot(pid: int, tracker: SwitchTracker | None = None) -> dict:
+    """The counters of pid now (see the module's text); with tracker, threads that exited keep their
+    last polled switches."""
     io = _io(pid)
-    return {"threads": _thread_switches(pid), "page_faults": _faults(pid),
+    return {"threads": tracker.poll() if tracker else _thread_switches(pid), "page_faults": _faults(pid),
             "vfs_reads": io.get("syscr"), "vfs_writes": io.get("syscw"), "rchar": io.get("rchar"),
             "wchar": io.get("wchar")}
 
@@ -95,17 +110,19 @@ def per_request(counts: dict, requests: int | None) -> dict:
 
 
 class ProcWindow:
-    """Snapshots at a window's start and end (pass start/end as a driver's callbacks, as CpuWindow)."""
+    """Snapshots at a window's start and end (pass start/end as a driver's callbacks, as CpuWindow);
+    tracker: the process monitor's, polled in the background."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, tracker: SwitchTracker | None = None):
         self.pid = pid
+        self.tracker = tracker
         self.marks: dict[str, dict] = {}
 
     def start(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("start", snapshot(self.pid))
+        self.marks.setdefault("start", snapshot(self.pid, self.tracker))
 
     def end(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("end", snapshot(self.pid))
+        self.marks.setdefault("end", snapshot(self.pid, self.tracker))
 
     def counts(self) -> dict:
         self.end()

@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from rpcprof.measure.proccounters import SwitchTracker
+
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
 
@@ -168,6 +170,17 @@ def process_cpu_ns(pid: int) -> int:
     return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+def keep_off(cpus_for_us: list[int]) -> None:
+    """Run this process, and every child it starts from now on, on cpus_for_us (the load CPUs): the
+    instruments' own work (perf writing its samples, the monitor's polls) then never runs on the server's
+    CPUs, where it would take the server's time and land in the counts of those CPUs. Servers are pinned
+    explicitly (taskset) and are not affected."""
+    try:
+        os.sched_setaffinity(0, cpus_for_us)
+    except (OSError, ValueError):
+        pass
+
+
 class CpuWindow:
     """A process's CPU between two instants: pass start and end to a load driver as its on_start and
     on_end callbacks (called when the driver's timed window starts and ends). An end never marked is
@@ -227,6 +240,7 @@ class ProcessMonitor:
         self._rss_samples: list[int] = []
         self._hwm = 0
         self._sampling_rss = False
+        self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -241,6 +255,8 @@ class ProcessMonitor:
         while not self._stop.wait(self.interval):
             if not self.cgroup:
                 self._poll_threads()
+            with self._lock:
+                self.switches.poll()
             mem = rss_bytes(self.pid)
             if mem is None:
                 continue

@@ -41,7 +41,7 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     memory = {}
     window = CpuWindow(monitor, on_start=monitor.start_rss_window,
                        on_end=lambda: memory.update(monitor.stop_rss_window()))
-    own = ProcWindow(monitor.pid)
+    own = ProcWindow(monitor.pid, monitor.switches)
     both = Marks(window, own)
     load = driver.run(settings, port, out / "load.log", on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
