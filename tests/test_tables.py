@@ -207,6 +207,34 @@ def test_markdown_keeps_its_columns_when_a_cell_holds_a_pipe():
     assert unescaped[2].count("|") == unescaped[0].count("|")
 
 
+def _markdown_cells(line: str) -> list[str]:
+    """The cells of a markdown table row as a markdown reader splits them: a `|` ends a cell unless a
+    backslash escapes it, and a backslash escapes the backslash after it."""
+    cells, cell, i = [], "", 0
+    body = line.strip()[1:-1]
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body) and body[i + 1] in "\\|":
+            cell += body[i + 1]
+            i += 2
+            continue
+        if body[i] == "|":
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += body[i]
+        i += 1
+    return [*cells, cell.strip()]
+
+
+@pytest.mark.parametrize("notes", ["a\\|b", "ends with a backslash\\", "\\\\|", "two \\ | \\|"])
+def test_markdown_keeps_its_columns_and_the_name_when_a_backslash_comes_before_a_pipe(notes):
+    rows = [{"name": "tonic", "rps": None, "cpu": None, "bound": None, "notes": notes}]
+    head, _, row = render(rows, COLUMNS, "markdown").splitlines()
+    cells = _markdown_cells(row)
+    assert len(cells) == len(_markdown_cells(head)), row
+    assert cells[-1] == notes.strip()
+
+
 def test_table_aligns_names_left_and_numbers_right():
     lines = render(ROWS, COLUMNS, "table").splitlines()
     head, rule, *body = lines
