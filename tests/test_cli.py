@@ -155,6 +155,14 @@ def test_report_refuses_bad_input_in_one_line(args, message):
     assert len(r.error_lines) == 1 and message in r.error_lines[0], r.err
 
 
+@pytest.mark.parametrize("option", ["-n", "--limit"])
+def test_a_negative_row_limit_is_refused_in_one_line(option):
+    folded = ROOT / "tests" / "data" / "hostile.folded"
+    r = invoke(report_cli.entry, "top", str(folded), "-c", "other", option, "-1")
+    assert r.code == 2 and r.out == ""
+    assert len(r.error_lines) == 1 and "--limit" in r.error_lines[0] and "-1" in r.error_lines[0], r.err
+
+
 def test_report_finds_a_run_by_name_under_runs_dir():
     saved = ROOT / "tests" / "data" / "runs"
     by_path = invoke(report_cli.entry, "run", str(saved / "seed-001"), "--format", "json")

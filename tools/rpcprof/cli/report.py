@@ -101,7 +101,7 @@ def compare(run_dir, rules_path, app, ruler, level, view, runs_dir, fmt):
 @click.option("-c", "--category", required=True,
               help="Category to look into (recv, send, ..., other; protocol/http2... with --level 2; "
                    "allocation... with --view tax).")
-@click.option("-n", "--limit", default=20, show_default=True, help="Rows.")
+@click.option("-n", "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows.")
 @rules_option
 @app_option
 @grouping_options
