@@ -1,4 +1,5 @@
 """report.html: one self-contained page per run, opened in headless Chromium as a reader would."""
+import html
 import html.parser
 import re
 import shutil
@@ -82,3 +83,55 @@ def test_chromium_opens_the_page_without_errors_and_shows_the_figures(page, tmp_
     console = [line for line in dom.stderr.splitlines() if re.search(r"CONSOLE|Uncaught", line)]
     assert not console, console
     assert shot.returncode == 0 and (tmp_path / "report.png").stat().st_size > 10_000
+
+
+# Run in the page once it has loaded: every chart drawn inline from its own data (an <img> hides what its
+# SVG draws beyond its edges, but the reader sees it cut), then every text, path and image of each chart
+# compared with the chart's box, and the page's width with the window's. The findings go into the DOM.
+OVERFLOW_CHECK = """<script>
+window.addEventListener("load", () => {
+  const found = [];
+  for (const img of document.querySelectorAll("img")) {
+    const [head, data] = img.src.split(",");
+    if (!head.startsWith("data:image/svg+xml;base64")) continue;
+    const bytes = Uint8Array.from(atob(data), c => c.charCodeAt(0));
+    const doc = new DOMParser().parseFromString(new TextDecoder().decode(bytes), "image/svg+xml");
+    const svg = document.importNode(doc.documentElement, true);
+    img.replaceWith(svg);
+    const box = svg.getBoundingClientRect();
+    for (const el of svg.querySelectorAll("text, path, image, use")) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        found.push(`${img.alt}: <${el.tagName}> ${(el.textContent || "").trim().slice(0, 40)} ` +
+                   `[${Math.round(r.left)}-${Math.round(r.right)}] outside [${Math.round(box.left)}-${Math.round(box.right)}]`);
+    }
+  }
+  const page = document.documentElement;
+  if (page.scrollWidth > page.clientWidth) found.push(`page: ${page.scrollWidth} px wide in a ${page.clientWidth} px window`);
+  const out = document.createElement("pre");
+  out.id = "overflow-check";
+  out.textContent = JSON.stringify(found);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
+def test_no_chart_is_cut_at_its_edges_in_a_1400_px_window(page, tmp_path):
+    checked = tmp_path / "report.html"
+    body = page.read_text()
+    assert body.count('<img class="chart"') == 2                 # breakdown.svg and breakdown-level2.svg
+    checked.write_text(body.replace("</body>", OVERFLOW_CHECK + "</body>"))
+    profile = tempfile.mkdtemp(prefix="rpcprof-chromium-")
+    try:
+        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                              "--disable-background-networking", "--disable-extensions", "--hide-scrollbars",
+                              f"--user-data-dir={profile}", "--window-size=1400,2000", "--dump-dom",
+                              f"file://{checked}"], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = re.search(r'<pre id="overflow-check">(.*?)</pre>', dom.stdout, re.S)
+    assert m, "the check did not run: " + dom.stderr[-2000:]
+    assert html.unescape(m.group(1)) == "[]"
