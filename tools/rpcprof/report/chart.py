@@ -98,8 +98,16 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     # Each try draws a new figure, so the one saved is laid out once, as it would be without the tries.
     with matplotlib.rc_context(STYLE):
         ncols = min(len(groups), 7)
-        while ncols > 1 and not _fits(draw(ncols)):
-            ncols -= 1
+        first = draw(ncols)
+        if not _fits(first):
+            # a first guess from the widths of that legend and of the axes laid out without it, then fewer
+            ax = next(a for a in first.axes if a.get_legend())
+            ax.get_legend().set_in_layout(False)
+            first.draw_without_rendering()
+            ratio = ax.get_window_extent().width / ax.get_legend().get_window_extent().width
+            ncols = max(1, min(ncols - 1, int(ncols * ratio)))
+            while ncols > 1 and not _fits(draw(ncols)):
+                ncols -= 1
         fig = draw(ncols)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
