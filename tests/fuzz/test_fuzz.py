@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SEED_RUN = DATA / "runs" / "seed-001"
 HAVE_INFERNO = bool(shutil.which("inferno-flamegraph") or (Path.home() / ".cargo/bin/inferno-flamegraph").exists())
 

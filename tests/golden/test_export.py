@@ -13,7 +13,7 @@ from rpcprof.analyze.categorize import open_folded, read_folded
 from rpcprof.cli.report import main
 from rpcprof.report.pprof import profile_pb2
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 FOLDED = DATA / "runs" / "seed-001" / "rust_tonic_mt" / "profile.folded.gz"
 GO = shutil.which("go") or "/usr/local/go/bin/go"
 
@@ -95,7 +95,7 @@ def test_collapsed_round_trips_and_hostile_names_survive(tmp_path):
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     args = [tmp_path / "out" if a == "OUT" else a for a in args]
-    done = subprocess.run([str(Path(__file__).parents[1] / "report.py"), "export", *map(str, args)],
+    done = subprocess.run([str(Path(__file__).parents[2] / "report.py"), "export", *map(str, args)],
                           capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and not done.stdout, done.stderr

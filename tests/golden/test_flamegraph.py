@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
                                      or (Path.home() / ".cargo/bin/inferno-flamegraph").exists()),
                                 reason="inferno not installed (tools/setup.sh)")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())
 SERVERS = ["rust_tonic_st", "rust_pajamax"]

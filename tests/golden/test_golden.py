@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rpcprof.cli.report import main
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())
 BLESS = os.environ.get("RPCPROF_BLESS") == "1"
 

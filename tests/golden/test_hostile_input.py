@@ -20,7 +20,7 @@ from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.report.html import esc
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = DATA / "runs"
 
 

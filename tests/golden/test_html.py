@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rpcprof.cli.report import main
 from rpcprof.rundir import load_run
 
-RUN = Path(__file__).parent / "data" / "runs" / "seed-001"
+RUN = Path(__file__).parents[1] / "data" / "runs" / "seed-001"
 CHROMIUM = shutil.which("chromium")
 
 

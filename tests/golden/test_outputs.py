@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, pid_alive
+from conftest import ROOT, fill, invoke
 from rpcprof.cli import report as report_cli
-from test_cli import invoke
 
 SAVED_RUN = ROOT / "tests" / "data" / "runs" / "seed-001"
 
@@ -108,26 +107,6 @@ def test_an_unwritable_path_is_one_line_naming_it(run_copy, name):
     assert len(r.error_lines) == 1 and f"cannot write {out}" in r.error_lines[0], r.err
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 64 KiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(disk: Path) -> None:
-    """Fill disk to the last byte."""
-    with open(disk / "filler", "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
-
-
 @pytest.mark.parametrize("name", ["svg", "html", "fold"])
 def test_a_disk_that_fills_up_leaves_no_partial_output_and_no_temporary_file(run_copy, small_disk, name):
     """The outputs are larger than the disk: nothing of them remains, the folder holds what it held."""
@@ -142,25 +121,6 @@ def test_a_disk_that_fills_up_leaves_no_partial_output_and_no_temporary_file(run
     assert r.code == 1 and "Traceback" not in r.err, r.err
     assert len(r.error_lines) == 1 and f"cannot write {out}: No space left on device" in r.error_lines[0], r.err
     assert list(small_disk.iterdir()) == []
-
-
-def test_a_run_whose_disk_fills_up_is_marked_failed_and_keeps_what_it_captured(profile, port, small_disk):
-    running = profile.start("run", "rust_tonic_st", "--no-profile", "--no-syscalls", "-w", "0", "-d", "5",
-                            "--port", str(port), "--runs-dir", str(small_disk), "--label", "pytest-full")
-    server = int(running.wait_for(r"rust_tonic_st \(pid (\d+)\)").group(1))
-    running.wait_for(r"rust_tonic_st: measuring")
-    fill(small_disk)
-    done = running.finish(timeout=120)
-    try:
-        assert done.returncode == 1, done.stderr
-        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-        assert "No space left on device" in done.stderr
-        manifest = json.loads((done.run_dir / "manifest.json").read_text())
-        assert manifest["status"] == "failed"
-        assert (done.run_dir / "rust_tonic_st" / "build.log").is_file()
-        assert not pid_alive(server)
-    finally:
-        (small_disk / "filler").unlink()
 
 
 def test_a_run_folder_on_a_full_disk_still_says_how_the_run_ended(small_disk):

@@ -13,12 +13,9 @@ import pytest
 
 from conftest import category_shares
 
-from rpcprof.jobs import attach as attach_mod
-from rpcprof.jobs.attach import check_permissions, inspect_process
-from rpcprof.errors import UserError
 from rpcprof.measure.servers import load_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILE_SH = str(ROOT / "profile.sh")
 SERVERS = ["rust_tonic_mt", "rust_pajamax", "go_grpc", "python_grpcio", "node_grpcjs"]
 
@@ -63,7 +60,7 @@ def _remove_runs():
 
 def attach(*args, timeout=300):
     if not any(a.startswith(("--off-cpu", "--no-off-cpu")) for a in args):
-        args = (*args, "--no-off-cpu")          # the off-CPU window is tests/test_offcpu.py's
+        args = (*args, "--no-off-cpu")          # the off-CPU window is tests/live/test_offcpu_live.py's
     return subprocess.run([PROFILE_SH, "attach", "--runs-dir", str(RUNS), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
@@ -120,35 +117,6 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
         subprocess.run(["rm", "-rf", str(folder)])
 
 
-def test_inspect_tells_go_python_and_native_apart():
-    me = inspect_process(os.getpid())
-    assert me.kind == "python"
-    sleeper = subprocess.Popen(["sleep", "30"])
-    try:
-        assert inspect_process(sleeper.pid).kind == "native"
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    go_bin = load_server("go_grpc").folder / "bin" / "go_grpc"
-    if go_bin.exists():
-        assert attach_mod._is_go_binary(str(go_bin))
-    assert not attach_mod._is_go_binary("/bin/sleep")
-
-
-def test_node_without_perf_basic_prof_gets_the_exact_flag():
-    info = attach_mod.ProcessInfo(1, "node", "/usr/bin/node", ["node", "server.js"], "node", [0], 0)
-    profiler, call_graph, hints = attach_mod.choose_profiler(info, None)
-    assert (profiler, call_graph) == ("perf", "fp")
-    assert any("`node --perf-basic-prof ...`" in h for h in hints)
-    assert any("--perf-prof --perf-prof-unwinding-info" in h for h in hints)
-    info.cmdline.insert(1, "--perf-basic-prof")
-    hints = attach_mod.choose_profiler(info, None)[2]
-    assert not any("`node --perf-basic-prof ...`" in h for h in hints)
-    assert any("--perf-prof --perf-prof-unwinding-info" in h for h in hints)
-    info.cmdline.insert(1, "--perf-prof-unwinding-info")   # the flag alone is not enough: pid 1 maps no jitdump
-    assert attach_mod.choose_profiler(info, None)[1] == "fp"
-
-
 def test_node_with_the_jit_map_only_is_profiled_with_frame_pointers(tmp_path):
     """The other Node path: started with --perf-basic-prof alone, JS frames are named from /tmp/perf-PID.map."""
     port = 50609
@@ -172,39 +140,6 @@ def test_node_with_the_jit_map_only_is_profiled_with_frame_pointers(tmp_path):
         assert not list(tmp_path.glob("jit*"))
     finally:
         subprocess.run(["rm", "-rf", str(folder)])
-
-
-@pytest.mark.parametrize("args, message", [
-    (["--pid", "999999"], "no process with pid 999999"),
-    (["--pid", "2"], "is a kernel thread"),
-    (["--pid", "SLEEPER", "--load"], "--load needs --target"),
-    (["--pid", "SLEEPER", "--load", "--target", "10.0.0.1:50051"], "loopback"),
-    (["--pid", "SLEEPER", "--requests", "5", "--rps", "3"], "--requests and --rps"),
-    (["--pid", "SLEEPER", "--profiler", "py-spy"], "not a CPython process"),
-])
-def test_bad_attach_input_is_one_line(args, message):
-    sleeper = subprocess.Popen(["sleep", "60"])
-    try:
-        done = attach(*[str(sleeper.pid) if a == "SLEEPER" else a for a in args], "-d", "1")
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert done.returncode != 0
-    errors = [x for x in done.stderr.splitlines() if x.startswith("profile.sh: error:")]
-    assert len(errors) == 1 and message in errors[0], done.stderr
-    assert "Traceback" not in done.stderr
-
-
-def test_zombie_is_refused():
-    child = subprocess.Popen(["true"])
-    deadline = time.monotonic() + 5
-    while attach_mod.proc_state(child.pid) != "Z" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        done = attach("--pid", str(child.pid), "-d", "1")
-        assert done.returncode != 0 and "is a zombie" in done.stderr
-    finally:
-        child.wait()
 
 
 def test_idle_process_gives_zero_samples_and_a_hint():
@@ -239,27 +174,6 @@ def test_process_exiting_during_the_window_keeps_what_was_captured():
         assert subprocess.run(["pgrep", "-f", f"perf record .* -p {busy.pid}"]).returncode == 1
     finally:
         subprocess.run(["rm", "-rf", str(folder)])
-
-
-@pytest.mark.parametrize("profiler, setting, fix", [
-    ("perf", "perf_event_paranoid", "sysctl -w kernel.perf_event_paranoid=1"),
-    ("py-spy", "ptrace_scope", "sysctl -w kernel.yama.ptrace_scope=0"),
-])
-def test_not_permitted_names_the_setting(monkeypatch, profiler, setting, fix):
-    """As a non-root user of the same uid, with the kernel's defaults on this machine kind."""
-    info = attach_mod.ProcessInfo(4242, "srv", "/srv", ["/srv"], "native", [0], 1000)
-    monkeypatch.setattr(attach_mod.os, "geteuid", lambda: 1000)
-    real_read = Path.read_text
-    monkeypatch.setattr(attach_mod.Path, "read_text",
-                        lambda self, *a, **k: "2" if "perf_event_paranoid" in str(self) or "ptrace_scope" in str(self)
-                        else real_read(self, *a, **k))
-    monkeypatch.setattr(attach_mod.Path, "exists", lambda self: True)
-    with pytest.raises(UserError) as e:
-        check_permissions(info, profiler)
-    assert setting in str(e.value) and fix in str(e.value)
-    info.uid = 0
-    with pytest.raises(UserError, match="belongs to uid 0; run as root"):
-        check_permissions(info, profiler)
 
 
 OTHER_REPLY_SERVER = '''

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import category_shares
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BURNS = (50, 200)
 
 

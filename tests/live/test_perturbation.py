@@ -47,7 +47,7 @@ length (plus the partial replies of the <= 100 streams cut off at the end of the
 A run whose profile window rpcprof flags PROFILE-REGIME (its req/s more than 10 % from the measured
 window's: its shares describe another regime) is redone, at most twice.
 
-`python tests/test_perturbation.py --help` runs the same sweep with other windows and prints the figures
+`python tests/live/test_perturbation.py --help` runs the same sweep with other windows and prints the figures
 and fits (bench/perturb.sh). Takes ~9 runs x ~17 s.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ import pytest
 from conftest import category_shares, port_is_free
 from rpcprof.analyze.fit import LinearFit, linear_fit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"
 PORT = 50571                           # the first free one from here on (not conftest's 50151-50299)
 STREAMS = 100                          # rpcprof's default S: streams in flight, cut off at the end of a window
@@ -381,7 +381,7 @@ def test_payload_leaves_the_other_categories_alone(sweep, noise):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench/perturb.sh", description="The perturbation sweep of "
-                                 "tests/test_perturbation.py with other windows: figures per setting and fits.")
+                                 "tests/live/test_perturbation.py with other windows: figures per setting and fits.")
     ap.add_argument("-d", "--duration", type=float, default=10, help="measured window [s] (default 10)")
     ap.add_argument("-w", "--warmup", type=float, default=2, help="warm-up [s] (default 2)")
     ap.add_argument("--profile-duration", type=float, default=8, help="profile window [s] (default 8)")

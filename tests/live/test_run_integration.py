@@ -19,7 +19,6 @@ from conftest import ROOT, pid_alive
 from rpcprof.jobs.run import RunOptions
 from rpcprof.measure.syscalls import EVENT_KEYS, IO_KEEP_BYTES, IO_READS, IO_WRITES
 from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE
-from rpcprof.rundir import make_run_dir
 
 SERVERS = ["rust_tonic_mt", "rust_pajamax", "rust_tonic_st"]
 PORT = 50151
@@ -216,13 +215,6 @@ def test_two_runs_get_two_distinct_folders(profile, port):
     for done in (first, second):
         manifest = json.loads((done.run_dir / "manifest.json").read_text())
         assert manifest["status"] == "complete"
-
-
-def test_run_folders_made_in_the_same_second_get_a_suffix(tmp_path):
-    folders = [make_run_dir("same label", base=tmp_path) for _ in range(3)]
-    assert len(set(folders)) == 3
-    assert all(f.is_dir() and f.parent == tmp_path for f in folders)
-    assert all(re.fullmatch(r"\d{8}-\d{6}-same-label(-\d+)?", f.name) for f in folders)
 
 
 # ----- the runtime's write pattern: invariants of tokio's scheduler, not timings ---------------------

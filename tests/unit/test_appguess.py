@@ -8,9 +8,9 @@ import yaml
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.measure.appguess import go_app, guess_app, node_app, python_app, rust_app
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUESSES = {
     "rust_tonic_mt": lambda: rust_app(str(ROOT / "servers/target/release/rust_tonic"), b"/rustc/"),
     "rust_pajamax": lambda: rust_app(str(ROOT / "servers/target/release/rust_pajamax"), b"/rustc/"),

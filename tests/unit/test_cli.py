@@ -5,14 +5,12 @@ run folder, no traceback). Nothing here starts a server or a profiler.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, invoke
 from rpcprof.cli import profile as profile_cli
 from rpcprof.cli import report as report_cli
 
@@ -20,28 +18,6 @@ PROFILE_COMMANDS = ["run", "sweep", "attach"]
 REPORT_COMMANDS = ["table", "compare", "top", "explain", "check-rules", "svg", "diff", "results", "sweep", "seeds", "waits",
                    "run", "fold"]
 KNOWN_SERVERS = sorted(p.parent.name for p in (ROOT / "servers").glob("*/server.yaml"))
-
-
-class Result:
-    def __init__(self, code: int, out: str, err: str):
-        self.code, self.out, self.err = code, out, err
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if re.match(r"^(profile\.sh|report\.py): error: ", line)]
-
-
-def invoke(entry, *args: str) -> Result:
-    """entry(args) under CliRunner's isolation: stdout and stderr captured, the exit code returned."""
-    runner = CliRunner()
-    with runner.isolation() as streams:
-        try:
-            entry(list(args))
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
-    return Result(code, out, err)
 
 
 def test_the_cli_modules_are_the_ones_the_scripts_run():
@@ -231,7 +207,7 @@ def test_every_python_package_is_pinned_and_the_venv_holds_exactly_the_pinned_se
     (transitive too), so a fresh machine gets the tested set. The virtualenv made by tools/setup.sh holds
     exactly those versions (a package installed by hand, or a constraint gone stale, fails here)."""
     import importlib.metadata as md
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
 
     def pins(path: Path) -> dict[str, str]:
         out = {}

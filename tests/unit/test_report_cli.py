@@ -102,7 +102,7 @@ def test_compare_rejects_a_folder_that_is_not_a_run(tmp_path):
         run("compare", str(tmp_path))
 
 
-SAVED = __import__("pathlib").Path(__file__).parent / "data" / "runs"
+SAVED = __import__("pathlib").Path(__file__).parents[1] / "data" / "runs"
 
 
 @pytest.mark.parametrize("args", [

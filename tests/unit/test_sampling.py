@@ -9,7 +9,7 @@ import pytest
 
 from rpcprof.capture.window import pyspy_sampling
 
-DATA = Path(__file__).parent / "data" / "pyspy"
+DATA = Path(__file__).parents[1] / "data" / "pyspy"
 
 
 def test_a_window_that_kept_up_gives_its_counts_and_no_warning(capsys):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "tools" / "rpcprof"
+PKG = Path(__file__).resolve().parents[2] / "tools" / "rpcprof"
 
 
 def imports_of(path: Path) -> set[str]:
