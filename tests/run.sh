@@ -15,6 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
+rpcprof_check_venv tests/run.sh
 "$here/tools/setup.sh"
 cd "$here"
 exec "$RPCPROF_VENV/bin/python" -m pytest tests "$@"
