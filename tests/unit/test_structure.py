@@ -54,7 +54,7 @@ def test_only_rundir_names_the_run_folders_files():
         if path.name == "rundir.py":
             continue
         text = path.read_text()
-        for name in ("manifest.json", "metrics.json", "profile.json"):
+        for name in ("manifest.json", "metrics.json", "result.json", "profile.json"):
             assert f'"{name}"' not in text, f"{path.relative_to(PKG)} names {name}: go through rpcprof.rundir"
 
 
