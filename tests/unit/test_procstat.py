@@ -271,41 +271,85 @@ def test_rss_of_a_missing_process_is_none():
 
 # ----- the driver's timed window (load.run_measured) ----------------------------------------------
 
+# A driver that burns CPU in its start-up, its window and its teardown, and waits at each of its two
+# window lines until the test, called back at that line, lets it go on (a FIFO): rpcprof's readings at the
+# lines are taken while the driver waits, so the window holds exactly the work between them. It prints
+# what it measured of itself on its last line: its CPU (process_time) and clock (monotonic) just before it
+# printed each window line and when it went on past it, and its CPU at its end.
 FAKE_DRIVER = textwrap.dedent("""
-    import sys, time
-    time.sleep(0.4)                                  # start-up: outside the window
-    print("Main benchmark duration is started for thread #0.", flush=True)
-    t = time.process_time()
-    while time.process_time() - t < 0.3:             # the window: 0.3 s of CPU
-        pass
-    print("Main benchmark duration is over for thread #0. Stopping all clients.", flush=True)
-    time.sleep(0.4)                                  # teardown: outside the window
+    import json, sys, time
+    fifo = sys.argv[1]
+    def burn(s):
+        t = time.process_time()
+        while time.process_time() - t < s:
+            pass
+    def line_then_wait(text):
+        before = (time.process_time(), time.monotonic())
+        print(text, flush=True)
+        with open(fifo) as f:                        # until the test's callback has run
+            f.read()
+        return before, (time.process_time(), time.monotonic())
+    burn(0.2)                                        # start-up: outside the window
+    start = line_then_wait("Main benchmark duration is started for thread #0.")
+    burn(0.1)                                        # the window
+    end = line_then_wait("Main benchmark duration is over for thread #0. Stopping all clients.")
+    burn(0.2)                                        # teardown: outside the window
+    print(json.dumps({"start": start, "end": end, "cpu_at_exit": time.process_time()}))
     print("finished")
 """)
 
 
+def _go_on(fifo, events, name):
+    def callback(pid):
+        events.append((name, time.monotonic()))
+        with open(fifo, "w") as f:                   # lets the driver go on past its line
+            f.write("go")
+    return callback
+
+
 def test_driver_window_is_between_the_lines_it_prints_not_its_whole_life(tmp_path):
+    """The figures cover what the driver did between its two window lines: its start-up's and teardown's
+    CPU are left out, and the wall clock runs from the first line's callback to the second's."""
+    import json
     from rpcprof.measure.load import H2load, run_measured
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
     events = []
-    t0 = time.monotonic()
-    code, wall, cpu = run_measured([sys.executable, "-c", FAKE_DRIVER], tmp_path / "log",
-                                   on_start=lambda pid: events.append(("start", time.monotonic())),
-                                   on_end=lambda pid: events.append(("end", time.monotonic())), window=H2load.WINDOW)
-    life = time.monotonic() - t0
+    code, wall, cpu = run_measured([sys.executable, "-c", FAKE_DRIVER, str(fifo)], tmp_path / "log",
+                                   on_start=_go_on(fifo, events, "start"), on_end=_go_on(fifo, events, "end"),
+                                   window=H2load.WINDOW)
+    lines = (tmp_path / "log").read_text().splitlines()
     assert code == 0 and [e for e, _ in events] == ["start", "end"]
-    assert life - wall >= 0.75                           # the two sleeps of 0.4 s are outside
-    assert wall == pytest.approx(events[1][1] - events[0][1], abs=0.05)
-    assert 0.25 <= cpu <= wall + 0.05                    # the busy loop's CPU (clock ticks), not the interpreter's start
-    assert (tmp_path / "log").read_text().splitlines()[-1] == "finished"     # the log keeps every line
+    assert lines[-1] == "finished"                                            # the log keeps every line
+    own = json.loads(lines[-2])
+    (_, _), (cpu_went_on, clock_went_on) = own["start"]
+    (cpu_printed_end, clock_printed_end), (_, _) = own["end"]
+    # the driver's CPU between going on past the first line and printing the second: the window's work,
+    # as /proc's clock ticks count it (a tick either side)
+    window_cpu = cpu_printed_end - cpu_went_on
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert abs(cpu - window_cpu) <= 2 * tick, (cpu, window_cpu)
+    assert cpu < own["cpu_at_exit"] - window_cpu - 2 * tick                # neither start-up nor teardown in it
+    # the wall clock is the callbacks': the first came before the driver went on, the second after it printed
+    assert events[0][1] <= clock_went_on and events[1][1] >= clock_printed_end
+    assert wall >= clock_printed_end - clock_went_on
 
 
 def test_a_driver_that_never_prints_its_window_is_measured_over_its_life(tmp_path):
+    """No window line (a driver that failed early): the figures cover its whole life, and the callbacks come
+    at its start and its end."""
     from rpcprof.measure.load import H2load, run_measured
     events = []
-    code, wall, _ = run_measured([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path / "log",
-                                 on_start=lambda pid: events.append("start"), on_end=lambda pid: events.append("end"),
-                                 window=H2load.WINDOW)
-    assert code == 0 and events == ["start", "end"] and wall >= 0.3
+    code, wall, cpu = run_measured(
+        [sys.executable, "-c", "import time\nt0 = time.monotonic()\nt = time.process_time()\n"
+                               "while time.process_time() - t < 0.1: pass\n"
+                               "print(time.monotonic() - t0, time.process_time())"],
+        tmp_path / "log", on_start=lambda pid: events.append("start"), on_end=lambda pid: events.append("end"),
+        window=H2load.WINDOW)
+    lived, cpu_at_exit = map(float, (tmp_path / "log").read_text().split())
+    assert code == 0 and events == ["start", "end"]
+    assert wall >= lived                  # from before it started to after it exited
+    assert cpu >= cpu_at_exit - 1e-3      # all of its CPU (the kernel's count at its exit), interpreter start-up too
 
 
 def test_process_cpu_ns_counts_threads_that_have_exited(child):
