@@ -1,6 +1,7 @@
 """profile.sh attach: servers started the way a user would (not through `run`), profiled by PID."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -110,8 +111,14 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
             assert "perf inject --jit wrote" in done.stderr
         if server == "python_grpcio":
             assert metrics[f"{server}-perf"]["profile"]["profiler"] == "perf"      # the second view
-            # py-spy's own count of the stacks it kept is the folded file's
-            assert m["profile"]["pyspy_kept"] == m["profile"]["samples"] and m["profile"]["pyspy_errors"] >= 0
+            # py-spy's own count of the stacks it kept is the folded file's, and its errors are its log's last
+            # summary (py-spy.log in the server's folder), as a share of the ticks asked for the window
+            assert m["profile"]["pyspy_kept"] == m["profile"]["samples"]
+            summary = re.findall(r"Samples: (\d+) Errors: (\d+)", (folder / server / "py-spy.log").read_text())
+            assert summary and int(summary[-1][0]) == m["profile"]["pyspy_kept"]
+            assert int(summary[-1][1]) == m["profile"]["pyspy_errors"]
+            ticks = m["profile"]["frequency_hz"] * m["profile"]["duration_s"]
+            assert m["profile"]["pyspy_error_share"] == pytest.approx(m["profile"]["pyspy_errors"] / ticks)
             assert "cannot see kernel time" in done.stderr
     finally:
         subprocess.run(["rm", "-rf", str(folder)])

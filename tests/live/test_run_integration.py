@@ -279,13 +279,18 @@ def test_profile_and_syscall_windows_record_the_figures_their_regime_is_checked_
 
 @pytest.mark.parametrize("name", SERVERS)
 def test_both_syscall_windows_count_kernel_events_per_request(metrics, name):
-    for record in (metrics[name]["syscalls"], metrics[name]["profile"]["syscalls"]):
+    """Every event is counted on this machine kind, the switches split into involuntary and voluntary ones,
+    and each per-request figure is its count over the OK requests of its own window."""
+    m = metrics[name]
+    for record, requests in ((m["syscalls"], m["syscalls"]["requests_ok"]),
+                             (m["profile"]["syscalls"], m["profile"]["requests_ok"])):
         events, per = record["events"], record["events_per_req"]
         assert set(events) == set(per) == set(EVENT_KEYS)
-        assert per["context_switches"] is not None and per["context_switches"] >= 0
-        assert events["voluntary_switches"] == max(events["context_switches"] - events["involuntary_switches"], 0)
-        for key, n in events.items():
-            assert n is None or n >= 0, key
+        assert all(n is not None for n in events.values()), events
+        assert events["involuntary_switches"] <= events["context_switches"]
+        assert events["voluntary_switches"] == events["context_switches"] - events["involuntary_switches"]
+        assert requests > 0
+        assert per == {k: pytest.approx(n / requests, rel=1e-9) for k, n in events.items()}
 
 
 @pytest.mark.parametrize("name", SERVERS)
