@@ -95,22 +95,25 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
     # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
     # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).
-    # Each try draws a new figure, so the one saved is laid out once, as it would be without the tries.
+    # The first figure is saved before it is checked, so a chart whose legend fits is drawn as it always was.
     with matplotlib.rc_context(STYLE):
         ncols = min(len(groups), 7)
-        first = draw(ncols)
-        if not _fits(first):
-            # a first guess from the widths of that legend and of the axes laid out without it, then fewer
-            ax = next(a for a in first.axes if a.get_legend())
-            ax.get_legend().set_in_layout(False)
-            first.draw_without_rendering()
-            ratio = ax.get_window_extent().width / ax.get_legend().get_window_extent().width
-            ncols = max(1, min(ncols - 1, int(ncols * ratio)))
-            while ncols > 1 and not _fits(draw(ncols)):
-                ncols -= 1
         fig = draw(ncols)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
+        if ncols > 1 and not _fits(fig):
+            # a first guess from the widths of that legend and of the axes laid out without it, then fewer
+            ax = next(a for a in fig.axes if a.get_legend())
+            ax.get_legend().set_in_layout(False)
+            fig.draw_without_rendering()
+            ratio = ax.get_window_extent().width / ax.get_legend().get_window_extent().width
+            ncols = max(1, min(ncols - 1, int(ncols * ratio)))
+            fig = draw(ncols)
+            while ncols > 1 and not _fits(fig):
+                ncols -= 1
+                fig = draw(ncols)
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
     check_xml(svg, str(out_svg))
     write_atomically(out_svg, svg)
