@@ -64,27 +64,6 @@ def test_text_from_the_run_is_escaped(tmp_path):
     assert "<script>alert(1)</script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
-@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
-def test_chromium_opens_the_page_without_errors_and_shows_the_figures(page, tmp_path):
-    profile = tempfile.mkdtemp(prefix="rpcprof-chromium-")
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}", "--enable-logging=stderr",
-            "--v=0", "--window-size=1400,2000"]
-    try:
-        dom = subprocess.run(args + ["--dump-dom", f"file://{page}"], capture_output=True, text=True, timeout=120)
-        shot = subprocess.run(args + [f"--screenshot={tmp_path / 'report.png'}", f"file://{page}"],
-                              capture_output=True, text=True, timeout=120)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    _, metrics = load_run(RUN)
-    for server, m in metrics.items():
-        assert f'data-row="{server}"' in dom.stdout and f"{m['req_per_cpu_s']:,.0f}" in dom.stdout
-    console = [line for line in dom.stderr.splitlines() if re.search(r"CONSOLE|Uncaught", line)]
-    assert not console, console
-    assert shot.returncode == 0 and (tmp_path / "report.png").stat().st_size > 10_000
-
-
 # Run in the page once it has loaded: every chart drawn inline from its own data (an <img> hides what its
 # SVG draws beyond its edges, but the reader sees it cut), then every text, path and image of each chart
 # compared with the chart's box, and the page's width with the window's. The findings go into the DOM.
@@ -117,20 +96,42 @@ window.addEventListener("load", () => {
 </script>"""
 
 
-@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
-def test_no_chart_is_cut_at_its_edges_in_a_1400_px_window(page, tmp_path):
-    checked = tmp_path / "report.html"
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    """Headless Chromium in a 1400 x 2000 window, with a profile folder of its own."""
+    profile = tempfile.mkdtemp(prefix="rpcprof-chromium-")
+    try:
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                               "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
+                               "--enable-logging=stderr", "--v=0", "--window-size=1400,2000", *args],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def dom(page, tmp_path_factory):
+    """The page's DOM once Chromium has loaded it, with OVERFLOW_CHECK's findings in it."""
+    checked = tmp_path_factory.mktemp("checked") / "report.html"
     body = page.read_text()
     assert body.count('<img class="chart"') == 2                 # breakdown.svg and breakdown-level2.svg
     checked.write_text(body.replace("</body>", OVERFLOW_CHECK + "</body>"))
-    profile = tempfile.mkdtemp(prefix="rpcprof-chromium-")
-    try:
-        dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                              "--disable-background-networking", "--disable-extensions", "--hide-scrollbars",
-                              f"--user-data-dir={profile}", "--window-size=1400,2000", "--dump-dom",
-                              f"file://{checked}"], capture_output=True, text=True, timeout=120)
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
+    return chromium("--dump-dom", f"file://{checked}")
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
+def test_chromium_opens_the_page_without_errors_and_shows_the_figures(page, dom, tmp_path):
+    shot = chromium(f"--screenshot={tmp_path / 'report.png'}", f"file://{page}")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    _, metrics = load_run(RUN)
+    for server, m in metrics.items():
+        assert f'data-row="{server}"' in dom.stdout and f"{m['req_per_cpu_s']:,.0f}" in dom.stdout
+    console = [line for line in dom.stderr.splitlines() if re.search(r"CONSOLE|Uncaught", line)]
+    assert not console, console
+    assert shot.returncode == 0 and (tmp_path / "report.png").stat().st_size > 10_000
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="chromium is installed by tools/setup.sh")
+def test_no_chart_is_cut_at_its_edges_in_a_1400_px_window(dom):
     assert dom.returncode == 0, dom.stderr[-2000:]
     m = re.search(r'<pre id="overflow-check">(.*?)</pre>', dom.stdout, re.S)
     assert m, "the check did not run: " + dom.stderr[-2000:]
