@@ -29,6 +29,7 @@ esac
 
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
+rpcprof_check_venv profile.sh     # before setup, which would install this checkout into that virtualenv
 "$here/tools/setup.sh" >&2
 
 exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli.profile "$@"

@@ -41,9 +41,18 @@ VENV_PYTHON = HERE / ".venv" / "bin" / "python"
 if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != (HERE / ".venv").resolve():
     os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), __file__, *sys.argv[1:]])
 try:
-    from rpcprof.cli.report import entry   # installed into .venv by tools/setup.sh (pyproject.toml)
+    import rpcprof                         # installed into .venv by tools/setup.sh (pyproject.toml)
 except ImportError as e:
     sys.exit(f"report.py: error: {e}: run tools/setup.sh first (it makes .venv with rpcprof in it)")
+# the rpcprof imported must be this checkout's, not another's whose editable install this Python holds
+_PKG = Path(rpcprof.__file__).resolve().parent
+if _PKG != HERE / "tools" / "rpcprof":
+    _FIX = (f"remove {HERE / '.venv'} and run tools/setup.sh here" if VENV_PYTHON.exists()
+            else "run tools/setup.sh here (it makes .venv with this checkout's rpcprof in it)")
+    sys.stderr.write(f"report.py: error: the virtualenv {sys.prefix} runs the code of {_PKG.parents[1]}, not of "
+                     f"this checkout ({HERE}): {_FIX}\n")
+    sys.exit(2)
+from rpcprof.cli.report import entry      # noqa: E402
 
 if __name__ == "__main__":
     entry()

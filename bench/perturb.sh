@@ -2,7 +2,7 @@
 #
 # perturb.sh - attribution by perturbation: does rpcprof put a known extra cost where it belongs?
 #
-# Runs tests/test_perturbation.py's sweep of the calibration server (burn_us=0) with longer windows
+# Runs tests/live/test_perturbation.py's sweep of the calibration server (burn_us=0) with longer windows
 # and prints, per setting, CPU µs per request by category (level 1, and the level-2 groups the sweep
 # moves), syscalls and write syscalls per request; then the noise (max - min over the base runs) and
 # the least-squares fits (slope, intercept, R²):
@@ -32,7 +32,7 @@
 #   bench/perturb.sh --pad-items 500,1000,2000,4000 --runs-dir /tmp/perturb   # keep the runs
 #
 # Takes about (settings + repeats) x (warm-up + window + syscall + profile windows + ~6 s).
-# The test (tests/test_perturbation.py) asserts on the same figures with 3-4 s windows.
+# The test (tests/live/test_perturbation.py) asserts on the same figures with 3-4 s windows.
 #
 # REQUIREMENTS: what ./profile.sh needs (Linux, root, 2+ CPUs; tools/setup.sh installs the rest).
 set -euo pipefail
@@ -46,4 +46,5 @@ esac
 # The virtualenv the sweep runs in (tools/env.sh's default); each run's profile.sh sets up the rest.
 "$here/tools/setup.sh" >&2
 cd "$here"
-exec "${RPCPROF_VENV:-$here/.venv}/bin/python" tests/test_perturbation.py "$@"
+# tests/ on the path: the test imports conftest.py's helpers
+PYTHONPATH="$here/tests${PYTHONPATH:+:$PYTHONPATH}" exec "${RPCPROF_VENV:-$here/.venv}/bin/python" tests/live/test_perturbation.py "$@"

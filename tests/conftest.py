@@ -6,6 +6,15 @@ add seconds to every latency-bound or unsaturated test run; a `run` that names n
 gets --repeat 1 (the default of 3 rounds would triple every live test).
 
 Ports start at 50151; 50051 belongs to someone else on this machine.
+
+Tiers, by folder (every test lives in one; a test file anywhere else stops the collection):
+    tests/unit/    the modules' own tests: no server, no load driver, no measuring profiler
+    tests/golden/  the reports of saved captures and runs (tests/data)
+    tests/fuzz/    random input to the parsers and reports, from saved runs (about a minute)
+    tests/live/    real servers, perf, h2load and ghz
+Each test gets its folder's marker (unit, golden, fuzz, live), and unit and golden tests `fast` too:
+`pytest -m fast` runs the fast tier. A test outside tests/live that starts a live program fails, whether
+it starts it itself or through profile.sh or report.py (tests/fast_tier/sitecustomize.py says how).
 """
 from __future__ import annotations
 
@@ -19,9 +28,16 @@ import tempfile
 import threading
 from pathlib import Path
 
+import importlib.util
+
 import pytest
+from click.testing import CliRunner
+
+pytest_plugins = ["pytester"]     # tests/unit/test_fast_tier.py runs a pytest session of its own
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
+DATA = TESTS / "data"
 PROFILE_SH = ROOT / "profile.sh"
 FIRST_PORT = 50151
 LAST_PORT = 50299
@@ -96,7 +112,7 @@ class Profile:
             args = (args[0], "--runs-dir", str(self.runs_dir), *args[1:])
         if args and args[0] in COMMANDS_WITH_RUNS_DIR and not any(a.startswith(("--off-cpu", "--no-off-cpu"))
                                                                   for a in args):
-            args = (*args, "--no-off-cpu")   # the off-CPU window is tests/test_offcpu.py's: it names its options
+            args = (*args, "--no-off-cpu")   # the off-CPU window is tests/live/test_offcpu_live.py's: it names its options
         if args and args[0] == "run" and not any(a.startswith(("--repeat", "--precision")) for a in args):
             args = (*args, "--repeat", "1")  # rounds triple a run: the tests of rounds name their options
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -215,3 +231,113 @@ def category_shares(run_dir: Path, server: str, level: int = 1, view: str = "cat
     rules = load_rules().with_app(metrics[server].get("app")).using(level, view)
     b = categorize(open_folded(profile_folded(run_dir, server)), rules)
     return {c: b.share(c) for c in rules.all_categories}
+
+
+# ----- the command lines in-process (click's CliRunner) ---------------------------------------------
+
+class Result:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if re.match(r"^(profile\.sh|report\.py): error: ", line)]
+
+
+def invoke(entry, *args: str) -> Result:
+    """entry(args) under CliRunner's isolation: stdout and stderr captured, the exit code returned."""
+    runner = CliRunner()
+    with runner.isolation() as streams:
+        try:
+            entry(list(args))
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out, err = streams[0].getvalue().decode(), streams[1].getvalue().decode()
+    return Result(code, out, err)
+
+
+# ----- a disk that fills up ---------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def fill(disk: Path) -> None:
+    """Fill disk to the last byte."""
+    with open(disk / "filler", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+# ----- tiers: a marker per folder, and the fast tier's guard ------------------------------------------
+
+TIERS = {"unit": ("unit", "fast"), "golden": ("golden", "fast"), "fuzz": ("fuzz",), "live": ("live",)}
+FAST_TIER_DIR = TESTS / "fast_tier"
+_spec = importlib.util.spec_from_file_location("rpcprof_fast_tier_guard", FAST_TIER_DIR / "sitecustomize.py")
+guard = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(guard)
+_guard_log = pytest.StashKey[Path]()
+
+
+def tier_of(path: Path) -> str:
+    """The tier of a test file: the folder under tests/ it lives in."""
+    relative = Path(path).resolve().relative_to(TESTS)
+    if len(relative.parts) != 2 or relative.parts[0] not in TIERS:
+        raise pytest.UsageError(f"tests/{relative}: a test file belongs in tests/{', tests/'.join(TIERS)} "
+                                "(conftest.py gives each folder's tests their markers)")
+    return relative.parts[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for marker in TIERS[tier_of(item.path)]:
+            item.add_marker(marker)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test outside tests/live runs with the guard on, in this process and in every Python it starts
+    (the fixtures it sets up and tears down included)."""
+    if item.get_closest_marker("live"):
+        return (yield)
+    fd, log = tempfile.mkstemp(prefix="rpcprof-fast-tier-", suffix=".log")
+    os.close(fd)
+    item.stash[_guard_log] = Path(log)
+    saved = {k: os.environ.get(k) for k in (guard.LOG_ENV, "PYTHONPATH")}
+    os.environ[guard.LOG_ENV] = log
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(FAST_TIER_DIR), saved["PYTHONPATH"]) if p)
+    guard.install()
+    try:
+        return (yield)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        Path(log).unlink(missing_ok=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test outside tests/live fails when it, or a process it started, started a live program (even where
+    the code under test caught the refusal)."""
+    report = yield
+    log = item.stash.get(_guard_log, None)
+    started = log.read_text().strip() if log and log.exists() else ""
+    if started:
+        log.write_text("")
+        report.outcome = "failed"
+        report.longrepr = (f"a test of tests/{tier_of(item.path)} started a live program; it belongs in "
+                           f"tests/live:\n{started}")
+    return report

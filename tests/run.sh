@@ -5,16 +5,18 @@
 # USAGE: tests/run.sh [pytest arguments]
 #
 # eg,
-#   tests/run.sh                 # everything: unit, golden and integration tests (real servers, real perf)
+#   tests/run.sh                 # everything: unit, golden, fuzz and live tests (real servers, real perf)
+#   tests/run.sh -m fast         # the fast tier: tests/unit and tests/golden, no server, no profiler
 #   tests/run.sh -k stats        # a subset
 #
-# Integration tests build and start real servers pinned to CPU 0 and drive them from CPU 1 for a few
-# seconds each; they assert invariants, never timings.
+# Live tests (tests/live) build and start real servers pinned to CPU 0 and drive them from CPU 1 for a
+# few seconds each; they assert invariants, never timings (docs/testing.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
+rpcprof_check_venv tests/run.sh
 "$here/tools/setup.sh"
 cd "$here"
 exec "$RPCPROF_VENV/bin/python" -m pytest tests "$@"

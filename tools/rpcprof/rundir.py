@@ -30,6 +30,7 @@ from rpcprof.paths import RUNS_DIR
 MODES = ("run", "attach", "sweep")
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
 STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
+RESULT_FILE = "result.json"                 # a server's figures in its folder (also named where they come from)
 
 
 @dataclass
@@ -219,7 +220,7 @@ class RunFolder:
 
     @staticmethod
     def write_result(out: Path, result: dict) -> None:
-        write_json(out / "result.json", result, RUNS)
+        write_json(out / RESULT_FILE, result, RUNS)
 
     @staticmethod
     def write_profile(out: Path, record: dict) -> None:
@@ -297,7 +298,7 @@ def read_profile(server_dir: Path) -> dict:
 
 def read_result(server_dir: Path) -> dict | None:
     """A server's result.json, validated, or None where there is none (optional context)."""
-    path = Path(server_dir) / "result.json"
+    path = Path(server_dir) / RESULT_FILE
     return schema.check(read_json(path, "a server folder"), schema.RESULT, path) if path.is_file() else None
 
 

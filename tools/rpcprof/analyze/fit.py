@@ -1,5 +1,5 @@
 """Least-squares straight lines: slope, intercept and R², for checking that a cost grows linearly
-with a knob (tests/test_perturbation.py, bench/perturb.sh).
+with a knob (tests/live/test_perturbation.py, bench/perturb.sh).
 
 The line is `statistics.linear_regression` (ordinary least squares of y on x). R² is the share of
 y's variance around its mean that the line explains, 1 - SS_res / SS_tot: 1 for points on a line,

@@ -16,7 +16,7 @@ from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal, terminal_lines
-from rpcprof.rundir import (CannotWrite, check_not_input, inputs_of, load_sweep, read_result, resolve,
+from rpcprof.rundir import (RESULT_FILE, CannotWrite, check_not_input, inputs_of, load_sweep, read_result, resolve,
                             run_of_folded, write_text)
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
@@ -75,7 +75,7 @@ def table(folded, rules_path, app, level, view, fmt):
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path in folded:
-        b = categorize(open_folded(path), rules.with_app(app or app_for(path), "--app" if app else "result.json"))
+        b = categorize(open_folded(path), rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         rows.append(row)
@@ -103,7 +103,7 @@ def compare(run_dir, rules_path, app, ruler, level, view, runs_dir, fmt):
 @click.option("-c", "--category", required=True,
               help="Category to look into (recv, send, ..., other; protocol/http2... with --level 2; "
                    "allocation... with --view tax).")
-@click.option("-n", "--limit", default=20, show_default=True, help="Rows.")
+@click.option("-n", "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows.")
 @rules_option
 @app_option
 @grouping_options
@@ -113,7 +113,7 @@ def top(folded, category, limit, rules_path, app, level, view, fmt):
     rules = load_rules(rules_path).using(level, view)
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
-    r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
+    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     b = categorize(open_folded(folded), r)
     frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     rows = []
@@ -200,7 +200,7 @@ def svg(folded, out, title, rules_path, app, level, view):
     """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
     output_for(out, folded)
     rules = load_rules(rules_path).using(level, view)
-    r = rules.with_app(app or app_for(folded), "--app" if app else "result.json")
+    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     run = run_of_folded(folded)
     if run:
         subtitle = subtitle_for_run(*run)
@@ -264,7 +264,7 @@ def export(profile, fmt, out, rules_path, app):
         go tool pprof -top -tagfocus=category=send tonic.pb.gz
     """
     from rpcprof.report.export import export as export_profile
-    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else "result.json")
+    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
     n = export_profile(profile, rules, fmt, out)
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
 
@@ -286,8 +286,8 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
     children grew."""
     output_for(out, a, b)
     rules = load_rules(rules_path)
-    rules_a = rules.with_app(app or app_for(a), "--app" if app else "result.json")
-    rules_b = rules.with_app(app or app_for(b), "--app" if app else "result.json")
+    rules_a = rules.with_app(app or app_for(a), "--app" if app else RESULT_FILE)
+    rules_b = rules.with_app(app or app_for(b), "--app" if app else RESULT_FILE)
     rows = category_diff_rows(a, b, rules_a, rules_b)
     label_a, label_b, origin = profile_labels(a, b)
     scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"

@@ -28,6 +28,16 @@ def _servers(columns: list[tuple[str, str]]) -> list[str]:
     return [key[:-3] for key, _ in columns if key.endswith("_us") and not key.startswith("delta_")]
 
 
+def _fits(fig: Figure) -> bool:
+    """True if, once laid out, fig's legend is no wider than its axes and everything fig draws lies
+    between the figure's left and right edges."""
+    fig.draw_without_rendering()
+    drawn, box = fig.get_tightbbox(), fig.bbox_inches
+    ax = next(a for a in fig.axes if a.get_legend())
+    legend, under = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    return drawn.x0 >= box.x0 and drawn.x1 <= box.x1 and legend.x1 <= under.x1 + 1
+
+
 def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_override: str | None = None) -> None:
     """Write breakdown.svg for a run: a horizontal stacked bar per server with both a measured window and
     a profile (the same figures as `report.py compare`), the first server on top."""
@@ -43,8 +53,9 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         ("sub-category" if rules.level == 2 else "category")
     xmax = max(totals)
 
-    with matplotlib.rc_context(STYLE):
-        fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers) + 0.2 * (len(groups) // 7)), layout="constrained")
+    def draw(ncols: int) -> Figure:
+        legend_rows = max(len(groups) // 7, -(-len(groups) // ncols) - 1)    # beyond the first
+        fig = Figure(figsize=(11, 1.9 + 0.6 * len(servers) + 0.2 * legend_rows), layout="constrained")
         absolute, shares = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
         ys = list(range(len(servers)))
         for ax, key, scale, limit in ((absolute, "_us", xmax, xmax * 1.12), (shares, "_share", 100.0, 100.0)):
@@ -71,7 +82,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         absolute.invert_yaxis()
         absolute.set_xlabel(f"server CPU µs per request\n(unprofiled window × {grouping} share of the profile)")
         shares.set_xlabel(f"{grouping} share of the profile [%]")
-        absolute.legend(ncols=min(len(groups), 7), loc="lower left", bbox_to_anchor=(0, 1.0),
+        absolute.legend(ncols=ncols, loc="lower left", bbox_to_anchor=(0, 1.0),
                         frameon=False, fontsize=8.5, handlelength=1.0, handleheight=1.0)
         p = manifest.get("parameters", {})
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
@@ -79,8 +90,30 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                      plot_label(f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
                                 f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}"),
                      fontsize=10)
+        return fig
+
+    # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
+    # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
+    # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).
+    # The first figure is saved before it is checked, so a chart whose legend fits is drawn as it always was.
+    with matplotlib.rc_context(STYLE):
+        ncols = min(len(groups), 7)
+        fig = draw(ncols)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
+        if ncols > 1 and not _fits(fig):
+            # a first guess from the widths of that legend and of the axes laid out without it, then fewer
+            ax = next(a for a in fig.axes if a.get_legend())
+            ax.get_legend().set_in_layout(False)
+            fig.draw_without_rendering()
+            ratio = ax.get_window_extent().width / ax.get_legend().get_window_extent().width
+            ncols = max(1, min(ncols - 1, int(ncols * ratio)))
+            fig = draw(ncols)
+            while ncols > 1 and not _fits(fig):
+                ncols -= 1
+                fig = draw(ncols)
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
     check_xml(svg, str(out_svg))
     write_atomically(out_svg, svg)

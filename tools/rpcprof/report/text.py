@@ -7,7 +7,7 @@ Every sink takes them through one function here instead of escaping on its own:
     terminal(s)        ESC, CR, NUL... shown as escapes (`\\x1b`), never sent raw; lone surrogates and
                        bidirectional controls (U+202E...) too
     terminal_lines(s)  the same for a block of text whose line breaks and tabs are kept
-    markdown_cell(s)   one table cell: escapes as terminal(), `|` escaped, CR/LF become spaces
+    markdown_cell(s)   one table cell: escapes as terminal(), `\\` and `|` escaped, CR/LF become spaces
     csv_field(s)       for the csv module (which quotes): only what cannot be encoded is replaced
     xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character,
                        bidirectional ones included)
@@ -45,8 +45,11 @@ def terminal_lines(s) -> str:
 
 
 def markdown_cell(s) -> str:
-    """One markdown table cell: `|` escaped, CR and LF become spaces, other controls escaped."""
-    return terminal(str(s).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")).replace("|", "\\|")
+    """One markdown table cell: `\\` and `|` escaped (a backslash left alone would escape the backslash
+    that escapes a `|` after it, and the `|` would split the row), CR and LF become spaces, other controls
+    escaped."""
+    one_line = str(s).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    return terminal(one_line.replace("\\", "\\\\")).replace("|", "\\|")
 
 
 def csv_field(value):

@@ -1,0 +1,101 @@
+"""report.py export: pprof, speedscope and collapsed files that other tools read with rpcprof's shares."""
+import gzip
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rpcprof.analyze.categorize import open_folded, read_folded
+from rpcprof.cli.report import main
+from rpcprof.report.pprof import profile_pb2
+
+DATA = Path(__file__).parents[1] / "data"
+FOLDED = DATA / "runs" / "seed-001" / "rust_tonic_mt" / "profile.folded.gz"
+GO = shutil.which("go") or "/usr/local/go/bin/go"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def shares(level="1"):
+    out = run("table", FOLDED, "--level", level, "--format", "json")
+    return {k: v for k, v in json.loads(out.stdout)[0].items() if k not in ("profile", "samples")}
+
+
+@pytest.fixture(scope="module")
+def pprof_file(tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "tonic.pb.gz"
+    assert run("export", FOLDED, "--format", "pprof", "-o", out).exit_code == 0
+    return out
+
+
+def pprof_share(path, tag):
+    """The share go tool pprof gives to the samples labelled tag (key=value), no node dropped."""
+    out = subprocess.run([GO, "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=1000000",
+                          f"-tagfocus={tag}", str(path)], capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"accounting for \S+, ([\d.]+)% of", out).group(1))
+
+
+@pytest.mark.parametrize("category", ["send", "protocol", "runtime", "app"])
+def test_go_tool_pprof_gives_report_pys_shares(pprof_file, category):
+    assert pprof_share(pprof_file, f"category={category}") == pytest.approx(shares()[category], abs=0.01)
+
+
+def test_go_tool_pprof_gives_level2_shares(pprof_file):
+    want = shares("2")
+    for sub in ("send/loopback", "protocol/http2"):
+        assert pprof_share(pprof_file, f"subcategory={sub}") == pytest.approx(want[sub], abs=0.01)
+
+
+def test_pprof_file_is_a_valid_profile_proto(pprof_file):
+    profile = profile_pb2.Profile.FromString(gzip.decompress(pprof_file.read_bytes()))
+    stacks = open_folded(FOLDED)
+    strings = list(profile.string_table)
+    assert strings[0] == "" and len(profile.sample) == len(stacks)
+    assert [strings[profile.sample_type[0].type], strings[profile.sample_type[0].unit]] == ["cpu", "nanoseconds"]
+    first = profile.sample[0]
+    functions = {f.id: strings[f.name] for f in profile.function}
+    locations = {loc.id: functions[loc.line[0].function_id] for loc in profile.location}
+    assert [locations[i] for i in first.location_id] == list(reversed(stacks[0][0]))     # leaf first
+    assert {strings[lab.key] for lab in first.label} >= {"category", "tax"}
+
+
+def test_speedscope_file_holds_every_stack_and_weight(tmp_path):
+    out = tmp_path / "p.speedscope.json"
+    assert run("export", FOLDED, "--format", "speedscope", "-o", out).exit_code == 0
+    doc = json.loads(out.read_text())
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    profile = doc["profiles"][0]
+    frames = [f["name"] for f in doc["shared"]["frames"]]
+    stacks = open_folded(FOLDED)
+    assert profile["type"] == "sampled" and profile["unit"] == "nanoseconds"
+    assert [[frames[i] for i in s] for s in profile["samples"]] == [f for f, _ in stacks]
+    assert profile["weights"] == [w for _, w in stacks] and profile["endValue"] == sum(profile["weights"])
+
+
+def test_collapsed_round_trips_and_hostile_names_survive(tmp_path):
+    for source in (FOLDED, DATA / "hostile.folded"):
+        out = tmp_path / "p.collapsed"
+        assert run("export", source, "--format", "collapsed", "-o", out).exit_code == 0
+        assert list(read_folded(out.read_text().splitlines())) == open_folded(source)
+        assert run("export", source, "--format", "pprof", "-o", tmp_path / "h.pb.gz").exit_code == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/profile.folded", "--format", "pprof", "-o", "OUT"], "no such folded file"),
+    ([DATA / "captures.yaml", "--format", "pprof", "-o", "OUT"], "not a folded stack"),
+    ([FOLDED, "--format", "flamegraph", "-o", "OUT"], "Invalid value for '--format'"),
+    ([FOLDED, "--format", "pprof", "-o", "/proc/nope/out.pb.gz"], "cannot write it"),
+    ([FOLDED, "--format", "collapsed", "-o", FOLDED], "is the profile being exported"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    args = [tmp_path / "out" if a == "OUT" else a for a in args]
+    done = subprocess.run([str(Path(__file__).parents[2] / "report.py"), "export", *map(str, args)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and not done.stdout, done.stderr

@@ -1,0 +1,143 @@
+"""Bad input and bad luck through ./profile.sh: every one ends with a clear line on stderr, a non-zero
+exit and no traceback, and leaves no server process behind.
+
+The runs here use --no-profile: what is tested is the run's error handling, not the profiler.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import ERROR_LINE, ROOT, error_lines, pid_alive, take_port
+
+KNOWN_SERVERS = sorted(p.parent.name for p in (ROOT / "servers").glob("*/server.yaml"))
+QUICK = ["--no-profile", "-d", "1", "-w", "0"]
+
+
+def server_processes(name: str, port: int) -> list[str]:
+    """Command lines of running NAME servers started on port (others run their own servers on other ports)."""
+    out = subprocess.run(["pgrep", "-af", rf"release/{name} --port {port}\b"], capture_output=True, text=True)
+    return out.stdout.splitlines()
+
+
+def assert_one_clear_error(done, *must_contain: str) -> str:
+    """Non-zero exit, no traceback, and exactly one error line that contains every given text."""
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if ERROR_LINE.match(line)]
+    assert len(errors) == 1, done.stderr
+    for text in must_contain:
+        assert text in errors[0], errors[0]
+    return errors[0]
+
+
+# Command lines refused before anything starts are tested in-process: tests/unit/test_cli.py.
+
+
+# ----- the port -----------------------------------------------------------------------------------
+
+def test_port_in_use_is_reported_naming_the_port_and_the_process_holding_it(profile, port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        done = profile.run("run", "rust_tonic_st", *QUICK, "--port", str(port), "--label", "pytest-portinuse")
+        assert done.returncode != 0
+        assert "Traceback" not in done.stderr, done.stderr
+        assert [line for line in done.stderr.splitlines() if ERROR_LINE.match(line)], done.stderr
+        naming = [line for line in done.stderr.splitlines()
+                  if f"port {port}" in line and f"pid {os.getpid()}" in line]
+        assert naming, f"no line names port {port} and pid {os.getpid()}:\n{done.stderr}"
+        holder.getsockname()                  # still ours: rpcprof did not touch it
+    assert server_processes("rust_tonic_st", port) == []
+    if done.run_dir:                          # if a folder was made, it must not claim success
+        manifest = json.loads((done.run_dir / "manifest.json").read_text())
+        assert manifest["status"] != "complete"
+        assert manifest["servers"].get("rust_tonic_st") != "ok"
+
+
+# ----- a server that dies mid-window --------------------------------------------------------------
+
+def kill_mid_window(profile, port: int, victim: str, label: str):
+    """Run rust_tonic_st then rust_pajamax and SIGKILL victim 1 s into its 4 s measured window."""
+    running = profile.start("run", "rust_tonic_st", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
+                            "--port", str(port), "--label", label)
+    pid = int(running.wait_for(rf"{victim} \(pid (\d+)\)").group(1))
+    running.wait_for(rf"{victim}: measuring")
+    time.sleep(1.0)                           # well inside the 4 s window
+    os.kill(pid, signal.SIGKILL)
+    done = running.finish()
+    manifest = json.loads((done.run_dir / "manifest.json").read_text())
+    metrics = json.loads((done.run_dir / "metrics.json").read_text())
+    return done, manifest, metrics
+
+
+def test_server_crashing_mid_window_fails_that_server_and_the_run_goes_on(profile, port):
+    done, manifest, metrics = kill_mid_window(profile, port, "rust_tonic_st", "pytest-crash-first")
+    assert done.returncode == 1
+    assert_one_clear_error(done, "rust_tonic_st")
+    assert manifest["status"] == "failed"
+    assert manifest["servers"]["rust_tonic_st"] == "failed"
+    assert "exited with status -9 during the measured window" in metrics["rust_tonic_st"]["error"]
+    # The run went on to the next server. Whether it could measure it is another matter: see
+    # test_port_check_ignores_connections_left_in_time_wait.
+    assert manifest["servers"]["rust_pajamax"] != "not run"
+    assert (done.run_dir / "rust_pajamax" / "result.json").is_file()
+    assert server_processes("rust_tonic_st", port) == server_processes("rust_pajamax", port) == []
+
+
+def test_server_crashing_mid_window_keeps_the_servers_measured_before(profile, port):
+    done, manifest, metrics = kill_mid_window(profile, port, "rust_pajamax", "pytest-crash-second")
+    assert done.returncode == 1
+    assert_one_clear_error(done, "rust_pajamax")
+    assert manifest["status"] == "failed"
+    assert manifest["servers"] == {"rust_tonic_st": "ok", "rust_pajamax": "failed"}, \
+        {name: m.get("error") for name, m in metrics.items()}
+    assert "exited with status -9 during the measured window" in metrics["rust_pajamax"]["error"]
+    assert metrics["rust_tonic_st"]["req_per_s"] > 0
+    assert server_processes("rust_tonic_st", port) == server_processes("rust_pajamax", port) == []
+
+
+# ----- Ctrl-C -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def interrupted(module_profile):
+    """rust_tonic_st then rust_pajamax, with SIGINT sent to profile.sh's process group mid-window of rust_tonic_st."""
+    port = take_port()
+    running = module_profile.start("run", "rust_tonic_st", "rust_pajamax", "--no-profile", "-d", "4", "-w", "0",
+                                   "--port", str(port), "--label", "pytest-ctrlc")
+    running.wait_for(r"rust_tonic_st: measuring")
+    time.sleep(1.0)                           # well inside the 4 s window
+    os.killpg(running.proc.pid, signal.SIGINT)
+    done = running.finish()
+    done.port = port
+    return done
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback(interrupted):
+    assert interrupted.returncode == 130
+    line = assert_one_clear_error(interrupted, "interrupted")
+    assert error_lines(interrupted.stderr) == [line]
+
+
+def test_ctrl_c_marks_the_run_incomplete_and_keeps_the_folder(interrupted):
+    manifest = json.loads((interrupted.run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "incomplete"
+    assert manifest["servers"] == {"rust_tonic_st": "interrupted", "rust_pajamax": "not run"}
+    assert "INTERRUPTED" in interrupted.stdout and "NOT RUN" in interrupted.stdout
+
+
+def test_ctrl_c_leaves_no_server_process(interrupted):
+    result = json.loads((interrupted.run_dir / "rust_tonic_st" / "result.json").read_text())
+    assert not pid_alive(result["pid"])
+    assert server_processes("rust_tonic_st", interrupted.port) == []
+    assert server_processes("rust_pajamax", interrupted.port) == []
+
+
+def test_ctrl_c_leaves_no_raw_latency_log(interrupted):
+    assert list(interrupted.run_dir.rglob("*.latency.tsv")) == []
