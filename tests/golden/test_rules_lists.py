@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from rpcprof.cli.report import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "runs"
 EXTRA = "alloc"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rpcprof.rundir import load_run, profile_folded
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def report(*args: str) -> subprocess.CompletedProcess:

@@ -56,7 +56,7 @@ RESULT = {"type": "object", "properties": {
     "profile": {"anyOf": [{"type": "null"}, PROFILE]},
     "spread": {"type": ["object", "null"]},
     "syscalls": {"type": ["object", "null"], "properties": {
-        **{k: NUMBER for k in ("per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
+        **{k: NUMBER for k in ("per_req", "named_per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
                                "req_per_write", "eagain_reads_per_req", "req_per_s", "window_s", "total")},
         **{k: NUMBERS for k in ("events", "events_per_req", "by_syscall", "by_syscall_per_req")},
         "io": {"type": ["object", "null"], "additionalProperties": NUMBERS}}},

@@ -102,7 +102,8 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
 
 EXTRA_FIGURES = (("involuntary_per_req", "involuntary context switches per request", "events_per_req.involuntary_switches"),
                  ("page_faults_per_req", "page faults per request", "events_per_req.page_faults"),
-                 ("syscalls_per_req", "syscalls per request", "per_req"))
+                 ("syscalls_per_req", "syscalls per request", "per_req"),
+                 ("named_per_req", "request-path syscalls per request (those counted by name)", "named_per_req"))
 
 
 def kernel_table(syscalls: dict | None) -> dict[str, Figure]:

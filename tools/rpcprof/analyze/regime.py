@@ -47,7 +47,7 @@ def round_row(r: dict) -> dict:
             "io_req_per_s": io.get("req_per_s"),
             **{f"measured_{k}_per_req": proc.get(k) for k, _ in COUNTERS},
             **{f"profile_{k}_per_req": prof_proc.get(k) for k, _ in COUNTERS},
-            "writes_per_req": sc.get("writes_per_req"), "syscalls_per_req": sc.get("per_req"),
+            "writes_per_req": sc.get("writes_per_req"), "syscalls_per_req": sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req"),
             "profile_samples": prof.get("samples")}
 
 

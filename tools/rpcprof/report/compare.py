@@ -198,6 +198,12 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     return rows, lines
 
 
+def syscalls_per_request(sc: dict | None) -> float | None:
+    """Syscalls per request: all of them where the total was counted, else the request-path ones by name."""
+    sc = sc or {}
+    return sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req")
+
+
 def disagreement(base: dict, row: dict, metrics: dict) -> str:
     """Why the ruler's share ratio misses the CPU-per-request ratio, from the figures: the ruler's own cost
     per request differs (the same work costs more in one server), and whether that follows the syscalls
@@ -209,7 +215,7 @@ def disagreement(base: dict, row: dict, metrics: dict) -> str:
         return (f"the ruler costs alike ({a:.3f} and {b:.3f} µs/req), so the shares around it are attributed "
                 "differently; compare the categories")
     more, less = (base, row) if a > b else (row, base)
-    sc = {r["server"]: ((metrics.get(r["server"]) or {}).get("syscalls") or {}).get("per_req") for r in (base, row)}
+    sc = {r["server"]: syscalls_per_request((metrics.get(r["server"]) or {}).get("syscalls")) for r in (base, row)}
     text = (f"the same work costs {max(a, b):.3f} µs/req in {more['server']} and {min(a, b):.3f} in {less['server']} "
             f"(±{2 * err:.3f})")
     hi, lo = sc[more["server"]], sc[less["server"]]
