@@ -39,8 +39,11 @@ class Subject:
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
 
-    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None, latencies: bool = False):
-        """Load for seconds; marks window's start and end at the driver's own window lines."""
+    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None, latencies: bool = True):
+        """Load for seconds; marks window's start and end at the driver's own window lines. The driver
+        logs every request's latency in every window, as in the measured one: h2load's log costs the client
+        CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
+        driven without the log, a regime of its own)."""
         settings = replace(self.settings, duration=seconds)
         return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies,
                                on_start=window.start if window else None, on_end=window.end if window else None)

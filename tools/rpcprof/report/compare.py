@@ -12,6 +12,7 @@ from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.intervals import t975
+from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.report.tables import render
@@ -169,7 +170,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         regex = ruler_override or server_ruler(metrics, name)
         if not regex or m.get("status") not in ("ok", "incomplete") or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
-        fs = frame_share(open_folded(folded), compile_regex(regex, f"{name}'s ruler"))
+        fs = frame_share(every_round(run_dir, name, m), compile_regex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
@@ -226,6 +227,20 @@ def disagreement(base: dict, row: dict, metrics: dict) -> str:
     if hi is not None and lo is not None:
         return text + f", and not where more syscalls run ({hi:.2f} vs {lo:.2f} per request): the figures give no reason"
     return text + "; no syscall counts to say why"
+
+
+def every_round(run_dir: Path, name: str, m: dict) -> list:
+    """The stacks of every round's profile of a server, together, weighted in samples (a ruler's share
+    needs every sample it can get; rounds may have sampled at different rates, so each round's weights
+    are divided by its own sample period); runs whose later rounds had no profile: the first round's."""
+    rounds = []
+    for k in [r["repeat"] for r in m.get("repeats") or []] or [1]:
+        folded = profile_folded(run_dir, name, k)
+        if folded.exists() and folded.stat().st_size:
+            rounds.append(open_folded(folded))
+    if len(rounds) == 1:
+        return rounds[0]
+    return [(frames, w // sample_weight(stacks)) for stacks in rounds for frames, w in stacks]
 
 
 def ruler_check(base: dict, row: dict) -> dict:
