@@ -46,7 +46,7 @@ def test_rounds_interleave_the_servers():
 def test_precision_measures_the_rounds_the_pilot_asks_for():
     # the pilot's spread sets the rounds (Stein's second stage), whatever the rounds after it show
     tonic = [100, 104, 96] + [100] * 30
-    run = FakeRun(opts(precision=0.05), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
+    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
     run.rounds()
     rounds = max(k for _, k in run.order)
     logs = [math.log(1000 / v) for v in tonic[:3]]
@@ -58,7 +58,7 @@ def test_precision_measures_the_rounds_the_pilot_asks_for():
 
 
 def test_precision_with_a_steady_pilot_stops_after_it():
-    run = FakeRun(opts(precision=0.05), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert max(k for _, k in run.order) == 3
 
