@@ -17,6 +17,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
 rpcprof_check_venv tests/run.sh
-"$here/tools/setup.sh"
+"$here/tools/setup.sh" --for-tests
 cd "$here"
 exec "$RPCPROF_VENV/bin/python" -m pytest tests "$@"

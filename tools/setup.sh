@@ -5,9 +5,10 @@
 # A second run finds everything present and returns in about a second.
 # Installs only from the package registries: Debian, crates.io, the Go module proxy, PyPI, npm.
 #
-# USAGE: tools/setup.sh [--check]
+# USAGE: tools/setup.sh [--check] [--for-tests]
 #
-#   --check   only report what is missing; exit 1 if anything is
+#   --check       only report what is missing; exit 1 if anything is
+#   --for-tests   also what the tests need: shellcheck and chromium (tests/run.sh and .ci/run pass it)
 #
 # eg,
 #   tools/setup.sh            # install what is missing
@@ -17,8 +18,9 @@
 #       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
 #       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
 #       pytest, py-spy, grpcio...) under constraints.txt (every transitive version pinned too)
-#       and rpcprof itself (editable, pyproject.toml); shellcheck
-#       (Debian) for the shell scripts' lint; chromium (Debian) for the headless test of report.html. Servers are built on demand by profile.sh.
+#       and rpcprof itself (editable, pyproject.toml); with --for-tests, shellcheck (Debian) for the shell
+#       scripts' lint and chromium (Debian) for the headless test of report.html. Servers are built on
+#       demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -27,12 +29,15 @@ INFERNO_VERSION=0.12.8
 GHZ_VERSION=v0.120.0
 
 check_only=0
-case "${1:-}" in
-  --check) check_only=1 ;;
-  "") ;;
-  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-  *) echo "setup.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
-esac
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --check) check_only=1 ;;
+    --for-tests) for_tests=1 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
 
 # shellcheck source=tools/env.sh
 source "$(dirname "$0")/env.sh"
@@ -44,8 +49,11 @@ note() { echo "setup: $*"; }
 # --- Debian packages ---------------------------------------------------------------
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium)
 debs=()
-# chromium: the test that opens report.html headless (and tools/svg_to_png.sh)
-for cmd in perf h2load protoc taskset ss shellcheck chromium; do
+# shellcheck and chromium (the tests' lint and the headless look at report.html, tools/svg_to_png.sh):
+# only with --for-tests, so that the main command installs only what a run needs
+needed=(perf h2load protoc taskset ss)
+((for_tests)) && needed+=(shellcheck chromium)
+for cmd in "${needed[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
 done
 if ((${#debs[@]})); then
