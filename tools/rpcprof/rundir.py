@@ -322,10 +322,24 @@ def saved_copy(path: Path) -> Path:
     return gz if not path.exists() and gz.exists() else path
 
 
+# the files a server's folder holds besides the JSON records
+PROFILE_FOLDED = "profile.folded"       # the on-CPU profile's folded stacks
+PERF_DATA = "perf.data"                 # perf record's recording of the profile window
+PYSPY_RAW = "py-spy.raw"                # py-spy's recording of the profile window
+OFFCPU_DATA = "offcpu.data"             # the off-CPU window's recording (every context switch)
+OFFCPU_FOLDED = "offcpu.folded"         # ... folded by time off CPU
+SOCKETS_LOG = "sockets.log"             # the off-CPU window's samples of the connections' TCP state
+
+
+def offcpu_folded(run_dir: Path, server: str) -> Path:
+    """A server's folded off-CPU stacks in a run folder (offcpu.folded, or .gz in a saved copy)."""
+    return saved_copy(Path(run_dir) / server / OFFCPU_FOLDED)
+
+
 def profile_folded(run_dir: Path, server: str, repeat: int = 1) -> Path:
     """A server's folded stacks in a run folder (repeat: that round's): profile.folded, or
     profile.folded.gz in a saved copy."""
-    return saved_copy(server_path(run_dir, server, repeat) / "profile.folded")
+    return saved_copy(server_path(run_dir, server, repeat) / PROFILE_FOLDED)
 
 
 def run_of_folded(folded: Path) -> tuple[Path, str] | None:

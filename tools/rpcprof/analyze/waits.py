@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
 from rpcprof.analyze.sockets import parse_log
-from rpcprof.rundir import count_path, saved_copy
+from rpcprof.rundir import OFFCPU_FOLDED, SOCKETS_LOG, count_path, saved_copy
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
@@ -131,8 +131,8 @@ def histogram_text(histogram: list[int]) -> str:
 
 def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, stats: dict) -> dict:
     """The off-CPU record of one window from its saved files: reasons, sockets, verdict."""
-    rows = wait_rows(out / "offcpu.folded", rules, requests)
-    sockets = socket_summary(out / "sockets.log", ports)
+    rows = wait_rows(out / OFFCPU_FOLDED, rules, requests)
+    sockets = socket_summary(out / SOCKETS_LOG, ports)
     return {"waits": stats.get("waits"), "threads": stats.get("threads"),
             "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
             "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,

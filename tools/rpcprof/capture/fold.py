@@ -19,7 +19,7 @@ from pathlib import Path
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
-from rpcprof.rundir import check_not_input, output_file, write_bytes
+from rpcprof.rundir import PERF_DATA, check_not_input, output_file, write_bytes
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -159,7 +159,7 @@ def fold(source: Path, out: Path) -> dict:
         if records_switches(source):
             from rpcprof.capture.offcpu import fold_offcpu
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
-        return {**fold_perf(source, out, recorded_pid(source)), "input": "perf.data"}
+        return {**fold_perf(source, out, recorded_pid(source)), "input": PERF_DATA}
     from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks
     with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
         joined = Path(scratch) / "py-spy.folded"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rpcprof.capture.profiler import CALL_GRAPHS, Recorder, require
 from rpcprof.errors import UserError
-from rpcprof.rundir import count_path
+from rpcprof.rundir import OFFCPU_DATA, count_path
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -51,7 +51,7 @@ def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
 
 def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
     """Start recording pid's context switches into out_dir/offcpu.data (perf-offcpu.log)."""
-    data = out_dir / "offcpu.data"
+    data = out_dir / OFFCPU_DATA
     return Recorder(offcpu_argv(pid, data, call_graph), data, out_dir / "perf-offcpu.log")
 
 

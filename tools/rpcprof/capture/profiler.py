@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rpcprof.measure import children
 from rpcprof.measure.recorder import Recorder, require  # noqa: F401  (re-exported)
+from rpcprof.rundir import PERF_DATA
 
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
@@ -104,7 +105,7 @@ def perf_scope(pid: int, cpus: list[int] | None) -> list[str]:
 def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str,
                cpus: list[int] | None = None) -> Recorder:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    data = out_dir / "perf.data"
+    data = out_dir / PERF_DATA
     argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
     return Recorder(argv, data, out_dir / "perf-record.log")

@@ -15,7 +15,7 @@ from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate,
                                      start_pyspy)
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.session import Session
-from rpcprof.rundir import RunFolder
+from rpcprof.rundir import PERF_DATA, PROFILE_FOLDED, PYSPY_RAW, RunFolder
 
 
 def log(msg: str) -> None:
@@ -91,12 +91,12 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
             else f"py-spy ({PYSPY_EVENT})")
     log(f"rpcprof: {target.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
-    folded = target.out / "profile.folded"
+    folded = target.out / PROFILE_FOLDED
     if target.profiler == "perf":
         recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event,
                                           cpus))
     else:
-        recorder = session.own(start_pyspy(target.pid, target.out / "py-spy.raw", plan.frequency))
+        recorder = session.own(start_pyspy(target.pid, target.out / PYSPY_RAW, plan.frequency))
     recorder.wait_attached()
     window = CpuWindow(monitor)
     requests = drive(window)
@@ -119,7 +119,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         "server_cpu_s": cpu_ns / 1e9,
         "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None,
     }
-    data = target.out / "perf.data"
+    data = target.out / PERF_DATA
     if target.profiler == "perf" and target.call_graph == "dwarf-jit" and data.exists():
         record.update(inject_jit(data, dumps))
         if "jit_error" in record:
@@ -131,8 +131,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         record.update(sampling_rate_used(target.name, plan.frequency, data))
     if target.profiler == "perf":
         record.update(fold_perf(data, folded, target.pid if cpus else None) if data.exists() else {"samples": 0})
-    elif (target.out / "py-spy.raw").exists():
-        record.update(fold_pyspy(target.out / "py-spy.raw", folded))
+    elif (target.out / PYSPY_RAW).exists():
+        record.update(fold_pyspy(target.out / PYSPY_RAW, folded))
         record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / "py-spy.log"))
         if record["rejoined"]:
             log(f"rpcprof: NOTE: {target.name}: {record['rejoined']} py-spy record(s) broken by a newline in a frame "

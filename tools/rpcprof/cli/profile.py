@@ -9,7 +9,7 @@ import click
 
 from rpcprof.capture.profiler import CALL_GRAPHS
 from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
-from rpcprof.cli.defaults import ATTACH, RUN, SWEEP
+from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
 from rpcprof.jobs.run import Run, RunOptions

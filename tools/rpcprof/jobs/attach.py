@@ -16,25 +16,22 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.capture.fold import jitdumps
-from rpcprof.capture.profiler import ProfilePlan, max_sample_rate, pmu_event
+from rpcprof.capture.profiler import ProfilePlan, pmu_event
 from rpcprof.capture.window import ProfileTarget
-from rpcprof.cli.defaults import ATTACH
+from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.leftovers import tidy_leftovers
-from rpcprof.jobs.run import render_pictures, shown
-from rpcprof.jobs.steps import log
-from rpcprof.measure.children import identity
-from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
+from rpcprof.jobs.run import render_pictures
 from rpcprof.measure.load import LoadSettings, make_driver
-from rpcprof.measure.procstat import ProcessMonitor, machine_specs
+from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
-from rpcprof.rundir import Manifest, RunFolder, now
+from rpcprof.rundir import RunFolder
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 
@@ -230,10 +227,9 @@ class Attach:
         self.results: dict[str, dict] = {}
         if opts.load:
             self.scenario = get_scenario(opts.scenario)
-            self.load_cpus = opts.load_cpus or [c for c in range(os.cpu_count() or 1) if c not in self.info.affinity]
-            if not self.load_cpus:
-                raise UserError(f"pid {opts.pid} may run on every CPU, so the load cannot be kept off its CPUs: pin it "
-                                f"(taskset -pc 0 {opts.pid}) or choose --load-cpus")
+            self.load_cpus = load_cpus_besides(
+                self.info.affinity, opts.load_cpus, f"pid {opts.pid} may run on every CPU, so the load cannot be "
+                f"kept off its CPUs: pin it (taskset -pc 0 {opts.pid}) or choose --load-cpus")
             self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
             self.settings.validate()
 
@@ -247,15 +243,12 @@ class Attach:
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self) -> Path:
-        tidy_leftovers(self.opts.runs_dir)
-        self.folder = RunFolder.create(f"attach-{self.name}", self.opts.runs_dir)
-        self.manifest = Manifest(
-            mode="attach", status="running", command=self.opts.command, started=now(), machine=machine_specs(),
-            tools=tool_versions(), git=git_commit(), parameters={},
+        self.folder = open_folder(f"attach-{self.name}", self.opts.runs_dir)
+        self.manifest = new_manifest(
+            "attach", self.opts.command, sampled_event=self.event,
             process={"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe, "cmdline": self.info.cmdline,
                      "kind": self.info.kind, "affinity": self.info.affinity},
-            scenario={"name": self.opts.scenario if self.opts.load else None}, sampled_event=self.event,
-            owner=identity())
+            scenario={"name": self.opts.scenario if self.opts.load else None})
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")
@@ -306,10 +299,8 @@ class Attach:
             elif opts.load:
                 self._measure_with_load(subject, result)
             cores = result.get("server_cpu_cores") or self._cpu_now(monitor)
-            if profiler == "py-spy":
-                cores *= 0.5
-            plan = ProfilePlan.for_load(cores, opts.frequency, opts.duration, opts.min_samples,
-                                        max_frequency=min(4999, max_sample_rate()), max_duration=opts.duration)
+            plan = profile_plan(cores, profiler, opts.frequency, opts.duration, opts.min_samples,
+                                max_duration=opts.duration)
             target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples)
             ended = {}
             drive = None if opts.load else (lambda window: self._wait(plan, window, ended))

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,29 +15,27 @@ from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.repeats import aggregate_repeats
-from rpcprof.capture.profiler import CALL_GRAPHS, ProfilePlan, max_sample_rate, pmu_event
+from rpcprof.capture.profiler import CALL_GRAPHS, pmu_event
 from rpcprof.capture.window import ProfileTarget
-from rpcprof.cli.defaults import RUN
+from rpcprof.jobs.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.leftovers import tidy_leftovers
-from rpcprof.measure.children import identity
-from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
-from rpcprof.measure.procstat import cgroup_name, keep_off, machine_specs
+from rpcprof.measure.procstat import cgroup_name, keep_off
 from rpcprof.measure.scenario import get_scenario
 from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
-from rpcprof.paths import ROOT, RUNS_DIR
-from rpcprof.rundir import RUNS, Manifest, RunFolder, now, write_text
+from rpcprof.paths import RUNS_DIR
+from rpcprof.rundir import RUNS, RunFolder, now, offcpu_folded, write_text
 
 
 @dataclass
 class RunOptions:
-    """Every option of a run; the defaults are cli/defaults.py's RUN."""
+    """Every option of a run; the defaults are jobs/defaults.py's RUN."""
     servers: list[str]
     connections: int = RUN["connections"]
     streams: int = RUN["streams"]
@@ -71,20 +67,8 @@ class RunOptions:
     runs_dir: Path = RUNS_DIR
 
     def resolved_load_cpus(self) -> list[int]:
-        if self.load_cpus:
-            return self.load_cpus
-        others = [c for c in range(os.cpu_count() or 1) if c not in self.server_cpus]
-        if not others:
-            raise UserError("no CPU left for the load generator: give --server-cpus fewer CPUs or set --load-cpus")
-        return others
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def shown(path: Path) -> str:
-    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+        return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "
+                                 "--server-cpus fewer CPUs or set --load-cpus")
 
 
 def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
@@ -102,29 +86,29 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
                 render_run_flamegraph(run_dir, name, rules)
                 drawn.append(name)
             except (UserError, OSError) as e:
-                _log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
+                log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
     waited = []
     for name in servers:
-        if (run_dir / name / "offcpu.folded").exists():
+        if offcpu_folded(run_dir, name).exists():
             try:
                 render_offcpu_flamegraph(run_dir, name, rules)
                 waited.append(name)
             except (UserError, OSError) as e:
-                _log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
+                log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
     if waited:
-        _log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/offcpu.svg' for n in waited)}")
+        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/offcpu.svg' for n in waited)}")
     if drawn:
         try:
             render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
             render_breakdown_chart(run_dir, rules.using(level=2), run_dir / "breakdown-level2.svg")
         except (UserError, OSError, ValueError) as e:
-            _log(f"rpcprof: WARNING: no breakdown chart: {e}")
-        _log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
+            log(f"rpcprof: WARNING: no breakdown chart: {e}")
+        log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
     try:
         write_text(run_dir / "report.html", build_html(run_dir, rules))
-        _log(f"rpcprof: report.html: {shown(run_dir / 'report.html')} (one page, opens offline)")
+        log(f"rpcprof: report.html: {shown(run_dir / 'report.html')} (one page, opens offline)")
     except (UserError, OSError) as e:
-        _log(f"rpcprof: WARNING: no report.html: {e}")
+        log(f"rpcprof: WARNING: no report.html: {e}")
 
 
 class Run:
@@ -177,16 +161,12 @@ class Run:
     def execute(self, base: Path | None = None) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
         keep_off(self.load_cpus)    # rpcprof and its instruments stay off the server's CPUs
-        if base is None:            # a sweep's cells: the sweep has looked already
-            tidy_leftovers(self.opts.runs_dir)
-        self.folder = RunFolder.create(label, base or self.opts.runs_dir)
-        self.manifest = Manifest(mode="run", status="running", command=self.command, started=now(),
-                                 machine=machine_specs(), tools=tool_versions(), git=git_commit(), parameters={},
-                                 scenario={"name": self.scenario.name, "method": self.scenario.method},
-                                 sampled_event=self.event, owner=identity())
+        self.folder = open_folder(label, self.opts.runs_dir, base)
+        self.manifest = new_manifest("run", self.command, sampled_event=self.event,
+                                     scenario={"name": self.scenario.name, "method": self.scenario.method})
         self.write("running")
-        _log(f"rpcprof: run folder {shown(self.dir)}")
-        _log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
+        log(f"rpcprof: run folder {shown(self.dir)}")
+        log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
         status = "failed"           # unless the rounds end: an error of rpcprof's own is never complete
@@ -236,7 +216,7 @@ class Run:
                     self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
                     break
                 wanted = rounds_needed(logs, opts.precision)
-                _log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
+                log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
                      f"±{100 * opts.precision:g} % (two-stage rule)")
             if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
                 self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
@@ -247,7 +227,7 @@ class Run:
                 self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
                                    f"within ±{100 * opts.precision:g} %")
         if self.stopped_by:
-            _log(f"rpcprof: {self.stopped_by}")
+            log(f"rpcprof: {self.stopped_by}")
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""
@@ -266,13 +246,13 @@ class Run:
                   "started": now(precise=True)}
         if self.opts.repeat > 1 or self.opts.precision is not None:
             total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
-            _log(f"rpcprof: {spec.name}: repeat {repeat}{total}")
+            log(f"rpcprof: {spec.name}: repeat {repeat}{total}")
         try:
             with Session() as session:
                 return self._measure(session, spec, out, result, first=repeat == 1)
         except (ServerFailed, UserError) as e:
             result.update(status="failed", error=str(e))
-            _log(f"rpcprof: FAILED {e}")
+            log(f"rpcprof: FAILED {e}")
             return result
         except KeyboardInterrupt:
             result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
@@ -299,7 +279,7 @@ class Run:
                                            cgroup_name(spec.name)))
         result["pid"] = server.pid
         ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
-        _log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
+        log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
         return server
 
     def _measure(self, session: Session, spec: ServerSpec, out: Path, result: dict, first: bool = True) -> dict:
@@ -310,7 +290,7 @@ class Run:
         steps.use_reply(subject, server.reply, result)
         steps.warm_up(subject, opts.warmup)
         self._check_alive(server, "during the warm-up")
-        _log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
+        log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
         if result["requests_ok"] == 0:
@@ -321,7 +301,7 @@ class Run:
         if short:
             raise ServerFailed(f"{spec.name}: {short}")
         if result["requests_non_ok"]:
-            _log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
+            log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")
         result["app"] = opts.app or spec.app
         result["ruler"] = opts.ruler or spec.ruler
@@ -355,12 +335,10 @@ class Run:
     def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,
                  result: dict) -> dict:
         opts = self.opts
-        # py-spy --gil samples only while a thread holds the GIL: plan for half the measured CPU
-        cores = result["server_cpu_cores"] * (0.5 if spec.profiler == "py-spy" else 1.0)
         # a profile in every round: the samples the breakdown needs are reached over the planned rounds
         rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
-        plan = ProfilePlan.for_load(cores, opts.frequency, opts.profile_duration,
-                                    math.ceil(opts.min_samples / rounds), max_frequency=min(4999, max_sample_rate()))
+        plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
+                            math.ceil(opts.min_samples / rounds))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
                                subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus)
         server.keep_workdir = True      # perf.data may name files the server wrote there

@@ -4,7 +4,6 @@ servers it starts, `attach` to a process it did not start, `sweep` to every cell
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,17 +12,15 @@ from typing import Callable
 from rpcprof.capture.profiler import ProfilePlan
 from rpcprof.capture.window import ProfileTarget, capture_profile
 from rpcprof.errors import UserError
+from rpcprof.jobs.base import log
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
+from rpcprof import rundir
 from rpcprof.rundir import RunFolder
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -205,7 +202,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
     recorder.wait_attached()
     threads_before = thread_snapshot(subject.pid)
-    sampler = session.own(SocketSampler(subject.out / "sockets.log", ports, subject.load_cpus)) if ports else None
+    sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
         load = subject.drive(seconds, "offcpu-load.log", window)
@@ -218,7 +215,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     asleep = asleep_whole_window(threads_before, thread_snapshot(subject.pid))
     session.stop(sampler)
     session.stop(recorder)
-    stats = fold_offcpu(subject.out / "offcpu.data", subject.out / "offcpu.folded")
+    stats = fold_offcpu(subject.out / rundir.OFFCPU_DATA, subject.out / rundir.OFFCPU_FOLDED)
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
     record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
                   server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"],

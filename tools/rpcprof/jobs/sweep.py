@@ -5,18 +5,14 @@ two servers (^N.N = second / first), then a row per server.
 from __future__ import annotations
 
 import datetime as dt
-import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.leftovers import tidy_leftovers
-from rpcprof.jobs.run import Run, RunOptions, shown
-from rpcprof.measure.children import identity
-from rpcprof.measure.environment import git_commit, tool_versions
-from rpcprof.measure.procstat import machine_specs
-from rpcprof.rundir import Manifest, RunFolder, now
+from rpcprof.jobs.base import log, new_manifest, open_folder, shown
+from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.rundir import RunFolder
 
 
 # Seed 000's cells keep S/C <= 1000 (C=100 goes to S=100000, C=1 stops at S=1000), and pajamax advertises
@@ -67,10 +63,6 @@ def _fmt_duration(s: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
 
 
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 class Sweep:
     def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str],
                  max_per_connection: int = MAX_STREAMS_PER_CONNECTION):
@@ -91,17 +83,15 @@ class Sweep:
 
     def execute(self) -> Path:
         label = self.opts.label or "sweep-" + "-".join(self.opts.servers)
-        tidy_leftovers(self.opts.runs_dir)
-        self.folder = RunFolder.create(label, self.opts.runs_dir)
+        self.folder = open_folder(label, self.opts.runs_dir)
         plan = seconds_per_cell(self.opts) * len(self.cells)
-        _log(f"rpcprof: sweep folder {shown(self.dir)}")
-        _log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} repeat(s): "
+        log(f"rpcprof: sweep folder {shown(self.dir)}")
+        log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} repeat(s): "
              f"{planned(self.opts, len(self.cells))} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
         params = {k: v for k, v in asdict(self.opts).items() if k not in ("connections", "streams", "label")}
-        self.manifest = Manifest(mode="sweep", status="running", command=self.command, started=now(),
-                                 machine=machine_specs(), tools=tool_versions(), git=git_commit(),
-                                 parameters={**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
-                                             "cells": self.cells}, cells=self.results, owner=identity())
+        self.manifest = new_manifest("sweep", self.command, cells=self.results)
+        self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
+                                    "cells": self.cells}
         status = "running"
         t0 = time.monotonic()
         try:
@@ -109,7 +99,7 @@ class Sweep:
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
                 done = time.monotonic() - t0
                 left = (done / i * (len(self.cells) - i)) if i else plan
-                _log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
+                log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
                      f"ETA {_fmt_duration(left)}")
                 run_dir = run.execute(self.dir)
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}

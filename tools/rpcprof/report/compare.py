@@ -76,7 +76,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
                     + f", {samples:,} samples" + (f" in {len(rounds[s])} rounds" if by_rounds else "") + note)
     if by_rounds:
         return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
-            f"µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
+            "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
             "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0."]
     rows = []
     for cat in rules.all_categories + ["total"]:

@@ -38,7 +38,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
-from rpcprof.rundir import load_run, profile_folded, read_profile, saved_copy, write_text
+from rpcprof.rundir import load_run, offcpu_folded, profile_folded, read_profile, write_text
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml, xml_chars
 
@@ -430,7 +430,7 @@ def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: 
     subtitle = (f"{server} · off-CPU time, µs (sched_switch stacks, weighted by the time until the thread ran "
                 f"again) · {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU in "
                 f"{rec.get('window_s') or 0:.1f} s{rps}")
-    render_flamegraph(saved_copy(run_dir / server / "offcpu.folded"), rules.using(view="waits"), out,
+    render_flamegraph(offcpu_folded(run_dir, server), rules.using(view="waits"), out,
                       shlex.join(manifest.get("command") or ["profile.sh"]), subtitle, countname="µs")
     return out
 

@@ -22,7 +22,7 @@ from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import _cell
-from rpcprof.rundir import load_run, profile_folded, saved_copy
+from rpcprof.rundir import load_run, offcpu_folded, profile_folded
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -70,7 +70,7 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
         for name in (s for s in servers if s in records):
             path = run_dir / name / "offcpu.svg"
-            if not path.exists() and saved_copy(run_dir / name / "offcpu.folded").exists():
+            if not path.exists() and offcpu_folded(run_dir, name).exists():
                 path = render_offcpu_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}-offcpu.svg")
             if path.exists():
                 parts.append(f"<h3>{esc(name)}: off-CPU</h3><iframe title=\"{esc(name)} off-CPU flame graph\" "

@@ -14,7 +14,7 @@ from rpcprof.analyze.waits import asleep_text, histogram_text, summarise
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
-from rpcprof.rundir import load_run, saved_copy
+from rpcprof.rundir import OFFCPU_FOLDED, load_run, saved_copy
 
 COLUMNS = [("server", "server"), ("reason", "wait reason"), ("share_pct", "off-CPU [%]"), ("ms", "off-CPU [ms]"),
            ("waits", "waits"), ("mean_ms", "mean wait [ms]"), ("waits_per_req", "waits/req")]
@@ -30,7 +30,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
         if not saved:
             continue
         out = run_dir / name
-        if saved_copy(out / "offcpu.folded").exists():
+        if saved_copy(out / OFFCPU_FOLDED).exists():
             stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
             fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
             saved = {**saved, **fresh}

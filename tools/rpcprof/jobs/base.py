@@ -1,0 +1,64 @@
+"""What every job (run, attach, sweep) does the same way, written once: say progress on stderr, look after
+folders left behind, create its folder, make its manifest (machine, tools, git, owner), keep the load
+off the server's CPUs, and plan a profile window's rate.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
+from rpcprof.errors import UserError
+from rpcprof.jobs.leftovers import tidy_leftovers
+from rpcprof.measure.children import identity
+from rpcprof.measure.environment import git_commit, tool_versions
+from rpcprof.measure.procstat import machine_specs
+from rpcprof.paths import ROOT
+from rpcprof.rundir import Manifest, RunFolder, now
+
+MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
+PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
+
+
+def log(msg: str) -> None:
+    """Progress, on stderr (stdout is the report)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def open_folder(label: str, runs_dir: Path, base: Path | None = None) -> RunFolder:
+    """A new folder for a job under runs_dir (or base, a sweep's folder for its cells, which has looked
+    after leftovers already); folders and cgroups left by a job that died are marked and tidied first."""
+    if base is None:
+        tidy_leftovers(runs_dir)
+    return RunFolder.create(label, base or runs_dir)
+
+
+def new_manifest(mode: str, command: list[str], **fields) -> Manifest:
+    """A job's manifest as it starts: the machine, the tools, the git commit and its owner (this process)."""
+    return Manifest(mode=mode, status="running", command=command, started=now(), machine=machine_specs(),
+                    tools=tool_versions(), git=git_commit(), parameters={}, owner=identity(), **fields)
+
+
+def load_cpus_besides(server_cpus: list[int] | set[int], given: list[int] | None, why: str) -> list[int]:
+    """The CPUs for the load generator: given, else every CPU the server may not run on; UserError with
+    why (how to fix it) when there is none."""
+    if given:
+        return given
+    others = [c for c in range(os.cpu_count() or 1) if c not in server_cpus]
+    if not others:
+        raise UserError(why)
+    return others
+
+
+def profile_plan(cpu_cores: float, profiler: str, frequency: int, duration: float, min_samples: int,
+                 max_duration: float = 60.0) -> ProfilePlan:
+    """The rate and duration of a profile window from the CPU the server used (ProfilePlan.for_load),
+    for perf or py-spy, never above MAX_FREQUENCY or the kernel's limit."""
+    cores = cpu_cores * (PYSPY_ON_CPU if profiler == "py-spy" else 1.0)
+    return ProfilePlan.for_load(cores, frequency, duration, min_samples,
+                                max_frequency=min(MAX_FREQUENCY, max_sample_rate()), max_duration=max_duration)
