@@ -49,7 +49,7 @@ note() { echo "setup: $*"; }
 # --- Debian packages ---------------------------------------------------------------
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium)
 debs=()
-# shellcheck and chromium (the tests' lint and the headless look at report.html, tools/svg_to_png.sh):
+# The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
 needed=(perf h2load protoc taskset ss)
 ((for_tests)) && needed+=(shellcheck chromium)
