@@ -33,7 +33,7 @@ def calibration_runs(tmp_path_factory):
         label = f"pytest-calibration-{burn}"
         proc = subprocess.run(
             [str(ROOT / "profile.sh"), "run", "calibration", "--param", f"burn_us={burn}", "-d", "4", "-w", "1",
-             "--profile-duration", "5", "--no-off-cpu", "--port", "50551", "--label", label, "--format", "json",
+             "--profile-duration", "5", "--no-off-cpu", "--repeat", "1", "--port", "50551", "--label", label, "--format", "json",
              "--runs-dir", str(runs_dir)],
             capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -158,7 +158,7 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
             "-d", str(windows["duration"]), "-w", str(windows["warmup"]),
             "--profile-duration", str(windows["profile_duration"]),
             "--syscall-duration", str(windows["syscall_duration"]), "--no-off-cpu",
-            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir)]
+            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--repeat", "1"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{setting.name}: profile.sh run failed:\n{proc.stderr[-2000:]}"
     return next(runs_dir.glob(f"*-{label}"))
@@ -177,7 +177,7 @@ def figures(run_dir: Path, setting: Setting) -> Figures:
     shares = {**category_shares(run_dir, SERVER, level=1), **category_shares(run_dir, SERVER, level=2)}
     return Figures(setting, run_dir, m["requests_ok"], d["data_bytes"] // reply_len, d["succeeded"], d["data_bytes"],
                    reply_len, cpu, cpu_profiled, m["req_per_s"], sc.get("writes_per_req") or 0, by.get("sendto", 0),
-                   sc.get("per_req") or 0,
+                   sc.get("per_req") or sc.get("named_per_req") or 0,
                    {c: v * cpu_profiled for c, v in shares.items()}, {c: v * cpu for c, v in shares.items()})
 
 
