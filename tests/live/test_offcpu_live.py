@@ -51,7 +51,7 @@ def test_no_off_cpu_window_unless_the_server_waited_or_it_is_asked(profile, port
 def test_attach_off_cpu_finds_the_processs_port_and_names_the_stall(tmp_path, port):
     """attach --off-cpu to a pajamax someone else drives at 50 in flight: the port is found from the
     process's listening sockets, the stall is named."""
-    from test_attach import attach, run_folder, start_server, stop
+    from test_attach_live import attach, run_folder, start_server, stop
     server = start_server("rust_pajamax", port, Path(__file__).parents[2] / "servers" / "rust_pajamax")
     body = tmp_path / "hello.bin"
     body.write_bytes(b"\x00\x00\x00\x00\x07\x0a\x05world")

@@ -14,7 +14,7 @@ def too_short(module_profile):
     # the calibration server burning 2 ms of CPU per request serves ~500 req/s: a 0.4 s window counts
     # about 200 requests, with the 100 in flight at its end far above the 25 % limit, however fast the machine
     return module_profile.run("run", "calibration", "--param", "burn_us=2000", "--no-profile", "--no-syscalls",
-                              "-w", "0", "-d", "0.4", "--port", str(take_port()), "--label", "pytest-too-short")
+                              "-w", "0", "-d", "0.4", "-S", "100", "--port", str(take_port()), "--label", "pytest-too-short")
 
 
 def test_a_window_too_short_for_cpu_per_request_fails_the_server_in_one_line(too_short):

@@ -216,7 +216,7 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
     if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, app, ruler), nl=False)
-    print_waits(run_dir, the_run.results, fmt)
+    print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
         logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / "server.log") for n, r in failed.items()]
@@ -348,16 +348,16 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
         click.echo(render_compare(run_dir, job.rules, fmt, app), nl=False)
     elif fmt in ("table", "markdown"):
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
-    print_waits(run_dir, job.results, fmt)
+    print_waits(run_dir, job.results, fmt, verdicts=True)       # attach prints no run table
 
 
-def print_waits(run_dir, results: dict, fmt: str) -> None:
+def print_waits(run_dir, results: dict, fmt: str, verdicts: bool) -> None:
     """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
     if fmt != "json" and any(r.get("offcpu") for r in results.values()):
         from rpcprof.analyze.categorize import load_rules
         from rpcprof.report.waits import render_waits
         click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
-        click.echo(render_waits(run_dir, load_rules(), fmt, verdicts=False), nl=False)   # the run table said them
+        click.echo(render_waits(run_dir, load_rules(), fmt, verdicts), nl=False)
 
 
 def entry(args: list[str] | None = None) -> None:
