@@ -16,6 +16,7 @@ from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
 from rpcprof.measure.load import DRIVERS
 from rpcprof.measure.scenario import SCENARIOS
+from rpcprof.analyze.categorize import load_rules
 from rpcprof.report.compare import render_compare, render_shares
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
@@ -279,7 +280,7 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
     except KeyboardInterrupt:
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
                         "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
-    click.echo(render_sweep(sweep_dir, job.rules, fmt), nl=False)
+    click.echo(render_sweep(sweep_dir, job.rules or load_rules(), fmt), nl=False)   # no profile: no rules loaded yet
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
                      if r.get("status") != "ok"})
     if failed:
@@ -354,7 +355,6 @@ def attach(pid, duration, name, app, profiler, call_graph, frequency, min_sample
 def print_waits(run_dir, results: dict, fmt: str, verdicts: bool) -> None:
     """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
     if fmt != "json" and any(r.get("offcpu") for r in results.values()):
-        from rpcprof.analyze.categorize import load_rules
         from rpcprof.report.waits import render_waits
         click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
         click.echo(render_waits(run_dir, load_rules(), fmt, verdicts), nl=False)

@@ -146,8 +146,7 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
     window = CpuWindow(subject.monitor)
-    load, counts = counted_window(session, subject, seconds, "syscalls-io" if record_io else "syscalls", window,
-                                  record_io=record_io, cpus=cpus)
+    load, counts = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus)
     return syscall_record(load, counts, window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
 

@@ -15,6 +15,7 @@ from rpcprof.analyze.intervals import t975
 from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
+from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
 
@@ -197,12 +198,6 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         for row in rows:
             row.pop("_fs")
     return rows, lines
-
-
-def syscalls_per_request(sc: dict | None) -> float | None:
-    """Syscalls per request: all of them where the total was counted, else the request-path ones by name."""
-    sc = sc or {}
-    return sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req")
 
 
 def disagreement(base: dict, row: dict, metrics: dict) -> str:

@@ -69,6 +69,12 @@ def notes_for(m: dict) -> str:
     return ", ".join(notes)
 
 
+def syscalls_per_request(sc: dict | None) -> float | None:
+    """Syscalls per request: all of them where the total was counted, else the request-path ones by name."""
+    sc = sc or {}
+    return sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req")
+
+
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
     """One row per server in run order; 'relative' is req/s per CPU over the first measured server's.
     A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
@@ -93,7 +99,8 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "relative": rpc / base if rpc and base else None,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
             "rss_avg_mib": mem.get("rss_avg_mib"),
-            "syscalls_per_req": (f.get("syscalls") or {}).get("per_req"),
+            # every syscall where the total was counted, else the request-path ones counted by name
+            "syscalls_per_req": syscalls_per_request(f.get("syscalls")),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
             "client_bound": f.get("client_bound"),
             "latency_bound": f.get("latency_bound"),
