@@ -68,7 +68,7 @@ from rpcprof.analyze.fit import LinearFit, linear_fit
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"
 PORT = 50571                           # the first free one from here on (not conftest's 50151-50299)
-STREAMS = 100                          # rpcprof's default S: streams in flight, cut off at the end of a window
+X
 TEST_WINDOWS = {"duration": 3, "warmup": 1, "profile_duration": 4, "syscall_duration": 2}
 WRITES = (1, 2, 4)
 PAD_ITEMS = (1000, 2000, 3000)
@@ -158,7 +158,8 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
             "-d", str(windows["duration"]), "-w", str(windows["warmup"]),
             "--profile-duration", str(windows["profile_duration"]),
             "--syscall-duration", str(windows["syscall_duration"]), "--no-off-cpu",
-            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--repeat", "1"]
+            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--repeat", "1",
+            "-S", str(STREAMS)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{setting.name}: profile.sh run failed:\n{proc.stderr[-2000:]}"
     return next(runs_dir.glob(f"*-{label}"))
