@@ -68,7 +68,7 @@ from rpcprof.analyze.fit import LinearFit, linear_fit
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"
 PORT = 50571                           # the first free one from here on (not conftest's 50151-50299)
-X
+STREAMS = 100                          # S, given to every run: streams in flight, cut off at the end of a window
 TEST_WINDOWS = {"duration": 3, "warmup": 1, "profile_duration": 4, "syscall_duration": 2}
 WRITES = (1, 2, 4)
 PAD_ITEMS = (1000, 2000, 3000)
