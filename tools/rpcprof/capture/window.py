@@ -32,6 +32,8 @@ class ProfileTarget:
     out: Path            # folder for perf.data, profile.folded, profile.json
     min_samples: int
     cpus: list[int] | None = None   # perf: sample these whole CPUs (the server is pinned there), keep pid's samples
+    warn_few: bool = True           # warn when the profile holds fewer than min_samples (not for one of several
+                                    # rounds: their sum is what the breakdown uses, and compare says it)
 
 
 def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
@@ -140,7 +142,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     else:
         record["samples"] = 0
     record["too_few_samples"] = record["samples"] < target.min_samples
-    if record["too_few_samples"] and record["samples"]:
+    if record["too_few_samples"] and record["samples"] and target.warn_few:
         log(f"rpcprof: WARNING: {target.name}: only {record['samples']} samples (< {target.min_samples}): shares "
             "are rough; raise the profile duration or --frequency")
     RunFolder.write_profile(target.out, record)

@@ -340,7 +340,8 @@ class Run:
         plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
                             math.ceil(opts.min_samples / rounds))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
-                               subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus)
+                               subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
+                               warn_few=rounds == 1)
         server.keep_workdir = True      # perf.data may name files the server wrote there
         return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
                              count_cpus=opts.server_cpus)
