@@ -16,7 +16,7 @@ from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal, terminal_lines
-from rpcprof.rundir import (RESULT_FILE, CannotWrite, check_not_input, inputs_of, load_sweep, read_result, resolve,
+from rpcprof.rundir import (RESULT_FILE, CannotWrite, check_not_input, inputs_of, load_run, load_sweep, read_result, resolve,
                             run_of_folded, write_text)
 
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
@@ -310,10 +310,17 @@ def diff(a, b, out, normalize, title, rules_path, app, fmt):
 @document_options("docs/results.md")
 def results(sweep_dir, output, rules_path, runs_dir):
     """The results document of a sweep: table, per-request explanation, seed figures beside them."""
+    from rpcprof.report.provenance import generator_command
     from rpcprof.report.results import build_results
     sweep_dir = resolve(sweep_dir, runs_dir)
     load_sweep(sweep_dir)
-    write_document(build_results(sweep_dir, load_rules(rules_path)), output, sweep_dir)
+    command = generator_command("results", sweep_dir, output=output, options=rules_flag(rules_path))
+    write_document(build_results(sweep_dir, load_rules(rules_path), command), output, sweep_dir)
+
+
+def rules_flag(rules_path) -> tuple:
+    """--rules for a regenerating command line, when it is not the default rules file."""
+    return () if Path(rules_path).resolve() == RULES_PATH.resolve() else (("--rules", Path(rules_path)),)
 
 
 def write_document(text: str, output: Path | None, *sources: Path) -> None:
@@ -331,17 +338,27 @@ def write_document(text: str, output: Path | None, *sources: Path) -> None:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--also", "also", multiple=True, type=click.Path(path_type=Path),
               help="Another run folder of the same servers (another driver, C or S), set beside it; repeatable.")
+@click.option("--seed-002", "seed_002", multiple=True, type=click.Path(path_type=Path),
+              help="A run of seed 002's streams per connection (-C 1 -S 100 or -S 1000) of a one-thread tonic and "
+                   "pajamax, for its section; repeatable.")
 @document_options("docs/seeds.md")
-def seeds(run_dir, output, also, rules_path, runs_dir):
+def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
     """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
     CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
+    from rpcprof.report.provenance import generator_command
     from rpcprof.report.seeds import build_seeds
-    runs = [resolve(run_dir, runs_dir), *(resolve(a, runs_dir) for a in also)]
-    write_document(build_seeds(runs[0], load_rules(rules_path), runs[1:]), output, *runs)
+    first, others = resolve(run_dir, runs_dir), [resolve(a, runs_dir) for a in also]
+    seed_002 = [resolve(r, runs_dir) for r in seed_002]
+    for folder in [first, *others, *seed_002]:
+        load_run(folder)
+    command = generator_command("seeds", first, output=output, options=(
+        *(("--also", a) for a in others), *(("--seed-002", r) for r in seed_002), *rules_flag(rules_path)))
+    write_document(build_seeds(first, load_rules(rules_path), others, seed_002, command), output,
+                   first, *others, *seed_002)
 
 
 def saved_folder_options(f):

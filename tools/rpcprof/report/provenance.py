@@ -1,0 +1,62 @@
+"""Where a generated document's figures come from: the header of docs/results.md and docs/seeds.md.
+
+A published document names the folder it was generated from as a reader of the clone finds it
+(docs/data/NAME, relative to the checkout), the command that regenerates it, the command that measured
+the run, the commit it was measured at and the machine. A run measured on a tree with uncommitted
+changes says so in the document's first line: its figures come from code that no commit holds.
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from rpcprof.paths import ROOT
+
+
+def source_path(folder: Path | str) -> str:
+    """The folder as the reader of a clone names it: relative to the checkout when inside it."""
+    p = Path(folder).resolve()
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(folder)
+
+
+def generator_command(command: str, *parts: Path | str, output: Path | None = None,
+                      options: tuple[tuple[str, str], ...] = ()) -> str:
+    """The report.py command line that regenerates a document, with its paths as source_path gives them."""
+    argv = ["report.py", command, *(source_path(p) for p in parts)]
+    for flag, value in options:
+        argv += [flag, source_path(value) if isinstance(value, Path) else value]
+    if output:
+        argv += ["-o", source_path(output)]
+    return shlex.join(argv)
+
+
+def machine_text(manifest: dict) -> str:
+    m = manifest.get("machine") or {}
+    return (f"{m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, {m.get('os')}, "
+            f"kernel {m.get('kernel')}")
+
+
+def header(title: str, generated_by: str, folders: list[Path], manifests: list[dict]) -> list[str]:
+    """The first lines of a generated document: a warning first when a run was measured on an
+    uncommitted tree, then the title, the regenerating command, and per folder its measuring command,
+    commit, status and machine."""
+    unique = {source_path(f): (f, m) for f, m in zip(folders, manifests)}      # a folder given twice is one source
+    folders, manifests = [f for f, _ in unique.values()], [m for _, m in unique.values()]
+    dirty = [(f, m) for f, m in zip(folders, manifests) if (m.get("git") or {}).get("dirty")]
+    out = []
+    if dirty:
+        which = ", ".join(f"`{source_path(f)}` (git {m['git']['commit'][:12]} plus changes)" for f, m in dirty)
+        out += [f"**Measured on an uncommitted tree:** {which}; no commit holds the code that measured these "
+                "figures.", ""]
+    out += [f"# {title}", "", f"Regenerate with `{generated_by}`.", ""]
+    for folder, manifest in zip(folders, manifests):
+        git = manifest.get("git") or {}
+        out.append(f"- `{source_path(folder)}`: measured by `{shlex.join(manifest.get('command') or [])}` at git "
+                   f"{(git.get('commit') or '?')[:12]}{' plus uncommitted changes' if git.get('dirty') else ''}, "
+                   f"started {manifest.get('started', '?')}, status {manifest.get('status')}; "
+                   f"{machine_text(manifest)}.")
+    out.append("")
+    return out
