@@ -245,3 +245,20 @@ def test_a_run_on_an_uncommitted_tree_says_so_in_the_first_line(tmp_path):
         return edit
     assert seeds_of(edited_copy(SEED_RUN, tmp_path / "d", dirty(True))).startswith("**Measured on an uncommitted tree")
     assert seeds_of(edited_copy(SEED_RUN, tmp_path / "c", dirty(False))).startswith("# Seed 001 reproduced")
+
+
+def test_a_sweep_with_a_cell_measured_on_an_uncommitted_tree_says_so_in_the_first_line(tmp_path):
+    def dirty_cell(cell_streams, changed):
+        def edit(path, data):
+            if path.name == "manifest.json" and data.get("mode") != "sweep" and data.get("git") is not None:
+                data["git"]["dirty"] = data["parameters"]["streams"] == cell_streams
+                data["git"]["changed"] = changed if data["git"]["dirty"] else []
+            elif path.name == "manifest.json" and data.get("git") is not None:
+                data["git"]["dirty"] = False
+        return edit
+    one = report("results", str(edited_copy(SWEEP, tmp_path / "a", dirty_cell(1, ["README.md"])))).stdout
+    first = one.splitlines()[0]
+    assert first.startswith("**Measured on an uncommitted tree") and "in 1 of its" in first, first
+    assert "the changed files: README.md" in first
+    none = report("results", str(edited_copy(SWEEP, tmp_path / "b", dirty_cell(-1, [])))).stdout
+    assert none.startswith("# Results") and "uncommitted" not in none

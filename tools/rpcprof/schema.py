@@ -72,7 +72,8 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
     "parameters": {"type": "object", "required": ["servers"], "properties": {
         "servers": NAMES, "connections": NUMBER, "streams": NUMBER, "scenario": TEXT, "driver": TEXT,
         "precision": NUMBER}},
-    "git": {"type": ["object", "null"], "properties": {"commit": TEXT, "dirty": FLAG}},
+    "git": {"type": ["object", "null"], "properties": {"commit": TEXT, "dirty": FLAG,
+                                                  "changed": {"type": ["array", "null"], "items": {"type": "string"}}}},
     "scenario": {"type": ["object", "null"], "properties": {"name": TEXT}},
     "servers": {"type": ["object", "null"]},
     "cells": {"type": ["object", "null"], "additionalProperties": {

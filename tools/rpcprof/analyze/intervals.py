@@ -141,6 +141,15 @@ def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s", pilot: 
     return paired_ratio([a[k] for k in common], [b[k] for k in common])
 
 
+def profiled_ratio(base: dict, other: dict) -> RatioInterval | None:
+    """server_ratio for the profile windows: other's req/s per CPU over base's while both were sampled,
+    from each round's profiled CPU per request (base's over other's), paired by round."""
+    r = server_ratio(base, other, figure="profiled_cpu_us_per_req")
+    if r is None or not r.ratio:
+        return None
+    return RatioInterval(1 / r.ratio, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low, r.n)
+
+
 def cv(values: list[float]) -> float | None:
     """Coefficient of variation (sample standard deviation over the mean); None for fewer than two."""
     values = [v for v in values if v is not None]

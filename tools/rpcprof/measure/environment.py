@@ -11,8 +11,11 @@ from rpcprof.paths import ROOT
 def git_commit() -> dict:
     def git(*args):
         r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else ""
-    return {"commit": git("rev-parse", "HEAD") or "unknown", "dirty": bool(git("status", "--porcelain"))}
+        return r.stdout.rstrip("\n") if r.returncode == 0 else ""
+    status = git("status", "--porcelain")
+    # the paths that differ from the commit (porcelain: two status letters, a space, the path)
+    changed = [line[3:] for line in status.splitlines()]
+    return {"commit": git("rev-parse", "HEAD").strip() or "unknown", "dirty": bool(status), "changed": changed[:50]}
 
 
 def tool_versions() -> dict:

@@ -39,23 +39,39 @@ def machine_text(manifest: dict) -> str:
             f"kernel {m.get('kernel')}")
 
 
-def header(title: str, generated_by: str, folders: list[Path], manifests: list[dict]) -> list[str]:
-    """The first lines of a generated document: a warning first when a run was measured on an
-    uncommitted tree, then the title, the regenerating command, and per folder its measuring command,
-    commit, status and machine."""
-    unique = {source_path(f): (f, m) for f, m in zip(folders, manifests)}      # a folder given twice is one source
-    folders, manifests = [f for f, _ in unique.values()], [m for _, m in unique.values()]
-    dirty = [(f, m) for f, m in zip(folders, manifests) if (m.get("git") or {}).get("dirty")]
+def _dirty_cells(cells: list[dict]) -> str:
+    """' in N of its M cells' when some of a sweep's cells were measured on an uncommitted tree."""
+    n = sum(bool((c.get("git") or {}).get("dirty")) for c in cells)
+    return f" in {n} of its {len(cells)} cells" if n else ""
+
+
+def _changes(manifests: list[dict]) -> str:
+    """The paths that differed from the commit, where the manifests recorded them."""
+    paths = sorted({p for m in manifests for p in (m.get("git") or {}).get("changed") or []})
+    return f"; the changed files: {', '.join(paths[:12])}{', ...' if len(paths) > 12 else ''}" if paths else ""
+
+
+def header(title: str, generated_by: str, folders: list[Path], manifests: list[dict],
+           cells: list[list[dict]] | None = None) -> list[str]:
+    """The first lines of a generated document: a warning first when a run (or a sweep's cell) was
+    measured on an uncommitted tree, then the title, the regenerating command, and per folder its
+    measuring command, commit, status and machine. cells: per folder, its cells' manifests (a sweep)."""
+    cells = cells or [[] for _ in folders]
+    unique = {source_path(f): (f, m, c) for f, m, c in zip(folders, manifests, cells)}   # a folder given twice is one source
+    sources = list(unique.values())
+    def dirty(m: dict, c: list[dict]) -> str:
+        return " plus uncommitted changes" + _dirty_cells(c) if (m.get("git") or {}).get("dirty") or _dirty_cells(c) else ""
     out = []
-    if dirty:
-        which = ", ".join(f"`{source_path(f)}` (git {m['git']['commit'][:12]} plus changes)" for f, m in dirty)
+    marked = [(f, m, c) for f, m, c in sources if dirty(m, c)]
+    if marked:
+        which = ", ".join(f"`{source_path(f)}` (git {m['git']['commit'][:12]}{dirty(m, c)})" for f, m, c in marked)
         out += [f"**Measured on an uncommitted tree:** {which}; no commit holds the code that measured these "
-                "figures.", ""]
+                f"figures{_changes([x for _, m, c in marked for x in (m, *c)])}.", ""]
     out += [f"# {title}", "", f"Regenerate with `{generated_by}`.", ""]
-    for folder, manifest in zip(folders, manifests):
+    for folder, manifest, c in sources:
         git = manifest.get("git") or {}
         out.append(f"- `{source_path(folder)}`: measured by `{shlex.join(manifest.get('command') or [])}` at git "
-                   f"{(git.get('commit') or '?')[:12]}{' plus uncommitted changes' if git.get('dirty') else ''}, "
+                   f"{(git.get('commit') or '?')[:12]}{dirty(manifest, c)}, "
                    f"started {manifest.get('started', '?')}, status {manifest.get('status')}; "
                    f"{machine_text(manifest)}.")
     out.append("")

@@ -56,7 +56,8 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
     first, second = (servers + [None, None])[:2]
     m = manifest["machine"]
     out = [*header(f"Results: {' vs '.join(servers)} on this machine class",
-                   generated_by or generator_command("results", sweep_dir), [sweep_dir], [manifest]),
+                   generated_by or generator_command("results", sweep_dir), [sweep_dir], [manifest],
+                   [[cell_manifest for cell_manifest, _ in measured.values()]]),
            "## Machine and parameters", "",
            f"- {m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, {m.get('os')}, "
            f"kernel {m.get('kernel')}",

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Rules, categorize, open_folded
-from rpcprof.analyze.intervals import server_ratio
-from rpcprof.report.compare import ruler_check, ruler_rows
+from rpcprof.analyze.categorize import Rules, categorize
+from rpcprof.analyze.intervals import profiled_ratio, server_ratio
+from rpcprof.report.compare import every_round, ruler_check, ruler_rows
 from rpcprof.report.provenance import generator_command, header, source_path
 from rpcprof.report.results import RATIO_DEFINITION
-from rpcprof.report.summary import notes_for
+from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share
@@ -131,7 +131,8 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     if not by_role["tonic"] or not by_role["pajamax"]:
         raise UserError(f"{run_dir}: seed 001 compares tonic and pajamax; this run measured {', '.join(servers) or 'none'} "
                         "successfully (run rust_tonic_mt rust_pajamax)")
-    stacks = {s: open_folded(profile_folded(run_dir, s)) for s in servers if profile_folded(run_dir, s).exists()}
+    # every round's samples, as the ruler takes them (a run of one round: its profile)
+    stacks = {s: every_round(run_dir, s, metrics[s]) for s in servers if profile_folded(run_dir, s).exists()}
     sources = [run_dir, *map(Path, also), *map(Path, seed_002)]
     out = [
         *header("Seed 001 reproduced: tonic vs pajamax under ghz, 1 connection, 50 in flight",
@@ -156,7 +157,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
         out.append(f"| {s} | {role} | {_num(m['req_per_s'])} | {100 * m['server_cpu_cores']:.0f} % | "
                    f"{100 * m['client_cpu_cores']:.0f} % | {_num(m['req_per_cpu_s'])} | {m['cpu_us_per_req']:.2f} | "
-                   f"{_num((m.get('syscalls') or {}).get('per_req'), 3)} | {notes_for(m) or '-'} |")
+                   f"{_num(syscalls_per_request(m.get('syscalls')), 3)} | {notes_for(m) or '-'} |")
     pj = by_role["pajamax"][0]
     out += ["", "## The ratio", "",
             f"Seed 001 prints (65,135 / 15 %) / (41,125 / 95 %) = **{SEED_RATIO_QUOTED}x**; its own figures give "
@@ -318,10 +319,17 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
             continue
         c = ruler_check(t_row, pj_row)
         verdict = "agrees" if c["agrees"] else "DISAGREES beyond the sampling error"
+        measured = server_ratio(metrics[t], metrics[pj])
+        profiled = profiled_ratio(metrics[t], metrics[pj])
+        if measured and profiled:        # the document's one definition of the ratio, rounds paired
+            said = f"{measured.text()} unprofiled, {profiled.text()} in the profile windows"
+            within = c["ratio_low"] <= profiled.ratio <= c["ratio_high"]
+            verdict = "agrees" if within else "DISAGREES beyond the sampling error"
+        else:
+            said = f"{c['measured_ratio']:.1f}x unprofiled" + (
+                f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else "")
         out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
-                   f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {c['measured_ratio']:.1f}x "
-                   "unprofiled" + (f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else "")
-                   + f": the ruler {verdict}.")
+                   f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {said}: the ruler {verdict}.")
     costs = [r for r in rows if r["server"] in stacks and r["samples"]]
     for i, a in enumerate(costs):
         for b in costs[i + 1:]:
