@@ -111,3 +111,14 @@ def test_seeds_gives_each_pair_one_ratio():
     assert stated and checked, "docs/seeds.md: no ratio or no ruler check found"
     for server, ratio in checked.items():
         assert stated.get(server) == ratio, f"docs/seeds.md gives {server} two ratios: {stated.get(server)}, {ratio}"
+
+
+def test_the_level2_chart_of_three_servers_draws_without_a_layout_warning(tmp_path):
+    """Seven legend columns collapse the axes of seed 001's level-2 chart: the narrower legend that fits is
+    drawn, and the trial's warning is not printed (it was, once per run)."""
+    out = tmp_path / "chart.svg"
+    done = subprocess.run([sys.executable, str(ROOT / "report.py"), "chart", "docs/data/20261124-074115-seed-001",
+                           "--level", "2", "-o", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    assert out.read_text().count("<svg") == 1

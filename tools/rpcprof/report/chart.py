@@ -7,6 +7,7 @@ hash salt for element ids, no date, text kept as text.
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -30,8 +31,13 @@ def _servers(columns: list[tuple[str, str]]) -> list[str]:
 
 def _fits(fig: Figure) -> bool:
     """True if, once laid out, fig's legend is no wider than its axes and everything fig draws lies
-    between the figure's left and right edges."""
-    fig.draw_without_rendering()
+    between the figure's left and right edges. A legend so wide that the constrained layout gave up
+    (matplotlib warns that the axes collapsed) does not fit either: a narrower one is tried, silently."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.draw_without_rendering()
+    if any("constrained_layout not applied" in str(w.message) for w in caught):
+        return False
     drawn, box = fig.get_tightbbox(), fig.bbox_inches
     ax = next(a for a in fig.axes if a.get_legend())
     legend, under = ax.get_legend().get_window_extent(), ax.get_window_extent()
@@ -100,7 +106,9 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         ncols = min(len(groups), 7)
         fig = draw(ncols)
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        with warnings.catch_warnings():     # a legend too wide is judged by _fits just below
+            warnings.filterwarnings("ignore", message="constrained_layout not applied")
+            fig.savefig(buf, format="svg", metadata={"Date": None})
         if ncols > 1 and not _fits(fig):
             # a first guess from the widths of that legend and of the axes laid out without it, then fewer
             ax = next(a for a in fig.axes if a.get_legend())
