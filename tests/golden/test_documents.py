@@ -262,3 +262,22 @@ def test_a_sweep_with_a_cell_measured_on_an_uncommitted_tree_says_so_in_the_firs
     assert "the changed files: README.md" in first
     none = report("results", str(edited_copy(SWEEP, tmp_path / "b", dirty_cell(-1, [])))).stdout
     assert none.startswith("# Results") and "uncommitted" not in none
+
+
+def test_results_say_which_rounds_were_profiled_from_the_sweep_itself(tmp_path):
+    def unprofiled_rounds(path, data):
+        if path.name == "metrics.json":
+            for m in data.values():
+                for r in m.get("repeats") or []:
+                    r["profile_samples"] = None
+    old = report("results", str(edited_copy(SWEEP, tmp_path / "a", unprofiled_rounds))).stdout
+    assert "From each cell's first round" in old and "From every round" not in old
+    assert "a profile window per server in the first round" in old
+
+    def profiled_rounds(path, data):
+        if path.name == "metrics.json":
+            for m in data.values():
+                for r in m.get("repeats") or [m]:
+                    r["profile_samples"] = 1000
+    new = report("results", str(edited_copy(SWEEP, tmp_path / "b", profiled_rounds))).stdout
+    assert "From every round of each cell" in new and "a profile window per server in every round" in new

@@ -190,9 +190,11 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         by_cat.setdefault(parent(g), []).append(g)
     deltas = {c: sum(us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in gs) for c, gs in by_cat.items()}
     summed = sum(abs(d) for d in deltas.values()) or 1.0
-    # a share of the difference means something only when there is one: two profiles of the same
-    # process (py-spy's and perf's) have the same CPU per request, and categories merely move
-    share_floor = max(MIN_US, 0.05 * summed)
+    # a share of the difference means something only when the categories do not mostly cancel: two
+    # profiles of one process (py-spy's and perf's) have the same CPU per request and categories merely
+    # move; a gap of 0.24 µs/req made of -2.05, +1.90 and +0.26 is not "-858 %" send (the gap at least
+    # half of the summed movement, or no share)
+    share_floor = max(MIN_US, 0.5 * summed)
     fa, fb = kernel_figures(syscalls.get(base)), kernel_figures(syscalls.get(other))
     findings, covered = [], 0.0
     for cat in sorted(deltas, key=lambda c: -abs(deltas[c])):

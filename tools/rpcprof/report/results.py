@@ -42,6 +42,13 @@ def _f(x, digits=1, unit=""):
     return "-" if x is None else f"{x:,.{digits}f}{unit}"
 
 
+def every_round_profiled(measured: dict) -> bool:
+    """Whether every round of every server of every cell had a profile window (sweeps made before a
+    profile in every round profiled the first round only)."""
+    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == "ok"]
+    return bool(results) and all(r.get("profile_samples") for m in results for r in m.get("repeats") or [m])
+
+
 def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None) -> str:
     """The markdown document; generated_by: the command that regenerates it, for its header."""
     manifest, _ = load_sweep(sweep_dir)
@@ -66,7 +73,9 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
            + (f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
             "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
-            "a syscall-count window and a profile window per server in the first round"
+            + ("a profile window per server in every round, its syscalls counted by name on the server's CPU in "
+               "that window" if every_round_profiled(measured) else
+               "a syscall-count window and a profile window per server in the first round")
             if all(r.get("rounds_interleaved", True) for r in rows) else
             f"{p['repeat']} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
             "interleaved rounds: the median repeat is shown with its min-max; ratios are of the medians, with no "
@@ -109,8 +118,12 @@ def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
     first server and the kernel figures that differ."""
     manifest, _ = load_sweep(sweep_dir)
     out = ["", "## The gap by mechanism, per cell", "",
-           "From each cell's first round: level-2 CPU µs per request and the kernel's per-request figures of the "
-           "syscall window (`report.py compare CELL --level 2 --format json` names the figure behind each number).", ""]
+           ("From every round of each cell: level-2 CPU µs per request (the mean over rounds of each round's "
+            "shares × its unprofiled CPU per request) and the kernel's per-request figures of the profile windows"
+            if every_round_profiled(load_sweep(sweep_dir)[1]) else
+            "From each cell's first round: level-2 CPU µs per request and the kernel's per-request figures of the "
+            "syscall window") +
+           " (`report.py compare CELL --level 2 --format json` names the figure behind each number).", ""]
     for key, cell in manifest["cells"].items():
         run_dir = sweep_dir / cell["run"]
         try:
