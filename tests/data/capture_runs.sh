@@ -8,9 +8,11 @@
 #   runs/sweep     a two-cell sweep (complex_proto, C=1, S=1 and 100) for report.py results
 #   runs/offcpu    pajamax at exactly 50 streams in flight (LATENCY-BOUND: its automatic off-CPU window,
 #                  with offcpu.folded, offcpu.folded.count and sockets.log) for report.py waits
+#   runs/rounds    the README's first command as it is (5 rounds of rust_tonic_mt and rust_pajamax, a
+#                  profile per round) for significance across rounds (report.py compare, diff)
 # Rerun after changing what a run folder holds; review `git diff tests/data/runs` before committing.
 #
-# USAGE: tests/data/capture_runs.sh [seed-001] [sweep] [offcpu]     (default: all three)
+# USAGE: tests/data/capture_runs.sh [seed-001] [sweep] [offcpu] [rounds]     (default: all four)
 #
 # REQUIREMENTS: what tools/setup.sh installs; root.
 set -euo pipefail
@@ -20,7 +22,7 @@ root="$(cd "$here/../.." && pwd)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-wanted=("${@:-seed-001 sweep offcpu}")
+wanted=("${@:-seed-001 sweep offcpu rounds}")
 wants() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
 
 servers=(rust_tonic_mt rust_pajamax rust_tonic_st)
@@ -32,6 +34,8 @@ wants sweep && "$root/profile.sh" sweep "${servers[@]}" --scenario complex_proto
   --format json --runs-dir "$scratch" > /dev/null
 wants offcpu && "$root/profile.sh" run rust_pajamax -S 50 -d 2 -w 1 --no-profile --no-syscalls \
   --off-cpu-duration 3 --label capture-offcpu --port 50461 --format json --runs-dir "$scratch" > /dev/null
+wants rounds && "$root/profile.sh" run rust_tonic_mt rust_pajamax --label capture-rounds --port 50461 --format json \
+  --runs-dir "$scratch" > /dev/null
 
 # keep: the JSON files and the folded stacks (gzip'd), anywhere below the run folder
 keep() {
@@ -43,7 +47,7 @@ keep() {
     if [[ $f == *.json ]]; then cp "$from/$f" "$to/$f"; else gzip -9n < "$from/$f" > "$to/$f.gz"; fi
   done
 }
-for name in seed-001 sweep offcpu; do
+for name in seed-001 sweep offcpu rounds; do
   if wants "$name"; then keep "$(find "$scratch" -maxdepth 1 -name "*-capture-$name")" "$here/runs/$name"; fi
 done
 du -sh "$here/runs"/*
