@@ -294,7 +294,7 @@ def test_diff_writes_svg_and_category_differences_that_sum_to_zero(normalize, tm
     args = ["diff", str(folded_of("rust_tonic_st")), str(folded_of("rust_pajamax")), "-o", str(out), "--format", "json"]
     result = report(*args, *([] if normalize else ["--no-normalize"]))
     assert result.exit_code == 0
-    rows = json.loads(result.output)
+    rows = json.loads(result.output)["categories"]
     assert sum(r["delta"] for r in rows) == pytest.approx(0, abs=1e-9)
     assert sum(r["a"] for r in rows) == pytest.approx(100) and sum(r["b"] for r in rows) == pytest.approx(100)
     root = parse(out)

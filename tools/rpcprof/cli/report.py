@@ -13,7 +13,7 @@ from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.export import FORMATS as EXPORT_FORMATS
-from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
+from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal, terminal_lines
 from rpcprof.rundir import (RESULT_FILE, CannotWrite, check_not_input, inputs_of, load_run, load_sweep, read_result, resolve,
@@ -178,16 +178,6 @@ def command_line(*parts: str | None, **options) -> str:
     return shlex.join(argv)
 
 
-def profile_labels(a: Path, b: Path) -> tuple[str, str, str]:
-    """(label of A, label of B, where they come from): server names for profiles of runs, else paths."""
-    run_a, run_b = run_of_folded(a), run_of_folded(b)
-    if run_a and run_b and run_a[0].resolve() == run_b[0].resolve():
-        return run_a[1], run_b[1], f"run {run_a[0].name}"
-    label_a = f"{run_a[1]} of run {run_a[0].name}" if run_a else str(a)
-    label_b = f"{run_b[1]} of run {run_b[0].name}" if run_b else str(b)
-    return label_a, label_b, ""
-
-
 @main.command()
 @click.argument("folded", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -276,33 +266,29 @@ def export(profile, fmt, out, rules_path, app):
               help="SVG file to write.")
 @click.option("--normalize/--no-normalize", default=True, show_default=True,
               help="Scale A to B's total samples first (inferno-diff-folded -n).")
+@click.option("--per-request", is_flag=True,
+              help="Draw CPU µs per request (each round's shares × its unprofiled CPU per request), not shares; "
+                   "A and B from run folders.")
 @click.option("--title", default=None, help="Title (default: this command line).")
 @rules_option
 @app_option
 @format_option
-def diff(a, b, out, normalize, title, rules_path, app, fmt):
-    """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and the
-    share of each category in A and B: frame-level colours mislead when a parent is unchanged but its
-    children grew."""
+def diff(a, b, out, normalize, per_request, title, rules_path, app, fmt):
+    """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and each
+    category's share and CPU µs per request in A and B: frame-level colours mislead when a parent is
+    unchanged but its children grew. A and B: folded files, or a server of a run (RUN/SERVER, its
+    profile.folded, or a run of one server) with all its rounds: then every difference is tested across
+    rounds, and only the frames whose difference is significant are coloured (Benjamini-Hochberg at 5 %).
+
+    eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
+    """
+    from rpcprof.report.sigdiff import render_diff
     output_for(out, a, b)
-    rules = load_rules(rules_path)
-    rules_a = rules.with_app(app or app_for(a), "--app" if app else RESULT_FILE)
-    rules_b = rules.with_app(app or app_for(b), "--app" if app else RESULT_FILE)
-    rows = category_diff_rows(a, b, rules_a, rules_b)
-    label_a, label_b, origin = profile_labels(a, b)
-    scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    subtitle = " · ".join(x for x in (f"A = {label_a} → B = {label_b}", origin, "widths: B",
-                                      "red: more in B, blue: less", scaling) if x)
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("diff", str(a), str(b), "-o", str(out), **{"--no-normalize": not normalize},
-                                  **{"--app": app}, **{"--rules": None if default_rules else rules_path})
-    render_diff_flamegraph(a, b, out, title, subtitle, normalize, rows)
-    columns = [("category", "category"), ("a", "A [%]"), ("b", "B [%]"), ("delta", "B−A [points]")]
-    if fmt in ("table", "markdown"):
-        show(f"A = {label_a}\nB = {label_b}" + (f" ({origin})" if origin else "") + "\n\n")
-    show(render(rows, columns, fmt), fmt)
-    if fmt in ("table", "markdown"):
-        show(f"\nShare of samples per category; the differences sum to 0. Wrote {out} ({scaling}).\n")
+                                  **{"--per-request": per_request}, **{"--app": app},
+                                  **{"--rules": None if default_rules else rules_path})
+    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt), fmt)
 
 
 @main.command()

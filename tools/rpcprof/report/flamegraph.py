@@ -368,10 +368,11 @@ def category_diff_rows(a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> list
 
 
 def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool = True,
-                           rows: list[dict] | None = None) -> None:
+                           rows: list[dict] | None = None, countname: str = "samples", recolour=None) -> None:
     """Write the differential flame graph of B against A (inferno-diff-folded | inferno-flamegraph):
     widths are B's, red = more samples in B, blue = fewer. normalize: scale A to B's total first.
-    rows: category_diff_rows, shown as a text legend."""
+    rows: category_diff_rows, shown as a text legend. countname: what a weight of 1 is. recolour: a
+    function of inferno's SVG that sets the boxes' colours and hover texts (report/sigdiff.py)."""
     stacks_b = open_folded(b)
     stacks_a = open_folded(a)
     diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
@@ -380,8 +381,10 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
         for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
             write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
         diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
-        svg = run_tool([flame_tool, *inferno_options(title, subtitle, sample_weight(stacks_b)), "-"],
+        svg = run_tool([flame_tool, *inferno_options(title, subtitle, sample_weight(stacks_b), countname), "-"],
                        scratch, stdin=diff).decode("utf-8")
+    if recolour:
+        svg = recolour(svg)
     svg = fit_headings(search_names_only(svg), title, subtitle)
     if rows:
         items = [LegendItem(f"{r['category']} {_cell(r['a'])}→{_cell(r['b'])}") for r in rows]

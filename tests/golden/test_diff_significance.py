@@ -1,0 +1,266 @@
+"""Every difference with its significance (issue 22, item 1): report.py diff and compare on rounds.
+
+The rounds are real: a saved run's (tests/data/runs/rounds: rust_tonic_mt and rust_pajamax, 5 rounds
+each, made by tests/data/capture_runs.sh rounds). For one server profiled twice, each round of
+rust_tonic_mt is dealt into two halves (its samples shuffled, seeded): the halves of a round are two
+profiles of the same server in the same window, and the only difference between the two sets of halves
+is the one a test puts there. Each case writes a run folder of its own (manifest, metrics with each
+round's CPU µs per request, SERVER/[repeat-K/]profile.folded) and runs report.py on it.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.analyze.significance import benjamini_hochberg
+from rpcprof.cli.common import run_click
+from rpcprof.cli.report import main
+from rpcprof.folded import sample_weight
+from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.report.sigdiff import build_diff, side_of
+
+pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
+                                     or (Path.home() / ".cargo/bin/inferno-flamegraph").exists()),
+                                reason="inferno not installed (tools/setup.sh)")
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ROUNDS_RUN = DATA / "runs" / "rounds"
+APP = json.loads((ROUNDS_RUN / "metrics.json").read_text())["rust_tonic_mt"]["app"]
+SVG = "{http://www.w3.org/2000/svg}"
+GREY = "rgb(215,215,215)"
+
+
+def report(capsys, *args) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        run_click(main, [str(a) for a in args])
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def dealt_rounds(stacks, n: int, seed: int) -> list[list[tuple[list[str], int]]]:
+    """The samples of stacks shuffled and dealt into n rounds (weights in samples)."""
+    one = sample_weight(stacks)
+    samples = [i for i, (_, w) in enumerate(stacks) for _ in range(w // one)]
+    random.Random(seed).shuffle(samples)
+    rounds = []
+    for k in range(n):
+        counts: dict[int, int] = {}
+        for i in samples[k::n]:
+            counts[i] = counts.get(i, 0) + 1
+        rounds.append([(stacks[i][0], c) for i, c in sorted(counts.items())])
+    return rounds
+
+
+def write_run(folder: Path, servers: dict[str, list[tuple[list, float]]], app: str = APP) -> Path:
+    """A run folder of these servers: each a list of rounds (stacks, CPU µs per request)."""
+    metrics = {}
+    for name, rounds in servers.items():
+        for k, (stacks, _) in enumerate(rounds, 1):
+            where = folder / name / ("" if k == 1 else f"repeat-{k}")
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "profile.folded").write_text("".join(f"{';'.join(f)} {w}\n" for f, w in stacks))
+        cpu = [us for _, us in rounds]
+        metrics[name] = {"server": name, "status": "ok", "app": app, "cpu_us_per_req": cpu[0],
+                         "req_per_cpu_s": 1e6 / cpu[0], "profile": {"samples": 1000},
+                         "repeats": [{"repeat": k, "started": "t", "cpu_us_per_req": us, "req_per_cpu_s": 1e6 / us}
+                                     for k, us in enumerate(cpu, 1)]}
+        (folder / name / "result.json").write_text(json.dumps(metrics[name]))
+    (folder / "manifest.json").write_text(json.dumps({"mode": "run", "status": "complete", "command": ["profile.sh"],
+                                                      "parameters": {"servers": list(servers)}}))
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    return folder
+
+
+def is_app(frames: list[str]) -> bool:
+    return any(re.search(APP, f) for f in frames)
+
+
+def real_rounds(server: str = "rust_tonic_mt") -> list[tuple[list, float]]:
+    """The saved run's rounds of server: (stacks, that round's unprofiled CPU µs per request)."""
+    m = json.loads((ROUNDS_RUN / "metrics.json").read_text())[server]
+    return [(open_folded(ROUNDS_RUN / server / ("" if r["repeat"] == 1 else f"repeat-{r['repeat']}") / "profile.folded.gz"),
+             r["cpu_us_per_req"]) for r in m["repeats"]]
+
+
+@pytest.fixture(scope="module")
+def halves() -> list[tuple[list, list, float]]:
+    """Each real round of rust_tonic_mt dealt into two halves: (half, other half, the round's CPU µs/req)."""
+    return [(*dealt_rounds(stacks, 2, seed=k), us) for k, (stacks, us) in enumerate(real_rounds())]
+
+
+@pytest.fixture(scope="module")
+def same_server(tmp_path_factory, halves) -> Path:
+    """One run whose two 'servers' are the two halves of each real round: one server twice, paired."""
+    return write_run(tmp_path_factory.mktemp("same"), {"first": [(a, us) for a, _, us in halves],
+                                         "second": [(b, us) for _, b, us in halves]})
+
+
+@pytest.fixture(scope="module")
+def more_app(tmp_path_factory, halves) -> Path:
+    """As same_server, but the second server's app stacks weigh twice as much in every round, and its CPU
+    per request grows by exactly that, so that every other category costs the same µs per request."""
+    servers = {"base": [(a, us) for a, _, us in halves], "more_app": []}
+    for _, b, us in halves:
+        grown = [(f, w * 2 if is_app(f) else w) for f, w in b]
+        servers["more_app"].append((grown, us * sum(w for _, w in grown) / sum(w for _, w in b)))
+    return write_run(tmp_path_factory.mktemp("more-app"), servers)
+
+
+@pytest.fixture(scope="module")
+def more_app_json(more_app, tmp_path_factory) -> dict:
+    """report.py diff of more_app's two servers, --format json."""
+    out = tmp_path_factory.mktemp("d") / "d.svg"
+    done = CliRunner().invoke(main, ["diff", str(more_app / "base"), str(more_app / "more_app"), "-o", str(out),
+                                     "--format", "json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)
+
+
+def diff_json(capsys, tmp_path, a: Path, b: Path, *options) -> dict:
+    code, out, err = report(capsys, "diff", a, b, "-o", tmp_path / "d.svg", "--format", "json", *options)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def marks(data: dict, view: str = "delta_us") -> dict[str, str]:
+    return {r["category"]: r[f"{view}_sig"] for r in data["categories"]}
+
+
+def test_two_profiles_of_the_same_server_have_nothing_significant(capsys, tmp_path, same_server):
+    data = diff_json(capsys, tmp_path, same_server / "first", same_server / "second")
+    assert data["test"] == "paired t over 5 rounds" and data["frames_tested"] > 50
+    assert "*" not in marks(data).values() and "*" not in marks(data, "delta").values()
+    assert data["frames"] == []
+    fills = {rect.get("fill") for rect in ET.parse(tmp_path / "d.svg").getroot().iter(f"{SVG}rect")
+             if rect.get("{http://github.com/jonhoo/inferno}w")}
+    assert fills == {GREY}
+
+
+def test_bh_marks_fewer_frames_than_the_uncorrected_test(same_server):
+    d = build_diff(side_of(same_server / "first"), side_of(same_server / "second"))
+    pvalues = [t.gap.p for t in d.frames["us"].values()]
+    uncorrected = sum(p < 0.05 for p in pvalues)
+    assert uncorrected > 0 and sum(benjamini_hochberg(pvalues)) == 0 < uncorrected
+
+
+def test_a_category_that_differs_in_every_round_is_marked_and_nothing_else(more_app, more_app_json):
+    data = more_app_json
+    app = next(r for r in data["categories"] if r["category"] == "app")
+    assert marks(data)["app"] == "*" and app["delta_us"] > 0
+    assert app["delta_us_test"]["significant"] is True and app["delta_us_test"]["test"] == "paired t"
+    assert [c for c, m in marks(data).items() if m == "*"] == ["app"]
+    found = [f for f in data["frames"] if f.get("sig_us") == "*"]
+    assert found, "the frames of app are found"
+    app_stacks = [f for f, _ in open_folded(more_app / "base" / "profile.folded") if is_app(f)]
+    app_stacks = [displayable_stack(f).split(";") for f in app_stacks]
+    for f in found:       # a frame found is an app frame, or a caller of one
+        assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
+
+
+def test_the_graph_colours_only_significant_frames_and_says_how_they_were_tested(capsys, tmp_path, more_app):
+    out = tmp_path / "d.svg"
+    code, text, err = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", out, "--per-request")
+    assert code == 0, err
+    root = ET.parse(out).getroot()
+    subtitle = root.find(f".//{SVG}text[@id='subtitle']").text
+    assert "Benjamini–Hochberg at 5 %" in subtitle and "paired t over 5 rounds" in subtitle
+    boxes = [(g.find(f"{SVG}title").text, g.find(f"{SVG}rect").get("fill"))
+             for g in root.find(f".//{SVG}svg[@id='frames']")]
+    coloured = [t for t, fill in boxes if fill != GREY]
+    assert coloured and any(fill == GREY for _, fill in boxes)
+    assert all(t.endswith(" significant)") and "not significant" not in t for t in coloured)
+    assert "B−A [µs/req]" in text and "Frames whose difference is significant" in text
+
+
+def test_share_and_per_request_views_are_both_printed(capsys, tmp_path, more_app):
+    code, text, _ = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", tmp_path / "d.svg")
+    header = text.splitlines()[3]
+    assert "A [µs/req]" in header and "A [%]" in header and "B−A [points]" in header
+
+
+def test_the_files_behind_each_round_are_named(more_app_json):
+    data = more_app_json
+    rounds = data["b"]["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2, 3, 4, 5]
+    assert rounds[1]["file"] == "more_app/result.json" and rounds[1]["key"] == "repeats[repeat=2].cpu_us_per_req"
+    assert all(Path(r["profile"]).exists() for r in rounds)
+
+
+def test_one_round_says_significance_needs_rounds_and_draws_as_before(capsys, tmp_path):
+    run = DATA / "runs" / "seed-001"
+    code, text, err = report(capsys, "diff", run / "rust_tonic_mt", run / "rust_pajamax", "-o", tmp_path / "d.svg")
+    assert code == 0, err
+    assert "Significance needs rounds: A has 1, B 1" in text and "Frames whose" not in text
+    fills = {r.get("fill") for r in ET.parse(tmp_path / "d.svg").getroot().iter(f"{SVG}rect")}
+    assert GREY not in fills
+
+
+def test_hostile_frame_names_stay_escaped(capsys, tmp_path):
+    hostile = open_folded(DATA / "hostile.folded")
+    heavy = [(f, w * (20 if "<script>" in ";".join(f) else 1)) for f, w in hostile]
+    run = write_run(tmp_path / "hostile", {"plain": [(hostile, 1.0 + k / 100) for k in range(3)],
+                                           "heavy": [(heavy, 1.0 + k / 50) for k in range(3)]}, app="leaf")
+    out = tmp_path / "d.svg"
+    for fmt in ("table", "markdown"):
+        code, text, err = report(capsys, "diff", run / "plain", run / "heavy", "-o", out, "--format", fmt)
+        assert code == 0, err
+        assert "\x1b" not in text and "\x07" not in text
+    root = ET.parse(out).getroot()         # parses: every name escaped
+    assert not [e for e in root.iter() if e.tag.endswith("script") and "alert" in (e.text or "")]
+    titles = [g.find(f"{SVG}title").text for g in root.find(f".//{SVG}svg[@id='frames']")]
+    assert any("<script>alert(1)</script>" in t and t.endswith(" significant)") for t in titles)
+
+
+def test_a_run_of_several_servers_must_name_one(capsys, tmp_path, more_app):
+    code, _, err = report(capsys, "diff", more_app, more_app / "base", "-o", tmp_path / "d.svg")
+    assert code == 2 and "a run of 2 profiled servers (base, more_app)" in err
+
+
+# --- the real rounds of a saved run ----------------------------------------------------------------
+
+
+def test_the_real_rounds_of_two_servers_differ_significantly(capsys, tmp_path):
+    data = diff_json(capsys, tmp_path, ROUNDS_RUN / "rust_tonic_mt", ROUNDS_RUN / "rust_pajamax", "--per-request")
+    assert data["test"] == "paired t over 5 rounds"
+    total_gap = sum(r["delta_us"] for r in data["categories"])
+    assert total_gap < 0 and marks(data)["send"] == "*"        # pajamax's batched writes
+    assert len(data["frames"]) > 0
+
+
+def test_the_real_rounds_of_one_server_split_in_two_have_nothing_significant(capsys, tmp_path):
+    """rust_tonic_mt's rounds 1, 3, 5 against its rounds 2, 4, as two runs (Welch's t)."""
+    runs = {}
+    for name, keep in (("odd", {1, 3, 5}), ("even", {2, 4})):
+        run = tmp_path / name
+        shutil.copytree(ROUNDS_RUN, run)
+        metrics = json.loads((run / "metrics.json").read_text())
+        m = metrics["rust_tonic_mt"]
+        kept = [r for r in m["repeats"] if r["repeat"] in keep]
+        for new, r in enumerate(kept, 1):           # renumbered 1..n, their profiles moved along
+            src = run / "rust_tonic_mt" / ("" if r["repeat"] == 1 else f"repeat-{r['repeat']}") / "profile.folded.gz"
+            dst = tmp_path / f"{name}-{new}.folded.gz"
+            shutil.copy(src, dst)
+            r["repeat"] = new
+        for new in range(1, len(kept) + 1):
+            where = run / "rust_tonic_mt" / ("" if new == 1 else f"repeat-{new}")
+            where.mkdir(exist_ok=True)
+            shutil.copy(tmp_path / f"{name}-{new}.folded.gz", where / "profile.folded.gz")
+        m["repeats"] = kept
+        metrics = {"rust_tonic_mt": m}
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["parameters"]["servers"] = ["rust_tonic_mt"]
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        runs[name] = run
+    data = diff_json(capsys, tmp_path, runs["odd"], runs["even"])
+    assert data["test"] == "Welch t over 3 and 2 rounds"
+    assert data["frames"] == []
+    assert "*" not in marks(data).values()
