@@ -226,6 +226,19 @@ def test_a_run_of_several_servers_must_name_one(capsys, tmp_path, more_app):
 
 # --- the real rounds of a saved run ----------------------------------------------------------------
 
+def test_compare_marks_every_gap_and_names_its_files(capsys):
+    code, out, err = report(capsys, "compare", ROUNDS_RUN, "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    for row in data["rows"]:
+        half, delta = row["delta_rust_pajamax_pm"], row["delta_rust_pajamax"]
+        assert row["delta_rust_pajamax_sig"] == ("*" if abs(delta) > half else "n.s.")
+        assert row["delta_rust_pajamax_significant"] is (abs(delta) > half)
+    assert [r["round"] for r in data["rounds"]["rust_pajamax"]] == [1, 2, 3, 4, 5]
+    assert all(Path(r["profile"]).exists() for rounds in data["rounds"].values() for r in rounds)
+    code, text, _ = report(capsys, "compare", ROUNDS_RUN, "--level", "2")
+    assert "n.s." in text and "n.s. (not significant) where it contains 0" in text
+
 
 def test_the_real_rounds_of_two_servers_differ_significantly(capsys, tmp_path):
     data = diff_json(capsys, tmp_path, ROUNDS_RUN / "rust_tonic_mt", ROUNDS_RUN / "rust_pajamax", "--per-request")

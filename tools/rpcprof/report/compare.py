@@ -15,6 +15,8 @@ from rpcprof.analyze.intervals import t975
 from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
+from rpcprof.analyze.significance import paired_gap, sampling_variance
+from rpcprof.report.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
@@ -78,7 +80,8 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
     if by_rounds:
         return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
             "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
-            "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0."]
+            "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0, "
+            "n.s. (not significant) where it contains 0."]
     rows = []
     for cat in rules.all_categories + ["total"]:
         row = {"category": cat}
@@ -125,10 +128,11 @@ def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> 
             shares = [1.0 if cat == "total" else b.share(cat) for _, b in rounds[s].values()]
             row.update({f"{s}_us": mean, f"{s}_pm": half, f"{s}_share": 100 * sum(shares) / len(shares)})
         for s in servers[1:]:
-            common = sorted(per[s].keys() & per[base].keys())
-            mean, half = mean_interval([per[s][k] - per[base][k] for k in common])
-            row[f"delta_{s}"], row[f"delta_{s}_pm"] = mean, half
-            row[f"delta_{s}_sig"] = "*" if half is not None and abs(mean) > half else ""
+            floor = sum(statistics.fmean(sampling_variance(1.0 if cat == "total" else b.share(cat), b.samples, us)
+                                         for us, b in rounds[x].values()) for x in (base, s))
+            g = paired_gap(per[base], per[s], floor)
+            row[f"delta_{s}"], row[f"delta_{s}_pm"] = g.delta, g.half
+            row[f"delta_{s}_sig"], row[f"delta_{s}_significant"] = g.mark(), g.significant
         rows.append(row)
     return rows
 
@@ -319,7 +323,8 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
     kernel = kernel_rows(load_run(run_dir)[1], servers)
     if fmt == "json":
-        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines,
+        rounds = {s: round_records(run_dir, s, load_run(run_dir)[1]) for s in servers}     # the files behind µs/req
+        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines, "rounds": rounds,
                            "kernel": kernel, "explanation": explained}, indent=2, sort_keys=True) + "\n"
     shown_rows = rows
     if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
@@ -329,7 +334,9 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     if fmt in ("table", "markdown"):
         text = "\n".join(head) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
-            "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n")
+            "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
+            "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else
+            "One round per server: a gap's significance needs rounds (profile.sh run --repeat 3 or more).\n"))
         if kernel:
             text += (f"\nKernel, per request ({kernel_source(load_run(run_dir)[1], servers)}):\n\n"
                      + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
