@@ -277,3 +277,15 @@ def test_the_real_rounds_of_one_server_split_in_two_have_nothing_significant(cap
     assert data["test"] == "Welch t over 3 and 2 rounds"
     assert data["frames"] == []
     assert "*" not in marks(data).values()
+
+
+def test_results_gives_each_cells_gaps_and_says_one_round_cannot_test_them(capsys, tmp_path):
+    out = tmp_path / "results.md"
+    code, _, err = report(capsys, "results", DATA / "runs" / "sweep", "-o", out)
+    assert code == 0, err
+    doc = out.read_text()
+    cells = doc.split("## The gap by mechanism, per cell")[1].split("\n### ")[1:]
+    assert len(cells) == 2
+    for cell in cells:
+        line = next(x for x in cell.splitlines() if x.startswith("rust_pajamax − rust_tonic_mt, CPU µs/req"))
+        assert "(one round: significance needs rounds)" in line and " total " in line

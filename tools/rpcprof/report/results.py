@@ -12,7 +12,8 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
-from rpcprof.report.compare import explanations, render_explanations
+from rpcprof.report.compare import compare_rows, explanations, render_explanations
+from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.provenance import generator_command, header
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
@@ -132,6 +133,7 @@ def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
             out += [f"### C={cell['connections']} S={cell['streams']}", "", f"No explanation: {e}", ""]
             continue
         out += [f"### C={cell['connections']} S={cell['streams']}", "", render_explanations(explained, "markdown").rstrip(), ""]
+        out += [*gap_lines(*compare_rows(run_dir, rules)[:2]), ""]
     return out
 
 
