@@ -165,7 +165,7 @@ def test_a_category_that_differs_in_every_round_is_marked_and_nothing_else(more_
         assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
 
 
-def test_the_graph_colours_only_significant_frames_and_says_how_they_were_tested(capsys, tmp_path, more_app):
+def test_the_graph_colours_only_significant_frames_and_prints_both_views(capsys, tmp_path, more_app):
     out = tmp_path / "d.svg"
     code, text, err = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", out, "--per-request")
     assert code == 0, err
@@ -178,11 +178,7 @@ def test_the_graph_colours_only_significant_frames_and_says_how_they_were_tested
     assert coloured and any(fill == GREY for _, fill in boxes)
     assert all(t.endswith(" significant)") and "not significant" not in t for t in coloured)
     assert "B−A [µs/req]" in text and "Frames whose difference is significant" in text
-
-
-def test_share_and_per_request_views_are_both_printed(capsys, tmp_path, more_app):
-    code, text, _ = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", tmp_path / "d.svg")
-    header = text.splitlines()[3]
+    header = text.splitlines()[3]            # both views: µs per request and share
     assert "A [µs/req]" in header and "A [%]" in header and "B−A [points]" in header
 
 

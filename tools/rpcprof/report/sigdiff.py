@@ -40,6 +40,11 @@ class Round:
     source: dict = field(default_factory=dict)        # where cpu_us_per_req is: file and key
 
     @cached_property
+    def displayed(self) -> list[tuple[list[str], int]]:
+        """The stacks with their frames as inferno draws them (displayable_stack), so boxes match by name."""
+        return [(displayable_stack(frames).split(";"), w) for frames, w in self.stacks]
+
+    @cached_property
     def samples(self) -> int:
         return sum(w for _, w in self.stacks) // sample_weight(self.stacks)
 
@@ -116,11 +121,6 @@ def label_sides(a: Side, b: Side) -> str:
     return ""
 
 
-def displayed(stacks) -> list[tuple[list[str], int]]:
-    """Stacks with their frames as inferno draws them (displayable_stack), so boxes match by name."""
-    return [(displayable_stack(frames).split(";"), w) for frames, w in stacks]
-
-
 @dataclass
 class Diff:
     a: Side
@@ -158,7 +158,7 @@ def build_diff(a: Side, b: Side) -> Diff:
         a.label, b.label = f"A: {a.label}", f"B: {b.label}"
     for side in (a, b):
         for r in side.rounds:
-            d.tree.add((side.label, r.k), displayed(r.stacks))
+            d.tree.add((side.label, r.k), r.displayed)
     if d.tested:
         totals = {(s.label, r.k): d.total(s, r) for s in (a, b) for r in s.rounds}
         nodes = boxes_to_test(d.tree, totals, MIN_SHARE)
@@ -247,7 +247,7 @@ def mean_stacks(d: Diff, side: Side, view: str) -> list[tuple[list[str], int]]:
     for r in side.rounds:
         _, total, _, figure = scales[r.k]
         scale = figure / total * unit / len(side.rounds)
-        for frames, w in displayed(r.stacks):
+        for frames, w in r.displayed:
             mean[";".join(frames)] += w * scale
     return [(text.split(";"), round(w)) for text, w in sorted(mean.items()) if round(w) > 0]
 
@@ -356,5 +356,6 @@ def gap_lines(rows: list[dict], columns: list[tuple[str, str]]) -> list[str]:
             parts.append(f"{r['category']} {delta:+.2f}" + (f" ± {half:.2f} {r[f'delta_{s}_sig']}" if half is not None else ""))
         rounds = ("95 % interval across rounds, * where it excludes 0, n.s. where it contains 0"
                   if any(r.get(f"delta_{s}_pm") is not None for r in rows) else "one round: significance needs rounds")
-        lines.append(f"{s} − {servers[0]}, CPU µs/req ({rounds}): " + ", ".join(parts) + ".")
+        text = f"{s} − {servers[0]}, CPU µs/req ({rounds}): " + ", ".join(parts)
+        lines.append(text if text.endswith(".") else text + ".")
     return lines
