@@ -25,8 +25,6 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
     that holds it) and its name: red (more in B) or blue (less) in proportion to its difference where
     the test found it significant, grey elsewhere; its hover gives both sides' figures and the test's."""
     tests = d.frames.get(view, {})
-    found = [t for t in tests.values() if t.discovery]
-    largest = max((abs(t.gap.delta) for t in found), default=0.0) or 1.0
     matches = list(_FRAME.finditer(svg))
     boxes = []
     for m in matches:
@@ -52,6 +50,9 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
             node = _child(d.tree, parents[i][2], name)
             if node is not None:
                 node_of[m.start()] = node
+
+    drawn = [tests[n] for n in node_of.values() if n in tests and tests[n].discovery]
+    largest = max((abs(t.gap.delta) for t in drawn), default=0.0) or 1.0      # the boldest colour: of those drawn
 
     def fix(m: re.Match) -> str:
         node = node_of.get(m.start())
