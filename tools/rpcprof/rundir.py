@@ -27,9 +27,7 @@ from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
 
-MODES = ("run", "attach", "sweep")
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
-STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 RESULT_FILE = "result.json"                 # a server's figures in its folder (also named where they come from)
 
 

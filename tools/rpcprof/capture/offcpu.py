@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import CALL_GRAPHS, Recorder, require
+from rpcprof.capture.profiler import Recorder, require
+from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.rundir import OFFCPU_DATA, count_path
 
