@@ -166,9 +166,11 @@ def parse_target(target: str) -> int:
 
 @dataclass
 class AttachOptions:
+    """Every option of an attach; the defaults are jobs/defaults.py's ATTACH (profile.sh's options are built
+    from these fields by name, cli/values.py)."""
     pid: int
     duration: float = ATTACH["duration"]
-    name: str = ""
+    name: str = ATTACH["name"]
     app: str | None = None
     profiler: str | None = None
     call_graph: str | None = None
@@ -178,15 +180,15 @@ class AttachOptions:
     rps: float | None = None
     load: bool = False
     target: str | None = None
-    driver: str = "h2load"
-    scenario: str = "helloworld"
+    driver: str = ATTACH["driver"]
+    scenario: str = ATTACH["scenario"]
     connections: int = ATTACH["connections"]
     streams: int = ATTACH["streams"]
     warmup: float = ATTACH["warmup"]
     load_cpus: list[int] | None = None
-    second_profile: bool = True
+    second_profile: bool = ATTACH["second_profile"]
     off_cpu: bool | None = None       # where its threads wait: None = with --load, when the window says it waited
-    off_cpu_duration: float = ATTACH["offcpu_duration"]
+    off_cpu_duration: float = ATTACH["off_cpu_duration"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
 

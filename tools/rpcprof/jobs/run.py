@@ -35,32 +35,33 @@ from rpcprof.rundir import RUNS, RunFolder, now, offcpu_folded, write_text
 
 @dataclass
 class RunOptions:
-    """Every option of a run; the defaults are jobs/defaults.py's RUN."""
+    """Every option of a run; the defaults are jobs/defaults.py's RUN. profile.sh's options are built from
+    these fields by name (cli/values.py): a new option is a field here, its default in RUN and a click option."""
     servers: list[str]
     connections: int = RUN["connections"]
     streams: int = RUN["streams"]
     duration: float = RUN["duration"]
     warmup: float = RUN["warmup"]
-    scenario: str = "helloworld"
-    driver: str = "h2load"
-    server_cpus: list[int] = field(default_factory=lambda: [0])
+    scenario: str = RUN["scenario"]
+    driver: str = RUN["driver"]
+    server_cpus: list[int] = field(default_factory=lambda: list(RUN["server_cpus"]))
     load_cpus: list[int] | None = None
-    port: int = 50051
-    label: str = ""
+    port: int = RUN["port"]
+    label: str = RUN["label"]
     params: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
-    profile: bool = True            # a window with the profiler attached
+    profile: bool = RUN["profile"]  # a window with the profiler attached
     call_graph: str | None = None   # None: each server's own (server.yaml call_graph, else dwarf)
     frequency: int = RUN["frequency"]
     profile_duration: float = RUN["profile_duration"]
     min_samples: int = RUN["min_samples"]
     app: str | None = None          # overrides the servers' app pattern
     ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
-    syscalls: bool = True           # count syscalls (perf stat on tracepoints): in the profile window, else alone
+    syscalls: bool = RUN["syscalls"]    # count syscalls (perf stat on tracepoints): in the profile window, else alone
     syscall_duration: float = RUN["syscall_duration"]
-    io_sizes: bool = False          # a window of its own recording every read/write's size (first round)
+    io_sizes: bool = RUN["io_sizes"]    # a window of its own recording every read/write's size (first round)
     off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
-    off_cpu_duration: float = RUN["offcpu_duration"]
+    off_cpu_duration: float = RUN["off_cpu_duration"]
     repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
