@@ -5,7 +5,6 @@ computed here: reports compute them from the folded file and the rules of the da
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,11 +14,8 @@ from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate,
                                      start_pyspy)
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.session import Session
+from rpcprof.progress import log
 from rpcprof.rundir import PERF_DATA, PROFILE_FOLDED, PYSPY_RAW, RunFolder
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 @dataclass

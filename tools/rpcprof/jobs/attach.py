@@ -21,7 +21,7 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, shown
 from rpcprof.jobs.run import render_pictures
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
@@ -31,6 +31,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
+from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"

@@ -1,11 +1,10 @@
-"""What every job (run, attach, sweep) does the same way, written once: say progress on stderr, look after
-folders left behind, create its folder, make its manifest (machine, tools, git, owner), keep the load
-off the server's CPUs, and plan a profile window's rate.
+"""What every job (run, attach, sweep) does the same way, written once: look after folders left behind,
+create its folder, make its manifest (machine, tools, git, owner), keep the load off the server's CPUs,
+and plan a profile window's rate. Progress lines are rpcprof/progress.py's.
 """
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
@@ -19,11 +18,6 @@ from rpcprof.rundir import Manifest, RunFolder, now
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
-
-
-def log(msg: str) -> None:
-    """Progress, on stderr (stdout is the report)."""
-    print(msg, file=sys.stderr, flush=True)
 
 
 def shown(path: Path) -> str:

@@ -15,12 +15,12 @@ from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.repeats import aggregate_repeats
-from rpcprof.capture.profiler import CALL_GRAPHS, pmu_event
+from rpcprof.capture.profiler import pmu_event
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -30,6 +30,8 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
+from rpcprof.profiler_names import CALL_GRAPHS
+from rpcprof.progress import log
 from rpcprof.rundir import RUNS, RunFolder, now, offcpu_folded, write_text
 
 

@@ -12,7 +12,6 @@ from typing import Callable
 from rpcprof.capture.profiler import ProfilePlan
 from rpcprof.capture.window import ProfileTarget, capture_profile
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import log
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
@@ -20,6 +19,7 @@ from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
+from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
 
 

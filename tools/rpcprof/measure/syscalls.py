@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from rpcprof.measure.recorder import Recorder, require
 from rpcprof.measure.session import Session
+from rpcprof.progress import log
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -288,7 +288,7 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
 
 
 def _warn(msg: str) -> None:
-    print(f"rpcprof: WARNING: {msg}", file=sys.stderr, flush=True)
+    log(f"rpcprof: WARNING: {msg}")
 
 
 _EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
