@@ -33,7 +33,6 @@ from rpcprof.progress import log
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
-TRACEFS = tuple(r / "syscalls" for r in TRACING)
 
 
 TRACEFS_MOUNT = Path("/sys/kernel/tracing")
