@@ -230,16 +230,20 @@ class RunFolder:
 
 # --- reading -------------------------------------------------------------------------------------
 
+# the runs folder is --runs-dir's, whatever it is (flamegraphs/ by default)
+GIVE_A_FOLDER = "give a folder profile.sh wrote: its path, or its name under --runs-dir"
+
+
 def read_json(path: Path, what: str):
     """The JSON in path; UserError naming the file and what is wrong."""
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
-        raise UserError(f"{path.parent}: not {what} (no {path.name}); give a folder under flamegraphs/") from None
+        raise UserError(f"{path.parent}: not {what} (no {path.name}); {GIVE_A_FOLDER}") from None
     except IsADirectoryError:
         raise UserError(f"{path}: a folder where a file was expected") from None
     except NotADirectoryError:
-        raise UserError(f"{path.parent}: a file, not {what}; give a folder under flamegraphs/") from None
+        raise UserError(f"{path.parent}: a file, not {what}; {GIVE_A_FOLDER}") from None
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): "
                         "the file is damaged; re-run or fix the file") from None
