@@ -67,12 +67,14 @@ def test_jobs_never_import_the_command_lines():
 
 
 def test_one_job_scaffold():
-    """Folders, manifests, leftovers and the profile plan are jobs/base.py's: no job builds them itself."""
+    """Folders, manifests, leftovers, the profile plan and the pictures of a finished folder are
+    jobs/base.py's: no job builds them itself."""
     for path in sorted((PKG / "jobs").glob("*.py")):
         if path.name in ("base.py", "leftovers.py"):     # the scaffold, and what it calls for leftovers
             continue
         text = path.read_text()
-        for name in ("Manifest(", "RunFolder.create(", "tidy_leftovers(", "ProfilePlan.for_load(", "machine_specs("):
+        for name in ("Manifest(", "RunFolder.create(", "tidy_leftovers(", "ProfilePlan.for_load(", "machine_specs(",
+                     "render_breakdown_chart(", "build_html("):
             assert name not in text, f"{path.relative_to(PKG)} calls {name}...): use rpcprof.jobs.base"
 
 
@@ -87,13 +89,18 @@ def test_only_rundir_names_the_run_folders_files():
 
 
 def test_only_rundir_names_the_files_of_a_server_folder():
-    """Recordings, folded stacks and logs a later stage reads are named once, in rundir.py."""
+    """Recordings, folded stacks, pictures and logs of a run folder are named once, in rundir.py."""
+    names = ("profile.folded", "offcpu.folded", "perf.data", "offcpu.data", "sockets.log", "py-spy.raw", "flame.svg",
+             "offcpu.svg", "breakdown.svg", "breakdown-level2.svg", "report.html", "build.log", "server.log",
+             "load.log", "warmup.log", "profile-load.log", "offcpu-load.log", "perf-record.log", "perf-offcpu.log",
+             "py-spy.log")
     for path in sorted(PKG.rglob("*.py")):
         if path.name == "rundir.py":
             continue
         text = path.read_text()
-        for name in ("profile.folded", "offcpu.folded", "perf.data", "offcpu.data", "sockets.log", "py-spy.raw"):
-            assert f'"{name}"' not in text, f"{path.relative_to(PKG)} names {name}: use the name rpcprof.rundir gives it"
+        for name in names:
+            for quoted in (f'"{name}"', f"'{name}'", f"/{name}'", f'/{name}"'):
+                assert quoted not in text, f"{path.relative_to(PKG)} names {name}: use the name rpcprof.rundir gives it"
 
 
 @pytest.mark.parametrize("module", ["report.py", "documents.py", "common.py"])

@@ -331,6 +331,21 @@ PYSPY_RAW = "py-spy.raw"                # py-spy's recording of the profile wind
 OFFCPU_DATA = "offcpu.data"             # the off-CPU window's recording (every context switch)
 OFFCPU_FOLDED = "offcpu.folded"         # ... folded by time off CPU
 SOCKETS_LOG = "sockets.log"             # the off-CPU window's samples of the connections' TCP state
+FLAME_SVG = "flame.svg"                 # the profile's annotated flame graph
+OFFCPU_SVG = "offcpu.svg"               # the off-CPU window's flame graph, by wait reason
+BUILD_LOG = "build.log"                 # the server's build
+SERVER_LOG = "server.log"               # the server's own output
+LOAD_LOG = "load.log"                   # the load driver's output in the measured window
+WARMUP_LOG = "warmup.log"               # ... in the warm-up
+PROFILE_LOAD_LOG = "profile-load.log"   # ... in the profile window
+OFFCPU_LOAD_LOG = "offcpu-load.log"     # ... in the off-CPU window
+PERF_RECORD_LOG = "perf-record.log"     # perf record's messages (profile window)
+PERF_OFFCPU_LOG = "perf-offcpu.log"     # perf record's messages (off-CPU window)
+PYSPY_LOG = "py-spy.log"                # py-spy's messages (profile window)
+# the files of a run folder
+BREAKDOWN_SVG = "breakdown.svg"         # CPU µs per request of each server, by category
+BREAKDOWN_LEVEL2_SVG = "breakdown-level2.svg"   # ... by sub-category
+REPORT_HTML = "report.html"             # the run on one page
 
 
 def offcpu_folded(run_dir: Path, server: str) -> Path:

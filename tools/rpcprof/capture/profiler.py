@@ -16,7 +16,7 @@ from pathlib import Path
 from rpcprof.measure import children
 from rpcprof.measure.recorder import Recorder, require  # noqa: F401  (re-exported)
 from rpcprof.profiler_names import CALL_GRAPHS
-from rpcprof.rundir import PERF_DATA
+from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PYSPY_LOG
 
 MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
@@ -95,7 +95,7 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
     data = out_dir / PERF_DATA
     argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
-    return Recorder(argv, data, out_dir / "perf-record.log")
+    return Recorder(argv, data, out_dir / PERF_RECORD_LOG)
 
 
 def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
@@ -103,4 +103,4 @@ def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
     # --nonblocking: don't pause the interpreter to sample it (~4 % cost instead of ~18 %)
     argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
-    return Recorder(argv, folded, folded.with_name("py-spy.log"))
+    return Recorder(argv, folded, folded.with_name(PYSPY_LOG))

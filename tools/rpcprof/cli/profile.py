@@ -21,7 +21,7 @@ from rpcprof.analyze.categorize import load_rules
 from rpcprof.report.compare import render_compare, render_shares
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
-from rpcprof.rundir import server_path
+from rpcprof.rundir import SERVER_LOG, server_path
 
 # The parameters of each command that are not options of its job (cli/values.py): how to print, and a
 # sweep's grid, which Sweep takes apart from the options of its runs.
@@ -219,7 +219,7 @@ def run(**params):
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
-        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / "server.log") for n, r in failed.items()]
+        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 

@@ -19,7 +19,7 @@ from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import category_diff_rows, render_diff_flamegraph, render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
-from rpcprof.rundir import RESULT_FILE, inputs_of, read_result, resolve, run_of_folded, write_text
+from rpcprof.rundir import REPORT_HTML, RESULT_FILE, inputs_of, read_result, resolve, run_of_folded, write_text
 
 
 def grouping_options(f):
@@ -230,7 +230,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
     the mechanism, the manifest) that opens offline."""
     from rpcprof.report.html import build_html
     run_dir = resolve(run_dir, runs_dir)
-    out = output_for(out or run_dir / "report.html", *inputs_of(run_dir))
+    out = output_for(out or run_dir / REPORT_HTML, *inputs_of(run_dir))
     write_text(out, build_html(run_dir, load_rules(rules_path)))
     show(f"report.py: wrote {out}\n", err=True)
 

@@ -21,8 +21,7 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, shown
-from rpcprof.jobs.run import render_pictures
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app

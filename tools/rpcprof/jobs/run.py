@@ -20,7 +20,7 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, shown
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -32,7 +32,7 @@ from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log
-from rpcprof.rundir import RUNS, RunFolder, now, offcpu_folded, write_text
+from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 
 
 @dataclass
@@ -72,46 +72,6 @@ class RunOptions:
     def resolved_load_cpus(self) -> list[int]:
         return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "
                                  "--server-cpus fewer CPUs or set --load-cpus")
-
-
-def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
-    """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
-    a warning, never a lost run."""
-    from rpcprof.report.chart import render_breakdown_chart
-    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
-    from rpcprof.report.html import build_html
-    from rpcprof.rundir import profile_folded
-    drawn = []
-    for name in servers:
-        folded = profile_folded(run_dir, name)
-        if folded.exists() and folded.stat().st_size:
-            try:
-                render_run_flamegraph(run_dir, name, rules)
-                drawn.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
-    waited = []
-    for name in servers:
-        if offcpu_folded(run_dir, name).exists():
-            try:
-                render_offcpu_flamegraph(run_dir, name, rules)
-                waited.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
-    if waited:
-        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/offcpu.svg' for n in waited)}")
-    if drawn:
-        try:
-            render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
-            render_breakdown_chart(run_dir, rules.using(level=2), run_dir / "breakdown-level2.svg")
-        except (UserError, OSError, ValueError) as e:
-            log(f"rpcprof: WARNING: no breakdown chart: {e}")
-        log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
-    try:
-        write_text(run_dir / "report.html", build_html(run_dir, rules))
-        log(f"rpcprof: report.html: {shown(run_dir / 'report.html')} (one page, opens offline)")
-    except (UserError, OSError) as e:
-        log(f"rpcprof: WARNING: no report.html: {e}")
 
 
 class Run:
@@ -274,11 +234,11 @@ class Run:
         try:
             spec.build(build_log)
         finally:
-            write_text(out / "build.log", build_log.getvalue(), RUNS)
+            write_text(out / BUILD_LOG, build_log.getvalue(), RUNS)
         check_port_free(opts.port)
         argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
         result["argv"] = argv
-        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / "server.log",
+        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / SERVER_LOG,
                                            cgroup_name(spec.name)))
         result["pid"] = server.pid
         ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
@@ -299,7 +259,7 @@ class Run:
         if result["requests_ok"] == 0:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
                                f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
-                               f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
+                               f"{log_tail(out / LOAD_LOG, 2)}): see {out / LOAD_LOG}")
         short = too_short(result, opts.streams)
         if short:
             raise ServerFailed(f"{spec.name}: {short}")

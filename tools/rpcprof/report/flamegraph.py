@@ -28,11 +28,11 @@ from pathlib import Path
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
-from rpcprof.rundir import load_run, offcpu_folded, profile_folded, read_profile, write_text
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, Stack, add_legend, check_xml, dominant, fit_headings,
                                 hex_to_rgb, layout_boxes, legend_svg, recolour_frames, search_names_only)
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml_chars
+from rpcprof.rundir import FLAME_SVG, OFFCPU_SVG, load_run, offcpu_folded, profile_folded, read_profile, write_text
 
 PALETTE_MAP = "palette.map"
 
@@ -236,7 +236,7 @@ def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: 
     spent off CPU, coloured by wait reason. Returns the path written."""
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
-    out = Path(out_svg) if out_svg else run_dir / server / "offcpu.svg"
+    out = Path(out_svg) if out_svg else run_dir / server / OFFCPU_SVG
     rec = (metrics.get(server) or {}).get("offcpu") or {}
     rps = f" · {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""
     subtitle = (f"{server} · off-CPU time, µs (sched_switch stacks, weighted by the time until the thread ran "
@@ -252,7 +252,7 @@ def render_run_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Pat
     (the server's own is added). Returns the path written."""
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
-    out = Path(out_svg) if out_svg else run_dir / server / "flame.svg"
+    out = Path(out_svg) if out_svg else run_dir / server / FLAME_SVG
     command = shlex.join(manifest.get("command") or ["profile.sh"])
     render_flamegraph(profile_folded(run_dir, server),
                       rules.with_app((metrics.get(server) or {}).get("app"), f"{server}'s app pattern"),
