@@ -1,4 +1,4 @@
-"""The commands behind profile.sh: run (and, later, attach and sweep). Thin: options in, functions out."""
+"""The commands behind profile.sh: run, sweep and attach. Thin: options in (built by name, cli/values.py), jobs out."""
 from __future__ import annotations
 
 import json
