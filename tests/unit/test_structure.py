@@ -118,7 +118,6 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
-
 LAYERS = ("measure", "capture", "analyze", "report", "jobs", "cli")
 BELOW_THE_LAYERS = ("folded.py", "syscall_families.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
 
