@@ -341,7 +341,7 @@ def test_the_installed_inferno_is_the_version_the_box_matching_replays():
     """layout_boxes and recolour_frames follow inferno's SVG: pinned together, checked together."""
     import re
     import subprocess
-    from rpcprof.report.flamegraph import INFERNO_VERSION
+    from rpcprof.report.svg import INFERNO_VERSION
     setup = (ROOT / "tools" / "setup.sh").read_text()
     assert f"INFERNO_VERSION={INFERNO_VERSION}\n" in setup
     installed = subprocess.run(["cargo", "install", "--list"], capture_output=True, text=True).stdout

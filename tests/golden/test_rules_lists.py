@@ -88,6 +88,6 @@ def test_export_offers_the_exporters_formats():
 def test_the_server_yaml_schema_offers_what_the_profiler_implements():
     """call_graph and profiler in server.yaml (schema.SERVER) are the modes capture/profiler.py has."""
     from rpcprof import schema
-    from rpcprof.capture.profiler import CALL_GRAPHS, PROFILERS
+    from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
     assert schema.SERVER["properties"]["call_graph"]["enum"] == list(CALL_GRAPHS)
     assert schema.SERVER["properties"]["profiler"]["enum"] == list(PROFILERS)

@@ -231,3 +231,8 @@ def test_every_python_package_is_pinned_and_the_venv_holds_exactly_the_pinned_se
     installed = {d.metadata["Name"].lower().replace("_", "-"): d.version for d in md.distributions()
                  if d.metadata["Name"] and d.metadata["Name"].lower() not in ("rpcprof", "pip")}
     assert installed == locked
+
+
+def test_a_folder_that_is_no_run_is_refused_naming_the_runs_folder_option_not_flamegraphs(tmp_path):
+    r = invoke(report_cli.entry, "run", "no-such-run", "--runs-dir", str(tmp_path))
+    assert r.code != 0 and "flamegraphs" not in r.err and "--runs-dir" in r.err, r.err

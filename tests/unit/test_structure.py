@@ -9,6 +9,8 @@ one owner of the run folder on disk.
                (jobs/base.py) and their defaults (jobs/defaults.py)
     cli/       both command lines
     rundir.py  the run folder: written and read there only
+Below every layer, importing none: folded.py (the folded-file reader), syscall_families.py, profiler_names.py,
+progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
 
@@ -65,12 +67,14 @@ def test_jobs_never_import_the_command_lines():
 
 
 def test_one_job_scaffold():
-    """Folders, manifests, leftovers and the profile plan are jobs/base.py's: no job builds them itself."""
+    """Folders, manifests, leftovers, the profile plan and the pictures of a finished folder are
+    jobs/base.py's: no job builds them itself."""
     for path in sorted((PKG / "jobs").glob("*.py")):
         if path.name in ("base.py", "leftovers.py"):     # the scaffold, and what it calls for leftovers
             continue
         text = path.read_text()
-        for name in ("Manifest(", "RunFolder.create(", "tidy_leftovers(", "ProfilePlan.for_load(", "machine_specs("):
+        for name in ("Manifest(", "RunFolder.create(", "tidy_leftovers(", "ProfilePlan.for_load(", "machine_specs(",
+                     "render_breakdown_chart(", "build_html("):
             assert name not in text, f"{path.relative_to(PKG)} calls {name}...): use rpcprof.jobs.base"
 
 
@@ -85,19 +89,25 @@ def test_only_rundir_names_the_run_folders_files():
 
 
 def test_only_rundir_names_the_files_of_a_server_folder():
-    """Recordings, folded stacks and logs a later stage reads are named once, in rundir.py."""
+    """Recordings, folded stacks, pictures and logs of a run folder are named once, in rundir.py."""
+    names = ("profile.folded", "offcpu.folded", "perf.data", "offcpu.data", "sockets.log", "py-spy.raw", "flame.svg",
+             "offcpu.svg", "breakdown.svg", "breakdown-level2.svg", "report.html", "build.log", "server.log",
+             "load.log", "warmup.log", "profile-load.log", "offcpu-load.log", "perf-record.log", "perf-offcpu.log",
+             "py-spy.log")
     for path in sorted(PKG.rglob("*.py")):
         if path.name == "rundir.py":
             continue
         text = path.read_text()
-        for name in ("profile.folded", "offcpu.folded", "perf.data", "offcpu.data", "sockets.log", "py-spy.raw"):
-            assert f'"{name}"' not in text, f"{path.relative_to(PKG)} names {name}: use the name rpcprof.rundir gives it"
+        for name in names:
+            for quoted in (f'"{name}"', f"'{name}'", f"/{name}'", f'/{name}"'):
+                assert quoted not in text, f"{path.relative_to(PKG)} names {name}: use the name rpcprof.rundir gives it"
 
 
-def test_report_py_never_imports_what_measures():
+@pytest.mark.parametrize("module", ["report.py", "documents.py", "common.py"])
+def test_report_py_never_imports_what_measures(module):
     """report.py runs on saved files; folding a saved perf.data is the one capture stage it reruns."""
-    bad = {m for m in imports_of(PKG / "cli" / "report.py") if m.split(".")[1] in ("measure", "jobs")}
-    assert not bad, f"cli/report.py imports {sorted(bad)}"
+    bad = {m for m in imports_of(PKG / "cli" / module) if m.split(".")[1] in ("measure", "jobs")}
+    assert not bad, f"cli/{module} imports {sorted(bad)}"
 
 
 def test_capture_reads_folded_files_without_importing_the_analysis():
@@ -106,12 +116,124 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
     for path in sorted((PKG / "capture").glob("*.py")):
         bad = {m for m in imports_of(path) if m.split(".")[1:2] == ["analyze"]}
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
-    layers = ("measure", "capture", "analyze", "report", "jobs", "cli")
-    bad = {m for m in imports_of(PKG / "folded.py") if m.split(".")[1:2] and m.split(".")[1] in layers}
-    assert not bad, f"folded.py imports {sorted(bad)}"
 
 
-@pytest.mark.parametrize("layer", ["analyze", "measure", "capture", "jobs"])
-def test_no_module_of_these_layers_is_over_400_lines(layer):
-    for path in sorted((PKG / layer).glob("*.py")):
+LAYERS = ("measure", "capture", "analyze", "report", "jobs", "cli")
+BELOW_THE_LAYERS = ("folded.py", "syscall_families.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+
+
+@pytest.mark.parametrize("module", BELOW_THE_LAYERS)
+def test_the_modules_below_the_layers_import_none(module):
+    """Both measure and analyze (or capture and schema, or every layer) import these: they import no layer."""
+    bad = {m for m in imports_of(PKG / module) if m.split(".")[1:2] and m.split(".")[1] in LAYERS}
+    assert not bad, f"{module} imports {sorted(bad)}"
+
+
+PACKAGES = sorted({str(p.parent.relative_to(PKG)) for p in PKG.rglob("*.py")})
+
+
+def test_the_packages_are_all_there():
+    assert {".", "analyze", "capture", "cli", "jobs", "measure", "report", "report/pprof"} <= set(PACKAGES)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_400_lines(package):
+    for path in sorted((PKG / package).glob("*.py")):
         assert len(path.read_text().splitlines()) <= 400, f"{path.relative_to(PKG)} is over 400 lines: split it"
+
+
+def module_definitions() -> dict[str, dict[str, ast.AST]]:
+    """module (path under rpcprof/) -> {name: value} of its module-level constants (UPPER_CASE names), and
+    of its functions and classes (the node itself)."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name.endswith("_pb2.py"):          # generated by protoc
+            continue
+        names = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update({t.id: node.value for t in targets if isinstance(t, ast.Name) and t.id.isupper()})
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names[node.name] = node
+        out[str(path.relative_to(PKG))] = names
+    return out
+
+
+# each of these is defined in this module only (the others import it)
+DEFINED_ONCE = {
+    **dict.fromkeys(("READS", "WRITES", "WAITS", "IO_READS", "IO_WRITES", "SYSCALLS"), "syscall_families.py"),
+    **dict.fromkeys(("CALL_GRAPHS", "PROFILERS"), "profiler_names.py"),
+    **dict.fromkeys(("MODES", "STATUSES"), "schema.py"),
+    "sample_weight": "folded.py",                  # the gcd of a profile's weights
+    "log": "progress.py",
+    **dict.fromkeys(("RUN", "SWEEP", "ATTACH", "FREQUENCY"), "jobs/defaults.py"),
+    "RUNS_DIR": "paths.py",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFINED_ONCE))
+def test_a_shared_constant_is_defined_in_one_module(name):
+    where = sorted(m for m, names in module_definitions().items() if name in names)
+    assert where == [DEFINED_ONCE[name]], f"{name} is defined in {where}: define it in {DEFINED_ONCE[name]} only"
+
+
+def holds_numbers(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Constant) and type(n.value) in (int, float) for n in ast.walk(node))
+
+
+def test_the_seeds_figures_are_quoted_in_one_module():
+    """A seed's figures (SEED_... holding numbers) are report/seed_figures.py's; a seed's layout (the order of
+    its columns, SEED_000_ORDER) belongs to the table that follows it."""
+    where = sorted({m for m, names in module_definitions().items() for n, node in names.items()
+                    if n.startswith("SEED_") and holds_numbers(node)})
+    assert where == ["report/seed_figures.py"], f"seed figures are defined in {where}"
+
+
+def test_the_gcd_sample_weight_is_computed_in_one_module():
+    where = sorted(str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if "math.gcd" in p.read_text())
+    assert where == ["folded.py"], f"the gcd of the weights is computed in {where}: use rpcprof.folded.sample_weight"
+
+
+# one short name, different things: the output formats of the tables and of the exporter, the hint of each
+# configuration file's errors, the style of the charts and of the HTML page
+SAME_NAME_OTHER_THING = {"FORMATS", "FIX", "STYLE"}
+
+
+def test_no_constant_name_is_defined_in_two_modules():
+    where: dict[str, list[str]] = {}
+    for module, names in module_definitions().items():
+        for name in names:
+            if name.isupper() and not name.startswith("_"):       # a module's private names are its own
+                where.setdefault(name, []).append(module)
+    twice = {n: m for n, m in where.items() if len(m) > 1 and n not in SAME_NAME_OTHER_THING}
+    assert not twice, f"defined more than once: {twice}"
+
+
+def test_no_list_or_text_constant_is_written_twice_under_two_names():
+    """A copy under another name (SEED_001_RATIO beside SEED_RATIO_QUOTED, WRITES in two layers) is found
+    by its value: a tuple, list, dict or set, or a text of 8 characters or more, assigned in two modules."""
+    seen: dict[str, list[str]] = {}
+    for module, names in module_definitions().items():
+        for name, node in names.items():
+            if not name.isupper():
+                continue
+            try:
+                value = ast.literal_eval(node)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+            if isinstance(value, (tuple, list, dict, set)) and value or isinstance(value, str) and len(value) >= 8:
+                seen.setdefault(repr(value), []).append(f"{module}:{name}")
+    copies = [w for w in seen.values() if len({x.split(":")[0] for x in w}) > 1]
+    assert not copies, f"the same value in two modules: {copies}"
+
+
+def test_profile_sh_writes_no_default_of_its_own():
+    """Every default of profile.sh's options is jobs/defaults.py's (or the job's own constant): a literal
+    default in cli/profile.py would be a second copy."""
+    tree = ast.parse((PKG / "cli" / "profile.py").read_text())
+    literal = [f"line {node.lineno}: {ast.unparse(node)[:80]}" for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and ast.unparse(node.func) == "click.option"
+               for kw in node.keywords if kw.arg == "default"
+               and isinstance(kw.value, (ast.Constant, ast.List, ast.Tuple)) and getattr(kw.value, "value", 0) is not None]
+    assert not literal, f"cli/profile.py writes its own defaults: {literal}"

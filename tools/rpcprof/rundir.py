@@ -27,9 +27,7 @@ from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
 
-MODES = ("run", "attach", "sweep")
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
-STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 RESULT_FILE = "result.json"                 # a server's figures in its folder (also named where they come from)
 
 
@@ -232,16 +230,20 @@ class RunFolder:
 
 # --- reading -------------------------------------------------------------------------------------
 
+# the runs folder is --runs-dir's, whatever it is (flamegraphs/ by default)
+GIVE_A_FOLDER = "give a folder profile.sh wrote: its path, or its name under --runs-dir"
+
+
 def read_json(path: Path, what: str):
     """The JSON in path; UserError naming the file and what is wrong."""
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
-        raise UserError(f"{path.parent}: not {what} (no {path.name}); give a folder under flamegraphs/") from None
+        raise UserError(f"{path.parent}: not {what} (no {path.name}); {GIVE_A_FOLDER}") from None
     except IsADirectoryError:
         raise UserError(f"{path}: a folder where a file was expected") from None
     except NotADirectoryError:
-        raise UserError(f"{path.parent}: a file, not {what}; give a folder under flamegraphs/") from None
+        raise UserError(f"{path.parent}: a file, not {what}; {GIVE_A_FOLDER}") from None
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}): "
                         "the file is damaged; re-run or fix the file") from None
@@ -329,6 +331,21 @@ PYSPY_RAW = "py-spy.raw"                # py-spy's recording of the profile wind
 OFFCPU_DATA = "offcpu.data"             # the off-CPU window's recording (every context switch)
 OFFCPU_FOLDED = "offcpu.folded"         # ... folded by time off CPU
 SOCKETS_LOG = "sockets.log"             # the off-CPU window's samples of the connections' TCP state
+FLAME_SVG = "flame.svg"                 # the profile's annotated flame graph
+OFFCPU_SVG = "offcpu.svg"               # the off-CPU window's flame graph, by wait reason
+BUILD_LOG = "build.log"                 # the server's build
+SERVER_LOG = "server.log"               # the server's own output
+LOAD_LOG = "load.log"                   # the load driver's output in the measured window
+WARMUP_LOG = "warmup.log"               # ... in the warm-up
+PROFILE_LOAD_LOG = "profile-load.log"   # ... in the profile window
+OFFCPU_LOAD_LOG = "offcpu-load.log"     # ... in the off-CPU window
+PERF_RECORD_LOG = "perf-record.log"     # perf record's messages (profile window)
+PERF_OFFCPU_LOG = "perf-offcpu.log"     # perf record's messages (off-CPU window)
+PYSPY_LOG = "py-spy.log"                # py-spy's messages (profile window)
+# the files of a run folder
+BREAKDOWN_SVG = "breakdown.svg"         # CPU µs per request of each server, by category
+BREAKDOWN_LEVEL2_SVG = "breakdown-level2.svg"   # ... by sub-category
+REPORT_HTML = "report.html"             # the run on one page
 
 
 def offcpu_folded(run_dir: Path, server: str) -> Path:

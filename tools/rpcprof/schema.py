@@ -14,6 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
+
+MODES = ("run", "attach", "sweep")
+STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 
 NUMBER = {"type": ["number", "null"]}
 FLAG = {"type": ["boolean", "null"]}
@@ -66,8 +70,8 @@ METRICS = {"type": "object", "additionalProperties": RESULT, "description": "a m
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties": {
-    "mode": {"enum": ["run", "attach", "sweep"]},
-    "status": {"enum": ["running", "complete", "failed", "incomplete", "interrupted"]},
+    "mode": {"enum": list(MODES)},
+    "status": {"enum": list(STATUSES)},
     "command": {"type": ["array", "null"], "items": {"type": "string"}},
     "parameters": {"type": "object", "required": ["servers"], "properties": {
         "servers": NAMES, "connections": NUMBER, "streams": NUMBER, "scenario": TEXT, "driver": TEXT,
@@ -123,12 +127,12 @@ RULES = _closed(["categories"], other_color=COLOR, tax=_GROUPS, waits=_GROUPS, c
 _REGEX = {"type": ["string", "null"], "description": "a regex (Python re.search) for frame names"}
 SERVER = _closed(
     ["description", "language", "profiler", "run", "app"],
-    description={"type": "string"}, language={"type": "string"}, profiler={"enum": ["perf", "py-spy"]},
+    description={"type": "string"}, language={"type": "string"}, profiler={"enum": list(PROFILERS)},
     run={"type": "array", "minItems": 1, "items": {"type": "string"},
          "description": "a non-empty list of strings (an argv)"},
     app=_REGEX, ruler=_REGEX,
     params={"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
-    call_graph={"enum": ["dwarf", "dwarf-deep", "fp", "dwarf-jit"]},   # perf's unwinding: capture/profiler.py
+    call_graph={"enum": list(CALL_GRAPHS)},   # perf's unwinding: rpcprof/profiler_names.py
     # where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
     # profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
     workdir={"enum": ["folder", "run"]})

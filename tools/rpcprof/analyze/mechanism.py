@@ -17,14 +17,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from rpcprof.syscall_families import READS, WAITS, WRITES
+
 FACTOR = 1.5              # a kernel figure "differs" when one server's is this many times the other's
 COVER = 0.9               # findings until they carry this much of the summed absolute differences ...
 MAX_FINDINGS = 4          # ... or this many
 MIN_US = 0.05             # a category's difference below this (µs/req) is not a finding
-
-READS = ("read", "readv", "recvfrom", "recvmsg", "recvmmsg")
-WRITES = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
-WAITS = ("epoll_wait", "epoll_pwait")
 
 
 @dataclass

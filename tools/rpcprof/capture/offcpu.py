@@ -26,9 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import CALL_GRAPHS, Recorder, require
+from rpcprof.capture.profiler import Recorder, require
+from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
-from rpcprof.rundir import OFFCPU_DATA, count_path
+from rpcprof.rundir import OFFCPU_DATA, PERF_OFFCPU_LOG, count_path
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -52,7 +53,7 @@ def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
 def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
     """Start recording pid's context switches into out_dir/offcpu.data (perf-offcpu.log)."""
     data = out_dir / OFFCPU_DATA
-    return Recorder(offcpu_argv(pid, data, call_graph), data, out_dir / "perf-offcpu.log")
+    return Recorder(offcpu_argv(pid, data, call_graph), data, out_dir / PERF_OFFCPU_LOG)
 
 
 def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:

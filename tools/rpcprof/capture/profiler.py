@@ -1,16 +1,6 @@
 """Capture: perf record (native code, Go, Node) or py-spy (CPython) attached to a PID (folding is in
-capture/fold.py).
+capture/fold.py; the profilers and perf's call-graph modes are named in rpcprof/profiler_names.py).
 
-Call-graph modes for perf:
-  dwarf       --call-graph dwarf (8 KiB of stack per sample): the default. Deep async stacks are cut
-              near the root, but the leaf side, which decides categories, is intact.
-  dwarf-deep  --call-graph dwarf,32768: complete stacks, ~4x the data.
-  fp          -g (frame pointers): cheapest, but callers inside glibc (no frame pointers in Debian's
-              build) are lost: blocking recv/send wrappers and malloc lose their callers.
-  dwarf-jit   dwarf-deep for a JIT runtime that writes a jitdump with unwinding info (Node/V8 started with
-              --perf-prof --perf-prof-unwinding-info): recorded with -k mono, then `perf inject --jit` turns
-              the dump into one small ELF per JIT function (written beside the dump) so DWARF unwinding
-              goes through JS frames too, and perf.data is replaced by the injected file.
 perf samples the `cpu-clock` software event where there is no hardware PMU (this machine kind), so
 time spent with interrupts off is charged where they are re-enabled; category shares are not
 distorted by this, leaf "top frame" lists are.
@@ -25,12 +15,9 @@ from pathlib import Path
 
 from rpcprof.measure import children
 from rpcprof.measure.recorder import Recorder, require  # noqa: F401  (re-exported)
-from rpcprof.rundir import PERF_DATA
+from rpcprof.profiler_names import CALL_GRAPHS
+from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PYSPY_LOG
 
-CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
-               # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
-               "dwarf-jit": ["-k", "mono", "--call-graph", "dwarf,32768"]}
-PROFILERS = ("perf", "py-spy")
 MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
 # Condition.wait its idle detection fails (two thirds of the samples), so only the thread holding
@@ -108,7 +95,7 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
     data = out_dir / PERF_DATA
     argv = [perf, "record", "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
-    return Recorder(argv, data, out_dir / "perf-record.log")
+    return Recorder(argv, data, out_dir / PERF_RECORD_LOG)
 
 
 def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
@@ -116,4 +103,4 @@ def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
     # --nonblocking: don't pause the interpreter to sample it (~4 % cost instead of ~18 %)
     argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
-    return Recorder(argv, folded, folded.with_name("py-spy.log"))
+    return Recorder(argv, folded, folded.with_name(PYSPY_LOG))

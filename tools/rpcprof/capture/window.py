@@ -5,7 +5,6 @@ computed here: reports compute them from the folded file and the rules of the da
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -15,11 +14,8 @@ from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate,
                                      start_pyspy)
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.session import Session
-from rpcprof.rundir import PERF_DATA, PROFILE_FOLDED, PYSPY_RAW, RunFolder
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from rpcprof.progress import log
+from rpcprof.rundir import PERF_DATA, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder
 
 
 @dataclass
@@ -135,7 +131,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         record.update(fold_perf(data, folded, target.pid if cpus else None) if data.exists() else {"samples": 0})
     elif (target.out / PYSPY_RAW).exists():
         record.update(fold_pyspy(target.out / PYSPY_RAW, folded))
-        record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / "py-spy.log"))
+        record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / PYSPY_LOG))
         if record["rejoined"]:
             log(f"rpcprof: NOTE: {target.name}: {record['rejoined']} py-spy record(s) broken by a newline in a frame "
                 "name it misread (--nonblocking) were joined again")

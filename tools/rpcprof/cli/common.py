@@ -1,4 +1,5 @@
-"""What every rpcprof command line shares: one-line errors, exit codes, the --format option."""
+"""What both rpcprof command lines share: one-line errors, exit codes, the options several commands take
+(--format, --rules, --runs-dir), printing a report and checking an -o before any work."""
 from __future__ import annotations
 
 import os
@@ -10,12 +11,15 @@ import click
 from pathlib import Path
 
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
-from rpcprof.paths import RUNS_DIR
+from rpcprof.paths import RULES_PATH, RUNS_DIR
 from rpcprof.report.tables import FORMATS
-from rpcprof.report.text import terminal
+from rpcprof.report.text import terminal, terminal_lines
+from rpcprof.rundir import CannotWrite, check_not_input
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
                              help="Output format.")
+rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
+                            show_default="categorize.yaml", help="Categorisation rules.")
 latency_option = click.option(
     "--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
     help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
@@ -23,13 +27,10 @@ latency_option = click.option(
 
 def document_options(example: str):
     """-o FILE, --rules and --runs-dir: the options of a command that writes a generated document."""
-    from rpcprof.paths import RULES_PATH
-
     def decorate(f):
         f = click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
                          show_default="flamegraphs/", help="Where run folders are looked up by name.")(f)
-        f = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
-                         show_default="categorize.yaml", help="Categorisation rules.")(f)
+        f = rules_option(f)
         return click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
                             help=f"Write the document here (e.g. {example}) instead of stdout.")(f)
     return decorate
@@ -39,6 +40,21 @@ runs_dir_option = click.option("--runs-dir", type=click.Path(file_okay=False, pa
                                show_default="flamegraphs/", help="Where run folders are written (and looked up by name).")
 
 
+def output_for(out: Path, *inputs: Path) -> Path:
+    """-o checked before any work: not one of the command's inputs, and its folder made."""
+    check_not_input(out, *inputs)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CannotWrite(out, e) from None
+    return out
+
+
+def show(text: str, fmt: str = "table", err: bool = False) -> None:
+    """Print a report or a note. Text meant for people (table, markdown, notes) goes through
+    terminal_lines, so a control character in a frame, server or file name is shown as an escape, never
+    sent to the terminal raw; csv and json are printed as their writers made them."""
+    click.echo(text if fmt in ("csv", "json") else terminal_lines(text), nl=False, err=err)
 
 
 def internal_error(prog: str, error: BaseException) -> int:

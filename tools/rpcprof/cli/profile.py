@@ -1,4 +1,4 @@
-"""The commands behind profile.sh: run (and, later, attach and sweep). Thin: options in, functions out."""
+"""The commands behind profile.sh: run, sweep and attach. Thin: options in (built by name, cli/values.py), jobs out."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from rpcprof.capture.profiler import CALL_GRAPHS
 from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
+from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
@@ -16,11 +16,17 @@ from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
 from rpcprof.measure.load import DRIVERS
 from rpcprof.measure.scenario import SCENARIOS
+from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.report.compare import render_compare, render_shares
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
-from rpcprof.rundir import server_path
+from rpcprof.rundir import SERVER_LOG, server_path
+
+# The parameters of each command that are not options of its job (cli/values.py): how to print, and a
+# sweep's grid, which Sweep takes apart from the options of its runs.
+NOT_JOB_OPTIONS = {"run": ("latency", "fmt"), "sweep": ("conn_list", "stream_list", "max_per_connection", "fmt"),
+                   "attach": ("fmt",)}
 
 
 def cpu_list(ctx, param, value):
@@ -129,14 +135,14 @@ def off_cpu_options(default_duration: float, when: str):
 def placement_and_load_options(f):
     """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
     options = [
-        click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True),
-        click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True,
+        click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
+        click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
                      help="Load driver."),
-        click.option("--server-cpus", default="0", show_default=True, callback=cpu_list,
+        click.option("--server-cpus", default=cpu_list_text(RUN["server_cpus"]), show_default=True, callback=cpu_list,
                      help="CPUs the server is pinned to."),
         click.option("--load-cpus", default=None, callback=cpu_list,
                      help="CPUs for the load driver [default: the others]."),
-        click.option("--port", default=50051, show_default=True, type=click.IntRange(1024, 65535)),
+        click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
     ]
     for option in reversed(options):
         f = option(f)
@@ -158,9 +164,10 @@ def main():
 @click.option("-w", "--warmup", default=RUN["warmup"], show_default=True, callback=not_negative,
               help="Warm-up before the window [s].")
 @placement_and_load_options
-@click.option("--label", default="", callback=file_label, help="Name part of the run folder [default: the servers].")
+@click.option("--label", default=RUN["label"], callback=file_label,
+              help="Name part of the run folder [default: the servers].")
 @click.option("--param", "params", multiple=True, callback=key_values, help="Server parameter KEY=VALUE.")
-@click.option("--profile/--no-profile", default=True, show_default=True,
+@click.option("--profile/--no-profile", default=RUN["profile"], show_default=True,
               help="After the measured window, profile a second window with the same load.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None,
               help="perf stack unwinding [default: the server's call_graph, else dwarf].")
@@ -173,37 +180,29 @@ def main():
               help="Regex of frames doing the same work per request in every server (overrides the servers' "
                    "ruler; the built-in Rust servers: the handler's format_inner).")
 @latency_option
-@click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
+@click.option("--syscalls/--no-syscalls", default=RUN["syscalls"], show_default=True,
               help="Count syscalls per request on the server's CPUs, in the profile window (a window of their own "
                    "with --no-profile).")
 @click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
               help="Syscall-count window [s] (with --no-profile, and for --io-sizes).")
-@click.option("--io-sizes/--no-io-sizes", default=False, show_default=True,
+@click.option("--io-sizes/--no-io-sizes", default=RUN["io_sizes"], show_default=True,
               help="Also record every read/write's return value in a window of its own (first round): bytes per "
                    "read and write, reads that found nothing (EAGAIN). It costs a sample per call, so it is not "
                    "in the profile window; its cost is printed.")
-@off_cpu_options(RUN["offcpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
+@off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
 @repeat_options("", RUN["repeat"])
 @runs_dir_option
 @format_option
-def run(servers, connections, streams, duration, warmup, scenario, driver, server_cpus, load_cpus, port, label,
-        params, profile, call_graph, frequency, profile_duration, min_samples, app, ruler, latency, count_syscalls,
-        syscall_duration, io_sizes, off_cpu, off_cpu_duration, repeat, precision, max_time, runs_dir, fmt):
+def run(**params):
     """Measure SERVERS one after another on the same load; print the comparison.
 
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
     """
-    if load_cpus and set(load_cpus) & set(server_cpus):
-        raise UserError(f"--load-cpus {load_cpus} overlaps --server-cpus {server_cpus}: the load would steal the "
-                        "server's CPU")
-    opts = RunOptions(servers=list(servers), connections=connections, streams=streams, duration=duration,
-                      warmup=warmup, scenario=scenario, driver=driver, server_cpus=server_cpus,
-                      load_cpus=load_cpus, port=port, label=label, params=params,
-                      profile=profile, call_graph=call_graph, frequency=frequency,
-                      profile_duration=profile_duration, min_samples=min_samples, app=app, ruler=ruler,
-                      syscalls=count_syscalls, syscall_duration=syscall_duration, io_sizes=io_sizes, off_cpu=off_cpu,
-                      off_cpu_duration=off_cpu_duration, repeat=repeat,
-                      precision=precision, max_time=max_time, runs_dir=runs_dir)
+    opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["run"])
+    fmt, latency = params["fmt"], params["latency"]
+    if opts.load_cpus and set(opts.load_cpus) & set(opts.server_cpus):
+        raise UserError(f"--load-cpus {opts.load_cpus} overlaps --server-cpus {opts.server_cpus}: the load would "
+                        "steal the server's CPU")
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
@@ -214,13 +213,13 @@ def run(servers, connections, streams, duration, warmup, scenario, driver, serve
                             f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
         raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
-    if profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
+    if opts.profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
-        click.echo(render_compare(run_dir, the_run.rules, fmt, app, ruler), nl=False)
+        click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
-        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / "server.log") for n, r in failed.items()]
+        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
@@ -248,33 +247,29 @@ def int_list(ctx, param, value):
               help="Warm-up before each window [s].")
 @repeat_options(" (per cell)", SWEEP["repeat"])
 @placement_and_load_options
-@click.option("--label", default="", callback=file_label, help="Name part of the sweep folder.")
-@click.option("--profile/--no-profile", default=True, show_default=True, help="Profile each cell (for µs by category).")
+@click.option("--label", default=SWEEP["label"], callback=file_label, help="Name part of the sweep folder.")
+@click.option("--profile/--no-profile", default=SWEEP["profile"], show_default=True,
+              help="Profile each cell (for µs by category).")
 @click.option("--profile-duration", default=SWEEP["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--syscalls/--no-syscalls", "count_syscalls", default=True, show_default=True,
+@click.option("--syscalls/--no-syscalls", default=SWEEP["syscalls"], show_default=True,
               help="Count syscalls per request in each cell.")
 @click.option("--syscall-duration", default=SWEEP["syscall_duration"], show_default=True, callback=positive, help="Syscall window [s].")
 @click.option("--min-samples", default=SWEEP["min_samples"], show_default=True, callback=not_negative,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
-@off_cpu_options(SWEEP["offcpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
+@off_cpu_options(SWEEP["off_cpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
 @runs_dir_option
 @format_option
-def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup, repeat, precision, max_time, scenario,
-          driver, server_cpus, load_cpus, port, label, profile, profile_duration, count_syscalls, syscall_duration,
-          min_samples, off_cpu, off_cpu_duration, runs_dir, fmt):
+def sweep(**params):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
     eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
 
     seed 000's twelve cells: -C 1,10,100 -S 1,10,100,1000,10000,100000
     """
-    opts = RunOptions(servers=list(servers), duration=duration, warmup=warmup, scenario=scenario, driver=driver,
-                      server_cpus=server_cpus, load_cpus=load_cpus, port=port, label=label, profile=profile,
-                      profile_duration=profile_duration, syscalls=count_syscalls, syscall_duration=syscall_duration,
-                      repeat=repeat, precision=precision, max_time=max_time, min_samples=min_samples,
-                      off_cpu=off_cpu, off_cpu_duration=off_cpu_duration, runs_dir=runs_dir)
-    job = Sweep(opts, conn_list, stream_list, command=["profile.sh", *sys.argv[1:]],
-                max_per_connection=max_per_connection)
+    opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["sweep"])
+    fmt = params["fmt"]
+    job = Sweep(opts, params["conn_list"], params["stream_list"], command=["profile.sh", *sys.argv[1:]],
+                max_per_connection=params["max_per_connection"])
     try:
         sweep_dir = job.execute()
     except KeyboardInterrupt:
@@ -291,9 +286,10 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
 @main.command()
 @click.option("--pid", type=int, required=True, help="The process to profile.")
 @click.option("-d", "--duration", default=ATTACH["duration"], show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--name", default="", callback=file_label, help="Name in reports [default: the process's name].")
+@click.option("--name", default=ATTACH["name"], callback=file_label,
+              help="Name in reports [default: the process's name].")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the application handler's frames.")
-@click.option("--profiler", type=click.Choice(["perf", "py-spy"]), default=None,
+@click.option("--profiler", type=click.Choice(PROFILERS), default=None,
               help="Override the choice made from what the process is.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None, help="perf stack unwinding.")
 @click.option("-F", "--frequency", default=ATTACH["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
@@ -302,31 +298,26 @@ def sweep(servers, conn_list, stream_list, max_per_connection, duration, warmup,
 @click.option("--rps", type=float, default=None, callback=positive, help="Its request rate during the window [req/s].")
 @click.option("--load", is_flag=True, help="Drive load at --target during the windows, as `run` does.")
 @click.option("--target", default=None, metavar="HOST:PORT", help="Loopback address the process serves gRPC on.")
-@click.option("--driver", type=click.Choice(DRIVERS), default="h2load", show_default=True)
-@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default="helloworld", show_default=True)
+@click.option("--driver", type=click.Choice(DRIVERS), default=ATTACH["driver"], show_default=True)
+@click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=ATTACH["scenario"], show_default=True)
 @click.option("-C", "--connections", default=ATTACH["connections"], show_default=True, callback=positive)
 @click.option("-S", "--streams", default=ATTACH["streams"], show_default=True, callback=positive)
 @click.option("-w", "--warmup", default=ATTACH["warmup"], show_default=True, callback=not_negative,
               help="Warm-up with --load [s].")
 @click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load [default: those the process "
               "may not run on].")
-@click.option("--second-profile/--no-second-profile", default=True, show_default=True,
+@click.option("--second-profile/--no-second-profile", default=ATTACH["second_profile"], show_default=True,
               help="For CPython: also perf's view after py-spy's.")
-@off_cpu_options(ATTACH["offcpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
+@off_cpu_options(ATTACH["off_cpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
 @runs_dir_option
 @format_option
-def attach(pid, duration, name, app, profiler, call_graph, frequency, min_samples, requests, rps, load, target,
-           driver, scenario, connections, streams, warmup, load_cpus, second_profile, off_cpu, off_cpu_duration,
-           runs_dir, fmt):
+def attach(**params):
     """Profile a running process by PID, without restarting it.
 
     eg, ./profile.sh attach --pid 1234 --app 'my_service::handlers' --rps 20000
     """
-    opts = AttachOptions(pid=pid, duration=duration, name=name, app=app, profiler=profiler, call_graph=call_graph,
-                         frequency=frequency, min_samples=min_samples, requests=requests, rps=rps, load=load,
-                         target=target, driver=driver, scenario=scenario, connections=connections, streams=streams,
-                         warmup=warmup, load_cpus=load_cpus, second_profile=second_profile, off_cpu=off_cpu,
-                         off_cpu_duration=off_cpu_duration, command=["profile.sh", *sys.argv[1:]], runs_dir=runs_dir)
+    opts = job_options(AttachOptions, params, NOT_JOB_OPTIONS["attach"], command=["profile.sh", *sys.argv[1:]])
+    fmt, app = params["fmt"], opts.app
     job = Attach(opts)
     try:
         run_dir = job.execute()

@@ -7,47 +7,29 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
+from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.analyze.rules_file import problems_line
-from rpcprof.cli.common import document_options, format_option, latency_option, run_click, runs_dir_option
+from rpcprof.cli.common import (format_option, latency_option, output_for, rules_option, run_click, runs_dir_option,
+                                show)
+from rpcprof.cli.documents import results, seeds
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
-from rpcprof.report.text import terminal, terminal_lines
-from rpcprof.rundir import (RESULT_FILE, CannotWrite, check_not_input, inputs_of, load_run, load_sweep, read_result, resolve,
-                            run_of_folded, write_text)
-
-rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
-                            show_default="categorize.yaml", help="Categorisation rules.")
+from rpcprof.report.text import terminal
+from rpcprof.rundir import REPORT_HTML, RESULT_FILE, inputs_of, read_result, resolve, run_of_folded, write_text
 
 
 def grouping_options(f):
     """--level 1|2 and --view category|tax: which grouping of the samples a report shows."""
-    f = click.option("--view", type=click.Choice(["category", "tax", "waits"]), default="category", show_default=True,
+    f = click.option("--view", type=click.Choice(list(VIEWS)), default="category", show_default=True,
                      help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
                           "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest); waits: "
                           "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded).")(f)
-    return click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
+    return click.option("--level", type=click.IntRange(min(LEVELS), max(LEVELS)), default=1, show_default=True,
                         help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
-
-
-def output_for(out: Path, *inputs: Path) -> Path:
-    """-o checked before any work: not one of the command's inputs, and its folder made."""
-    check_not_input(out, *inputs)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CannotWrite(out, e) from None
-    return out
-
-
-def show(text: str, fmt: str = "table", err: bool = False) -> None:
-    """Print a report or a note. Text meant for people (table, markdown, notes) goes through
-    terminal_lines, so a control character in a frame, server or file name is shown as an escape, never
-    sent to the terminal raw; csv and json are printed as their writers made them."""
-    click.echo(text if fmt in ("csv", "json") else terminal_lines(text), nl=False, err=err)
 
 
 app_option = click.option("--app", default=None, metavar="REGEX",
@@ -62,6 +44,10 @@ def app_for(folded: Path) -> str | None:
 @click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
 def main():
     """Explain profiles: category shares, per-request CPU by category, and the rules behind them."""
+
+
+main.add_command(results)       # the generated documents: cli/documents.py
+main.add_command(seeds)
 
 
 @main.command()
@@ -234,7 +220,7 @@ def html_report(run_dir, out, rules_path, runs_dir):
     the mechanism, the manifest) that opens offline."""
     from rpcprof.report.html import build_html
     run_dir = resolve(run_dir, runs_dir)
-    out = output_for(out or run_dir / "report.html", *inputs_of(run_dir))
+    out = output_for(out or run_dir / REPORT_HTML, *inputs_of(run_dir))
     write_text(out, build_html(run_dir, load_rules(rules_path)))
     show(f"report.py: wrote {out}\n", err=True)
 
@@ -289,62 +275,6 @@ def diff(a, b, out, normalize, per_request, title, rules_path, app, fmt):
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
     show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt), fmt)
-
-
-@main.command()
-@click.argument("sweep_dir", type=click.Path(path_type=Path))
-@document_options("docs/results.md")
-def results(sweep_dir, output, rules_path, runs_dir):
-    """The results document of a sweep: table, per-request explanation, seed figures beside them."""
-    from rpcprof.report.provenance import generator_command
-    from rpcprof.report.results import build_results
-    sweep_dir = resolve(sweep_dir, runs_dir)
-    load_sweep(sweep_dir)
-    command = generator_command("results", sweep_dir, output=output, options=rules_flag(rules_path))
-    write_document(build_results(sweep_dir, load_rules(rules_path), command), output, sweep_dir)
-
-
-def rules_flag(rules_path) -> tuple:
-    """--rules for a regenerating command line, when it is not the default rules file."""
-    return () if Path(rules_path).resolve() == RULES_PATH.resolve() else (("--rules", Path(rules_path)),)
-
-
-def write_document(text: str, output: Path | None, *sources: Path) -> None:
-    """A generated document (markdown) to a file (written whole under a temporary name, then renamed) or
-    stdout, never over a file of the run folders it was made from; control characters from names escaped
-    either way."""
-    if not output:
-        show(text)
-        return
-    write_text(output_for(output, *(f for source in sources for f in inputs_of(source))), terminal_lines(text))
-    show(f"wrote {output}\n", err=True)
-
-
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--also", "also", multiple=True, type=click.Path(path_type=Path),
-              help="Another run folder of the same servers (another driver, C or S), set beside it; repeatable.")
-@click.option("--seed-002", "seed_002", multiple=True, type=click.Path(path_type=Path),
-              help="A run of seed 002's streams per connection (-C 1 -S 100 or -S 1000) of a one-thread tonic and "
-                   "pajamax, for its section; repeatable.")
-@document_options("docs/seeds.md")
-def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
-    """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
-    CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
-
-    eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
-        ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
-    """
-    from rpcprof.report.provenance import generator_command
-    from rpcprof.report.seeds import build_seeds
-    first, others = resolve(run_dir, runs_dir), [resolve(a, runs_dir) for a in also]
-    seed_002 = [resolve(r, runs_dir) for r in seed_002]
-    for folder in [first, *others, *seed_002]:
-        load_run(folder)
-    command = generator_command("seeds", first, output=output, options=(
-        *(("--also", a) for a in others), *(("--seed-002", r) for r in seed_002), *rules_flag(rules_path)))
-    write_document(build_seeds(first, load_rules(rules_path), others, seed_002, command), output,
-                   first, *others, *seed_002)
 
 
 def saved_folder_options(f):

@@ -21,8 +21,7 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
-from rpcprof.jobs.run import render_pictures
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app
@@ -31,6 +30,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
+from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
@@ -166,9 +166,11 @@ def parse_target(target: str) -> int:
 
 @dataclass
 class AttachOptions:
+    """Every option of an attach; the defaults are jobs/defaults.py's ATTACH (profile.sh's options are built
+    from these fields by name, cli/values.py)."""
     pid: int
     duration: float = ATTACH["duration"]
-    name: str = ""
+    name: str = ATTACH["name"]
     app: str | None = None
     profiler: str | None = None
     call_graph: str | None = None
@@ -178,15 +180,15 @@ class AttachOptions:
     rps: float | None = None
     load: bool = False
     target: str | None = None
-    driver: str = "h2load"
-    scenario: str = "helloworld"
+    driver: str = ATTACH["driver"]
+    scenario: str = ATTACH["scenario"]
     connections: int = ATTACH["connections"]
     streams: int = ATTACH["streams"]
     warmup: float = ATTACH["warmup"]
     load_cpus: list[int] | None = None
-    second_profile: bool = True
+    second_profile: bool = ATTACH["second_profile"]
     off_cpu: bool | None = None       # where its threads wait: None = with --load, when the window says it waited
-    off_cpu_duration: float = ATTACH["offcpu_duration"]
+    off_cpu_duration: float = ATTACH["off_cpu_duration"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
 

@@ -1,11 +1,11 @@
-"""What every job (run, attach, sweep) does the same way, written once: say progress on stderr, look after
-folders left behind, create its folder, make its manifest (machine, tools, git, owner), keep the load
-off the server's CPUs, and plan a profile window's rate.
+"""What every job (run, attach, sweep) does the same way, written once: look after folders left behind,
+create its folder, make its manifest (machine, tools, git, owner), keep the load off the server's CPUs,
+plan a profile window's rate, and draw the pictures of a finished folder. Progress lines are
+rpcprof/progress.py's.
 """
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
@@ -15,15 +15,12 @@ from rpcprof.measure.children import identity
 from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.procstat import machine_specs
 from rpcprof.paths import ROOT
-from rpcprof.rundir import Manifest, RunFolder, now
+from rpcprof.progress import log
+from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, REPORT_HTML, Manifest, RunFolder,
+                            now, offcpu_folded, profile_folded, write_text)
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
-
-
-def log(msg: str) -> None:
-    """Progress, on stderr (stdout is the report)."""
-    print(msg, file=sys.stderr, flush=True)
 
 
 def shown(path: Path) -> str:
@@ -62,3 +59,43 @@ def profile_plan(cpu_cores: float, profiler: str, frequency: int, duration: floa
     cores = cpu_cores * (PYSPY_ON_CPU if profiler == "py-spy" else 1.0)
     return ProfilePlan.for_load(cores, frequency, duration, min_samples,
                                 max_frequency=min(MAX_FREQUENCY, max_sample_rate()), max_duration=max_duration)
+
+
+def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
+    """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
+    a warning, never a lost run."""
+    from rpcprof.report.chart import render_breakdown_chart
+    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
+    from rpcprof.report.html import build_html
+    drawn = []
+    for name in servers:
+        folded = profile_folded(run_dir, name)
+        if folded.exists() and folded.stat().st_size:
+            try:
+                render_run_flamegraph(run_dir, name, rules)
+                drawn.append(name)
+            except (UserError, OSError) as e:
+                log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
+    waited = []
+    for name in servers:
+        if offcpu_folded(run_dir, name).exists():
+            try:
+                render_offcpu_flamegraph(run_dir, name, rules)
+                waited.append(name)
+            except (UserError, OSError) as e:
+                log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
+    if waited:
+        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/{OFFCPU_SVG}' for n in waited)}")
+    if drawn:
+        try:
+            render_breakdown_chart(run_dir, rules, run_dir / BREAKDOWN_SVG)
+            render_breakdown_chart(run_dir, rules.using(level=2), run_dir / BREAKDOWN_LEVEL2_SVG)
+        except (UserError, OSError, ValueError) as e:
+            log(f"rpcprof: WARNING: no breakdown chart: {e}")
+        log(f"rpcprof: flame graphs: {', '.join(f'{n}/{FLAME_SVG}' for n in drawn)}; per-request charts: "
+            f"{BREAKDOWN_SVG}, {BREAKDOWN_LEVEL2_SVG}")
+    try:
+        write_text(run_dir / REPORT_HTML, build_html(run_dir, rules))
+        log(f"rpcprof: {REPORT_HTML}: {shown(run_dir / REPORT_HTML)} (one page, opens offline)")
+    except (UserError, OSError) as e:
+        log(f"rpcprof: WARNING: no {REPORT_HTML}: {e}")

@@ -1,4 +1,4 @@
-"""Every default of both command lines, in one place, with the reason for each difference.
+"""Every default of profile.sh's jobs (run, sweep, attach), in one place, with the reason for each difference.
 
 - run: 5 rounds (each server restarted every round) of 2 s warm-up, a 6 s window and a 5 s profile window:
   an interval for every figure in about 2 min 10 s of windows for two servers. One connection with 1,000
@@ -15,11 +15,17 @@ from __future__ import annotations
 from rpcprof.capture.profiler import MIN_SAMPLES  # noqa: E402  (the layer that uses it owns it)
 FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES is in reach
 
-RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "profile_duration": 5.0,
-       "syscall_duration": 5.0, "offcpu_duration": 5.0, "frequency": FREQUENCY, "min_samples": MIN_SAMPLES,
+# Keyed by the name of the option's field (jobs/run.py RunOptions, jobs/attach.py AttachOptions), which is
+# the click parameter's name: the command lines and the jobs' dataclasses both take their defaults from here.
+RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scenario": "helloworld",
+       "driver": "h2load", "server_cpus": [0], "port": 50051, "label": "", "profile": True, "profile_duration": 5.0,
+       "syscalls": True, "syscall_duration": 5.0, "io_sizes": False, "off_cpu_duration": 5.0, "frequency": FREQUENCY,
+       "min_samples": MIN_SAMPLES,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
        "repeat": 5}             # rounds: an interval for every ratio and category by default
+# a sweep's connections and streams are its grid's lists, as -C and -S take them
 SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
-         "profile_duration": 5.0, "syscall_duration": 3.0, "offcpu_duration": 3.0}
-ATTACH = {"connections": 1, "streams": 100, "duration": 10.0, "warmup": 2.0, "offcpu_duration": 5.0, "frequency": FREQUENCY,
-          "min_samples": MIN_SAMPLES}
+         "profile_duration": 5.0, "syscall_duration": 3.0, "off_cpu_duration": 3.0}
+ATTACH = {"duration": 10.0, "name": "", "frequency": FREQUENCY, "min_samples": MIN_SAMPLES, "driver": "h2load",
+          "scenario": "helloworld", "connections": 1, "streams": 100, "warmup": 2.0, "second_profile": True,
+          "off_cpu_duration": 5.0}

@@ -5,11 +5,11 @@ with it (measure/children.py); a process of theirs still in such a cgroup is sto
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rpcprof.measure.children import pid_running, still_running
 from rpcprof.measure.procstat import stale_cgroups
+from rpcprof.progress import log
 from rpcprof.rundir import mark_interrupted, now, running_folders
 
 
@@ -40,5 +40,5 @@ def tidy_leftovers(runs_dir: Path) -> str | None:
         parts.append(f"{len(busy)} stale cgroup(s) could not be removed: see "
                      f"{', '.join(str(p / 'cgroup.procs') for p in busy[:2])}")
     line = "rpcprof: " + "; ".join(parts)
-    print(line, file=sys.stderr, flush=True)
+    log(line)
     return line

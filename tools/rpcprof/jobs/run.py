@@ -15,12 +15,12 @@ from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.repeats import aggregate_repeats
-from rpcprof.capture.profiler import CALL_GRAPHS, pmu_event
+from rpcprof.capture.profiler import pmu_event
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, log, new_manifest, open_folder, profile_plan, shown
+from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -30,37 +30,40 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
-from rpcprof.rundir import RUNS, RunFolder, now, offcpu_folded, write_text
+from rpcprof.profiler_names import CALL_GRAPHS
+from rpcprof.progress import log
+from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 
 
 @dataclass
 class RunOptions:
-    """Every option of a run; the defaults are jobs/defaults.py's RUN."""
+    """Every option of a run; the defaults are jobs/defaults.py's RUN. profile.sh's options are built from
+    these fields by name (cli/values.py): a new option is a field here, its default in RUN and a click option."""
     servers: list[str]
     connections: int = RUN["connections"]
     streams: int = RUN["streams"]
     duration: float = RUN["duration"]
     warmup: float = RUN["warmup"]
-    scenario: str = "helloworld"
-    driver: str = "h2load"
-    server_cpus: list[int] = field(default_factory=lambda: [0])
+    scenario: str = RUN["scenario"]
+    driver: str = RUN["driver"]
+    server_cpus: list[int] = field(default_factory=lambda: list(RUN["server_cpus"]))
     load_cpus: list[int] | None = None
-    port: int = 50051
-    label: str = ""
+    port: int = RUN["port"]
+    label: str = RUN["label"]
     params: dict[str, str] = field(default_factory=dict)
     ready_timeout: float = 60.0
-    profile: bool = True            # a window with the profiler attached
+    profile: bool = RUN["profile"]  # a window with the profiler attached
     call_graph: str | None = None   # None: each server's own (server.yaml call_graph, else dwarf)
     frequency: int = RUN["frequency"]
     profile_duration: float = RUN["profile_duration"]
     min_samples: int = RUN["min_samples"]
     app: str | None = None          # overrides the servers' app pattern
     ruler: str | None = None        # overrides the servers' ruler pattern (seed 001's check)
-    syscalls: bool = True           # count syscalls (perf stat on tracepoints): in the profile window, else alone
+    syscalls: bool = RUN["syscalls"]    # count syscalls (perf stat on tracepoints): in the profile window, else alone
     syscall_duration: float = RUN["syscall_duration"]
-    io_sizes: bool = False          # a window of its own recording every read/write's size (first round)
+    io_sizes: bool = RUN["io_sizes"]    # a window of its own recording every read/write's size (first round)
     off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
-    off_cpu_duration: float = RUN["offcpu_duration"]
+    off_cpu_duration: float = RUN["off_cpu_duration"]
     repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
@@ -69,46 +72,6 @@ class RunOptions:
     def resolved_load_cpus(self) -> list[int]:
         return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "
                                  "--server-cpus fewer CPUs or set --load-cpus")
-
-
-def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
-    """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
-    a warning, never a lost run."""
-    from rpcprof.report.chart import render_breakdown_chart
-    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
-    from rpcprof.report.html import build_html
-    from rpcprof.rundir import profile_folded
-    drawn = []
-    for name in servers:
-        folded = profile_folded(run_dir, name)
-        if folded.exists() and folded.stat().st_size:
-            try:
-                render_run_flamegraph(run_dir, name, rules)
-                drawn.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
-    waited = []
-    for name in servers:
-        if offcpu_folded(run_dir, name).exists():
-            try:
-                render_offcpu_flamegraph(run_dir, name, rules)
-                waited.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
-    if waited:
-        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/offcpu.svg' for n in waited)}")
-    if drawn:
-        try:
-            render_breakdown_chart(run_dir, rules, run_dir / "breakdown.svg")
-            render_breakdown_chart(run_dir, rules.using(level=2), run_dir / "breakdown-level2.svg")
-        except (UserError, OSError, ValueError) as e:
-            log(f"rpcprof: WARNING: no breakdown chart: {e}")
-        log(f"rpcprof: flame graphs: {', '.join(f'{n}/flame.svg' for n in drawn)}; per-request charts: breakdown.svg, breakdown-level2.svg")
-    try:
-        write_text(run_dir / "report.html", build_html(run_dir, rules))
-        log(f"rpcprof: report.html: {shown(run_dir / 'report.html')} (one page, opens offline)")
-    except (UserError, OSError) as e:
-        log(f"rpcprof: WARNING: no report.html: {e}")
 
 
 class Run:
@@ -271,11 +234,11 @@ class Run:
         try:
             spec.build(build_log)
         finally:
-            write_text(out / "build.log", build_log.getvalue(), RUNS)
+            write_text(out / BUILD_LOG, build_log.getvalue(), RUNS)
         check_port_free(opts.port)
         argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
         result["argv"] = argv
-        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / "server.log",
+        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / SERVER_LOG,
                                            cgroup_name(spec.name)))
         result["pid"] = server.pid
         ready_s = server.wait_ready(self.scenario, opts.port, opts.ready_timeout)
@@ -296,7 +259,7 @@ class Run:
         if result["requests_ok"] == 0:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
                                f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
-                               f"{log_tail(out / 'load.log', 2)}): see {out / 'load.log'}")
+                               f"{log_tail(out / LOAD_LOG, 2)}): see {out / LOAD_LOG}")
         short = too_short(result, opts.streams)
         if short:
             raise ServerFailed(f"{spec.name}: {short}")

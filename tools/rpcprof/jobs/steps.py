@@ -12,7 +12,6 @@ from typing import Callable
 from rpcprof.capture.profiler import ProfilePlan
 from rpcprof.capture.window import ProfileTarget, capture_profile
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import log
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
@@ -20,7 +19,8 @@ from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
-from rpcprof.rundir import RunFolder
+from rpcprof.progress import log
+from rpcprof.rundir import OFFCPU_LOAD_LOG, PROFILE_LOAD_LOG, WARMUP_LOG, RunFolder
 
 
 @dataclass
@@ -63,7 +63,7 @@ def use_reply(subject: Subject, reply, result: dict) -> None:
 
 def warm_up(subject: Subject, seconds: float) -> None:
     if seconds > 0:
-        subject.drive(seconds, "warmup.log")
+        subject.drive(seconds, WARMUP_LOG)
 
 
 def measure(subject: Subject) -> dict:
@@ -164,7 +164,7 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
                 seen["load"], seen["counts"] = counted_window(session, subject, plan.duration, "profile-syscalls",
                                                               window, cpus=count_cpus)
             else:
-                seen["load"] = subject.drive(plan.duration, "profile-load.log", window)
+                seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
     if "load" in seen:
@@ -204,7 +204,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
-        load = subject.drive(seconds, "offcpu-load.log", window)
+        load = subject.drive(seconds, OFFCPU_LOAD_LOG, window)
         requests, wall = load.ok, load.wall_s
     else:
         window.start()

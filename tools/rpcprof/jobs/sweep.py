@@ -10,8 +10,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import log, new_manifest, open_folder, shown
+from rpcprof.jobs.base import new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 
-SWITCH_KEYS = ("voluntary_switches", "involuntary_switches")
-
 
 def _thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     out: dict[int, tuple[int, int]] = {}

@@ -86,8 +86,8 @@ def load_server(name: str) -> ServerSpec:
     for key in ("app", "ruler"):
         if data.get(key) is not None:
             UserRegex(data[key], f"{path}: {key}")      # the guarded compilation the rules' regexes get
-    call_graph = data.get("call_graph", "dwarf")
-    workdir = data.get("workdir", "folder")
+    call_graph = data.get("call_graph", ServerSpec.call_graph)      # the dataclass's defaults
+    workdir = data.get("workdir", ServerSpec.workdir)
     params = data.get("params") or {}
     return ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],

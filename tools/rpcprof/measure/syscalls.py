@@ -25,18 +25,14 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from rpcprof.measure.recorder import Recorder, require
 from rpcprof.measure.session import Session
+from rpcprof.progress import log
+from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
-TRACEFS = tuple(r / "syscalls" for r in TRACING)
-# The syscalls an RPC server's request path uses; everything else is counted as `other`.
-SYSCALLS = ("read", "readv", "recvfrom", "recvmsg", "recvmmsg", "write", "writev", "sendto", "sendmsg", "sendmmsg",
-            "epoll_wait", "epoll_pwait", "epoll_ctl", "poll", "ppoll", "futex", "sched_yield", "nanosleep",
-            "clock_nanosleep", "io_uring_enter", "accept4", "close")
 
 
 TRACEFS_MOUNT = Path("/sys/kernel/tracing")
@@ -63,8 +59,6 @@ def available_syscalls() -> list[str]:
     """The SYSCALLS whose sys_enter tracepoint this kernel has."""
     return [s for s in SYSCALLS if tracepoint_exists("syscalls", f"sys_enter_{s}")]
 
-
-WRITES = ("write", "writev", "sendto", "sendmsg", "sendmmsg")
 
 # --- kernel events counted beside the syscalls ----------------------------------------------------
 
@@ -220,8 +214,6 @@ def per_request(counts: dict, requests: int) -> dict:
 
 # --- bytes per read and per write: perf record on sys_exit ---------------------------------------
 
-IO_READS = ("read", "readv", "recvfrom", "recvmsg")
-IO_WRITES = ("write", "writev", "sendto", "sendmsg")
 EAGAIN = 11
 IO_KEEP_BYTES = 1 << 20          # a recording up to 1 MiB is kept beside its summary; larger ones deleted
 IO_BUFFER_PAGES = 1024           # 4 MiB ring buffer per CPU: a sample per call at 100k+ calls/s loses none
@@ -295,7 +287,7 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
 
 
 def _warn(msg: str) -> None:
-    print(f"rpcprof: WARNING: {msg}", file=sys.stderr, flush=True)
+    log(f"rpcprof: WARNING: {msg}")
 
 
 _EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")

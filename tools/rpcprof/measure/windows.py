@@ -8,6 +8,7 @@ from pathlib import Path
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
+from rpcprof.rundir import LOAD_LOG
 
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
@@ -43,7 +44,7 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
                        on_end=lambda: memory.update(monitor.stop_rss_window()))
     own = ProcWindow(monitor.pid, monitor.switches)
     both = Marks(window, own)
-    load = driver.run(settings, port, out / "load.log", on_start=both.start, on_end=both.end)
+    load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
     return load, cpu_ns, memory, own.counts()
 

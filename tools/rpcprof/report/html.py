@@ -22,7 +22,8 @@ from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import _cell
-from rpcprof.rundir import load_run, offcpu_folded, profile_folded
+from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, load_run, offcpu_folded,
+                            profile_folded)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -69,7 +70,7 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
              + "</ul>"]
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
         for name in (s for s in servers if s in records):
-            path = run_dir / name / "offcpu.svg"
+            path = run_dir / name / OFFCPU_SVG
             if not path.exists() and offcpu_folded(run_dir, name).exists():
                 path = render_offcpu_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}-offcpu.svg")
             if path.exists():
@@ -93,7 +94,7 @@ def build_html(run_dir: Path, rules: Rules) -> str:
         parts.append('<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>")
     charts = []
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
-        for name, grouping in (("breakdown.svg", rules), ("breakdown-level2.svg", rules.using(level=2))):
+        for name, grouping in ((BREAKDOWN_SVG, rules), (BREAKDOWN_LEVEL2_SVG, rules.using(level=2))):
             path = run_dir / name
             if not path.exists():                          # a saved folder keeps no pictures: draw them
                 try:
@@ -124,7 +125,7 @@ def build_html(run_dir: Path, rules: Rules) -> str:
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
         flames = []
         for name in servers:
-            path = run_dir / name / "flame.svg"
+            path = run_dir / name / FLAME_SVG
             folded = profile_folded(run_dir, name)
             if not path.exists() and folded.exists() and folded.stat().st_size:   # a saved folder keeps no SVG
                 path = render_run_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}.svg")

@@ -15,15 +15,11 @@ from rpcprof.analyze.intervals import server_ratio
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.provenance import generator_command, header
+from rpcprof.report.seed_figures import SEED_000_RATIOS, SEED_RATIO_QUOTED
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
 
-# Seed 000's ^ marks: pajamax's req/s per CPU over tonic's, per (C, S) cell.
-SEED_000_RATIOS = {(1, 1): 2.9, (1, 10): 4.2, (1, 100): 7.0, (1, 1000): 10.4, (10, 10): 1.3, (10, 100): 2.9,
-                   (10, 1000): 7.1, (10, 10000): 10.8, (100, 100): 1.8, (100, 1000): 3.2, (100, 10000): 6.7,
-                   (100, 100000): 11.0}
-SEED_001_RATIO = 9.5       # ghz, 1 connection, 50 in flight: (65135 / 15 %) / (41125 / 95 %)
 # Seed 000's guess sets the syscall path and the kernel below it against the work above the socket: the
 # categories of each side. The rules file's other categories (app, other, any added) are the rest.
 SOCKET = ("recv", "send")
@@ -240,7 +236,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     hi = max(pairs, key=lambda x: x[3]["ratio"])
     lines.append(f"- Across the {len(pairs)} cells, {second} serves {lo[3]['ratio']:.1f}x (C={lo[0]} S={lo[1]}) to "
                  f"{hi[3]['ratio']:.1f}x (C={hi[0]} S={hi[1]}) the requests per server CPU-second of {first}; "
-                 f"seed 000 reported 1.3x to 11x, seed 001 {SEED_001_RATIO}x.")
+                 f"seed 000 reported 1.3x to 11x, seed 001 {SEED_RATIO_QUOTED}x.")
     for c in sorted({c for c, *_ in pairs}):
         row = [(s, a, b) for cc, s, a, b in pairs if cc == c]
         if len(row) >= 2:
@@ -252,7 +248,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
                          f"(S={s1}){seed_txt}. Syscalls per request: {second} {_f(b0.get('syscalls_per_req'), 3)} → "
                          f"{_f(b1.get('syscalls_per_req'), 3)}, {first} {_f(a0.get('syscalls_per_req'), 3)} → "
                          f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1))
-    lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_001_RATIO}x) is not a cell of this "
+    lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_RATIO_QUOTED}x) is not a cell of this "
                  "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = headline_cell(pairs)
     i = b.get("cell_interval") or {}

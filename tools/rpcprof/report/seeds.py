@@ -11,58 +11,19 @@ figures (client-bound, latency-bound, the client's CPU, profiling overhead), nev
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize
+from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
+from rpcprof.errors import UserError
 from rpcprof.report.compare import every_round, ruler_check, ruler_rows
-from rpcprof.report.provenance import generator_command, header, source_path
+from rpcprof.report.provenance import generator_command, header
 from rpcprof.report.results import RATIO_DEFINITION
+from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_CLIENT_CPUS, SEED_FRAMES,
+                                         SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
-from rpcprof.errors import UserError
-from rpcprof.analyze.frames import compile_regex, frame_share
-
-
-@dataclass(frozen=True)
-class SeedFrame:
-    role: str          # 'tonic' or 'pajamax': which of the seed's servers it was read from
-    label: str         # as seed 001 names it
-    regex: str         # frame names as the rules see them (generic arguments stripped)
-    seed_pct: float    # seed 001's share of its flame graph
-    what: str          # seed 001's reading of it
-
-
-SEED_FRAMES = [
-    # release builds may inline PollEvented::poll_read into TcpStream::poll_read_priv: either frame counts
-    SeedFrame("tonic", "PollEvented::poll_read",
-              r"tokio::io::poll_evented::PollEvented::poll_read|tokio::net::tcp::stream::TcpStream::poll_read_priv",
-              1.60, "network input, the recv() syscall"),
-    SeedFrame("tonic", "TcpStream::poll_write_vectored",
-              r"<tokio::net::tcp::stream::TcpStream as tokio::io::async_write::AsyncWrite>::poll_write_vectored",
-              38.11, "network output, the send() syscall"),
-    SeedFrame("pajamax", "GreeterServer::handle", r"GreeterServer as pajamax::PajamaxService>::handle", 7.09,
-              "construct the response: formatting, gRPC encoding"),
-    SeedFrame("pajamax", "Decoder::find_path", r"pajamax::hpack_decoder::Decoder::find_path", 2.60,
-              "the request's :path header"),
-    SeedFrame("pajamax", "ResponseEnd::flush", r"pajamax::response_end::ResponseEnd::flush", 40.32,
-              "network output, the send() syscall"),
-    # std's socket read is one symbol across socket types: a TCP read shows as UnixDatagram::recv
-    SeedFrame("pajamax", "UnixDatagram::recv", r"<std::os::unix::net::datagram::UnixDatagram>::recv", 47.55,
-              "network input, the recv() syscall"),
-]
-RULER = r"alloc::fmt::format::format_inner"
-SEED_RULER = {"tonic": 0.31, "pajamax": 2.90}
-# seed 001's summary table: client CPU %, server CPU %, req/s
-SEED_RUN = {"tonic": (790.0, 95.0, 41124.74), "pajamax": (1100.0, 15.0, 65135.31)}
-SEED_CLIENT_CPUS = 12
-SEED_RATIO_QUOTED = 9.5                                  # as seed 001 prints it
-SEED_RATIO = (65135.31 / 0.15) / (41124.74 / 0.95)      # its own formula: 10.03
-LEAF_SWITCH = r"^finish_task_switch"
-# what a handler's frame holds besides its own work: dropping what it was given (tonic's Request: metadata
-# HeaderMap, extensions) and freeing memory
-TEARDOWN = r"core::ptr::drop_in_place|as core::ops::drop::Drop>::drop|^(cfree|free|_int_free)\b"                     # where cpu-clock charges a context switch's irq-off time
 
 
 def _pct(x, digits=2):
@@ -373,18 +334,6 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
             out.append(f"  - {w / b.total * us:.3f} µs/req `{frame[:140]}`")
     out.append("")
     return out
-
-
-# seed 002's table: case -> [(server threads, (client time s pajamax, tonic), (CPU % per thread pajamax, tonic))]
-SEED_002 = {"A": [(2, (36, 33), (9, 87)), (4, (35, 38), (9, 85)), (8, (34, 44), (8, 83))],
-            "B": [(2, (23, 27), (10, 90)), (4, (23, 33), (9, 87)), (8, (20, 44), (3, 83))]}
-SEED_002_CASES = {100: "A", 1000: "B"}      # streams per connection -> seed 002's case
-
-
-def seed_002_cpu_ratio(times: tuple[float, float], cpus: tuple[float, float]) -> float:
-    """tonic's CPU per request over pajamax's from one row of seed 002: both served the same requests with
-    the same threads, so CPU per request goes as CPU % per thread x the client's run time."""
-    return (cpus[1] * times[1]) / (cpus[0] * times[0])
 
 
 def seed_002_section(runs: list[Path]) -> list[str]:

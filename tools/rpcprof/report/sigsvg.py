@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from rpcprof.analyze.significance import FrameTree
-from rpcprof.report.flamegraph import _ATTR, _FRAME, FRAME_HEIGHT
+from rpcprof.report.svg import _ATTR, _FRAME, FRAME_HEIGHT
 from rpcprof.report.text import xml
 
 if TYPE_CHECKING:

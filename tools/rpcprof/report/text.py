@@ -17,6 +17,7 @@ Every sink takes them through one function here instead of escaping on its own:
 from __future__ import annotations
 
 import re
+from html import escape as _escape      # `&<>"'` as entities, which both XML and HTML read
 
 # the bidirectional controls (LRM, RLM, ALM, the embeddings, overrides and isolates): they reorder what is
 # shown around them, so a frame name could display as another ("Trojan source")
@@ -64,11 +65,6 @@ def xml_chars(s, lines: bool = False) -> str:
     ones included (a name
     drawn on one line, or written into a line-based file such as folded stacks)."""
     return (_XML_FORBIDDEN_OR_CONTROL if lines else _XML_FORBIDDEN).sub(REPLACEMENT, str(s))
-
-
-def _escape(s: str) -> str:
-    """`&<>"'` as entities, which both XML and HTML read (what html.escape(quote=True) writes)."""
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#x27;")
 
 
 def xml(s, lines: bool = True) -> str:

@@ -1,0 +1,206 @@
+"""inferno's SVG, annotated: each box (a frame of the flame graph) coloured by its own category and given
+its own hover text, a legend row, headings that fit, search by function name. Used by report/flamegraph.py,
+which runs inferno.
+
+The choice, and its cost. inferno's own options colour by function (`--cp` palette map, `--nameattr`
+hover text); that was rejected because a function shared by two categories (malloc under recv and under
+protocol, say) would be drawn in one colour everywhere, and the graph would contradict `report.py table`.
+So rpcprof keeps per-box colours and owns the part that gives them: `layout_boxes` replays inferno's
+layout (its frame height, font width and margin, below) and `recolour_frames` / `add_legend` rewrite
+inferno's SVG with regexes. That code is tied to inferno's output format: tools/setup.sh pins inferno
+INFERNO_VERSION, a test checks the installed inferno is that version, and the golden-capture tests check
+that every box of every server's graph is matched and coloured as its stacks say. Upgrading inferno means
+changing the pin in both places and rerunning those tests; a box left unmatched is reported, not hidden.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rpcprof.errors import UserError
+from rpcprof.report.text import xml
+
+INFERNO_VERSION = "0.12.8"   # the inferno whose SVG layout the code below replays (tools/setup.sh pins it)
+FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
+FONT_WIDTH = 7.08        # inferno's 12 px monospace (--fontsize 12 x --fontwidth 0.59)
+XPAD = 10                # inferno's left margin
+LEGEND_HEIGHT = 24       # room made between the subtitle and the frames for the legend row
+
+
+@dataclass
+class Stack:
+    text: str                # the stack as written for inferno (displayable_stack)
+    weight: int
+    category: str
+
+
+# --- categories of boxes ---------------------------------------------------------------------------
+
+def dominant(weights: dict[str, int], order: list[str]) -> str:
+    """The category with the most weight; ties go to the category listed first."""
+    return max(order, key=lambda c: (weights.get(c, 0), -order.index(c)))
+
+
+@dataclass
+class Box:
+    """One rectangle of the flame graph: depth 0 is inferno's `all`."""
+    depth: int
+    name: str
+    start: int
+    end: int = 0
+    weights: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def layout_boxes(stacks: list[Stack]) -> list[Box]:
+    """The boxes inferno draws for these stacks, with the category weights beneath each: inferno sorts
+    the lines as text and merges the common prefix of adjacent lines (flamegraph/merge.rs), so a box
+    spans a run of adjacent lines, not every line with its prefix."""
+    boxes: list[Box] = []
+    path: list[Box] = []
+    time = 0
+    for s in sorted(stacks, key=lambda s: f"{s.text} {s.weight}"):
+        frames = [""] + s.text.split(";")
+        common = 0
+        while common < len(path) and common < len(frames) and path[common].name == frames[common]:
+            common += 1
+        for box in path[common:]:
+            box.end = time
+            boxes.append(box)
+        del path[common:]
+        path += [Box(depth, frames[depth], time) for depth in range(common, len(frames))]
+        for box in path:
+            box.weights[s.category] += s.weight
+        time += s.weight
+    for box in path:
+        box.end = time
+        boxes.append(box)
+    return boxes
+
+
+def hex_to_rgb(color: str) -> str:
+    """'#4caf50' -> 'rgb(76,175,80)', the form inferno writes."""
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({r},{g},{b})"
+
+
+# --- post-processing inferno's SVG ----------------------------------------------------------------
+
+_FRAME = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
+_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
+_ATTR_Y = re.compile(r'\by="(\d+)"')
+
+
+def category_text(weights: dict[str, int], order: list[str]) -> str:
+    """'recv' when one category owns the box, else the main ones with their share of it."""
+    total = sum(weights.values())
+    present = sorted((c for c in order if weights.get(c)), key=lambda c: (-weights[c], order.index(c)))
+    if len(present) == 1:
+        return present[0]
+    parts = [f"{c} {100 * weights[c] / total:.0f}%" for c in present[:3]]
+    return ", ".join(parts) + (", ..." if len(present) > 3 else "")
+
+
+def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors: dict[str, str],
+                    order: list[str]) -> tuple[str, int]:
+    """inferno's SVG with each box's fill and hover text set from its own stacks; (svg, boxes unmatched).
+
+    Hover text: `NAME (N samples, P%; CATEGORY)`. inferno's script takes the label of a box from its
+    title minus the last parenthesis, so the parenthesis holds no '('."""
+    by_key = {(b.depth, b.start, b.end - b.start): b for b in boxes}
+    ys = [int(_ATTR_Y.search(m.group(2)).group(1)) for m in _FRAME.finditer(svg)]
+    y_all = max(ys) if ys else 0
+    unmatched = 0
+
+    def fix(m: re.Match) -> str:
+        nonlocal unmatched
+        title, attrs = m.group(1), dict(_ATTR.findall(m.group(2)))
+        depth = (y_all - int(attrs["y"])) // FRAME_HEIGHT
+        box = by_key.get((depth, int(attrs["fg:x"]), int(attrs["fg:w"])))
+        if box is None:
+            unmatched += 1
+            return m.group(0)
+        width = box.end - box.start
+        name = title[:title.rfind(" (")] if " (" in title else title
+        n = width // weight
+        hover = (f"{name} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
+                 f"{xml(category_text(box.weights, order))})")
+        rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(box.weights, order)])}"', m.group(2))
+        return f"<g><title>{hover}</title><rect {rect}/>"
+
+    return _FRAME.sub(fix, svg), unmatched
+
+
+@dataclass
+class LegendItem:
+    label: str
+    color: str | None = None     # a swatch before the label
+    hover: str = ""
+
+
+def legend_svg(items: list[LegendItem], heading: str, y: int) -> str:
+    """A row of swatches and labels, left-aligned like inferno's details line."""
+    x = float(XPAD)
+    out = [f'<g id="legend"><text x="{x:.0f}" y="{y}">{xml(heading)}</text>']
+    x += (len(heading) + 2) * FONT_WIDTH
+    for item in items:
+        out.append("<g>")
+        if item.hover:
+            out.append(f"<title>{xml(item.hover)}</title>")
+        if item.color:
+            out.append(f'<rect x="{x:.1f}" y="{y - 10}" width="12" height="12" fill="{xml(item.color)}" '
+                       'stroke="rgb(90,90,90)" stroke-width="0.5"/>')
+            x += 16
+        out.append(f'<text x="{x:.1f}" y="{y}">{xml(item.label)}</text></g>')
+        x += (len(item.label) + 2) * FONT_WIDTH
+    out.append("</g>")
+    return "".join(out)
+
+
+def add_legend(svg: str, legend: str) -> str:
+    """Make LEGEND_HEIGHT px of room under the subtitle (the frames container moves down, and with it
+    the details line) and put the legend there. inferno's script only reads positions inside #frames."""
+    def grow(m: re.Match) -> str:
+        return f'{m.group(1)}{int(m.group(2)) + LEGEND_HEIGHT}{m.group(3)}'
+
+    head_end = svg.index("<defs>") if "<defs>" in svg else svg.index(">", svg.index("<svg")) + 1
+    head = re.sub(r'(\bheight=")(\d+)(")', grow, svg[:head_end], count=1)
+    head = re.sub(r'(viewBox="0 0 \d+ )(\d+)(")', grow, head, count=1)
+    body = svg[head_end:]
+    body = re.sub(r'(<rect x="0" y="0" width="100%" height=")(\d+)(" fill="url\(#background\)")', grow, body, count=1)
+    for text_id in ("details", "matched"):
+        body = re.sub(rf'(<text id="{text_id}"[^>]*? y=")([\d.]+)(")',
+                      lambda m: f'{m.group(1)}{float(m.group(2)) + LEGEND_HEIGHT:.2f}{m.group(3)}', body, count=1)
+    frames_tag = '<svg id="frames" '
+    if frames_tag not in body:
+        raise UserError("inferno's SVG has no frames container: is inferno 0.12.8 installed (tools/setup.sh)?")
+    body = body.replace(frames_tag, legend + f'<svg id="frames" y="{LEGEND_HEIGHT}" ', 1)
+    return head + body
+
+
+# inferno's search matches a box's whole hover text; its script leaves a hook (g_to_func) to trim it.
+# Trimmed to the name, searching "recv" finds recv functions, not every box with recv stacks beneath.
+_SEARCH_HOOK = "    return (func);\n"
+_SEARCH_NAME_ONLY = '    return (func.replace(/ \\([^(]*\\)$/, ""));\n'
+
+
+def search_names_only(svg: str) -> str:
+    return svg.replace(_SEARCH_HOOK, _SEARCH_NAME_ONLY, 1)
+
+
+def fit_headings(svg: str, title: str, subtitle: str, width: int = 1200) -> str:
+    """Shrink the title (17 px) and subtitle (12 px) font so a long command line or figure line fits the
+    default width, down to 8 px; inferno centres them and lets them run off both edges otherwise."""
+    for text_id, text, size in (("title", title, 17), ("subtitle", subtitle, 12)):
+        fit = min(size, int((width - 2 * XPAD) / (0.6 * max(len(text), 1))))
+        if fit < size:
+            svg = svg.replace(f'<text id="{text_id}" ', f'<text id="{text_id}" style="font-size:{max(fit, 8)}px" ', 1)
+    return svg
+
+
+def check_xml(svg: str, what: str) -> None:
+    try:
+        ET.fromstring(svg.encode("utf-8"))
+    except ET.ParseError as e:
+        raise UserError(f"{what}: the SVG written is not valid XML ({e}); please report this with the folded file")
