@@ -11,6 +11,11 @@
 #
 # Live tests (tests/live) build and start real servers pinned to CPU 0 and drive them from CPU 1 for a
 # few seconds each; they assert invariants, never timings (docs/testing.md).
+#
+# The tests that start no server run on both CPUs (pytest-xdist, -n 2): the fast tier when `-m fast` is
+# given, and with no -m, the unit, golden and fuzz tests first, then the live tests one at a time in a
+# session of their own (two live tests at once would share the server's CPU). Give -n yourself, or -m
+# anything else, and the arguments go to one pytest session as they are.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,4 +24,26 @@ source "$here/tools/env.sh"
 rpcprof_check_venv tests/run.sh
 "$here/tools/setup.sh" --for-tests
 cd "$here"
-exec "$RPCPROF_VENV/bin/python" -m pytest tests "$@"
+pytest=("$RPCPROF_VENV/bin/python" -m pytest tests)
+parallel=(-n 2 --dist worksteal)
+
+args=" $* "
+if [[ $args == *" -n "* || $args == *" -n="* || $args =~ \ -n[0-9] ]]; then
+  exec "${pytest[@]}" "$@"
+elif [[ $args == *" -m fast "* ]]; then
+  exec "${pytest[@]}" "${parallel[@]}" "$@"
+elif [[ $args == *" -m "* ]]; then
+  exec "${pytest[@]}" "$@"
+fi
+
+# everything: two sessions; exit 5 (no test selected, e.g. -k matched only one side) counts as passed
+# when the other session ran tests
+set +e
+"${pytest[@]}" -m "not live" "${parallel[@]}" "$@"; offline=$?
+"${pytest[@]}" -m live "$@"; live=$?
+set -e
+if (( offline == 5 && live == 5 )); then exit 5; fi
+for rc in "$offline" "$live"; do
+  if (( rc != 0 && rc != 5 )); then exit "$rc"; fi
+done
+exit 0
