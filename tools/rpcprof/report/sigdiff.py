@@ -327,7 +327,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         cols = [c for c in FRAME_COLUMNS if d.per_request or not c[0].endswith("_us")]
         text += (f"\nFrames whose difference is significant ({d.test_name()}, Benjamini–Hochberg at "
                  f"{100 * FDR:.0f} % over the {d.tested_boxes} boxes with {100 * MIN_SHARE:.1f} % of the samples or "
-                 f"more; q: adjusted p), {min(len(frames), FRAMES_SHOWN)} of {len(frames)}:\n\n")
+                 f"more; q: adjusted p): {len(frames)} of them significant"
+                 + (f", the {FRAMES_SHOWN} largest differences here" if len(frames) > FRAMES_SHOWN else "") + ":\n\n")
         text += render(frames[:FRAMES_SHOWN], cols, fmt) if frames else "(none)\n"
     else:
         text += rounds_note(d) + "\n"
