@@ -90,6 +90,9 @@ def too_short(m: dict, streams: int) -> str | None:
     if ok and (cpu_us is None or cpu_us < 0.005):
         return f"{what} and {m['server_cpu_s'] * 1e6:.0f} µs of server CPU: too short to measure CPU per request; lengthen -d"
     if ok and streams / ok > TOO_SHORT_SHARE:
+        # Little's law: with S in flight at N req/s, each request took S / N seconds
+        rate = ok / m["window_s"]
         return (f"{what} with {streams} more in flight at its end ({100 * streams / ok:.0f} %): too short for CPU per "
-                "request; lengthen -d")
+                f"request; by Little's law each request took about {streams / rate:.3g} s ({streams} in flight / "
+                f"{rate:,.0f} req/s): lengthen -d well past that, or lower -S")
     return None
