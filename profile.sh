@@ -30,6 +30,9 @@ esac
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
 rpcprof_check_venv profile.sh     # before setup, which would install this checkout into that virtualenv
-"$here/tools/setup.sh" >&2
+# ghz, the second load driver, only when the arguments name it (--driver ghz): ~30 s a first run needs not
+setup_args=()
+for arg in "$@"; do [[ $arg == *ghz* ]] && setup_args=(--ghz); done
+"$here/tools/setup.sh" "${setup_args[@]}" >&2
 
 exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli.profile "$@"

@@ -5,22 +5,23 @@
 # A second run finds everything present and returns in about a second.
 # Installs only from the package registries: Debian, crates.io, the Go module proxy, PyPI, npm.
 #
-# USAGE: tools/setup.sh [--check] [--for-tests]
+# USAGE: tools/setup.sh [--check] [--ghz] [--for-tests]
 #
 #   --check       only report what is missing; exit 1 if anything is
-#   --for-tests   also what the tests need: shellcheck and chromium (tests/run.sh and .ci/run pass it)
+#   --ghz         also ghz, the second load driver (profile.sh passes it when its arguments name ghz)
+#   --for-tests   also what the tests need: ghz, shellcheck and chromium (tests/run.sh and .ci/run pass it)
 #
 # eg,
 #   tools/setup.sh            # install what is missing
 #   tools/setup.sh --check    # what would be installed?
 #
 # WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc), iproute2 (ss);
-#       inferno 0.12.8 (cargo install, pinned); ghz v0.120.0 (go install, pinned: @latest resolves
-#       to a 2021 release on this proxy); a virtualenv .venv with requirements.txt (click, pyyaml,
-#       pytest, py-spy, grpcio...) under constraints.txt (every transitive version pinned too)
-#       and rpcprof itself (editable, pyproject.toml); with --for-tests, shellcheck (Debian) for the shell
-#       scripts' lint and chromium (Debian) for the headless test of report.html. Servers are built on
-#       demand by profile.sh.
+#       inferno 0.12.8 (cargo install, pinned); with --ghz or --for-tests, ghz v0.120.0 (go install,
+#       pinned: @latest resolves to a 2021 release on this proxy; about 30 s, so only when asked);
+#       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
+#       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
+#       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
+#       (Debian) for the headless test of report.html. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -30,11 +31,13 @@ GHZ_VERSION=v0.120.0
 
 check_only=0
 for_tests=0
+with_ghz=0
 for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
-    --for-tests) for_tests=1 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --ghz) with_ghz=1 ;;
+    --for-tests) for_tests=1; with_ghz=1 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,7 +82,7 @@ fi
 
 # --- ghz (go install) ---------------------------------------------------------------
 ghz_bin="$GOBIN_DIR/ghz"
-if ! { [[ -x $ghz_bin ]] && go version -m "$ghz_bin" 2>/dev/null | grep -q "mod.*github.com/bojand/ghz.*$GHZ_VERSION"; }; then
+if ((with_ghz)) && ! { [[ -x $ghz_bin ]] && go version -m "$ghz_bin" 2>/dev/null | grep -q "mod.*github.com/bojand/ghz.*$GHZ_VERSION"; }; then
   missing+=("ghz $GHZ_VERSION")
   if ((!check_only)); then
     command -v go >/dev/null || { echo "setup: ERROR: go not found: install Go first." >&2; exit 1; }
@@ -112,5 +115,5 @@ if ((${#missing[@]})); then
   fi
   note "done."
 else
-  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION, ghz $GHZ_VERSION, .venv)."
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION"), .venv)."
 fi

@@ -76,7 +76,8 @@ class LoadResult:
 def require_tool(name: str) -> str:
     path = shutil.which(name)
     if not path:
-        raise UserError(f"{name} not found: run tools/setup.sh to install it")
+        fix = "tools/setup.sh --ghz" if name == "ghz" else "tools/setup.sh"
+        raise UserError(f"{name} not found: run {fix} to install it")
     return path
 
 
