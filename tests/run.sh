@@ -8,6 +8,7 @@
 #   tests/run.sh                 # everything: unit, golden, fuzz and live tests (real servers, real perf)
 #   tests/run.sh -m fast         # the fast tier: tests/unit and tests/golden, no server, no profiler
 #   tests/run.sh -k stats        # a subset
+#   tests/run.sh tests/unit/test_stats.py   # a file (or folder, or FILE::TEST)
 #
 # Live tests (tests/live) build and start real servers pinned to CPU 0 and drive them from CPU 1 for a
 # few seconds each; they assert invariants, never timings (docs/testing.md).
@@ -24,7 +25,10 @@ source "$here/tools/env.sh"
 rpcprof_check_venv tests/run.sh
 "$here/tools/setup.sh" --for-tests
 cd "$here"
-pytest=("$RPCPROF_VENV/bin/python" -m pytest tests)
+# the whole tests/ folder, unless files or folders are named (tests/run.sh tests/live/test_attach_live.py)
+where=(tests)
+for arg in "$@"; do [[ $arg != -* && -e ${arg%%::*} ]] && where=(); done
+pytest=("$RPCPROF_VENV/bin/python" -m pytest "${where[@]}")
 parallel=(-n 2 --dist worksteal)
 
 args=" $* "
