@@ -158,12 +158,19 @@ def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float 
     return out
 
 
-def ruler_verdict(row: dict, sc_base: float, sc_other: float) -> str:
-    """The verdict of a ruler check that has an expected ratio (ruler_expectation)."""
-    why = (f"expected ^{row['expected_ratio']:.2f} [{row['expected_low']:.2f}-{row['expected_high']:.2f}] given "
-           f"{sc_other:.2f} and {sc_base:.2f} syscalls/req (the ruler's cost per syscall from the calibration server)")
+def ruler_verdict(row: dict, base: dict, sc_base: float, sc_other: float, cost: IndirectCost) -> str:
+    """The verdict of a ruler check that has an expected ratio (ruler_expectation): DISAGREE only when the
+    measured interval misses the expected one, and then how much of the ruler's own difference the
+    syscalls explain."""
+    why = (f"expected ^{row['expected_ratio']:.2f} [{row['expected_low']:.2f}-{row['expected_high']:.2f}] from the "
+           f"syscalls per request ({row['server']} {sc_other:.2f}, {base['server']} {sc_base:.2f}) and the ruler's "
+           f"{cost.ruler.slope:.3f} µs/req per syscall on the calibration server")
     if row["agrees"]:
         return "agree within the sampling error; " + why
     if row["expected_agrees"]:
-        return "agree with the ratio " + why + ": the ruler's extra cost is the syscalls' indirect cost"
-    return "DISAGREE beyond the sampling error and the " + why
+        return "agree with the " + why + ": the ruler's extra cost is the syscalls' indirect cost"
+    a, b = base["us_per_req"], row["us_per_req"]
+    err = 2 * math.hypot(base["us_per_req_err"], row["us_per_req_err"])
+    return (f"DISAGREE beyond the sampling error and the {why}: the same work costs {a:.3f} µs/req in "
+            f"{base['server']} and {b:.3f} in {row['server']} (±{err:.3f}), of which the syscalls explain "
+            f"{cost.ruler.slope * (sc_other - sc_base):+.3f}")

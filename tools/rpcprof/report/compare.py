@@ -201,8 +201,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         if indirect is not None:
             b.update(ruler_expectation(indirect, b, base, *sc))
             if b["expected_ratio"] is not None:
-                verdict = ruler_verdict(b, *sc) + ("" if b["agrees"] or b["expected_agrees"] else
-                                                   ": " + disagreement(base, b, metrics))
+                verdict = ruler_verdict(b, base, *sc, indirect)
         profiled = f", ^{b['profiled_ratio']:.2f} while profiled" if b["profiled_ratio"] else ""
         lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{b['ratio']:.2f} [{b['ratio_low']:.2f}-"
                      f"{b['ratio_high']:.2f}], req/s per CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
