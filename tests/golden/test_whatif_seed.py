@@ -127,3 +127,27 @@ def test_compare_with_the_indirect_cost_says_what_user_code_the_extra_writes_slo
 def test_compare_without_the_indirect_cost_says_nothing_of_it():
     r = invoke(entry, "compare", str(RUN))
     assert r.code == 0 and "Of the gap" not in r.out and "expected ^" not in r.out
+
+
+def test_report_html_with_the_indirect_cost_holds_the_what_if_and_the_mechanism(tmp_path):
+    out = tmp_path / "report.html"
+    r = invoke(entry, "html", str(RUN), "-o", str(out), "--indirect", str(INDIRECT_COST))
+    assert r.code == 0, r.err
+    page = out.read_text()
+    w = json.loads(report(RUN, A, B, "--format", "json").out)
+    assert f"What if {B} wrote as {A} does?" in page
+    p = w["predicted_cpu_us_per_req"]
+    assert f"= {p['value']:.2f} [{p['low']:.2f}-{p['high']:.2f}] CPU µs/req" in page
+    assert "is user code in rust_tonic_mt slowed by the extra writes" in page
+    plain = tmp_path / "plain.html"
+    assert invoke(entry, "html", str(RUN), "-o", str(plain)).code == 0
+    assert "What if" not in plain.read_text() and "Of the gap" not in plain.read_text()
+
+
+def test_the_re_measured_run_is_inside_or_says_where_it_misses():
+    """bench/whatif's run (h2load C=1 S=1000, docs/data): the same checks of the verdict on a second load."""
+    run = ROOT / "docs" / "data" / "20261124-220119-whatif-32113"
+    w = json.loads(report(run, A, B, "--format", "json").out)
+    p, measured = w["predicted_cpu_us_per_req"], w["measured_a_cpu_us_per_req"]["value"]
+    assert w["contains"] is (p["low"] <= measured <= p["high"])
+    assert ("inside the predicted interval" in w["lines"][-1]) is w["contains"]
