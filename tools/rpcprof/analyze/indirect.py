@@ -173,4 +173,4 @@ def ruler_verdict(row: dict, base: dict, sc_base: float, sc_other: float, cost: 
     err = 2 * math.hypot(base["us_per_req_err"], row["us_per_req_err"])
     return (f"DISAGREE beyond the sampling error and the {why}: the same work costs {a:.3f} µs/req in "
             f"{base['server']} and {b:.3f} in {row['server']} (±{err:.3f}), of which the syscalls explain "
-            f"{cost.ruler.slope * (sc_other - sc_base):+.3f}")
+            f"{abs(cost.ruler.slope * (sc_other - sc_base)):.3f} µs/req")
