@@ -29,6 +29,9 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
         if writes.value is None:
             raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
                             "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")
+        if isinstance(writes.value, bool) or not isinstance(writes.value, (int, float)) or not 0 <= writes.value < 1e6:
+            raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
+                            "the file is damaged; measure the run again")
         rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
         rel = folder.relative_to(run_dir) / RESULT_FILE
         sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
@@ -52,6 +55,9 @@ def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> t
             raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
                             "(profile.sh run --repeat 3)")
         got[s] = (rounds, sources)
+    if not all(r.writes for r in got[b][0]):
+        raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
+                        "that writes more")
     return predict(got[b][0], got[a][0], cost), got[a][1] + got[b][1]
 
 
