@@ -123,10 +123,9 @@ def expected_ruler_ratio(cost: IndirectCost, base_ruler_us: float, syscalls_base
 
 def summary_line(cost: IndirectCost) -> str:
     """One line: the figure with its interval, and what it rests on."""
-    text = (f"user code slowed by a syscall: {cost.user.slope:.2f} µs/req per extra syscall per request "
+    return (f"user code slowed by a syscall: {cost.user.slope:.2f} µs/req per extra syscall per request "
             f"[{cost.user.low:.2f} to {cost.user.high:.2f}], from {cost.user.n} windows of the calibration server "
             f"({cost.source}; the cause, caches and predictors evicted, is inferred: no PMU counts it here)")
-    return text
 
 
 def gap_sentence(cost: IndirectCost, writes_base: float, writes_other: float, base: str, other: str) -> str:

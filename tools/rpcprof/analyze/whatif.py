@@ -69,7 +69,7 @@ class WhatIf:
 
     @property
     def miss(self) -> float:
-        """A's measured − predicted, µs/req (0 when inside the interval: only the sign matters then)."""
+        """A's measured − predicted, µs/req."""
         return self.measured_a.value - self.predicted.value
 
     @property
