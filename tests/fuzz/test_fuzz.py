@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
+from rpcprof.paths import INDIRECT_COST
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SEED_RUN = DATA / "runs" / "seed-001"
@@ -216,7 +217,17 @@ def mutate(run: Path, mutation) -> None:
 def test_mutated_run_files_never_crash_a_report(small_run, mutations, fmt):
     reports_stay_clean(small_run, mutate, mutations, lambda run: (
         ["run", run, "--format", fmt, "--latency", "full"], ["compare", run, "--format", fmt],
-        ["compare", run, "--level", "2"], ["table", run / "rust_pajamax" / "profile.folded"]))
+        ["compare", run, "--level", "2"], ["table", run / "rust_pajamax" / "profile.folded"],
+        ["compare", run, "--indirect", str(INDIRECT_COST), "--format", fmt]))
+
+
+@settings(FUZZ, max_examples=40, suppress_health_check=list(HealthCheck))
+@given(mutations=st.lists(MUTATION, min_size=1, max_size=2), fmt=st.sampled_from(["table", "json", "csv"]))
+def test_mutated_run_files_never_crash_the_what_if(mutations, fmt):
+    """report.py whatif on a run with rounds (tests/data/runs/rounds), its files mutated: a report or one line."""
+    reports_stay_clean(DATA / "runs" / "rounds", mutate, mutations, lambda run: (
+        ["whatif", run, "rust_pajamax", "rust_tonic_mt", "--format", fmt],
+        ["whatif", run, "rust_tonic_mt", "rust_pajamax", "--format", fmt]))
 
 
 def reports_stay_clean(source: Path, mutate_run, mutations, commands) -> None:

@@ -124,3 +124,17 @@ def test_a_ruler_disagreement_says_why_from_the_figures():
     assert "the figures give no reason" in disagreement(tonic, pajamax, metrics)
     alike = {"server": "rust_pajamax", "us_per_req": 0.176, "us_per_req_err": 0.004}
     assert "costs alike" in disagreement(tonic, alike, metrics)
+
+
+def test_the_indirect_cost_is_said_only_where_the_write_counts_differ():
+    from rpcprof.analyze.indirect import IndirectCost, Slope
+    cost = IndirectCost(Slope(0.5, 0.25, 0.75, 0.0, 20), None, {}, "rec.json")
+    counts = {"a": syscalls(1.0, 46), "b": syscalls(0.02, 2300)}
+    send = next(f for f in explain_gap("a", "b", US, counts, indirect=cost)[1] if f.category == "send")
+    assert "~0.49 µs/req [0.24-0.73] is user code in a slowed by the extra writes" in send.text
+    assert {"server": None, "key": "rec.json: user_us_per_syscall", "value": 0.5} in send.sources
+    same = explain_gap("a", "b", {"a": {"send/tcp": 2.0}, "b": {"send/tcp": 4.0}},
+                       {"a": syscalls(1.0, 46), "b": syscalls(1.1, 4096)}, indirect=cost)[1]
+    assert not any("Of the gap" in f.text for f in same)
+    plain = next(f for f in explain_gap("a", "b", US, counts)[1] if f.category == "send")
+    assert "Of the gap" not in plain.text

@@ -8,5 +8,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVERS_DIR = ROOT / "servers"
 PROTO_DIR = SERVERS_DIR / "proto"
 RULES_PATH = ROOT / "categorize.yaml"
+INDIRECT_COST = ROOT / "docs" / "data" / "indirect-syscall-cost.json"   # bench/indirect's record
 RUNS_DIR = ROOT / "flamegraphs"          # default of every command's --runs-dir
 VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from rpcprof.analyze.indirect import gap_sentence
 from rpcprof.syscall_families import READS, WAITS, WRITES
 
 FACTOR = 1.5              # a kernel figure "differs" when one server's is this many times the other's
@@ -139,14 +140,16 @@ def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
 
 
-def _send(base, other, fa, fb, us_a, us_b):
-    """Sentences and the figures used, for send."""
+def _send(base, other, fa, fb, us_a, us_b, indirect=None):
+    """Sentences and the figures used, for send (with the indirect cost of a syscall, the user code the
+    extra writes slow down)."""
     used = ["writes_per_req", "req_per_write", "bytes_per_write"]
     wa, wb = fa["writes_per_req"].value, fb["writes_per_req"].value
     if wa is None or wb is None:
         return "", []
     if differs(wa, wb):
-        return f" {base} {_batching(fa)}, {other} {_batching(fb)}.", used
+        more = gap_sentence(indirect, wa, wb, base, other) if indirect is not None else ""
+        return f" {base} {_batching(fa)}, {other} {_batching(fb)}." + more, used
     text = f" Both make about as many write syscalls ({wa:.2f} and {wb:.2f} per request)"
     if wa and wb:
         text += f"; send costs {_num(us_a / wa)} µs per write in {base}, {_num(us_b / wb)} in {other}"
@@ -173,10 +176,11 @@ MECHANISM_KEYS = {"recv": ["reads_per_req", "bytes_per_read", "eagain_reads_per_
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                parent=lambda g: g.split("/", 1)[0]) -> tuple[str, list[Finding]]:
+                parent=lambda g: g.split("/", 1)[0], indirect=None) -> tuple[str, list[Finding]]:
     """(headline, findings): where other's CPU per request differs from base's, by category, with the
     kernel figures that differ between them. us[server][group] is CPU µs per request by level-2 group
-    (level-1 names work too: no sub-category split is then given)."""
+    (level-1 names work too: no sub-category split is then given). indirect (analyze/indirect.py's
+    IndirectCost): the send finding adds the user code slowed by the extra writes, where writes differ."""
     total_a, total_b = sum(us[base].values()), sum(us[other].values())
     gap = total_b - total_a
     word = "less" if gap < 0 else "more"
@@ -213,11 +217,13 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         sources = [{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
                    for s in (base, other) for g in by_cat[cat]]
         if cat == "send":
-            more, used = _send(base, other, fa, fb, a_us, b_us)
+            more, used = _send(base, other, fa, fb, a_us, b_us, indirect)
         else:
             more, used = _mechanisms(base, other, fa, fb, MECHANISM_KEYS.get(cat, []))
         text += more
         sources += [{"server": s, "key": f[k].key, "value": f[k].value}
                     for k in used for s, f in ((base, fa), (other, fb))]
+        if cat == "send" and indirect is not None and "Of the gap" in more:
+            sources.append({"server": None, "key": indirect.key(), "value": indirect.user.slope})
         findings.append(Finding(cat, d, d / gap if gap else math.nan, text, sources))
     return headline, findings

@@ -13,7 +13,7 @@ from rpcprof.cli.common import (format_option, latency_option, output_for, rules
                                 show)
 from rpcprof.cli.documents import results, seeds
 from rpcprof.errors import EXIT_FAILED, UserError
-from rpcprof.paths import RULES_PATH
+from rpcprof.paths import INDIRECT_COST, RULES_PATH
 from rpcprof.report.compare import render_compare
 from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
@@ -34,6 +34,17 @@ def grouping_options(f):
 
 app_option = click.option("--app", default=None, metavar="REGEX",
                           help="Regex of the application handler's frames (else the server's, where known).")
+
+
+indirect_option = click.option(
+    "--indirect", "indirect_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="The indirect cost of a syscall as bench/indirect wrote it (docs/data/indirect-syscall-cost.json): "
+         "adds the user code the extra writes slow down, and the ruler ratio the syscalls predict.")
+
+
+def indirect_of(path: Path | None):
+    from rpcprof.analyze.indirect import load_indirect
+    return load_indirect(path) if path else None
 
 
 def app_for(folded: Path) -> str | None:
@@ -75,13 +86,17 @@ def table(folded, rules_path, app, level, view, fmt):
 @app_option
 @click.option("--ruler", default=None, metavar="REGEX",
               help="Frames doing the same work per request in every server (else each server's recorded ruler).")
+@indirect_option
 @grouping_options
 @runs_dir_option
 @format_option
-def compare(run_dir, rules_path, app, ruler, level, view, runs_dir, fmt):
+def compare(run_dir, rules_path, app, ruler, indirect_path, level, view, runs_dir, fmt):
     """Per server of a run: req/s per CPU, the ratio to the first, CPU µs per request by category, and
-    seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio)."""
-    show(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), fmt, app, ruler), fmt)
+    seed 001's ruler check (the ratio of the ruler's shares beside the measured ratio). With --indirect,
+    the user code the extra writes slow down in the mechanism, and the ruler ratio to expect given the
+    syscalls per request (e.g. --indirect docs/data/indirect-syscall-cost.json)."""
+    show(render_compare(resolve(run_dir, runs_dir), load_rules(rules_path).using(level, view), fmt, app, ruler,
+                        indirect_of(indirect_path)), fmt)
 
 
 @main.command()
@@ -214,14 +229,15 @@ def chart(run_dir, out, rules_path, app, level, view, runs_dir):
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="File to write [default: RUN/report.html].")
 @rules_option
+@indirect_option
 @runs_dir_option
-def html_report(run_dir, out, rules_path, runs_dir):
+def html_report(run_dir, out, rules_path, indirect_path, runs_dir):
     """report.html of a run: one self-contained page (tables, flags, charts, interactive flame graphs,
     the mechanism, the manifest) that opens offline."""
     from rpcprof.report.html import build_html
     run_dir = resolve(run_dir, runs_dir)
     out = output_for(out or run_dir / REPORT_HTML, *inputs_of(run_dir))
-    write_text(out, build_html(run_dir, load_rules(rules_path)))
+    write_text(out, build_html(run_dir, load_rules(rules_path), indirect_of(indirect_path)))
     show(f"report.py: wrote {out}\n", err=True)
 
 
@@ -316,6 +332,27 @@ def sweep_table(sweep_dir, rules_path, runs_dir, fmt):
     from rpcprof.report.sweep_table import render_sweep
     rules = load_rules(rules_path)
     show(render_sweep(resolve(sweep_dir, runs_dir), rules, fmt), fmt)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("a")
+@click.argument("b")
+@click.option("--indirect", "indirect_path", type=click.Path(dir_okay=False, path_type=Path), default=INDIRECT_COST,
+              show_default=True, help="The indirect cost of a syscall, as bench/indirect wrote it.")
+@rules_option
+@saved_folder_options
+def whatif(run_dir, a, b, indirect_path, rules_path, runs_dir, fmt):
+    """B's CPU µs per request if it wrote as A does (A's requests per write), with a 95 % interval: B's own
+    send cost per write (over its rounds) plus the user code each syscall slows (--indirect), checked
+    against A's measured figures category by category.
+
+    eg, ./report.py whatif docs/data/20261124-074115-seed-001 rust_tonic_st rust_tonic_mt
+    """
+    from rpcprof.analyze.indirect import load_indirect
+    from rpcprof.report.whatif import render_whatif
+    cost = load_indirect(indirect_path)
+    show(render_whatif(resolve(run_dir, runs_dir), load_rules(rules_path), a, b, cost, fmt), fmt)
 
 
 @main.command()

@@ -11,6 +11,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
 from rpcprof.analyze.intervals import t975
 from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
@@ -161,10 +162,11 @@ def server_ruler(metrics: dict, server: str) -> str | None:
 
 
 def ruler_rows(run_dir: Path, ruler_override: str | None = None,
-               keep_shares: bool = False) -> tuple[list[dict], list[str]]:
+               keep_shares: bool = False, indirect=None) -> tuple[list[dict], list[str]]:
     """Seed 001's check, per profiled server: the ruler's share (with its sampling error) and µs per
     request; per server after the first with the same ruler, the ratio of ruler shares (95 % interval)
-    beside the measured req/s-per-CPU ratios, profiled and unprofiled. (rows, sentences)."""
+    beside the measured req/s-per-CPU ratios, profiled and unprofiled; with indirect (analyze/indirect.py),
+    the ratio to expect given both servers' syscalls per request, DISAGREE only outside it. (rows, sentences)."""
     manifest, metrics = load_run(run_dir)
     if ruler_override:
         compile_regex(ruler_override, "--ruler")
@@ -195,6 +197,11 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
             continue
         verdict = ("agree within the sampling error" if b["agrees"] else
                    "DISAGREE beyond the sampling error: " + disagreement(base, b, metrics))
+        sc = [syscalls_per_request((metrics.get(r["server"]) or {}).get("syscalls")) for r in (base, b)]
+        if indirect is not None:
+            b.update(ruler_expectation(indirect, b, base, *sc))
+            if b["expected_ratio"] is not None:
+                verdict = ruler_verdict(b, base, *sc, indirect)
         profiled = f", ^{b['profiled_ratio']:.2f} while profiled" if b["profiled_ratio"] else ""
         lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{b['ratio']:.2f} [{b['ratio_low']:.2f}-"
                      f"{b['ratio_high']:.2f}], req/s per CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
@@ -257,7 +264,7 @@ def ruler_check(base: dict, row: dict) -> dict:
     return out
 
 
-def explanations(run_dir: Path, rules: Rules, app_override: str | None = None) -> list[dict]:
+def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, indirect=None) -> list[dict]:
     """Per server after the first: the gap to the first explained by mechanism (level-2 groups and the
     kernel's per-request figures of the syscall window), whatever grouping the report shows."""
     rows, columns, _ = compare_rows(run_dir, rules.using(level=2), app_override)
@@ -266,7 +273,8 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None) -
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
     out = []
     for other in servers[1:]:
-        headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers})
+        headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
+                                        indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
                     "findings": [f.as_dict() for f in findings]})
     return out
@@ -316,10 +324,10 @@ RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_p
 
 
 def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override: str | None = None,
-                   ruler_override: str | None = None) -> str:
+                   ruler_override: str | None = None, indirect=None) -> str:
     rows, columns, head = compare_rows(run_dir, rules, app_override)
-    ruler, ruler_lines = ruler_rows(run_dir, ruler_override)
-    explained = explanations(run_dir, rules, app_override)
+    ruler, ruler_lines = ruler_rows(run_dir, ruler_override, indirect=indirect)
+    explained = explanations(run_dir, rules, app_override, indirect)
     servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
     kernel = kernel_rows(load_run(run_dir)[1], servers)
     if fmt == "json":

@@ -79,8 +79,30 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
     return parts
 
 
-def build_html(run_dir: Path, rules: Rules) -> str:
-    """The page for a run folder (mode run or attach)."""
+def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) -> list[str]:
+    """With the indirect cost: per server after the first, the one of the pair that writes more, predicted
+    writing as the other does (report.py whatif), where both have write counts and rounds."""
+    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines, whatif
+    parts = []
+    for other in servers[1:]:
+        try:
+            w, sources = whatif(run_dir, rules, servers[0], other, indirect)
+            a, b = (servers[0], other) if w.fewer_writes >= 0 else (other, servers[0])
+            if (a, b) != (servers[0], other):
+                w, sources = whatif(run_dir, rules, a, b, indirect)
+        except UserError:
+            continue
+        rows = [{"category": c, **v} for c, v in sorted(w.categories.items(), key=lambda kv: -abs(kv[1]["miss"]))]
+        n = len({x["round"] for x in sources if x["server"] == b})
+        parts += [f"<h3>What if {esc(b)} wrote as {esc(a)} does?</h3>",
+                  "<ul>" + "".join(f"<li>{esc(x.strip())}</li>" for x in lines(w, a, b, indirect, n)[1:]) + "</ul>",
+                  table(rows, CATEGORY_COLUMNS, "category")]
+    return parts
+
+
+def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
+    """The page for a run folder (mode run or attach); with indirect (analyze/indirect.py), the user code
+    slowed by the extra writes in the mechanism and a what-if per pair of servers."""
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
@@ -110,12 +132,14 @@ def build_html(run_dir: Path, rules: Rules) -> str:
         crow, ccols, head = compare_rows(run_dir, rules)
         parts += ["<h2>CPU µs per request by category</h2>", "<ul>" + "".join(f"<li>{esc(h)}</li>" for h in head)
                   + "</ul>", table(crow, ccols, "category")]
-        explained = explanations(run_dir, rules)
+        explained = explanations(run_dir, rules, indirect=indirect)
         if explained:
             parts.append("<h3>Why, by mechanism</h3>")
             for e in explained:
                 parts.append(f"<p>{esc(e['headline'])}</p><ul>"
                              + "".join(f"<li>{esc(f['text'])}</li>" for f in e["findings"]) + "</ul>")
+        if indirect is not None:
+            parts += whatif_section(run_dir, rules, servers, indirect)
         kernel = kernel_rows(metrics, [s for s in servers if s in {k[:-3] for k, _ in ccols}])
         if kernel:
             parts += ["<h3>Kernel, per request (syscall window)</h3>",

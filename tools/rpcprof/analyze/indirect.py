@@ -1,0 +1,175 @@
+"""The indirect cost of a syscall: user code runs slower after the kernel has run, as a figure.
+
+bench/indirect measures it on the calibration server (servers/calibration), whose `extra_writes` knob
+adds N loopback UDP sendto syscalls per response and nothing else: the least-squares slope of the
+user-space categories' CPU µs per request (protocol + runtime + app), and of the ruler's, against the
+write syscalls per request, with its 95 % interval; the kernel's own cost of the sends (category send)
+has a slope of its own, kept apart. This machine kind has no PMU, so the cause (caches and branch
+predictors evicted by the kernel's path) is inferred from where the time went, not counted.
+
+The record it writes (docs/data/indirect-syscall-cost.json, docs/data/README.md says how it was made)
+is read here by `load_indirect`, and used by the mechanism sentences, the ruler check and the what-if.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from rpcprof.analyze.intervals import t975
+from rpcprof.errors import UserError
+from rpcprof.paths import ROOT
+
+USER_CATEGORIES = ("protocol", "runtime", "app")     # the user-space categories the figure sums
+FIGURE_KEY = "user_us_per_syscall"                    # the record's key of the figure
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A least-squares slope with its 95 % t interval (n - 2 degrees of freedom)."""
+    slope: float
+    low: float
+    high: float
+    intercept: float
+    n: int
+
+    @property
+    def half(self) -> float:
+        return (self.high - self.low) / 2
+
+    def as_dict(self) -> dict:
+        return {"slope": self.slope, "low": self.low, "high": self.high, "intercept": self.intercept, "n": self.n}
+
+
+def slope_interval(xs: Sequence[float], ys: Sequence[float]) -> Slope:
+    """The least-squares slope of y on x with its 95 % interval; needs three points or more and x that varies."""
+    xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    if len(xs) != len(ys) or len(xs) < 3:
+        raise ValueError("slope_interval: needs three or more (x, y) points")
+    if min(xs) == max(xs):
+        raise ValueError("slope_interval: x must vary")
+    slope, intercept = statistics.linear_regression(xs, ys)
+    mx = statistics.fmean(xs)
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    ss_res = math.fsum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys))
+    half = t975(len(xs) - 2) * math.sqrt(ss_res / (len(xs) - 2) / sxx)
+    return Slope(slope, slope - half, slope + half, intercept, len(xs))
+
+
+@dataclass(frozen=True)
+class IndirectCost:
+    """The figures of a record: user-code and ruler µs per request per extra syscall, with 95 % intervals."""
+    user: Slope
+    ruler: Slope | None
+    categories: dict[str, Slope]       # per user-space category (and send, the direct cost)
+    source: str                        # the record's path, as given
+
+    def key(self, name: str = FIGURE_KEY) -> str:
+        return f"{self.source}: {name}"
+
+
+def _slope(node, path: str, what: str) -> Slope:
+    try:
+        return Slope(float(node["slope"]), float(node["low"]), float(node["high"]), float(node.get("intercept", 0.0)),
+                     int(node.get("n", 0)))
+    except (TypeError, KeyError, ValueError):
+        raise UserError(f"{path}: {what} is not a slope with low and high: remake it with bench/indirect") from None
+
+
+def load_indirect(path: Path | str) -> IndirectCost:
+    """The record bench/indirect wrote; UserError (one line naming the file) when missing or malformed."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"{path}: cannot read the indirect-cost record ({e.strerror}): give --indirect FILE "
+                        "as bench/indirect wrote it") from None
+    except ValueError:
+        raise UserError(f"{path}: not JSON: give --indirect FILE as bench/indirect wrote it") from None
+    if not isinstance(data, dict) or FIGURE_KEY not in data:
+        raise UserError(f"{path}: no {FIGURE_KEY}: give --indirect FILE as bench/indirect wrote it")
+    cats = data.get("categories") or {}
+    try:                                  # the record named as the repository names it, where it is in it
+        source = str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        source = str(path)
+    return IndirectCost(_slope(data[FIGURE_KEY], str(path), FIGURE_KEY),
+                        _slope(data["ruler_us_per_syscall"], str(path), "ruler_us_per_syscall")
+                        if data.get("ruler_us_per_syscall") else None,
+                        {c: _slope(v, str(path), f"categories.{c}") for c, v in cats.items()}, source)
+
+
+def user_cost(cost: IndirectCost, extra_syscalls: float) -> tuple[float, float, float]:
+    """(µs/req, low, high): the user code slowed by extra_syscalls more syscalls per request."""
+    lo, hi = sorted((cost.user.low * extra_syscalls, cost.user.high * extra_syscalls))
+    return cost.user.slope * extra_syscalls, lo, hi
+
+
+def expected_ruler_ratio(cost: IndirectCost, base_ruler_us: float, syscalls_base: float, syscalls_other: float,
+                         cpu_ratio: float) -> tuple[float, float, float] | None:
+    """The ruler's share ratio (other over base) to expect when the ruler's cost per request grows with the
+    syscalls per request as measured: base's ruler µs/req + slope × the syscalls' difference, over base's,
+    times the CPU-per-request ratio (base over other). (ratio, low, high); None without a ruler slope."""
+    if cost.ruler is None or not base_ruler_us:
+        return None
+    d = syscalls_other - syscalls_base
+    out = sorted(max(0.0, base_ruler_us + s * d) / base_ruler_us * cpu_ratio
+                 for s in (cost.ruler.slope, cost.ruler.low, cost.ruler.high))
+    return out[1], out[0], out[2]
+
+
+def summary_line(cost: IndirectCost) -> str:
+    """One line: the figure with its interval, and what it rests on."""
+    return (f"user code slowed by a syscall: {cost.user.slope:.2f} µs/req per extra syscall per request "
+            f"[{cost.user.low:.2f} to {cost.user.high:.2f}], from {cost.user.n} windows of the calibration server "
+            f"({cost.source}; the cause, caches and predictors evicted, is inferred: no PMU counts it here)")
+
+
+def gap_sentence(cost: IndirectCost, writes_base: float, writes_other: float, base: str, other: str) -> str:
+    """' Of the gap, ~X µs/req is user code slowed by the extra writes (...)': the write syscalls per
+    request one server makes more than the other, times the indirect cost per syscall."""
+    more, less = (base, other) if writes_base > writes_other else (other, base)
+    d = abs(writes_base - writes_other)
+    x, lo, hi = user_cost(cost, d)
+    return (f" Of the gap, ~{x:.2f} µs/req [{lo:.2f}-{hi:.2f}] is user code in {more} slowed by the extra writes "
+            f"({d:.2f} more write syscalls/req than {less} × {cost.user.slope:.2f} µs each, measured on the "
+            "calibration server; caches and predictors evicted: inferred, not counted, no PMU here).")
+
+
+def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float | None,
+                      sc_other: float | None) -> dict:
+    """The ruler check's expected share ratio given the syscalls per request (row against base, two rows
+    of report/compare.py's ruler_rows after ruler_check): {expected_ratio, expected_low, expected_high,
+    expected_agrees (the measured interval meets the expected one)}; all None where it cannot be made."""
+    out = {"expected_ratio": None, "expected_low": None, "expected_high": None, "expected_agrees": None,
+           "expected_key": cost.key("ruler_us_per_syscall")}
+    cpu_ratio = row.get("profiled_ratio") or row.get("measured_ratio")
+    if row.get("ratio") is None or sc_base is None or sc_other is None or not cpu_ratio:
+        return out
+    e = expected_ruler_ratio(cost, base["us_per_req"], sc_base, sc_other, cpu_ratio)
+    if e is None:
+        return out
+    out.update(expected_ratio=e[0], expected_low=e[1], expected_high=e[2],
+               expected_agrees=row["ratio_low"] <= e[2] and e[1] <= row["ratio_high"])
+    return out
+
+
+def ruler_verdict(row: dict, base: dict, sc_base: float, sc_other: float, cost: IndirectCost) -> str:
+    """The verdict of a ruler check that has an expected ratio (ruler_expectation): DISAGREE only when the
+    measured interval misses the expected one, and then how much of the ruler's own difference the
+    syscalls explain."""
+    why = (f"expected ^{row['expected_ratio']:.2f} [{row['expected_low']:.2f}-{row['expected_high']:.2f}] from the "
+           f"syscalls per request ({row['server']} {sc_other:.2f}, {base['server']} {sc_base:.2f}) and the ruler's "
+           f"{cost.ruler.slope:.3f} µs/req per syscall on the calibration server")
+    if row["agrees"]:
+        return "agree within the sampling error; " + why
+    if row["expected_agrees"]:
+        return "agree with the " + why + ": the ruler's extra cost is the syscalls' indirect cost"
+    a, b = base["us_per_req"], row["us_per_req"]
+    err = 2 * math.hypot(base["us_per_req_err"], row["us_per_req_err"])
+    return (f"DISAGREE beyond the sampling error and the {why}: the same work costs {a:.3f} µs/req in "
+            f"{base['server']} and {b:.3f} in {row['server']} (±{err:.3f}), of which the syscalls explain "
+            f"{abs(cost.ruler.slope * (sc_other - sc_base)):.3f} µs/req")

@@ -1,0 +1,114 @@
+"""report.py whatif RUN A B: B's CPU µs per request if it wrote as A does (A's requests per write), with a
+95 % interval, checked against A's measured figures category by category (analyze/whatif.py's model).
+
+Where A and B run the same code and differ only in how they write (rust_tonic_st and rust_tonic_mt), A's
+measured CPU µs/req is what B would need: the interval containing it validates the model; a miss is
+reported with its size and the category the model gets most wrong.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.indirect import IndirectCost, summary_line
+from rpcprof.analyze.mechanism import kernel_figures
+from rpcprof.analyze.whatif import Round, WhatIf, predict
+from rpcprof.errors import UserError
+from rpcprof.report.compare import round_breakdowns
+from rpcprof.report.tables import render
+from rpcprof.rundir import RESULT_FILE, load_run, read_result, server_path
+
+
+def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tuple[list[Round], list[dict]]:
+    """(rounds, the files and keys behind them) of a server: CPU µs/req, µs/req by category, writes per request."""
+    rounds, sources = [], []
+    for k, (cpu, b) in sorted(round_breakdowns(run_dir, rules, metrics, name).items()):
+        folder = server_path(run_dir, name, k)
+        writes = kernel_figures((read_result(folder) or {}).get("syscalls"))["writes_per_req"]
+        if writes.value is None:
+            raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
+                            "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")
+        if isinstance(writes.value, bool) or not isinstance(writes.value, (int, float)) or not 0 <= writes.value < 1e6:
+            raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
+                            "the file is damaged; measure the run again")
+        rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
+        rel = folder.relative_to(run_dir) / RESULT_FILE
+        sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
+                        "cpu_us_per_req": "cpu_us_per_req", "us_per_req": "CPU µs/req × share of each category"})
+    return rounds, sources
+
+
+def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> tuple[WhatIf, list[dict]]:
+    """The model's prediction for b writing as a does, and the files behind each round's figures."""
+    manifest, metrics = load_run(run_dir)
+    servers = manifest["parameters"]["servers"]
+    for s in (a, b):
+        if s not in servers:
+            raise UserError(f"{run_dir}: no server {s!r} in this run (it has {', '.join(servers)}): name two of them")
+    if a == b:
+        raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
+    got = {}
+    for s in (a, b):
+        rounds, sources = server_rounds(run_dir, rules, metrics, s)
+        if len(rounds) < 2:
+            raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
+                            "(profile.sh run --repeat 3)")
+        got[s] = (rounds, sources)
+    if not all(r.writes for r in got[b][0]):
+        raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
+                        "that writes more")
+    return predict(got[b][0], got[a][0], cost), got[a][1] + got[b][1]
+
+
+def verdict(w: WhatIf, a: str) -> str:
+    """Whether the predicted interval holds A's measured CPU µs/req; if not, by how much and where."""
+    measured = f"{a} measured {w.measured_a.value:.2f} CPU µs/req"
+    if w.contains:
+        return f"{measured}: inside the predicted interval."
+    c = w.missed_category()
+    miss = w.categories[c]["miss"]
+    return (f"{measured}: outside the predicted interval, {abs(w.outside_by):.2f} µs/req "
+            f"{'above' if w.outside_by > 0 else 'below'} it ({100 * w.miss / w.predicted.value:+.0f} % of the "
+            f"prediction); the category the model misses most is {c}: {w.categories[c]['a']:.2f} measured against "
+            f"{w.categories[c]['predicted']:.2f} predicted ({miss:+.2f} µs/req of the {w.miss:+.2f}).")
+
+
+def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, n_rounds: int) -> list[str]:
+    """The prediction in words: the writes, the two costs per write, the sum and the verdict."""
+    per = f"{1 / w.a_writes:.1f}" if w.a_writes else "no"
+    return [
+        f"What if {b} wrote as {a} does? Write syscalls per request: {b} {w.a_writes + w.fewer_writes:.3f}, "
+        f"{a} {w.a_writes:.3f} ({per} requests per write).",
+        f"  direct: {b}'s send costs {w.direct.value:.2f} ± {w.direct.half:.2f} µs per write (send µs/req over write "
+        f"syscalls/req, {n_rounds} rounds)",
+        f"  indirect: {summary_line(cost)}",
+        f"  predicted {b}: {w.measured_b.value:.2f} − {w.fewer_writes:.3f} writes/req × ({w.direct.value:.2f} + "
+        f"{cost.user.slope:.2f}) µs = {w.predicted.value:.2f} [{w.predicted.low:.2f}-{w.predicted.high:.2f}] "
+        "CPU µs/req",
+        f"  {verdict(w, a)}",
+    ]
+
+
+CATEGORY_COLUMNS = [("category", "category"), ("b", "B measured [µs/req]"), ("predicted", "B predicted [µs/req]"),
+                    ("a", "A measured [µs/req]"), ("miss", "A − predicted [µs/req]")]
+
+
+def render_whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost, fmt: str = "table") -> str:
+    w, sources = whatif(run_dir, rules, a, b, cost)
+    rows = [{"category": c, **v} for c, v in sorted(w.categories.items(), key=lambda kv: -abs(kv[1]["miss"]))]
+    n_rounds = len({s["round"] for s in sources if s["server"] == b})
+    text = lines(w, a, b, cost, n_rounds)
+    if fmt == "json":
+        return json.dumps({
+            "a": a, "b": b, "lines": text,
+            "a_writes_per_req": w.a_writes, "b_writes_per_req": w.a_writes + w.fewer_writes,
+            "direct_us_per_write": w.direct.as_dict(), "predicted_cpu_us_per_req": w.predicted.as_dict(),
+            "measured_b_cpu_us_per_req": w.measured_b.as_dict(), "measured_a_cpu_us_per_req": w.measured_a.as_dict(),
+            "indirect_us_per_syscall": {**cost.user.as_dict(), "key": cost.key()},
+            "contains": w.contains, "outside_by": w.outside_by, "missed_category": w.missed_category(),
+            "categories": rows, "sources": sources}, indent=2, sort_keys=True) + "\n"
+    body = render(rows, CATEGORY_COLUMNS, fmt)
+    if fmt == "csv":
+        return body
+    return "\n".join(text) + "\n\nBy category (B = " + b + ", A = " + a + "; largest miss first):\n\n" + body
