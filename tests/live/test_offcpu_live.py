@@ -30,6 +30,13 @@ def test_pajamax_at_exactly_50_in_flight_gets_an_off_cpu_window_naming_the_stall
     report = subprocess.run(["./report.py", "waits", str(done.run_dir), "--format", "json"], capture_output=True,
                             text=True, cwd=Path(__file__).parents[2])
     assert report.returncode == 0 and json.loads(report.stdout)["servers"]["rust_pajamax"]["verdict"] == off["verdict"]
+    # who woke whom: the waits paired with their wake-ups, the client's write named as the waker, drawn
+    assert off["wakes"]["paired"] > 0 and off["wakes"]["wakeups"] >= off["wakes"]["paired"]
+    top = off["wakers"]["socket-data"]["wakers"][0]
+    assert top["waker"].startswith("h2load: ") and "loopback softirq" in top["waker"], off["wakers"]
+    assert "socket-data: woken by h2load: " in done.stdout
+    xml_ok(done.run_dir / "rust_pajamax" / "offwake.svg")
+    assert "who woke its threads" in page
 
 
 def test_pajamax_at_51_in_flight_on_request_waits_without_a_stall(profile, port):

@@ -11,6 +11,8 @@ from typing import Iterable, Iterator
 
 from rpcprof.errors import UserError
 
+WAKE_SEPARATOR = "--"     # between the waker's stack and the sleeper's in a wake-up stack (as bcc's offwaketime)
+
 
 def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
     """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""

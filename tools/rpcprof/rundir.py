@@ -330,9 +330,12 @@ PERF_DATA = "perf.data"                 # perf record's recording of the profile
 PYSPY_RAW = "py-spy.raw"                # py-spy's recording of the profile window
 OFFCPU_DATA = "offcpu.data"             # the off-CPU window's recording (every context switch)
 OFFCPU_FOLDED = "offcpu.folded"         # ... folded by time off CPU
+OFFWAKE_DATA = "offwake.data"           # the off-CPU window's wake-ups of the server's threads, with the waker's stack
+OFFWAKE_FOLDED = "offwake.folded"       # ... paired with the waits they ended: waker;--;sleeper, by time off CPU
 SOCKETS_LOG = "sockets.log"             # the off-CPU window's samples of the connections' TCP state
 FLAME_SVG = "flame.svg"                 # the profile's annotated flame graph
 OFFCPU_SVG = "offcpu.svg"               # the off-CPU window's flame graph, by wait reason
+OFFWAKE_SVG = "offwake.svg"             # ... who woke the threads: waker below, sleeper above, by wait reason
 BUILD_LOG = "build.log"                 # the server's build
 SERVER_LOG = "server.log"               # the server's own output
 LOAD_LOG = "load.log"                   # the load driver's output in the measured window
@@ -341,6 +344,7 @@ PROFILE_LOAD_LOG = "profile-load.log"   # ... in the profile window
 OFFCPU_LOAD_LOG = "offcpu-load.log"     # ... in the off-CPU window
 PERF_RECORD_LOG = "perf-record.log"     # perf record's messages (profile window)
 PERF_OFFCPU_LOG = "perf-offcpu.log"     # perf record's messages (off-CPU window)
+PERF_OFFWAKE_LOG = "perf-offwake.log"   # ... (the wake-ups' recording in the off-CPU window)
 PYSPY_LOG = "py-spy.log"                # py-spy's messages (profile window)
 # the files of a run folder
 BREAKDOWN_SVG = "breakdown.svg"         # CPU µs per request of each server, by category
@@ -351,6 +355,11 @@ REPORT_HTML = "report.html"             # the run on one page
 def offcpu_folded(run_dir: Path, server: str) -> Path:
     """A server's folded off-CPU stacks in a run folder (offcpu.folded, or .gz in a saved copy)."""
     return saved_copy(Path(run_dir) / server / OFFCPU_FOLDED)
+
+
+def offwake_folded(run_dir: Path, server: str) -> Path:
+    """A server's folded wake-ups (waker;--;sleeper) in a run folder (offwake.folded, or .gz in a saved copy)."""
+    return saved_copy(Path(run_dir) / server / OFFWAKE_FOLDED)
 
 
 def profile_folded(run_dir: Path, server: str, repeat: int = 1) -> Path:

@@ -9,6 +9,7 @@ From an off-CPU window's saved files (capture/offcpu.py, measure/sockets.py), re
 - stall_verdict: a Nagle / delayed-ACK stall, named only when the numbers show one: in most samples
   the server held written data behind an unacknowledged segment, and its smoothed RTT is far above the
   path's minimum (the ACK that releases the data comes late because the peer delays it);
+- wakers (analyze/wakers.py): per wait reason, who ended the waits (offwake.folded), when recorded;
 - asleep_whole_window: the threads that never switched in the window (which the recording cannot see),
   from /proc snapshots at its ends (measure/threads.py), with the kernel function each sleeps in.
 """
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
 from rpcprof.analyze.sockets import parse_log
-from rpcprof.rundir import OFFCPU_FOLDED, SOCKETS_LOG, count_path, saved_copy
+from rpcprof.analyze.wakers import waker_rows
+from rpcprof.rundir import OFFCPU_FOLDED, OFFWAKE_FOLDED, SOCKETS_LOG, count_path, saved_copy
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
@@ -133,11 +135,13 @@ def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, s
     """The off-CPU record of one window from its saved files: reasons, sockets, verdict."""
     rows = wait_rows(out / OFFCPU_FOLDED, rules, requests)
     sockets = socket_summary(out / SOCKETS_LOG, ports)
+    wakes = saved_copy(out / OFFWAKE_FOLDED)
     return {"waits": stats.get("waits"), "threads": stats.get("threads"),
             "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
             "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
             "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
-            "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s"))}
+            "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s")),
+            "wakes": stats.get("wakes"), "wakers": waker_rows(wakes, rules) if wakes.exists() else None}
 
 
 def asleep_whole_window(before: dict[int, dict], after: dict[int, dict]) -> list[dict]:

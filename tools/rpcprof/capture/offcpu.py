@@ -15,11 +15,21 @@ A thread asleep for the whole window never switches, so it is not in the recordi
 thread, say): the figures are of the threads that worked in the window, and the sleepers are named
 apart, from /proc snapshots at the window's ends (measure/threads.py).
 
+Who woke whom (as bcc's offwaketime): beside it, a second perf record takes every `sched:sched_waking`
+of the process's threads, machine-wide (the waker is another program, a softirq or a timer as often as
+one of the process's own threads), with the waker's kernel and frame-pointer stack. It takes every
+wake-up on the machine: a kernel filter on the thread ids would miss the threads started in the window
+(pajamax starts one per connection, and names it anew). fold_offwake pairs each wait with
+the last wake-up of its thread between its switch-out and its switch-in, and writes one stack per wait,
+waker first: `WAKER;waker root...leaf;--;sleeper leaf...root;SLEEPER` weighted by the wait's µs
+(a thread preempted while runnable is not woken: those waits are left out).
+
 Cost: one event per context switch, with a DWARF stack copy (8 KiB) for native code. A server that
 switches 100,000 times a second writes ~800 MB/s: this is a window of its own, never the profile's.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import subprocess
 import tempfile
@@ -29,7 +39,8 @@ from pathlib import Path
 from rpcprof.capture.profiler import Recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
-from rpcprof.rundir import OFFCPU_DATA, PERF_OFFCPU_LOG, count_path
+from rpcprof.folded import WAKE_SEPARATOR
+from rpcprof.rundir import OFFCPU_DATA, OFFWAKE_DATA, PERF_OFFCPU_LOG, PERF_OFFWAKE_LOG, count_path
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -40,6 +51,7 @@ _HEADER = re.compile(rb"^(?P<comm>.*?)\s+(?P<tid>\d+)(?:/\d+)?\s+(?:\[(?P<cpu>\d
 _STATE = re.compile(rb"prev_state=(\S+)")
 _COMM = re.compile(rb"prev_comm=(.*?) prev_pid=")
 _NEXT = re.compile(rb"next_comm=(.*?) next_pid=(\d+)")
+_WAKEE = re.compile(rb"comm=.* pid=(\d+) prio=")
 
 
 def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
@@ -56,12 +68,25 @@ def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
     return Recorder(offcpu_argv(pid, data, call_graph), data, out_dir / PERF_OFFCPU_LOG)
 
 
-def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
+def offwake_argv(data: Path) -> list[str]:
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    return [perf, "record", "-a", "-e", "sched:sched_waking", "-g", "-m", "256", "-o", str(data)]
+
+
+def start_offwake(out_dir: Path) -> Recorder:
+    """Start recording every wake-up on the machine, with the waker's stack, into out_dir/offwake.data
+    (perf-offwake.log); folding keeps those that ended a wait of the process's threads."""
+    data = out_dir / OFFWAKE_DATA
+    return Recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
+
+
+def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[bytes], list[bytes]]:
     """perf script --show-switch-events output -> (lines weighted by µs off CPU, lines weighted by 1),
     each sched_switch sample's header rewritten with the weight as its period (which inferno sums) and
     the switch records dropped. stats gets waits, off_cpu_us, cut, unmatched, histogram, and
     runnable_to: for the switches of a still-runnable thread, which other program took the CPU (its
-    thread name -> µs), and runnable_own_us: the time one of the process's own threads took it."""
+    thread name -> µs), and runnable_own_us: the time one of the process's own threads took it.
+    spans, when given, gets each wait that was not a preemption: (tid, out, in, comm, stack lines leaf first)."""
     blocks: list[tuple[bytes, int, float, list[bytes], bool]] = []   # (comm, tid, time, lines, runnable)
     takers: list[tuple[bytes, int] | None] = []              # who ran next (comm, tid), for runnable switches
     pending: dict[int, int] = {}                             # tid -> index of its open wait in blocks
@@ -106,6 +131,8 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
     total = 0
     for (comm, tid, t, stack, runnable), us in zip(blocks, waits):
         weight = max(1, round(us or 0))
+        if spans is not None and not runnable:
+            spans.append((tid, t, t + (us or 0) / 1e6, comm, [s for s in stack if s.strip()]))
         total += weight
         histogram[min(BUCKETS - 1, max(0, weight.bit_length() - 1))] += 1
         leaf = [f"\t0 {RUNNABLE_FRAME} ([unknown])\n".encode()] if runnable else []
@@ -129,23 +156,87 @@ def weigh_switches(lines, stats: dict) -> tuple[list[bytes], list[bytes]]:
     return timed, counted
 
 
-def fold_offcpu(data: Path, folded: Path) -> dict:
-    """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns the stats of weigh_switches
-    plus fold_seconds."""
+def perf_script(data: Path, *options: str) -> list[bytes]:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    t0 = time.monotonic()
-    proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline", "--show-switch-events"],
+    proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline", *options],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    return proc.stdout.splitlines(keepends=True)
+
+
+def fold_offcpu(data: Path, folded: Path, wakes: Path | None = None, wakes_folded: Path | None = None) -> dict:
+    """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns the stats of weigh_switches
+    plus fold_seconds. With wakes (offwake.data) and wakes_folded: the waits paired with their wake-ups
+    too (fold_offwake; its figures under stats["wakes"])."""
+    t0 = time.monotonic()
     stats: dict = {}
-    timed, counted = weigh_switches(proc.stdout.splitlines(keepends=True), stats)
+    spans: list = []
+    timed, counted = weigh_switches(perf_script(data, "--show-switch-events"), stats, spans)
     if not stats["waits"]:
         raise UserError(f"{data}: no context switch of the process was recorded: its threads never waited "
                         "in the window (or perf could not attach to sched:sched_switch)")
     collapse_weighted(timed, folded)
     collapse_weighted(counted, count_path(folded))
+    if wakes is not None and wakes_folded is not None and wakes.exists():
+        stats["wakes"] = fold_offwake(wakes, spans, wakes_folded)
     stats["fold_seconds"] = time.monotonic() - t0
+    return stats
+
+
+def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
+    """perf script lines of sched_waking samples + the waits (weigh_switches' spans) -> one sample per
+    wait with a wake-up, in perf script's form for inferno: the waker's comm as the sample's, its period
+    the wait's µs, its stack (leaf first) the sleeper's name, the sleeper's stack root first, `--`, and
+    the waker's stack leaf first, which inferno folds as WAKER;root...leaf;--;leaf...root;SLEEPER."""
+    wakes: dict[int, list[tuple[float, bytes, list[bytes]]]] = {}
+    current: list[bytes] | None = None
+    for line in lines:
+        if line[:1] in (b"\t", b" ") or line.strip() == b"":
+            if current is not None and line.strip():
+                current.append(line if line.endswith(b"\n") else line + b"\n")
+            continue
+        m = _HEADER.match(line.rstrip(b"\n"))
+        current = None
+        if not m or m["event"] != b"sched:sched_waking":
+            continue
+        wakee = _WAKEE.search(m["rest"])
+        if wakee:
+            current = []
+            wakes.setdefault(int(wakee.group(1)), []).append((float(m["time"]), m["comm"].strip(), current))
+    for found in wakes.values():
+        found.sort(key=lambda w: w[0])
+    wake_times = {tid: [w[0] for w in found] for tid, found in wakes.items()}
+    out: list[bytes] = []
+    paired = paired_us = total_us = 0
+    for tid, t_out, t_in, comm, stack in spans:
+        us = max(1, round((t_in - t_out) * 1e6))
+        total_us += us
+        # the thread's last wake-up in its wait: the one that ended it (earlier ones found it awake)
+        times = wake_times.get(tid) or []
+        i = bisect.bisect_right(times, t_in) - 1
+        if i < 0 or times[i] < t_out:
+            continue
+        t_wake, waker, waker_stack = wakes[tid][i]
+        paired += 1
+        paired_us += us
+        out.append(waker + f" 0 {t_wake:.6f}: {us} sched:sched_waking:\n".encode())
+        out.append(b"\t0 " + comm + b" ([unknown])\n")
+        out.extend(reversed(stack))
+        out.append(f"\t0 {WAKE_SEPARATOR} ([unknown])\n".encode())
+        out.extend(waker_stack)
+        out.append(b"\n")
+    stats.update(wakeups=sum(len(v) for v in wakes.values()), waits=len(spans), paired=paired,
+                 paired_us=paired_us, waits_us=total_us)
+    return out
+
+
+def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
+    """offwake.data + the waits -> folded (waker;--;sleeper, µs off CPU); returns the pairing's figures."""
+    stats: dict = {}
+    lines = pair_wakes(perf_script(wakes), spans, stats)
+    if lines:
+        collapse_weighted(lines, folded)
     return stats
 
 

@@ -16,8 +16,8 @@ from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.procstat import machine_specs
 from rpcprof.paths import ROOT
 from rpcprof.progress import log
-from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, REPORT_HTML, Manifest, RunFolder,
-                            now, offcpu_folded, profile_folded, write_text)
+from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML, Manifest,
+                            RunFolder, now, offcpu_folded, offwake_folded, profile_folded, write_text)
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
@@ -65,27 +65,28 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
     a warning, never a lost run."""
     from rpcprof.report.chart import render_breakdown_chart
-    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
+    from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html
-    drawn = []
-    for name in servers:
-        folded = profile_folded(run_dir, name)
-        if folded.exists() and folded.stat().st_size:
-            try:
-                render_run_flamegraph(run_dir, name, rules)
-                drawn.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no flame graph: {e}")
-    waited = []
-    for name in servers:
-        if offcpu_folded(run_dir, name).exists():
-            try:
-                render_offcpu_flamegraph(run_dir, name, rules)
-                waited.append(name)
-            except (UserError, OSError) as e:
-                log(f"rpcprof: WARNING: {name}: no off-CPU flame graph: {e}")
+
+    def draw(render, folded_of, what: str) -> list[str]:
+        """render(run_dir, name, rules) for each server with a non-empty folded file; the names drawn."""
+        done = []
+        for name in servers:
+            folded = folded_of(run_dir, name)
+            if folded.exists() and folded.stat().st_size:
+                try:
+                    render(run_dir, name, rules)
+                    done.append(name)
+                except (UserError, OSError) as e:
+                    log(f"rpcprof: WARNING: {name}: no {what}: {e}")
+        return done
+
+    drawn = draw(render_run_flamegraph, profile_folded, "flame graph")
+    waited = draw(render_offcpu_flamegraph, offcpu_folded, "off-CPU flame graph")
+    woken = draw(render_offwake_flamegraph, offwake_folded, "flame graph of who woke its threads")
     if waited:
-        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/{OFFCPU_SVG}' for n in waited)}")
+        log(f"rpcprof: off-CPU flame graphs (where threads waited): {', '.join(f'{n}/{OFFCPU_SVG}' for n in waited)}"
+            + (f"; who woke them: {', '.join(f'{n}/{OFFWAKE_SVG}' for n in woken)}" if woken else ""))
     if drawn:
         try:
             render_breakdown_chart(run_dir, rules, run_dir / BREAKDOWN_SVG)

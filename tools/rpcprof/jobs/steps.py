@@ -192,7 +192,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
     sockets.log; returns the summary (analyze/waits.py) with the window's own req/s."""
     from rpcprof.analyze.waits import asleep_text, asleep_whole_window, histogram_text, summarise
-    from rpcprof.capture.offcpu import fold_offcpu, start_offcpu
+    from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
     from rpcprof.measure.threads import thread_snapshot
     from rpcprof.report.text import terminal
@@ -201,6 +201,13 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
     recorder.wait_attached()
     threads_before = thread_snapshot(subject.pid)
+    wakes = session.own(start_offwake(subject.out))
+    try:
+        wakes.wait_attached()
+    except UserError as e:
+        log(f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}")
+        session.stop(wakes)
+        wakes = None
     sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
@@ -214,7 +221,10 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     asleep = asleep_whole_window(threads_before, thread_snapshot(subject.pid))
     session.stop(sampler)
     session.stop(recorder)
-    stats = fold_offcpu(subject.out / rundir.OFFCPU_DATA, subject.out / rundir.OFFCPU_FOLDED)
+    if wakes:
+        session.stop(wakes)
+    stats = fold_offcpu(subject.out / rundir.OFFCPU_DATA, subject.out / rundir.OFFCPU_FOLDED,
+                        subject.out / rundir.OFFWAKE_DATA if wakes else None, subject.out / rundir.OFFWAKE_FOLDED)
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
     record.update(window_s=wall, requests_ok=requests, req_per_s=requests / wall if requests and wall else None,
                   server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"],

@@ -16,6 +16,7 @@ The choice, and its cost, are report/svg.py's, which rewrites inferno's SVG.
 """
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import shutil
@@ -26,13 +27,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
+from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, Stack, add_legend, check_xml, dominant, fit_headings,
                                 hex_to_rgb, layout_boxes, legend_svg, recolour_frames, search_names_only)
 from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml_chars
-from rpcprof.rundir import FLAME_SVG, OFFCPU_SVG, load_run, offcpu_folded, profile_folded, read_profile, write_text
+from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
+                            read_profile, write_text)
 
 PALETTE_MAP = "palette.map"
 
@@ -60,9 +63,10 @@ def displayable_stack(frames: list[str]) -> str:
     return stack or "[empty stack]"
 
 
-def classified_stacks(stacks: list[tuple[list[str], int]], rules: Rules) -> list[Stack]:
-    """Each stack's category by the leaf-first rule, computed on the names as captured."""
-    return [Stack(displayable_stack(frames), w, rules.classify_stack(frames)[0]) for frames, w in stacks]
+def classified_stacks(stacks: list[tuple[list[str], int]], rules: Rules, classify=None) -> list[Stack]:
+    """Each stack's category by the leaf-first rule (or classify(frames)), computed on the names as captured."""
+    classify = classify or (lambda frames: rules.classify_stack(frames)[0])
+    return [Stack(displayable_stack(frames), w, classify(frames)) for frames, w in stacks]
 
 
 def write_folded(stacks: list[Stack], path: Path) -> None:
@@ -135,17 +139,21 @@ def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
 
 
 def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str,
-                      legend_shares: dict[str, float] | None = None, countname: str = "samples") -> None:
+                      legend_shares: dict[str, float] | None = None, countname: str = "samples", classify=None) -> None:
     """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
     legend_shares: category -> share (0-1) for the legend; by default computed from the folded file.
-    countname: what a weight of 1 is (off-CPU graphs: µs)."""
+    countname: what a weight of 1 is (off-CPU graphs: µs). classify: frames -> category, when not the
+    rules' leaf-first walk over the whole stack."""
     stacks = open_folded(folded)
     weight = sample_weight(stacks) if countname == "samples" else 1
     order = rules.all_categories
-    classified = classified_stacks(stacks, rules)
+    classified = classified_stacks(stacks, rules, classify)
     if legend_shares is None:
-        b = categorize(stacks, rules, weight)
-        legend_shares = {c: b.share(c) for c in order}
+        by = defaultdict(int)
+        for s in classified:
+            by[s.category] += s.weight
+        total = sum(by.values())
+        legend_shares = {c: by[c] / total if total else math.nan for c in order}
     inferno = inferno_tool("inferno-flamegraph")
     # inferno reads and rewrites palette.map in its working directory: a fresh one per render keeps
     # concurrent renders and the user's own palette.map apart.
@@ -247,6 +255,27 @@ def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: 
                 f"{rec.get('window_s') or 0:.1f} s{rps}")
     render_flamegraph(offcpu_folded(run_dir, server), rules.using(view="waits"), out,
                       shlex.join(manifest.get("command") or ["profile.sh"]), subtitle, countname="µs")
+    return out
+
+
+def render_offwake_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
+    """RUN/SERVER/offwake.svg (or out_svg): who woke its threads, each wait as wide as its time off CPU,
+    the waker's stack below `--` and the sleeper's above it (upside down, its thread name on top),
+    coloured by the sleeper's wait reason. Returns the path written."""
+    run_dir = Path(run_dir)
+    manifest, metrics = load_run(run_dir)
+    out = Path(out_svg) if out_svg else run_dir / server / OFFWAKE_SVG
+    wakes = ((metrics.get(server) or {}).get("offcpu") or {}).get("wakes") or {}
+    waits = rules.using(view="waits")
+
+    def reason(frames: list[str]) -> str:
+        halves = split_wake(frames)
+        return waits.classify_stack(halves[1])[0] if halves else OTHER
+
+    subtitle = (f"{server} · who woke its threads: waker below --, sleeper above (sched_waking stacks paired "
+                f"with the waits they ended), µs off CPU · {wakes.get('paired') or 0:,} waits paired")
+    render_flamegraph(offwake_folded(run_dir, server), waits, out, shlex.join(manifest.get("command") or ["profile.sh"]),
+                      subtitle, countname="µs", classify=reason)
     return out
 
 

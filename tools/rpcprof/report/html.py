@@ -17,13 +17,13 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows
 from rpcprof.report.chart import render_breakdown_chart
-from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_run_flamegraph
+from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import _cell
-from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, load_run, offcpu_folded,
-                            profile_folded)
+from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
+                            offcpu_folded, offwake_folded, profile_folded)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; padding: 0 1em; color: #222; }
@@ -70,12 +70,15 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
              + "</ul>"]
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
         for name in (s for s in servers if s in records):
-            path = run_dir / name / OFFCPU_SVG
-            if not path.exists() and offcpu_folded(run_dir, name).exists():
-                path = render_offcpu_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}-offcpu.svg")
-            if path.exists():
-                parts.append(f"<h3>{esc(name)}: off-CPU</h3><iframe title=\"{esc(name)} off-CPU flame graph\" "
-                             f"src=\"{data_uri(path, 'image/svg+xml')}\"></iframe>")
+            for svg, folded_of, render, heading in (
+                    (OFFCPU_SVG, offcpu_folded, render_offcpu_flamegraph, "off-CPU"),
+                    (OFFWAKE_SVG, offwake_folded, render_offwake_flamegraph, "who woke its threads")):
+                path = run_dir / name / svg
+                if not path.exists() and folded_of(run_dir, name).exists():
+                    path = render(run_dir, name, rules, Path(scratch) / f"{name}-{svg}")
+                if path.exists():
+                    parts.append(f"<h3>{esc(name)}: {heading}</h3><iframe title=\"{esc(name)} {heading} flame graph\" "
+                                 f"src=\"{data_uri(path, 'image/svg+xml')}\"></iframe>")
     return parts
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.waits import asleep_text, histogram_text, summarise
+from rpcprof.analyze.wakers import wakers_text
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
@@ -57,6 +58,13 @@ def notes(name: str, rec: dict, verdicts: bool = True) -> list[str]:
                      + (f"{rtt:.3f} ms (minimum {minrtt:.3f} ms)" if rtt is not None and minrtt is not None else "-")
                      + (f"; the peer's delayed-ACK timeout {s['peer_ato_ms_median']:.0f} ms"
                         if s.get("peer_ato_ms_median") else ""))
+    wakes = rec.get("wakes")
+    if wakes and wakes.get("waits_us"):
+        lines.append(f"{name}: who woke them: {wakes['paired']:,} of {wakes['waits']:,} waits paired with the wake-up "
+                     f"that ended them ({100 * wakes['paired_us'] / wakes['waits_us']:.0f} % of their time off CPU; "
+                     f"{wakes['wakeups']:,} wake-ups recorded)")
+    for reason, row in (rec.get("wakers") or {}).items():
+        lines.append(f"{name}: {terminal(wakers_text(reason, row))}")
     if rec.get("asleep"):
         lines.append(f"{name}: {terminal(asleep_text(rec['asleep']))}")
     lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if verdicts and rec.get(key)]
