@@ -95,4 +95,8 @@ def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
 
 def wakers_text(reason: str, row: dict) -> str:
     """'idle-poll: woken by h2load: sendto() -> ... 81 %, swapper/0: ... 12 %'"""
-    return f"{reason}: woken by " + ", ".join(f"{w['waker']} {w['share_pct']:.0f} %" for w in row["wakers"])
+    return f"{reason}: woken by " + ", ".join(f"{w['waker']} {_pct(w['share_pct'])}" for w in row["wakers"])
+
+
+def _pct(share: float) -> str:
+    return "<1 %" if share < 0.5 else f"{share:.0f} %"
