@@ -64,3 +64,44 @@ def test_a_recording_of_a_whole_cpu_keeps_only_the_servers_samples(tmp_path):
     assert roots(tmp_path / "kept.folded") <= {"python", "python3", "python3.11", "taskset"}, roots(tmp_path / "kept.folded")
     assert any(r.startswith("sh") or r == "date" for r in roots(tmp_path / "all.folded"))
     assert 0 < kept["samples"] < every["samples"]
+
+
+BATCHES = ("import os, sys\n"
+           "fd = os.open('/dev/null', os.O_WRONLY)\n"
+           "for n in (100, 200, 400):\n"
+           "    sys.stdin.readline()\n"
+           "    for _ in range(n):\n"
+           "        os.write(fd, b'x')\n"
+           "    print('done', flush=True)\n"
+           "sys.stdin.readline()\n")
+
+
+@pytest.mark.skipif(not shutil.which("perf"), reason="needs perf")
+def test_the_counter_counts_from_its_enable_to_its_disable_only(tmp_path):
+    """perf stat starts disabled and counts once it acknowledges `enable`; after interrupt() (disable, then
+    the signal) nothing more is counted, though perf takes its time to exit."""
+    from rpcprof.measure.syscalls import parse_perf_stat_csv, start_count
+
+    proc = subprocess.Popen([sys.executable, "-c", BATCHES], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def batch():
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+
+    counter = None
+    try:
+        counter = start_count(proc.pid, tmp_path)
+        batch()                                  # 100 writes before the counter is enabled
+        counter.wait_attached()
+        batch()                                  # 200 writes (and the 'done' line) while it counts
+        counter.interrupt()
+        batch()                                  # 400 writes after it was told to stop
+        code = counter.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "-D" in counter.argv and "--control" in counter.argv
+    assert code is not None and not counter.control.folder.exists()      # its fifos are gone with it
+    counts = parse_perf_stat_csv((tmp_path / "syscalls.csv").read_text())
+    assert 200 <= counts["by_syscall"].get("write", 0) <= 202, counts

@@ -182,3 +182,16 @@ def test_io_record_argv_takes_every_family_member_given():
 
 
 # ----- this kernel: the involuntary filter applies, and counts what /proc counts -------------------
+
+
+def test_every_perf_record_stops_without_the_bpf_side_band_thread(tmp_path, monkeypatch):
+    """--no-bpf-event on each perf record rpcprof starts: that thread's 1 s poll held every stop."""
+    from rpcprof.capture import offcpu, profiler
+    monkeypatch.setattr(profiler, "require", lambda *a, **k: "perf")
+    monkeypatch.setattr(offcpu, "require", lambda *a, **k: "perf")
+    argvs = [syscalls.io_record_argv("perf", 42, tmp_path / "io.data", ["writev"]),
+             offcpu.offcpu_argv(42, tmp_path / "offcpu.data", "dwarf"), offcpu.offwake_argv(tmp_path / "w.data")]
+    monkeypatch.setattr(profiler, "Recorder", lambda argv, *a, **k: argv)
+    argvs.append(profiler.start_perf(42, tmp_path, 99, "fp", "cpu-clock", cpus=[0]))
+    for argv in argvs:
+        assert argv[:2] == ["perf", "record"] and "--no-bpf-event" in argv, argv

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import Recorder, require
+from rpcprof.capture.profiler import PERF_RECORD_OPTIONS, Recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR
@@ -58,7 +58,7 @@ def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     # a JIT's stacks need its jitdump injected; off-CPU stacks stop at the JIT frames instead
     graph = CALL_GRAPHS.get(call_graph if call_graph != "dwarf-jit" else "dwarf", CALL_GRAPHS["dwarf"])
-    return [perf, "record", "-e", "sched:sched_switch", "-c", "1", "--switch-events", *graph,
+    return [perf, "record", *PERF_RECORD_OPTIONS, "-e", "sched:sched_switch", "-c", "1", "--switch-events", *graph,
             "-p", str(pid), "-m", "1024", "-o", str(data)]
 
 
@@ -70,7 +70,7 @@ def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
 
 def offwake_argv(data: Path) -> list[str]:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    return [perf, "record", "-a", "-e", "sched:sched_waking", "-g", "-m", "256", "-o", str(data)]
+    return [perf, "record", *PERF_RECORD_OPTIONS, "-a", "-e", "sched:sched_waking", "-g", "-m", "256", "-o", str(data)]
 
 
 def start_offwake(out_dir: Path) -> Recorder:

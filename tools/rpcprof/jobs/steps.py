@@ -84,7 +84,9 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     writes) are read at the window's ends; with cpus they stand for the kernel events. With record_io,
     perf record also takes every read/write-family return value (out/NAME-io.data), summarised into
     counts['io'] (None if it could not be recorded) and counts['io_lost']. All are attached before the
-    load starts; the session owns them, so they are stopped on every path. Returns (load, counts)."""
+    load starts and told to stop when it ends; the session owns them, so they are stopped on every path.
+    Returns (load, finish): finish() waits for them to exit and returns the counts, so that perf stat's
+    slow exit (one RCU grace period per tracepoint it closes) overlaps the caller's own work."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
     io_recorder = _start_io_record(session, subject, f"{name}-io") if record_io else None
     counter.wait_attached()
@@ -97,17 +99,23 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
     own = ProcWindow(subject.pid, subject.monitor.switches)
     load = subject.drive(seconds, f"{name}-load.log", Marks(window, own))
-    session.stop(io_recorder)
-    session.stop(counter)
-    counts = syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
-    counts["proc"] = own.counts()
-    if cpus:
-        counts["events"] = syscalls.events_from_proc(counts["proc"])
-    if record_io:
-        summary = syscalls.summarise_io(session, io_recorder) if io_recorder is not None else None
-        counts["io"] = summary["io"] if summary else None
-        counts["io_lost"] = summary["lost"] if summary else None
-    return load, counts
+    for recorder in (counter, io_recorder):
+        if recorder is not None:
+            recorder.interrupt()
+
+    def finish() -> dict:
+        session.stop(io_recorder)
+        session.stop(counter)
+        counts = syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+        counts["proc"] = own.counts()
+        if cpus:
+            counts["events"] = syscalls.events_from_proc(counts["proc"])
+        if record_io:
+            summary = syscalls.summarise_io(session, io_recorder) if io_recorder is not None else None
+            counts["io"] = summary["io"] if summary else None
+            counts["io_lost"] = summary["lost"] if summary else None
+        return counts
+    return load, finish
 
 
 def _start_io_record(session: Session, subject: Subject, name: str):
@@ -146,8 +154,8 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
     window = CpuWindow(subject.monitor)
-    load, counts = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus)
-    return syscall_record(load, counts, window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
+    load, finish = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus)
+    return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
 
 def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan,
@@ -161,12 +169,14 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     if drive is None:
         def drive(window):
             if count:
-                seen["load"], seen["counts"] = counted_window(session, subject, plan.duration, "profile-syscalls",
+                seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, "profile-syscalls",
                                                               window, cpus=count_cpus)
             else:
                 seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
+    if "finish" in seen:            # the counter exits while the profile is stopped and folded
+        seen["counts"] = seen["finish"]()
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -228,17 +229,18 @@ def parse_h2load_output(text: str) -> dict:
     return out
 
 
+# an h2load --log-file line: start time (µs), HTTP status, duration (µs), tab-separated
+_LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
+
+
 def read_h2load_latency_log(path: Path, hist: LatencyHistogram) -> None:
-    """h2load --log-file lines: start time (µs), HTTP status, duration (µs). Only 2xx are counted."""
-    counts = hist.counts
-    n = 0
-    with open(path, "rb") as f:
-        for line in f:
-            parts = line.split(b"\t")
-            if len(parts) >= 3 and parts[1].startswith(b"2"):
-                counts[int(parts[2])] += 1
-                n += 1
-    hist.n += n
+    """h2load --log-file lines: start time (µs), HTTP status, duration (µs). Only 2xx are counted. The
+    durations are counted as bytes first (one regex pass over the file, ~2x a loop over lines: a window
+    at 100,000 req/s logs that many lines a second), then turned into integers once per distinct value."""
+    by_text = Counter(_LATENCY_2XX.findall(path.read_bytes()))
+    for text, count in by_text.items():
+        hist.counts[int(text)] += count
+    hist.n += sum(by_text.values())
 
 
 class Ghz:

@@ -27,7 +27,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from rpcprof.measure.recorder import Recorder, require
+from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Control, Recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
@@ -131,7 +131,9 @@ def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | N
     those CPUs; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     csv = out / f"{name}.csv"
-    return Recorder(count_argv(perf, pid, csv, cpus), csv, out / f"{name}.log")
+    control = Control()        # counting starts when perf says its events are enabled, ends when disabled
+    argv = count_argv(perf, pid, csv, cpus)
+    return Recorder(argv[:2] + control.argv() + argv[2:], csv, out / f"{name}.log", control=control)
 
 
 def _csv_rows(text: str):
@@ -227,7 +229,7 @@ def available_io_syscalls() -> list[str]:
 def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[str]:
     """perf record of the sys_exit tracepoints of names; -B -N: no build-id pass at the end (it would
     read the whole file) and no build-id cache (no symbols are needed)."""
-    return [perf, "record", "-q", "-B", "-N", "-m", str(IO_BUFFER_PAGES),
+    return [perf, "record", "-q", "-B", "-N", *PERF_RECORD_OPTIONS, "-m", str(IO_BUFFER_PAGES),
             "-e", ",".join(f"syscalls:sys_exit_{s}" for s in names), "-p", str(pid), "-o", str(data)]
 
 
