@@ -43,7 +43,7 @@ def plain_pairs(capture: str, spans: list) -> int:
     return sum(1 for tid, t_out, t_in, *_ in spans if any(w == tid and t_out <= t <= t_in for w, t in wakes))
 
 
-@pytest.mark.parametrize("capture", ["pajamax-50-wake", "tonic-mt-wake"])
+@pytest.mark.parametrize("capture", ["pajamax-50-wake", "tonic-mt-wake", "pajamax-50-controlled"])
 def test_each_wait_is_paired_with_a_wake_up_of_its_thread_inside_it_and_weighted_by_its_time(capture, tmp_path):
     folded, stats, spans = folded_wakes(capture, tmp_path)
     assert stats["waits"] == len(spans) and stats["paired"] == plain_pairs(capture, spans) > 0

@@ -191,7 +191,21 @@ def test_every_perf_record_stops_without_the_bpf_side_band_thread(tmp_path, monk
     monkeypatch.setattr(offcpu, "require", lambda *a, **k: "perf")
     argvs = [syscalls.io_record_argv("perf", 42, tmp_path / "io.data", ["writev"]),
              offcpu.offcpu_argv(42, tmp_path / "offcpu.data", "dwarf"), offcpu.offwake_argv(tmp_path / "w.data")]
-    monkeypatch.setattr(profiler, "Recorder", lambda argv, *a, **k: argv)
+    monkeypatch.setattr(profiler, "perf_recorder", lambda argv, *a, **k: argv)
     argvs.append(profiler.start_perf(42, tmp_path, 99, "fp", "cpu-clock", cpus=[0]))
     for argv in argvs:
         assert argv[:2] == ["perf", "record"] and "--no-bpf-event" in argv, argv
+
+
+def test_each_perf_recorder_starts_disabled_behind_a_control_fifo(tmp_path, monkeypatch):
+    """perf record and perf stat start with their events off (-D -1) and are switched with the window
+    through --control fifos, so every instrument of a window covers the same span."""
+    from rpcprof.measure import recorder as rec
+    started = []
+    monkeypatch.setattr(rec.Recorder, "__init__", lambda self, argv, *a, control=None, **k: started.append((argv, control)))
+    rec.perf_recorder(["perf", "stat", "-x,", "-e", "x"], tmp_path / "x.csv", tmp_path / "x.log")
+    (argv, control), = started
+    assert argv[:4] == ["perf", "stat", "-D", "-1"] and argv[4:6] == ["--control", f"fifo:{control.ctl},{control.ack}"]
+    assert control.ctl.is_fifo() and control.ack.is_fifo()
+    control.close()
+    assert not control.folder.exists()

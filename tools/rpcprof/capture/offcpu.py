@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import PERF_RECORD_OPTIONS, Recorder, require
+from rpcprof.capture.profiler import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR
@@ -46,7 +46,8 @@ RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
 BUCKETS = 25
 
-_HEADER = re.compile(rb"^(?P<comm>.*?)\s+(?P<tid>\d+)(?:/\d+)?\s+(?:\[(?P<cpu>\d+)\]\s+)?(?P<time>\d+\.\d+):\s+(?:\d+\s+)?"
+# [CPU]: -01 on the switch records of a recording started disabled (-D -1: perf's tracking event has no CPU)
+_HEADER = re.compile(rb"^(?P<comm>.*?)\s+(?P<tid>\d+)(?:/\d+)?\s+(?:\[(?P<cpu>-?\d+)\]\s+)?(?P<time>\d+\.\d+):\s+(?:\d+\s+)?"
                      rb"(?P<event>PERF_RECORD_SWITCH(?:_CPU_WIDE)?|[\w-]+:[\w-]+)(?P<rest>.*)$")
 _STATE = re.compile(rb"prev_state=(\S+)")
 _COMM = re.compile(rb"prev_comm=(.*?) prev_pid=")
@@ -65,7 +66,7 @@ def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
 def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
     """Start recording pid's context switches into out_dir/offcpu.data (perf-offcpu.log)."""
     data = out_dir / OFFCPU_DATA
-    return Recorder(offcpu_argv(pid, data, call_graph), data, out_dir / PERF_OFFCPU_LOG)
+    return perf_recorder(offcpu_argv(pid, data, call_graph), data, out_dir / PERF_OFFCPU_LOG)
 
 
 def offwake_argv(data: Path) -> list[str]:
@@ -77,7 +78,7 @@ def start_offwake(out_dir: Path) -> Recorder:
     """Start recording every wake-up on the machine, with the waker's stack, into out_dir/offwake.data
     (perf-offwake.log); folding keeps those that ended a wait of the process's threads."""
     data = out_dir / OFFWAKE_DATA
-    return Recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
+    return perf_recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
 
 
 def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[bytes], list[bytes]]:

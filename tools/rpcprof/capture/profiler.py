@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.measure import children
-from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, require  # noqa: F401  (re-exported)
+from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require  # noqa: F401  (re-exported)
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PYSPY_LOG
 
@@ -95,7 +95,7 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
     data = out_dir / PERF_DATA
     argv = [perf, "record", *PERF_RECORD_OPTIONS, "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
-    return Recorder(argv, data, out_dir / PERF_RECORD_LOG)
+    return perf_recorder(argv, data, out_dir / PERF_RECORD_LOG)
 
 
 def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:

@@ -78,6 +78,14 @@ class Control:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def perf_recorder(argv: list[str], out_path: Path, log_path: Path) -> "Recorder":
+    """A perf record or perf stat (argv: perf, its subcommand, its options) driven through a Control: it
+    starts with its events disabled; wait_attached() enables them and returns once perf says they are on,
+    interrupt() disables them, so the window is the same for every recorder of it."""
+    control = Control()
+    return Recorder(argv[:2] + control.argv() + argv[2:], out_path, log_path, control=control)
+
+
 class Recorder:
     """A profiler attached to one PID until stop(); stop() always leaves no process behind.
     control: the Control whose fifos argv names (perf stat -D -1 --control ...)."""

@@ -27,7 +27,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Control, Recorder, require
+from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
@@ -131,9 +131,8 @@ def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | N
     those CPUs; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     csv = out / f"{name}.csv"
-    control = Control()        # counting starts when perf says its events are enabled, ends when disabled
-    argv = count_argv(perf, pid, csv, cpus)
-    return Recorder(argv[:2] + control.argv() + argv[2:], csv, out / f"{name}.log", control=control)
+    # counting starts when perf says its events are enabled, ends when they are disabled
+    return perf_recorder(count_argv(perf, pid, csv, cpus), csv, out / f"{name}.log")
 
 
 def _csv_rows(text: str):
@@ -241,7 +240,7 @@ def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder 
         return None
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out / f"{name}.data"
-    return Recorder(io_record_argv(perf, pid, data, names), data, out / f"{name}.log")
+    return perf_recorder(io_record_argv(perf, pid, data, names), data, out / f"{name}.log")
 
 
 def start_io_script(data: Path) -> Recorder:
