@@ -36,7 +36,7 @@ def weight_unit(folded: Path) -> tuple[str, str]:
 
 
 def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
-    from rpcprof.report.pprof import profile_pb2 as pb
+    from rpcprof.pprof import profile_pb2 as pb
 
     strings: dict[str, int] = {"": 0}
 
