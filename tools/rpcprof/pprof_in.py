@@ -134,13 +134,13 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
             raise damaged(f"{what} is string {i}, beyond its string table of {len(strings)}")
         return strings[i]
 
+    if not profile.sample_type:
+        raise UserError(f"{path}: not a pprof profile: it declares no sample type; give a CPU profile "
+                        "(e.g. /debug/pprof/profile?seconds=N)")
     if not strings or strings[0] != "":
         raise damaged("its string table does not start with the empty string")
     types = [(string(t.type, f"sample type {k}"), string(t.unit, f"sample type {k}'s unit"))
              for k, t in enumerate(profile.sample_type)]
-    if not types:
-        raise UserError(f"{path}: not a pprof profile: it declares no sample type; give a CPU profile "
-                        "(e.g. /debug/pprof/profile?seconds=N)")
     chosen = CPU if CPU in types else SAMPLES if SAMPLES in types else None
     if chosen is None:
         declared = ", ".join("/".join(t) for t in types)
