@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from rpcprof.analyze.categorize import open_folded, read_folded
 from rpcprof.cli.report import main
-from rpcprof.report.pprof import profile_pb2
+from rpcprof.pprof import profile_pb2
 
 DATA = Path(__file__).parents[1] / "data"
 FOLDED = DATA / "runs" / "seed-001" / "rust_tonic_mt" / "profile.folded.gz"

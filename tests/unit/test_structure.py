@@ -9,7 +9,7 @@ one owner of the run folder on disk.
                (jobs/base.py) and their defaults (jobs/defaults.py)
     cli/       both command lines
     rundir.py  the run folder: written and read there only
-Below every layer, importing none: folded.py (the folded-file reader), syscall_families.py, profiler_names.py,
+Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py, profiler_names.py,
 progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
 
 
 LAYERS = ("measure", "capture", "analyze", "report", "jobs", "cli")
-BELOW_THE_LAYERS = ("folded.py", "syscall_families.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
 
 
 @pytest.mark.parametrize("module", BELOW_THE_LAYERS)
@@ -133,7 +133,7 @@ PACKAGES = sorted({str(p.parent.relative_to(PKG)) for p in PKG.rglob("*.py")})
 
 
 def test_the_packages_are_all_there():
-    assert {".", "analyze", "capture", "cli", "jobs", "measure", "report", "report/pprof"} <= set(PACKAGES)
+    assert {".", "analyze", "capture", "cli", "jobs", "measure", "report", "pprof"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -1,5 +1,6 @@
 """Folded stacks (`frame;frame;... COUNT` lines), as inferno and py-spy write them: read here for every
-layer that needs them (folding checks a py-spy file, the analysis categorises them).
+layer that needs them (folding checks a py-spy file, the analysis categorises them). A pprof profile is
+read by rpcprof.pprof_in into the same stacks.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from rpcprof.errors import UserError
+from rpcprof.pprof_in import is_pprof, read_pprof
 
 WAKE_SEPARATOR = "--"     # between the waker's stack and the sleeper's in a wake-up stack (as bcc's offwaketime)
 
@@ -35,9 +37,12 @@ def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
 
 
 def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
-    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD); UserError naming
-    the file when it is missing, damaged, or holds no samples."""
+    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD), or of a pprof profile
+    (rpcprof.pprof_in says which files are); UserError naming the file when it is missing, damaged, or holds
+    no samples."""
     path = Path(path)
+    if is_pprof(path):
+        return read_pprof(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         # lines end at LF only (as inferno reads them): a CR inside a frame stays in its name

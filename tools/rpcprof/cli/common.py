@@ -1,5 +1,5 @@
 """What both rpcprof command lines share: one-line errors, exit codes, the options several commands take
-(--format, --rules, --runs-dir), printing a report and checking an -o before any work."""
+(--format, --rules, --runs-dir, --requests), printing a report and checking an -o before any work."""
 from __future__ import annotations
 
 import os
@@ -23,6 +23,13 @@ rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=Fa
 latency_option = click.option(
     "--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
     help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
+
+
+def requests_option(how_many: str):
+    """--requests N: the requests a profile with no run folder served, for CPU µs per request."""
+    return click.option("--requests", type=click.IntRange(min=1), multiple=True, metavar="N",
+                        help="Requests the profile served over its window (for a fleet's pprof: from the service's "
+                             "request metrics): CPU µs per request from its CPU nanoseconds; " + how_many + ".")
 
 
 def document_options(example: str):

@@ -9,8 +9,8 @@ import click
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
 from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.analyze.rules_file import problems_line
-from rpcprof.cli.common import (format_option, latency_option, output_for, rules_option, run_click, runs_dir_option,
-                                show)
+from rpcprof.cli.common import (format_option, latency_option, output_for, requests_option, rules_option, run_click,
+                                runs_dir_option, show)
 from rpcprof.cli.documents import results, seeds
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import INDIRECT_COST, RULES_PATH
@@ -65,18 +65,30 @@ main.add_command(seeds)
 @click.argument("folded", nargs=-1, required=True, type=click.Path(path_type=Path))
 @rules_option
 @app_option
+@requests_option("once per profile, in their order")
 @grouping_options
 @format_option
-def table(folded, rules_path, app, level, view, fmt):
-    """Share of each category per profile, plus `other` (stacks no rule matched)."""
+def table(folded, rules_path, app, requests, level, view, fmt):
+    """Share of each category per profile, plus `other` (stacks no rule matched); with --requests, CPU µs
+    per request by category instead. FOLDED: folded stacks, or pprof profiles (.pb.gz)."""
+    from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
     rules = load_rules(rules_path).using(level, view)
     rows = []
-    for path in folded:
-        b = categorize(open_folded(path), rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
+    for path, n in zip(folded, requests_per_profile(requests, folded)):
+        stacks = open_folded(path)
+        b = categorize(stacks, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
+        if n:
+            us = cpu_us_per_req(path, stacks, n)
+            row.update({"requests": n, "total_us": us, **{f"{c}_us": b.share(c) * us for c in rules.all_categories}})
         rows.append(row)
-    columns = [("profile", "profile"), ("samples", "samples")] + [(c, f"{c} [%]") for c in rules.all_categories]
+    columns = [("profile", "profile"), ("samples", "samples")]
+    if requests:
+        columns += ([("requests", "requests")] + [(f"{c}_us", f"{c} [µs/req]") for c in rules.all_categories]
+                    + [("total_us", "total [µs/req]")])
+    else:
+        columns += [(c, f"{c} [%]") for c in rules.all_categories]
     show(render(rows, columns, fmt), fmt)
 
 
@@ -107,22 +119,29 @@ def compare(run_dir, rules_path, app, ruler, indirect_path, level, view, runs_di
 @click.option("-n", "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows.")
 @rules_option
 @app_option
+@requests_option("once")
 @grouping_options
 @format_option
-def top(folded, category, limit, rules_path, app, level, view, fmt):
+def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
+    from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
     rules = load_rules(rules_path).using(level, view)
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
+    (n,) = requests_per_profile(requests, [folded])
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
-    b = categorize(open_folded(folded), r)
+    stacks = open_folded(folded)
+    b = categorize(stacks, r)
+    us = cpu_us_per_req(folded, stacks, n) if n else None
     frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     rows = []
     for frame, w in frames:
         hit = r.rule_for(frame, category)
         rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
                      "rule": hit.name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
-    columns = [("share", "share [%]"), ("rule", "rule"), ("frame", "frame")]
+        if us is not None:
+            rows[-1]["us_per_req"] = w / b.total * us
+    columns = [("share", "share [%]")] + ([("us_per_req", "µs/req")] if n else []) + [("rule", "rule"), ("frame", "frame")]
     show(render(rows, columns, fmt), fmt)
 
 
@@ -270,12 +289,13 @@ def export(profile, fmt, out, rules_path, app):
               help="Scale A to B's total samples first (inferno-diff-folded -n).")
 @click.option("--per-request", is_flag=True,
               help="Draw CPU µs per request (each round's shares × its unprofiled CPU per request), not shares; "
-                   "A and B from run folders.")
+                   "A and B from run folders, or profiles with --requests.")
 @click.option("--title", default=None, help="Title (default: this command line).")
 @rules_option
 @app_option
+@requests_option("twice, A's then B's, when A and B are profiles without a run folder")
 @format_option
-def diff(a, b, out, normalize, per_request, title, rules_path, app, fmt):
+def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fmt):
     """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and each
     category's share and CPU µs per request in A and B: frame-level colours mislead when a parent is
     unchanged but its children grew. A and B: folded files, or a server of a run (RUN/SERVER, its
@@ -287,10 +307,11 @@ def diff(a, b, out, normalize, per_request, title, rules_path, app, fmt):
     from rpcprof.report.sigdiff import render_diff
     output_for(out, a, b)
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
-    title = title or command_line("diff", str(a), str(b), "-o", str(out), **{"--no-normalize": not normalize},
+    title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
+                                  **{"--no-normalize": not normalize},
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
-    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt), fmt)
+    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt, requests), fmt)
 
 
 def saved_folder_options(f):

@@ -8,7 +8,8 @@
     collapsed   folded stacks, `frame;frame;... weight`, as Pyroscope's ingest (format=folded) takes them
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
-counted; the unit comes from the run folder's profile.json when the file is in one.
+counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
+type a pprof profile declares (rpcprof.pprof_in).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
 from rpcprof.errors import UserError
+from rpcprof.pprof_in import is_pprof, sample_type_of
 from rpcprof.rundir import read_profile, write_bytes, write_text
 
 FORMATS = ("pprof", "speedscope", "collapsed")
@@ -25,7 +27,10 @@ SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
 def weight_unit(folded: Path) -> tuple[str, str]:
-    """(sample type, unit) of a folded file's weights: ("cpu", "nanoseconds") for perf, else ("samples", "count")."""
+    """(sample type, unit) of a folded file's weights: ("cpu", "nanoseconds") for perf, else ("samples", "count");
+    for a pprof profile, the sample type its weights were read as."""
+    if is_pprof(folded):
+        return sample_type_of(folded)
     try:
         prof = read_profile(Path(folded).parent)
     except UserError:
@@ -36,7 +41,7 @@ def weight_unit(folded: Path) -> tuple[str, str]:
 
 
 def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
-    from rpcprof.report.pprof import profile_pb2 as pb
+    from rpcprof.pprof import profile_pb2 as pb
 
     strings: dict[str, int] = {"": 0}
 

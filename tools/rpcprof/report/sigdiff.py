@@ -23,6 +23,7 @@ from rpcprof.analyze.significance import (FDR, FrameTree, benjamini_hochberg, bh
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
+from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
@@ -74,9 +75,10 @@ def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
     return out
 
 
-def side_of(path: Path) -> Side:
+def side_of(path: Path, requests: int | None = None) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
-    profile.folded (each: that server with its rounds), or any other folded file (one round)."""
+    profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
+    with requests, its CPU µs per request from its CPU nanoseconds)."""
     path = Path(path)
     run_server = None
     if path.is_dir():
@@ -86,7 +88,13 @@ def side_of(path: Path) -> Side:
         if found and profile_folded(*found).resolve() == path.resolve():
             run_server = found
     if not run_server:
-        return Side(str(path), path, rounds=[Round(1, path, None, open_folded(path))])
+        stacks = open_folded(path)
+        us = cpu_us_per_req(path, stacks, requests) if requests else None
+        return Side(str(path), path, rounds=[Round(1, path, us, stacks, {"file": str(path), "key": f"--requests {requests}"}
+                                                   if requests else {})])
+    if requests:
+        raise UserError(f"--requests: {path} is a server of a run, which brings its own CPU per request: give "
+                        "--requests only when both sides are profiles without a run folder")
     run_dir, server = run_server
     _, metrics = load_run(run_dir)
     rounds = [Round(r["round"], Path(r["profile"]), r["cpu_us_per_req"], open_folded(r["profile"]),
@@ -276,15 +284,17 @@ def rounds_note(d: Diff) -> str:
 
 
 def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | None, normalize: bool,
-                per_request: bool, title: str, fmt: str) -> str:
-    """Write the differential graph of B against A to out and return the report of the differences."""
+                per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = ()) -> str:
+    """Write the differential graph of B against A to out and return the report of the differences.
+    requests: A's and B's request counts, for two profiles without a run folder (per_request.py)."""
     import json
-    a, b = side_of(a_path), side_of(b_path)
+    count_a, count_b = requests_per_profile(requests, [a_path, b_path])
+    a, b = side_of(a_path, count_a), side_of(b_path, count_b)
     origin = label_sides(a, b)
     d = build_diff(a, b)
     if per_request and not d.per_request:
-        raise UserError("--per-request needs both sides from run folders (their CPU µs per request): give "
-                        "RUN/SERVER or its profile.folded, or leave --per-request out")
+        raise UserError("--per-request needs both sides' CPU µs per request: give RUN/SERVER or its profile.folded "
+                        "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
     rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
     rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
     rows = category_rows(d, rules_a, rules_b)
