@@ -30,9 +30,14 @@ esac
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
 rpcprof_check_venv profile.sh     # before setup, which would install this checkout into that virtualenv
-# ghz, the second load driver, only when the arguments name it (--driver ghz): ~30 s a first run needs not
+# ghz, the second load driver, only when the arguments name it (--driver ghz): ~30 s a first run needs not;
+# a JDK and Maven only when they name a server written in Java (its server.yaml says `language: java`)
 setup_args=()
-for arg in "$@"; do [[ $arg == *ghz* ]] && setup_args=(--ghz); done
+for arg in "$@"; do
+  [[ $arg == *ghz* ]] && setup_args+=(--ghz)
+  [[ $arg =~ ^[A-Za-z0-9_.-]+$ && -f $here/servers/$arg/server.yaml ]] &&
+    grep -qx 'language: java' "$here/servers/$arg/server.yaml" && setup_args+=(--java)
+done
 "$here/tools/setup.sh" "${setup_args[@]}" >&2
 
 exec "$RPCPROF_VENV/bin/python" -m rpcprof.cli.profile "$@"

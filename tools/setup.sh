@@ -5,11 +5,14 @@
 # A second run finds everything present and returns in about a second.
 # Installs only from the package registries: Debian, crates.io, the Go module proxy, PyPI, npm.
 #
-# USAGE: tools/setup.sh [--check] [--ghz] [--for-tests]
+# USAGE: tools/setup.sh [--check] [--ghz] [--java] [--for-tests]
 #
 #   --check       only report what is missing; exit 1 if anything is
 #   --ghz         also ghz, the second load driver (profile.sh passes it when its arguments name ghz)
-#   --for-tests   also what the tests need: ghz, shellcheck and chromium (tests/run.sh and .ci/run pass it)
+#   --java        also a JDK and Maven, for the Java servers (profile.sh passes it when its arguments name a
+#                 server whose server.yaml says `language: java`)
+#   --for-tests   also what the tests need: ghz, a JDK and Maven, shellcheck and chromium (tests/run.sh and
+#                 .ci/run pass it)
 #
 # eg,
 #   tools/setup.sh            # install what is missing
@@ -18,6 +21,8 @@
 # WHAT: Debian linux-perf (perf), nghttp2-client (h2load), protobuf-compiler (protoc), iproute2 (ss);
 #       inferno 0.12.8 (cargo install, pinned); with --ghz or --for-tests, ghz v0.120.0 (go install,
 #       pinned: @latest resolves to a 2021 release on this proxy; about 30 s, so only when asked);
+#       with --java or --for-tests, Debian openjdk-17-jdk-headless (java, and jcmd, which writes the JIT's
+#       perf map) and maven (the servers' own pom.xml pins every Java dependency; Maven Central);
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
@@ -32,12 +37,14 @@ GHZ_VERSION=v0.120.0
 check_only=0
 for_tests=0
 with_ghz=0
+with_java=0
 for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
     --ghz) with_ghz=1 ;;
-    --for-tests) for_tests=1; with_ghz=1 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --java) with_java=1 ;;
+    --for-tests) for_tests=1; with_ghz=1; with_java=1 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,14 +57,18 @@ missing=()
 note() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------------
-declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium)
+declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium
+                    [java]=openjdk-17-jdk-headless [jcmd]=openjdk-17-jdk-headless [mvn]=maven)
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
 needed=(perf h2load protoc taskset ss)
 ((for_tests)) && needed+=(shellcheck chromium)
+# the Java servers: only when one is asked for (or for the tests)
+((with_java)) && needed+=(java jcmd mvn)
 for cmd in "${needed[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || debs+=("${deb_for[$cmd]}")
+  deb=${deb_for[$cmd]}
+  command -v "$cmd" >/dev/null 2>&1 || [[ " ${debs[*]} " == *" $deb "* ]] || debs+=("$deb")
 done
 if ((${#debs[@]})); then
   missing+=("debian: ${debs[*]}")
@@ -115,5 +126,5 @@ if ((${#missing[@]})); then
   fi
   note "done."
 else
-  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION"), .venv)."
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn"), .venv)."
 fi

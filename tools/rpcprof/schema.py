@@ -135,7 +135,11 @@ SERVER = _closed(
     call_graph={"enum": list(CALL_GRAPHS)},   # perf's unwinding: rpcprof/profiler_names.py
     # where the server runs: its own folder, or a folder of the run (SERVER/workdir) for runtimes that write
     # profiling files into their working directory (V8's jit-PID.dump), so those stay with the run
-    workdir={"enum": ["folder", "run"]})
+    workdir={"enum": ["folder", "run"]},
+    # a command run when a profile window ends, after the profiler stopped and before its samples are
+    # symbolised: a JIT runtime writing the map that names its code (/tmp/perf-PID.map)
+    after_profile={"type": "array", "minItems": 1, "items": {"type": "string"},
+                   "description": "a non-empty list of strings (an argv, {pid} the server's PID)"})
 
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
                "integer": "a whole number", "boolean": "true or false", "null": "null"}

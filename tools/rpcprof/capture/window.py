@@ -5,6 +5,8 @@ computed here: reports compute them from the folded file and the rules of the da
 from __future__ import annotations
 
 import re
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -12,6 +14,7 @@ from typing import Callable
 from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps
 from rpcprof.capture.profiler import (PYSPY_EVENT, ProfilePlan, max_sample_rate, recorded_frequency, start_perf,
                                      start_pyspy)
+from rpcprof.measure import children
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
@@ -30,6 +33,8 @@ class ProfileTarget:
     cpus: list[int] | None = None   # perf: sample these whole CPUs (the server is pinned there), keep pid's samples
     warn_few: bool = True           # warn when the profile holds fewer than min_samples (not for one of several
                                     # rounds: their sum is what the breakdown uses, and compare says it)
+    after: list[str] | None = None  # a command run when the window ends, after the profiler stopped and before
+                                    # the samples are symbolised (server.yaml after_profile: a JIT's perf map)
 
 
 def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
@@ -75,6 +80,31 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
     return record
 
 
+AFTER_TIMEOUT_S = 60.0
+
+
+def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> dict:
+    """The window's after-command (e.g. `jcmd PID Compiler.perfmap`: the JVM writes /tmp/perf-PID.map, which
+    perf script reads to name JIT frames); its exit code and time are recorded. A failure is a warning: the
+    profile is folded anyway, with the frames it would have named left as addresses."""
+    t0 = time.monotonic()
+    try:
+        proc = children.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            timeout=timeout)
+        code, tail = proc.returncode, " | ".join(proc.stdout.decode(errors="replace").strip().splitlines()[-2:])
+    except OSError as e:
+        code, tail = None, f"could not start {argv[0]}: {e.strerror}"
+    except subprocess.TimeoutExpired:
+        code, tail = None, f"still running after {timeout:g} s, stopped"
+    record = {"argv": argv, "exit_code": code, "seconds": round(time.monotonic() - t0, 3)}
+    if code != 0:
+        record["error"] = tail[:300]
+        log(f"rpcprof: WARNING: {name}: the after-profile command `{' '.join(argv)}` failed "
+            f"({'exit ' + str(code) if code is not None else tail}): frames it should name stay unnamed"
+            + (f": {tail[:200]}" if code is not None and tail else ""))
+    return record
+
+
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
                     drive: Callable[[CpuWindow], int | None], session: Session) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
@@ -101,6 +131,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     cpu_ns = window.ns()
     dumps = jitdumps(target.pid) if target.profiler == "perf" and target.call_graph == "dwarf-jit" else []
     code = session.stop(recorder)
+    after = run_after(target.name, target.after) if target.after else None
     record = {
         "profiler": target.profiler,
         "event": target.event if target.profiler == "perf" else PYSPY_EVENT,
@@ -117,6 +148,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         "server_cpu_s": cpu_ns / 1e9,
         "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None,
     }
+    if after:
+        record["after_profile"] = after
     data = target.out / PERF_DATA
     if target.profiler == "perf" and target.call_graph == "dwarf-jit" and data.exists():
         record.update(inject_jit(data, dumps))

@@ -304,7 +304,7 @@ class Run:
                             math.ceil(opts.min_samples / rounds))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
                                subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
-                               warn_few=rounds == 1)
+                               warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
         server.keep_workdir = True      # perf.data may name files the server wrote there
         return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
                              count_cpus=opts.server_cpus)

@@ -33,6 +33,7 @@ class ServerSpec:
     call_graph: str = "dwarf"       # the perf unwinding that works for this server's code
     workdir: str = "folder"         # folder | run (see schema.SERVER)
     ruler: str | None = None        # regex of frames doing the same work in every server (seed 001's ruler)
+    after_profile: list[str] | None = None   # argv run when a profile window ends, before symbolising ({pid})
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
@@ -48,6 +49,16 @@ class ServerSpec:
             return [part.format(**values) for part in self.run]
         except KeyError as e:
             raise UserError(f"{self.folder}/server.yaml: run uses unknown placeholder {{{e.args[0]}}}") from None
+
+    def after_profile_argv(self, pid: int) -> list[str] | None:
+        """after_profile with {pid} filled in (None when the server declares none)."""
+        if not self.after_profile:
+            return None
+        try:
+            return [part.format(pid=pid) for part in self.after_profile]
+        except (KeyError, IndexError, ValueError) as e:
+            raise UserError(f"{self.folder}/server.yaml: after_profile: {e!r} is not a placeholder it takes "
+                            "(only {pid})") from None
 
     def build(self, log) -> None:
         """Run the folder's build.sh (idempotent); raise UserError with the log tail on failure."""
@@ -89,7 +100,9 @@ def load_server(name: str) -> ServerSpec:
     call_graph = data.get("call_graph", ServerSpec.call_graph)      # the dataclass's defaults
     workdir = data.get("workdir", ServerSpec.workdir)
     params = data.get("params") or {}
-    return ServerSpec(name=name, folder=folder, description=str(data["description"]),
+    spec = ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
                       app=data["app"], params=params, call_graph=call_graph,
-                      workdir=workdir, ruler=data.get("ruler"))
+                      workdir=workdir, ruler=data.get("ruler"), after_profile=data.get("after_profile"))
+    spec.after_profile_argv(0)          # its placeholders, checked before anything starts
+    return spec
