@@ -2,14 +2,14 @@
 #
 # capture.sh - record the real profiles the golden tests read: one short profile per server.
 #
-# Runs the five servers through profile.sh (each with its own profiler and call-graph mode), copies each
+# Runs the servers through profile.sh (each with its own profiler and call-graph mode), copies each
 # profile.folded here as SERVER.folded.gz with its app pattern in captures.yaml, then blesses the expected
 # tables. Rerun after adding a server; review `git diff tests/data` before committing.
 #
 # USAGE: tests/data/capture.sh [SERVER...]
 #
 # eg,
-#   tests/data/capture.sh                  # all five
+#   tests/data/capture.sh                  # all of them
 #   tests/data/capture.sh go_grpc          # one
 #
 # REQUIREMENTS: what tools/setup.sh installs; root.
@@ -18,7 +18,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 servers=("$@")
-((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs)
+((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs java_grpc)
 
 runs=$(mktemp -d)          # a runs folder of its own: the one run in it is this capture
 trap 'rm -rf "$runs"' EXIT

@@ -121,3 +121,23 @@ def test_protocol_is_split_where_the_frames_say(server):
         assert row["protocol/http2"] == max(v for k, v in row.items() if k.startswith("protocol/"))
     if server == "rust_tonic_mt":
         assert row["send/loopback"] > 0 and row["send/tcp"] > 0 and row["send/syscall"] > 0
+
+
+def test_java_grpcs_jit_frames_are_named_and_its_work_is_netty_and_grpc_java():
+    """The JVM's perf map names the JIT-compiled frames (return type, class, method), so grpc-java's and
+    Netty's work lands in protocol (HTTP/2, HPACK, gRPC), the event loop and its promises in runtime, the
+    writev path in send, not in `other`."""
+    import json
+    from rpcprof.analyze.categorize import open_folded
+    folded = DATA / "java_grpc.folded.gz"
+    stacks = open_folded(folded)
+    total = sum(w for _, w in stacks)
+    named = sum(w for frames, w in stacks if any(f.split(" ")[-1].startswith(("io.netty.", "io.grpc.")) for f in frames))
+    assert named / total > 0.8
+    level2 = json.loads(report("table", str(folded), "--app", CAPTURES["java_grpc"]["app"], "--level", "2",
+                               "--format", "json"))[0]
+    for sub in ("protocol/http2", "protocol/hpack", "protocol/grpc", "runtime/scheduler", "runtime/gc", "runtime/interpreter",
+                "send/tcp"):
+        assert level2[sub] > 0.5, (sub, level2[sub])
+    row = json.loads(report("table", str(folded), "--app", CAPTURES["java_grpc"]["app"], "--format", "json"))[0]
+    assert row["protocol"] + row["runtime"] > 70 and row["app"] > 0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rpcprof.jobs import attach as attach_mod
-from rpcprof.jobs.attach import check_permissions, inspect_process
+from rpcprof.jobs import process_kind as attach_mod
+from rpcprof.jobs.process_kind import check_permissions, inspect_process
 from rpcprof.errors import UserError
 from rpcprof.measure.servers import load_server
 
@@ -94,3 +94,16 @@ def test_not_permitted_names_the_setting(monkeypatch, profiler, setting, fix):
     info.uid = 0
     with pytest.raises(UserError, match="belongs to uid 0; run as root"):
         check_permissions(info, profiler)
+
+
+def test_a_jvm_gets_frame_pointers_and_its_perf_map_written_at_the_windows_end(monkeypatch):
+    monkeypatch.setattr(attach_mod.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    info = attach_mod.ProcessInfo(4242, "java", "/usr/lib/jvm/java-17-openjdk-amd64/bin/java",
+                                  ["java", "-XX:+PreserveFramePointer", "-jar", "srv.jar"], "jvm", [0], 0)
+    profiler, call_graph, hints = attach_mod.choose_profiler(info, None)
+    assert (profiler, call_graph, hints) == ("perf", "fp", [])
+    assert attach_mod.jvm_after_profile(info) == ["/usr/bin/jcmd", "4242", "Compiler.perfmap"]
+    bare = attach_mod.ProcessInfo(4242, "java", "/usr/bin/java", ["java", "-jar", "srv.jar"], "jvm", [0], 0)
+    assert any("-XX:+PreserveFramePointer" in h for h in attach_mod.choose_profiler(bare, None)[2])
+    native = attach_mod.ProcessInfo(1, "srv", "/srv", ["/srv"], "native", [0], 0)
+    assert attach_mod.jvm_after_profile(native) is None

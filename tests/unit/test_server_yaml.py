@@ -33,8 +33,9 @@ def test_a_good_file_gives_its_spec_with_the_defaults(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(colour="red"), "unknown top-level key(s) colour (known: app, call_graph, description, language, params, "
-                         "profiler, ruler, run, workdir)"),
+    (dict(colour="red"), "unknown top-level key(s) colour (known: after_profile, app, call_graph, description, "
+                         "language, params, profiler, ruler, run, warmup_s, workdir)"),
+    (dict(warmup_s=-1), "warmup_s"),
     (dict(app=None, run=None), "key 'run' must be a list, got null"),
     (dict(run=[]), "key 'run' must be a non-empty list of strings (an argv), got []"),
     (dict(run=["./srv", 5]), "key 'run[2]' must be a string, got a number"),
@@ -57,3 +58,10 @@ def test_a_missing_key_is_named(tmp_path, monkeypatch):
     del data["app"]
     with pytest.raises(UserError, match="server.yaml: missing key 'app'; fix it"):
         load(tmp_path, monkeypatch, data)
+
+
+def test_a_jit_servers_warm_up_and_after_profile_command_are_read():
+    from rpcprof.measure.servers import load_server
+    spec = load_server("java_grpc")
+    assert spec.warmup_s >= 10 and spec.after_profile_argv(4242) == ["jcmd", "4242", "Compiler.perfmap"]
+    assert load_server("rust_tonic_mt").warmup_s == 0 and load_server("rust_tonic_mt").after_profile_argv(1) is None

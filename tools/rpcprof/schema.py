@@ -139,7 +139,10 @@ SERVER = _closed(
     # a command run when a profile window ends, after the profiler stopped and before its samples are
     # symbolised: a JIT runtime writing the map that names its code (/tmp/perf-PID.map)
     after_profile={"type": "array", "minItems": 1, "items": {"type": "string"},
-                   "description": "a non-empty list of strings (an argv, {pid} the server's PID)"})
+                   "description": "a non-empty list of strings (an argv, {pid} the server's PID)"},
+    # the least warm-up [s] under load before the server's CPU per request is steady (a JIT compiling its
+    # hot code), measured; a shorter -w is raised to it
+    warmup_s={"type": "number", "minimum": 0, "description": "a number of seconds, 0 or more"})
 
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "number": "a number",
                "integer": "a whole number", "boolean": "true or false", "null": "null"}

@@ -3,8 +3,9 @@
 The profiler is chosen from what the process is: perf for native code (Rust, C, C++; frame pointers
 for Go), py-spy for CPython (then perf's view of the same process as a second profile); for Node, DWARF stacks
 through JS frames (perf inject --jit) when it was started with --perf-prof --perf-prof-unwinding-info, else
-frame pointers with the JIT map of --perf-basic-prof. The process's cgroup is left alone: its CPU time is
-read from per-thread schedstat.
+frame pointers with the JIT map of --perf-basic-prof; for a JVM, frame pointers with the map `jcmd PID
+Compiler.perfmap` writes when the window ends (jobs/process_kind.py). The process's cgroup is left alone: its
+CPU time is read from per-thread schedstat.
 """
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.capture.fold import jitdumps
 from rpcprof.capture.profiler import ProfilePlan, pmu_event
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
+from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
+                                       proc_state)
 from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
@@ -32,125 +34,6 @@ from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
-
-GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
-
-
-@dataclass
-class ProcessInfo:
-    pid: int
-    comm: str
-    exe: str
-    cmdline: list[str]
-    kind: str            # native | go | python | node
-    affinity: list[int]
-    uid: int
-
-
-def proc_state(pid: int) -> str | None:
-    """One-letter state from /proc/PID/stat (R, S, D, Z...), None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def inspect_process(pid: int) -> ProcessInfo:
-    """What the process is; UserError for a PID that is not a process rpcprof can profile."""
-    state = proc_state(pid)
-    if state is None:
-        raise UserError(f"no process with pid {pid}: check the PID (pgrep -a NAME)")
-    if state == "Z":
-        raise UserError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; nothing runs")
-    comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    cmdline = [c for c in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if c]
-    try:
-        exe = os.readlink(f"/proc/{pid}/exe")
-    except FileNotFoundError:
-        exe = ""
-    except PermissionError:
-        raise UserError(f"not permitted to inspect pid {pid}: run as root (it belongs to another user)") from None
-    if not exe and not cmdline:
-        raise UserError(f"pid {pid} ({comm}) is a kernel thread: it has no user code to profile")
-    kind = "native"
-    base = Path(exe).name
-    if re.match(r"python\d*(\.\d+)?$", base) or any("libpython" in line for line in _maps(pid)):
-        kind = "python"
-    elif base in ("node", "nodejs"):
-        kind = "node"
-    elif _is_go_binary(exe):
-        kind = "go"
-    uid = os.stat(f"/proc/{pid}").st_uid
-    return ProcessInfo(pid, comm, exe, cmdline, kind, sorted(os.sched_getaffinity(pid)), uid)
-
-
-def _maps(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
-
-
-def _is_go_binary(exe: str) -> bool:
-    """Go binaries carry a build-info blob with a fixed magic."""
-    try:
-        with open(exe, "rb") as f:
-            return GO_BUILDINFO_MAGIC in f.read(64 << 20)
-    except OSError:
-        return False
-
-
-def choose_profiler(info: ProcessInfo, override: str | None) -> tuple[str, str, list[str]]:
-    """(profiler, call graph, hints to print)."""
-    hints = []
-    if info.kind == "python" and override != "perf":
-        hints.append("py-spy cannot see kernel time: recv/send inside syscalls are invisible to it, and it samples "
-                     "only the thread holding the GIL; perf's view of the same process follows as a second profile "
-                     "(--profiler perf for perf alone)")
-        return "py-spy", "python", hints
-    if override == "py-spy" and info.kind != "python":
-        raise UserError(f"--profiler py-spy: pid {info.pid} ({info.comm}) is not a CPython process; use perf")
-    if info.kind == "node":
-        return ("perf", *node_call_graph(info, hints))
-    if info.kind == "go":
-        return "perf", "fp", hints     # perf cannot DWARF-unwind Go stacks; Go keeps frame pointers
-    return "perf", "dwarf", hints
-
-
-def node_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]:
-    """DWARF through JS frames when V8 writes a jitdump with unwinding info, else frame pointers."""
-    flags = set(info.cmdline[1:])
-    if jitdumps(info.pid) and "--perf-prof-unwinding-info" in flags:
-        return "dwarf-jit", hints
-    named = bool(flags & {"--perf-basic-prof", "--perf-basic-prof-only-functions"})
-    if not named:
-        hints.append("node was started without --perf-basic-prof, so JS frames show as raw addresses: restart it "
-                     "as `node --perf-basic-prof ...` to see them by name")
-    hints.append("frame-pointer stacks lose the callers of glibc's malloc and free (5-8 % of a gRPC server's "
-                 "samples land in `other`): start node with `--perf-prof --perf-prof-unwinding-info "
-                 "--interpreted-frames-native-stack` for whole DWARF stacks through JS frames")
-    return "fp", hints
-
-
-def check_permissions(info: ProcessInfo, profiler: str) -> None:
-    """UserError naming the setting that forbids profiling, before anything starts."""
-    if os.geteuid() == 0:
-        return
-    if info.uid != os.geteuid():
-        raise UserError(f"not permitted to profile pid {info.pid}: it belongs to uid {info.uid}; run as root")
-    if profiler == "perf":
-        level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
-        if level > 1:
-            raise UserError(f"not permitted to profile pid {info.pid} with perf: kernel.perf_event_paranoid is "
-                            f"{level}; run as root or set it to 1 (sysctl -w kernel.perf_event_paranoid=1)")
-    else:
-        scope_file = Path("/proc/sys/kernel/yama/ptrace_scope")
-        scope = int(scope_file.read_text()) if scope_file.exists() else 0
-        if scope >= 1:
-            raise UserError(f"not permitted to attach py-spy to pid {info.pid}: kernel.yama.ptrace_scope is {scope}; "
-                            "run as root or set it to 0 (sysctl -w kernel.yama.ptrace_scope=0)")
-
 
 def parse_target(target: str) -> int:
     """The port of a loopback HOST:PORT; load goes to this machine only."""
@@ -303,7 +186,8 @@ class Attach:
             cores = result.get("server_cpu_cores") or self._cpu_now(monitor)
             plan = profile_plan(cores, profiler, opts.frequency, opts.duration, opts.min_samples,
                                 max_duration=opts.duration)
-            target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples)
+            target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples,
+                                   after=jvm_after_profile(self.info) if profiler == "perf" else None)
             ended = {}
             drive = None if opts.load else (lambda window: self._wait(plan, window, ended))
             record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), drive)

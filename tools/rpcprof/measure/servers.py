@@ -34,6 +34,7 @@ class ServerSpec:
     workdir: str = "folder"         # folder | run (see schema.SERVER)
     ruler: str | None = None        # regex of frames doing the same work in every server (seed 001's ruler)
     after_profile: list[str] | None = None   # argv run when a profile window ends, before symbolising ({pid})
+    warmup_s: float = 0.0           # the least warm-up before its CPU per request is steady (a JIT's), measured
 
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
@@ -103,6 +104,7 @@ def load_server(name: str) -> ServerSpec:
     spec = ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
                       app=data["app"], params=params, call_graph=call_graph,
-                      workdir=workdir, ruler=data.get("ruler"), after_profile=data.get("after_profile"))
+                      workdir=workdir, ruler=data.get("ruler"), after_profile=data.get("after_profile"),
+                      warmup_s=float(data.get("warmup_s", ServerSpec.warmup_s)))
     spec.after_profile_argv(0)          # its placeholders, checked before anything starts
     return spec

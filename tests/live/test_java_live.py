@@ -1,0 +1,80 @@
+"""java_grpc (grpc-java on Netty, a JIT runtime): a run whose warm-up is raised to the server's measured
+warmup_s and ends connections as the windows do, JIT frames named through the JVM's perf map, and
+`profile.sh attach` on a JVM started by hand, profiled by PID."""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, category_shares, port_is_free, take_port
+
+from rpcprof.measure.servers import load_server
+
+pytestmark = pytest.mark.skipif(not shutil.which("java") or not shutil.which("jcmd"),
+                                reason="needs a JDK (tools/setup.sh --java)")
+OTHER_MAX = 0.05
+
+
+def java_frames(folded: Path) -> float:
+    """The share of samples with a frame of Netty or grpc-java named from the JVM's perf map."""
+    from rpcprof.analyze.categorize import open_folded
+    stacks = open_folded(folded)
+    total = sum(w for _, w in stacks)
+    named = sum(w for frames, w in stacks if any(f.split(" ")[-1].startswith(("io.netty.", "io.grpc.")) for f in frames))
+    return named / total if total else 0.0
+
+
+def test_a_run_warms_the_jit_up_and_names_its_frames(profile, port):
+    done = profile.run("run", "java_grpc", "-d", "1", "-w", "1", "--profile-duration", "2", "--port", str(port))
+    assert done.returncode == 0, done.stderr[-2000:]
+    spec = load_server("java_grpc")
+    assert f"java_grpc: warm-up raised to {spec.warmup_s:g} s" in done.stderr
+    result = json.loads((done.run_dir / "java_grpc" / "result.json").read_text())
+    assert result["warmup_s"] == spec.warmup_s
+    profile_json = json.loads((done.run_dir / "java_grpc" / "profile.json").read_text())
+    assert profile_json["after_profile"]["exit_code"] == 0, profile_json["after_profile"]
+    assert java_frames(done.run_dir / "java_grpc" / "profile.folded") > 0.8
+    shares = category_shares(done.run_dir, "java_grpc")
+    assert shares["other"] <= OTHER_MAX and shares["protocol"] > 0.3 and shares["app"] > 0, shares
+
+
+def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path):
+    spec = load_server("java_grpc")
+    subprocess.run(["bash", "build.sh"], cwd=spec.folder, check=True, capture_output=True)
+    port = take_port()
+    assert port_is_free(port)
+    jvm = subprocess.Popen(["taskset", "-c", "0", "java", "-XX:ActiveProcessorCount=1", "-XX:+PreserveFramePointer",
+                            "-jar", str(spec.folder / "target" / "java_grpc.jar"), "--port", str(port)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    runs = Path(tempfile.mkdtemp(prefix="rpcprof-test-java-"))
+    try:
+        from rpcprof.measure.scenario import SCENARIOS, probe
+        deadline = time.monotonic() + 60
+        while probe(SCENARIOS["helloworld"], port) is not None:
+            assert jvm.poll() is None and time.monotonic() < deadline, "the JVM did not answer"
+            time.sleep(0.2)
+        done = subprocess.run([str(ROOT / "profile.sh"), "attach", "--runs-dir", str(runs), "--pid", str(jvm.pid),
+                               "-d", "2", "-w", "4", "--load", "--target", f"127.0.0.1:{port}", "--no-off-cpu",
+                               "--app", spec.app, "--format", "json"],
+                              capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        run_dir = next(runs.iterdir())
+        (name,) = [p.name for p in run_dir.iterdir() if p.is_dir()]
+        profile_json = json.loads((run_dir / name / "profile.json").read_text())
+        assert profile_json["call_graph"] == "fp" and profile_json["after_profile"]["exit_code"] == 0
+        assert java_frames(run_dir / name / "profile.folded") > 0.5
+        shares = category_shares(run_dir, name)
+        assert shares["other"] <= OTHER_MAX, shares
+    finally:
+        if jvm.poll() is None:
+            jvm.send_signal(signal.SIGTERM)
+            jvm.wait(timeout=30)
+        Path(f"/tmp/perf-{jvm.pid}.map").unlink(missing_ok=True)
+        shutil.rmtree(runs, ignore_errors=True)

@@ -1,0 +1,153 @@
+"""What a running process is, for `profile.sh attach`: its language runtime (native, Go, CPython, Node, a
+JVM), the profiler and call-graph mode that see its code, what to run at the end of a window so that its JIT
+frames get names (a JVM's perf map), and whether this user may profile it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rpcprof.capture.fold import jitdumps
+from rpcprof.errors import UserError
+
+GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+
+
+@dataclass
+class ProcessInfo:
+    pid: int
+    comm: str
+    exe: str
+    cmdline: list[str]
+    kind: str            # native | go | python | node | jvm
+    affinity: list[int]
+    uid: int
+
+
+def proc_state(pid: int) -> str | None:
+    """One-letter state from /proc/PID/stat (R, S, D, Z...), None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def inspect_process(pid: int) -> ProcessInfo:
+    """What the process is; UserError for a PID that is not a process rpcprof can profile."""
+    state = proc_state(pid)
+    if state is None:
+        raise UserError(f"no process with pid {pid}: check the PID (pgrep -a NAME)")
+    if state == "Z":
+        raise UserError(f"pid {pid} is a zombie: it has exited and waits for its parent to reap it; nothing runs")
+    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    cmdline = [c for c in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if c]
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except FileNotFoundError:
+        exe = ""
+    except PermissionError:
+        raise UserError(f"not permitted to inspect pid {pid}: run as root (it belongs to another user)") from None
+    if not exe and not cmdline:
+        raise UserError(f"pid {pid} ({comm}) is a kernel thread: it has no user code to profile")
+    kind = "native"
+    base = Path(exe).name
+    if re.match(r"python\d*(\.\d+)?$", base) or any("libpython" in line for line in _maps(pid)):
+        kind = "python"
+    elif base in ("node", "nodejs"):
+        kind = "node"
+    elif base == "java" or any(line.endswith("/libjvm.so") for line in _maps(pid)):
+        kind = "jvm"
+    elif _is_go_binary(exe):
+        kind = "go"
+    uid = os.stat(f"/proc/{pid}").st_uid
+    return ProcessInfo(pid, comm, exe, cmdline, kind, sorted(os.sched_getaffinity(pid)), uid)
+
+
+def _maps(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _is_go_binary(exe: str) -> bool:
+    """Go binaries carry a build-info blob with a fixed magic."""
+    try:
+        with open(exe, "rb") as f:
+            return GO_BUILDINFO_MAGIC in f.read(64 << 20)
+    except OSError:
+        return False
+
+
+def choose_profiler(info: ProcessInfo, override: str | None) -> tuple[str, str, list[str]]:
+    """(profiler, call graph, hints to print)."""
+    hints = []
+    if info.kind == "python" and override != "perf":
+        hints.append("py-spy cannot see kernel time: recv/send inside syscalls are invisible to it, and it samples "
+                     "only the thread holding the GIL; perf's view of the same process follows as a second profile "
+                     "(--profiler perf for perf alone)")
+        return "py-spy", "python", hints
+    if override == "py-spy" and info.kind != "python":
+        raise UserError(f"--profiler py-spy: pid {info.pid} ({info.comm}) is not a CPython process; use perf")
+    if info.kind == "node":
+        return ("perf", *node_call_graph(info, hints))
+    if info.kind == "go":
+        return "perf", "fp", hints     # perf cannot DWARF-unwind Go stacks; Go keeps frame pointers
+    if info.kind == "jvm":
+        return ("perf", *jvm_call_graph(info, hints))
+    return "perf", "dwarf", hints
+
+
+def jvm_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]:
+    """Frame pointers through JIT-compiled code (kept with -XX:+PreserveFramePointer); its frames are named
+    from the map `jcmd PID Compiler.perfmap` writes at the end of the window (jvm_after_profile)."""
+    if "-XX:+PreserveFramePointer" not in info.cmdline:
+        hints.append("the JVM was started without -XX:+PreserveFramePointer, so stacks stop at JIT-compiled frames: "
+                     "restart it as `java -XX:+PreserveFramePointer ...` for whole stacks")
+    if not shutil.which("jcmd"):
+        hints.append("jcmd not found (tools/setup.sh --java): JIT-compiled frames stay unnamed")
+    return "fp", hints
+
+
+def jvm_after_profile(info: ProcessInfo) -> list[str] | None:
+    """The command that makes a JVM write /tmp/perf-PID.map, which names its JIT frames (JDK 17+)."""
+    jcmd = shutil.which("jcmd")
+    return [jcmd, str(info.pid), "Compiler.perfmap"] if info.kind == "jvm" and jcmd else None
+
+
+def node_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]:
+    """DWARF through JS frames when V8 writes a jitdump with unwinding info, else frame pointers."""
+    flags = set(info.cmdline[1:])
+    if jitdumps(info.pid) and "--perf-prof-unwinding-info" in flags:
+        return "dwarf-jit", hints
+    named = bool(flags & {"--perf-basic-prof", "--perf-basic-prof-only-functions"})
+    if not named:
+        hints.append("node was started without --perf-basic-prof, so JS frames show as raw addresses: restart it "
+                     "as `node --perf-basic-prof ...` to see them by name")
+    hints.append("frame-pointer stacks lose the callers of glibc's malloc and free (5-8 % of a gRPC server's "
+                 "samples land in `other`): start node with `--perf-prof --perf-prof-unwinding-info "
+                 "--interpreted-frames-native-stack` for whole DWARF stacks through JS frames")
+    return "fp", hints
+
+
+def check_permissions(info: ProcessInfo, profiler: str) -> None:
+    """UserError naming the setting that forbids profiling, before anything starts."""
+    if os.geteuid() == 0:
+        return
+    if info.uid != os.geteuid():
+        raise UserError(f"not permitted to profile pid {info.pid}: it belongs to uid {info.uid}; run as root")
+    if profiler == "perf":
+        level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+        if level > 1:
+            raise UserError(f"not permitted to profile pid {info.pid} with perf: kernel.perf_event_paranoid is "
+                            f"{level}; run as root or set it to 1 (sysctl -w kernel.perf_event_paranoid=1)")
+    else:
+        scope_file = Path("/proc/sys/kernel/yama/ptrace_scope")
+        scope = int(scope_file.read_text()) if scope_file.exists() else 0
+        if scope >= 1:
+            raise UserError(f"not permitted to attach py-spy to pid {info.pid}: kernel.yama.ptrace_scope is {scope}; "
+                            "run as root or set it to 0 (sysctl -w kernel.yama.ptrace_scope=0)")
