@@ -5,6 +5,8 @@ rpcprof/progress.py's.
 """
 from __future__ import annotations
 
+import math
+
 import os
 from pathlib import Path
 
@@ -59,6 +61,20 @@ def profile_plan(cpu_cores: float, profiler: str, frequency: int, duration: floa
     cores = cpu_cores * (PYSPY_ON_CPU if profiler == "py-spy" else 1.0)
     return ProfilePlan.for_load(cores, frequency, duration, min_samples,
                                 max_frequency=min(MAX_FREQUENCY, max_sample_rate()), max_duration=max_duration)
+
+
+def round_sample_target(min_samples: int, rounds: int, earlier: list[tuple[int, int]]) -> int:
+    """The samples to plan for in a server's next profile window, so that its rounds together reach
+    min_samples: what is still missing, spread over the rounds left, scaled by how far its earlier windows
+    fell short of their plans. earlier: (samples taken, samples the plan expected) of its earlier rounds.
+    A server that runs in short bursts gives fewer cpu-clock samples than its CPU time predicts
+    (pajamax at 11 % of a CPU: 867-1,032 a round where 1,100 were planned, 4,866 in all of 5,000)."""
+    got = sum(s for s, _ in earlier)
+    planned = sum(e for _, e in earlier)
+    left = max(1, rounds - len(earlier))
+    need = max(0, min_samples - got)
+    shortfall = min(2.0, max(1.0, planned / got)) if got and planned else 1.0
+    return math.ceil(need / left * shortfall)
 
 
 def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:

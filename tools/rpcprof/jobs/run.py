@@ -20,7 +20,8 @@ from rpcprof.capture.window import ProfileTarget
 from rpcprof.jobs.defaults import RUN
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
+from rpcprof.jobs.base import (load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
+                               round_sample_target, shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -106,6 +107,7 @@ class Run:
             raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
         self.command = command
         self.results: dict[str, dict] = {}
+        self.sampled: dict[str, list[tuple[int, int]]] = {}      # per server: (samples, planned) of each profile
         self.stopped_by: str | None = None
         self.folder: RunFolder | None = None
         self.rules = load_rules() if opts.profile else None
@@ -310,14 +312,17 @@ class Run:
         opts = self.opts
         # a profile in every round: the samples the breakdown needs are reached over the planned rounds
         rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
+        earlier = self.sampled.setdefault(spec.name, [])       # (samples, planned) of its earlier rounds
         plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
-                            math.ceil(opts.min_samples / rounds))
+                            round_sample_target(opts.min_samples, rounds, earlier))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.event,
                                subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
                                warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
         server.keep_workdir = True      # perf.data may name files the server wrote there
-        return steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
-                             count_cpus=opts.server_cpus)
+        record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
+                               count_cpus=opts.server_cpus)
+        earlier.append((record.get("samples") or 0, plan.expected_samples))
+        return record
 
     @staticmethod
     def _check_alive(server: ServerProcess, when: str) -> None:

@@ -1,0 +1,34 @@
+"""How many samples each round's profile window plans for, so that a server's rounds together reach
+--min-samples (jobs/base.py round_sample_target), and the rate and duration that follow (ProfilePlan)."""
+from rpcprof.capture.profiler import ProfilePlan
+from rpcprof.jobs.base import round_sample_target
+
+
+def test_the_first_round_plans_its_share():
+    assert round_sample_target(5000, 5, []) == 1000
+    assert round_sample_target(5000, 1, []) == 5000
+
+
+def test_later_rounds_make_up_what_earlier_ones_missed_and_how_far_they_fell_short():
+    # pajamax in the README's first command: 973 samples where 1,100 were planned
+    target = round_sample_target(5000, 5, [(973, 1100)])
+    assert target == -(-(5000 - 973) * 1100 // (4 * 973))          # 4,027 left over 4 rounds, x 1100/973
+    # rounds that reach what they plan leave the share as it was; ones that overshoot plan less
+    assert round_sample_target(5000, 5, [(1000, 1000)]) == 1000
+    assert round_sample_target(5000, 5, [(1500, 1000), (1500, 1000)]) == 667
+    assert round_sample_target(5000, 5, [(3000, 1000), (3000, 1000)]) == 0
+
+
+def test_a_plan_for_the_corrected_target_raises_the_rate_to_reach_it():
+    """pajamax at 11.5 % of a CPU, 5 s windows: the share alone asks 1,913 Hz, the corrected one more."""
+    first = ProfilePlan.for_load(0.1154, 999, 5.0, round_sample_target(5000, 5, []), max_frequency=4999)
+    second = ProfilePlan.for_load(0.1154, 999, 5.0, round_sample_target(5000, 5, [(973, first.expected_samples)]),
+                                  max_frequency=4999)
+    assert second.frequency > first.frequency
+    assert second.expected_samples * 973 / first.expected_samples >= (5000 - 973) / 4
+
+
+def test_the_shortfall_scale_is_bounded_and_a_round_without_samples_does_not_divide_by_zero():
+    assert round_sample_target(5000, 5, [(0, 1000)]) == 1250
+    assert round_sample_target(5000, 5, [(100, 1000)]) == -(-4900 * 2 // 4)
+    assert round_sample_target(5000, 5, [(1000, 0)]) == 1000
