@@ -4,8 +4,8 @@ check that rpcprof puts its cost where it belongs, growing linearly with the amo
 Real server, real perf, real load (h2load C=1 S=100), like test_calibration.py, with burn_us=0 so the
 base is small (~12 µs/req), short windows, every run in its own folder under pytest's tmp:
 
-- base (extra_writes=0, pad_items=0) three times, spread over the sweep (first, middle, last), so that
-  its spread measures the noise, drift of the shared machine included;
+- base (extra_writes=0, pad_items=0) twice, the sweep's first run and its last (bench/perturb.sh: three
+  times, first, middle, last), so that its spread measures the noise, drift of the shared machine included;
 - extra_writes 2, 4 (bench/perturb.sh: 1, 2, 4): N sends of a 32-byte UDP datagram to a loopback sink
   per response. `send` µs/req must be linear in N (R² >= 0.95, positive slope: ~3-4 µs per write here) and the syscall
   count must grow by one write-family syscall (sendto) per extra write (slope within 10 % of 1);
@@ -48,7 +48,7 @@ A run whose profile window rpcprof flags PROFILE-REGIME (its req/s more than 10 
 window's: its shares describe another regime) is redone, at most twice.
 
 `python tests/live/test_perturbation.py --help` runs the same sweep with other windows and prints the figures
-and fits (bench/perturb.sh). Takes 7 runs x ~13 s (bench/perturb.sh: 9 runs).
+and fits (bench/perturb.sh). Takes 6 runs x ~11 s (bench/perturb.sh: 9 runs).
 """
 from __future__ import annotations
 
