@@ -22,6 +22,16 @@ pytestmark = pytest.mark.skipif(not shutil.which("java") or not shutil.which("jc
 OTHER_MAX = 0.05
 
 
+def unnamed_jit(folded: Path) -> float:
+    """The share of samples with a frame in JIT-compiled code that the perf map did not name."""
+    import re
+    from rpcprof.analyze.categorize import open_folded
+    stacks = open_folded(folded)
+    total = sum(w for _, w in stacks)
+    bad = sum(w for frames, w in stacks if any(re.fullmatch(r"\[perf-\d+\.map\]", f) for f in frames))
+    return bad / total if total else 0.0
+
+
 def java_frames(folded: Path) -> float:
     """The share of samples with a frame of Netty or grpc-java named from the JVM's perf map."""
     from rpcprof.analyze.categorize import open_folded
@@ -41,6 +51,7 @@ def test_a_run_warms_the_jit_up_and_names_its_frames(profile, port):
     profile_json = json.loads((done.run_dir / "java_grpc" / "profile.json").read_text())
     assert profile_json["after_profile"]["exit_code"] == 0, profile_json["after_profile"]
     assert java_frames(done.run_dir / "java_grpc" / "profile.folded") > 0.8
+    assert unnamed_jit(done.run_dir / "java_grpc" / "profile.folded") < 0.01
     shares = category_shares(done.run_dir, "java_grpc")
     assert shares["other"] <= OTHER_MAX and shares["protocol"] > 0.3 and shares["app"] > 0, shares
 
@@ -69,7 +80,10 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
         (name,) = [p.name for p in run_dir.iterdir() if p.is_dir()]
         profile_json = json.loads((run_dir / name / "profile.json").read_text())
         assert profile_json["call_graph"] == "fp" and profile_json["after_profile"]["exit_code"] == 0
-        assert java_frames(run_dir / name / "profile.folded") > 0.5
+        # a JVM a few seconds old still interprets and compiles: its named Netty and grpc-java frames are
+        # fewer than in a warm run, but every frame in JIT code is named
+        assert java_frames(run_dir / name / "profile.folded") > 0.2
+        assert unnamed_jit(run_dir / name / "profile.folded") < 0.01
         shares = category_shares(run_dir, name)
         assert shares["other"] <= OTHER_MAX, shares
     finally:
