@@ -32,3 +32,11 @@ def test_the_shortfall_scale_is_bounded_and_a_round_without_samples_does_not_div
     assert round_sample_target(5000, 5, [(0, 1000)]) == 1250
     assert round_sample_target(5000, 5, [(100, 1000)]) == -(-4900 * 2 // 4)
     assert round_sample_target(5000, 5, [(1000, 0)]) == 1000
+
+
+def test_a_jit_servers_warm_up_is_raised_and_cut_into_windows_on_new_connections():
+    from rpcprof.jobs.steps import WARMUP_PIECE_S, warmup_windows
+    assert warmup_windows(2.0, 0) == [2.0]                   # any other server: the warm-up asked, one window
+    assert warmup_windows(0, 0) == []
+    assert warmup_windows(2.0, 20) == [WARMUP_PIECE_S] * 4    # java_grpc: raised to 20 s, 4 windows of 5 s
+    assert warmup_windows(23.0, 20) == [5.0, 5.0, 5.0, 5.0, 3.0]

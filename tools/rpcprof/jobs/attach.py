@@ -240,7 +240,7 @@ class Attach:
         if problem:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
         steps.use_reply(subject, reply, result)
-        steps.warm_up(subject, self.opts.warmup)
+        steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
         log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))
         result["request_count_source"] = f"{self.opts.driver} (--load)"

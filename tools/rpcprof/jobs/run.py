@@ -35,10 +35,6 @@ from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 
-# a JIT server's warm-up (server.yaml warmup_s) is driven as windows of at most this many seconds, each on a
-# new connection (steps.warm_up)
-WARMUP_PIECE_S = 5.0
-
 
 @dataclass
 class RunOptions:
@@ -257,13 +253,13 @@ class Run:
         subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.scenario, out),
                                 self.settings, opts.port, len(opts.server_cpus), tuple(self.load_cpus))
         steps.use_reply(subject, server.reply, result)
-        warmup = max(opts.warmup, spec.warmup_s)
-        if warmup > opts.warmup and first:
-            log(f"rpcprof: {spec.name}: warm-up raised to {warmup:g} s, in windows of {WARMUP_PIECE_S:g} s (server.yaml "
-                "warmup_s: its CPU per request is steady only after that long under load, connections ended)")
-        result["warmup_s"] = warmup
-        # a JIT's warm-up ends connections as the windows will (steps.warm_up)
-        steps.warm_up(subject, warmup, WARMUP_PIECE_S if spec.warmup_s else None)
+        windows = steps.warmup_windows(opts.warmup, spec.warmup_s)
+        if sum(windows) > opts.warmup and first:
+            log(f"rpcprof: {spec.name}: warm-up raised to {sum(windows):g} s, in windows of {steps.WARMUP_PIECE_S:g} s "
+                "(server.yaml warmup_s: its CPU per request is steady only after that long under load, connections "
+                "ended)")
+        result["warmup_s"] = sum(windows)
+        steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
         log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))

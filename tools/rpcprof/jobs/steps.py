@@ -61,17 +61,31 @@ def use_reply(subject: Subject, reply, result: dict) -> None:
             "2xx responses (--driver ghz checks every grpc-status)")
 
 
-def warm_up(subject: Subject, seconds: float, piece_s: float | None = None) -> None:
-    """Load for seconds before measuring; with piece_s, as consecutive driver windows of at most piece_s,
-    each on a new connection. A JIT (grpc-java) deoptimises its hot code when a connection closes with
-    streams still in flight, as every window's end cuts them, and recompiles it for seconds after: a warm-up
-    that never ended a connection leaves that to the measured window (java_grpc at S=1000 after 20 s on one
-    connection: 15k, 44k, 62k, 64k req/s in the next four 1 s windows; after 4 x 5 s: 128k-160k)."""
-    left = seconds
+# a JIT server's warm-up (server.yaml warmup_s) is driven as windows of at most this many seconds, each on a
+# new connection (warm_up)
+WARMUP_PIECE_S = 5.0
+
+
+def warmup_windows(asked: float, server_warmup_s: float) -> list[float]:
+    """The warm-up windows a server gets: the warm-up asked, raised to its server.yaml warmup_s; a server
+    with a warmup_s (a JIT) gets it as windows of at most WARMUP_PIECE_S, each on a new connection. A JIT
+    (grpc-java) deoptimises its hot code when a connection closes with streams still in flight, as every
+    window's end cuts them, and recompiles it for seconds after: a warm-up that never ended a connection
+    leaves that to the measured window (java_grpc at S=1000 after 20 s on one connection: 15k, 44k, 62k,
+    64k req/s in the next four 1 s windows; after 4 x 5 s: 128k-160k)."""
+    left = max(asked, server_warmup_s)
+    piece = WARMUP_PIECE_S if server_warmup_s else left
+    windows = []
     while left > 0:
-        step = min(left, piece_s) if piece_s else left
-        subject.drive(step, WARMUP_LOG)
-        left -= step
+        windows.append(min(piece, left))
+        left -= windows[-1]
+    return windows
+
+
+def warm_up(subject: Subject, windows: list[float]) -> None:
+    """Load for each of windows in turn (warmup_windows) before measuring."""
+    for seconds in windows:
+        subject.drive(seconds, WARMUP_LOG)
 
 
 def measure(subject: Subject) -> dict:
