@@ -233,6 +233,13 @@ def category_shares(run_dir: Path, server: str, level: int = 1, view: str = "cat
     return {c: b.share(c) for c in rules.all_categories}
 
 
+def category_samples(run_dir: Path, server: str) -> int:
+    """The number of samples behind a server's category shares."""
+    from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+    from rpcprof.rundir import profile_folded
+    return categorize(open_folded(profile_folded(run_dir, server)), load_rules()).samples
+
+
 # ----- the command lines in-process (click's CliRunner) ---------------------------------------------
 
 class Result:
