@@ -1,7 +1,7 @@
 #!/bin/sh
-# Idempotent release build; cargo makes it a quick no-op when nothing changed.
-# Binary: ../target/release/rust_pajamax (shared target dir from servers/.cargo/config.toml, which also
-# sets -C force-frame-pointers=yes). Needs protoc (PATH or $PROTOC) for prost-build.
+# Idempotent release build (a no-op in ~1 s when up to date). Run from anywhere.
+# Needs cargo and protoc (Debian protobuf-compiler) for the codegen in build.rs.
+# The binary lands in ../target/release/rust_pajamax; ../cargo-build.sh says where the dependencies are kept.
 set -eu
 cd "$(dirname "$0")"
-exec cargo build --release --locked
+exec ../cargo-build.sh rust_pajamax

@@ -1,8 +1,7 @@
 #!/bin/sh
 # Idempotent release build (a no-op in ~1 s when up to date). Run from anywhere.
 # Needs cargo and protoc (Debian protobuf-compiler) for the codegen in build.rs.
-# Frame pointers and the shared target dir come from ../.cargo/config.toml;
-# the binary lands in ../target/release/rust_tonic.
+# The binary lands in ../target/release/rust_tonic; ../cargo-build.sh says where the dependencies are kept.
 set -eu
 cd "$(dirname "$0")"
-exec cargo build --release --locked
+exec ../cargo-build.sh rust_tonic
