@@ -16,11 +16,11 @@ from rpcprof.pprof_in import is_pprof, read_pprof
 WAKE_SEPARATOR = "--"     # between the waker's stack and the sleeper's in a wake-up stack (as bcc's offwaketime)
 
 
-def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
-    """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
+def parse_folded(lines: Iterable[str]) -> Iterator[tuple[str, int]]:
+    """(stack as written, `a;b;c`, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
     for lineno, line in enumerate(lines, 1):
         line = line.rstrip("\r\n")
-        if not line.strip():
+        if not line or line.isspace():         # what str.strip() removes is what isspace() tests
             continue
         stack, sep, count = line.rpartition(" ")
         # ASCII digits only: int() also takes '١٢' (Arabic-Indic) and isdigit() '²', which perf and
@@ -33,21 +33,24 @@ def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
             # inferno's 64-bit sums would overflow
             raise UserError(f"line {lineno}: count {count[:20]}{'...' if len(count) > 20 else ''} is 10^15 or more, "
                             "more than any profile's weight: a damaged line")
-        yield stack.split(";"), int(count)
+        yield stack, int(count)
 
 
-def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
-    """The stacks of a folded file (.gz too; bytes that are not UTF-8 read as U+FFFD), or of a pprof profile
-    (rpcprof.pprof_in says which files are); UserError naming the file when it is missing, damaged, or holds
-    no samples."""
+def read_folded(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """(frames root-first, weight) for each `a;b;c 123` line; py-spy raw output is the same format."""
+    for stack, weight in parse_folded(lines):
+        yield stack.split(";"), weight
+
+
+def stream_folded(path: Path | str) -> Iterator[tuple[str, int]]:
+    """(stack as written, weight) of each line of a folded file (.gz too; bytes that are not UTF-8 read as
+    U+FFFD), read as it goes; UserError naming the file when it is missing or damaged."""
     path = Path(path)
-    if is_pprof(path):
-        return read_pprof(path)
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         # lines end at LF only (as inferno reads them): a CR inside a frame stays in its name
         with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as f:
-            stacks = list(read_folded(f))
+            yield from parse_folded(f)
     except FileNotFoundError:
         raise UserError(f"{path}: no such folded file") from None
     except IsADirectoryError:
@@ -56,9 +59,23 @@ def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
         raise UserError(f"{path}: unreadable: {e}") from None
     except UserError as e:
         raise UserError(f"{path}: {e}") from None
+
+
+def no_samples(path: Path | str) -> UserError:
+    """The error for a file whose stacks weigh nothing."""
+    return UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "
+                     "give another folded file")
+
+
+def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
+    """The stacks of a folded file (stream_folded), or of a pprof profile (rpcprof.pprof_in says which files
+    are); UserError naming the file when it is missing, damaged, or holds no samples."""
+    path = Path(path)
+    if is_pprof(path):
+        return read_pprof(path)
+    stacks = [(stack.split(";"), w) for stack, w in stream_folded(path)]
     if not any(w for _, w in stacks):
-        raise UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "
-                        "give another folded file")
+        raise no_samples(path)
     return stacks
 
 

@@ -9,6 +9,7 @@ import click
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
 from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.analyze.rules_file import problems_line
+from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import (format_option, latency_option, output_for, requests_option, rules_option, run_click,
                                 runs_dir_option, show)
 from rpcprof.cli.documents import results, seeds
@@ -75,12 +76,11 @@ def table(folded, rules_path, app, requests, level, view, fmt):
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):
-        stacks = open_folded(path)
-        b = categorize(stacks, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
+        b = categorize_file(path, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         if n:
-            us = cpu_us_per_req(path, stacks, n)
+            us = cpu_us_per_req(path, b.total, n)
             row.update({"requests": n, "total_us": us, **{f"{c}_us": b.share(c) * us for c in rules.all_categories}})
         rows.append(row)
     columns = [("profile", "profile"), ("samples", "samples")]
@@ -130,9 +130,8 @@ def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
     (n,) = requests_per_profile(requests, [folded])
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
-    stacks = open_folded(folded)
-    b = categorize(stacks, r)
-    us = cpu_us_per_req(folded, stacks, n) if n else None
+    b = categorize_file(folded, r)
+    us = cpu_us_per_req(folded, b.total, n) if n else None
     frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     rows = []
     for frame, w in frames:

@@ -21,11 +21,11 @@ def requests_per_profile(requests: tuple[int, ...], profiles: tuple[Path, ...] |
     return list(requests)
 
 
-def cpu_us_per_req(profile: Path, stacks: list[tuple[list[str], int]], requests: int) -> float:
-    """CPU µs per request: the profile's weights in CPU nanoseconds over the requests; UserError when they are
-    not CPU time."""
+def cpu_us_per_req(profile: Path, total_weight: int, requests: int) -> float:
+    """CPU µs per request: the profile's weights (total_weight, their sum) in CPU nanoseconds over the requests;
+    UserError when they are not CPU time."""
     kind, unit = weight_unit(profile)
     if (kind, unit) != ("cpu", "nanoseconds"):
         raise UserError(f"{profile}: --requests needs weights in CPU nanoseconds and this profile's are {kind}/{unit}: "
                         "give a pprof CPU profile (cpu/nanoseconds) or perf's profile.folded inside its run folder")
-    return sum(w for _, w in stacks) / 1e3 / requests
+    return total_weight / 1e3 / requests

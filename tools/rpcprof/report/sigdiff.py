@@ -89,7 +89,7 @@ def side_of(path: Path, requests: int | None = None) -> Side:
             run_server = found
     if not run_server:
         stacks = open_folded(path)
-        us = cpu_us_per_req(path, stacks, requests) if requests else None
+        us = cpu_us_per_req(path, sum(w for _, w in stacks), requests) if requests else None
         return Side(str(path), path, rounds=[Round(1, path, us, stacks, {"file": str(path), "key": f"--requests {requests}"}
                                                    if requests else {})])
     if requests:

@@ -1,0 +1,84 @@
+"""The streamed categorisation (analyze/stack_walk.categorize_file) gives categorize()'s answer, the
+straightforward one (Rules.classify_stack on each stack split into its frames), in every grouping: the same
+weights, totals, sample and stack counts, and the same deciding frames with the same weights in the same order;
+on the real captures, on hostile frame names, and on many stacks recombined from both."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+from rpcprof.analyze.stack_walk import categorize_file
+from rpcprof.errors import UserError
+from rpcprof.folded import parse_folded
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAPTURES = sorted(DATA.glob("*.folded.gz"))
+RULES = load_rules()
+GROUPINGS = [(1, "category"), (2, "category"), (1, "tax"), (2, "tax"), (1, "waits")]
+APP = r"main\.\(\*server\)|Greeter|<script>"      # an app pattern that meets real and hostile frames
+
+
+def same_answer(path: Path, rules) -> None:
+    want, got = categorize(open_folded(path), rules), categorize_file(path, rules)
+    assert (got.weights, got.total, got.samples, got.stacks) == (want.weights, want.total, want.samples, want.stacks)
+    assert list(got.by_frame) == list(want.by_frame)
+    for group, frames in want.by_frame.items():
+        assert list(got.by_frame[group].items()) == list(frames.items()), group
+
+
+def recombined(path: Path, n: int, seed: int) -> Path:
+    """n stacks made of the captures' and hostile.folded's real frames, cut and joined at random: slices of real
+    stacks under real frames of other stacks, empty frames, lone leaves, weights in periods and zeros."""
+    stacks = [frames for p in CAPTURES + [DATA / "hostile.folded"] for frames, _ in open_folded(p)]
+    frames = [f for s in stacks for f in s] + ["", "x_[k]", "tcp_sendmsg_[k]_[k]", "a\rb", "malloc_[j]"]
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        s = rng.choice(stacks)
+        i = rng.randrange(len(s))
+        stack = [rng.choice(frames) for _ in range(rng.randrange(3))] + s[i:rng.randrange(i, len(s)) + 1]
+        if rng.random() < 0.3:
+            stack.append(rng.choice(frames))
+        lines.append(f"{';'.join(stack)} {rng.choice([0, 1, 3, 1010101, 2020202])}\n")
+    path.write_text("".join(lines) + "\n  \n", encoding="utf-8", newline="\n")
+    return path
+
+
+@pytest.mark.parametrize("level, view", GROUPINGS)
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name.split(".")[0])
+def test_streamed_categorisation_is_the_per_stack_answer_on_real_captures(capture, level, view):
+    same_answer(capture, RULES.using(level, view))
+
+
+@pytest.mark.parametrize("level, view", GROUPINGS)
+@pytest.mark.parametrize("app", [None, APP])
+def test_streamed_categorisation_is_the_per_stack_answer_on_hostile_and_recombined_stacks(tmp_path, level, view, app):
+    rules = RULES.using(level, view).with_app(app)
+    same_answer(DATA / "hostile.folded", rules)
+    same_answer(recombined(tmp_path / "mixed.folded", 20_000, seed=level * 10 + len(view)), rules)
+
+
+@pytest.mark.parametrize("body", ["a;b 1\nnot a stack\n", "a;b 1\na 12\u0663\n", "a 1\nb 1234567890123456\n",
+                                  "a 0\n\n", ""])
+def test_streamed_categorisation_refuses_what_open_folded_refuses_with_its_words(tmp_path, body):
+    path = tmp_path / "bad.folded"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(UserError) as want:
+        open_folded(path)
+    with pytest.raises(UserError) as got:
+        categorize_file(path, RULES)
+    assert str(got.value) == str(want.value)
+
+
+def test_a_missing_file_is_named_alike(tmp_path):
+    with pytest.raises(UserError, match="no such folded file"):
+        categorize_file(tmp_path / "none.folded", RULES)
+
+
+def test_blank_lines_are_those_strip_leaves_empty():
+    spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace() or not chr(c).strip()]
+    lines = [f"{s}{s}\n" for s in spaces] + ["a 1\n", "\u00a0x 2\n"]
+    assert list(parse_folded(lines)) == [("a", 1), ("\u00a0x", 2)]

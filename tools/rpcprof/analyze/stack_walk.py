@@ -1,0 +1,156 @@
+"""Categorise a folded file as it is read, for profiles of millions of distinct stacks (a fleet's merge).
+
+The answer is Rules.classify_stack's, stack by stack (rpcprof.analyze.categorize.categorize is the
+reference, tests/unit/test_stack_walk.py compares both); what changes is the work per stack:
+
+- the file is streamed: a stack is never held beyond its line, nor split into a list of frames;
+- each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
+  category, its tax or waits group), through Rules' own per-frame methods; a stack then costs a
+  dictionary look-up per frame walked, from the leaf, and the walk stops where the frame decides.
+"""
+from __future__ import annotations
+
+from math import gcd
+from pathlib import Path
+
+from rpcprof.analyze.categorize import Breakdown, categorize
+from rpcprof.analyze.rules import OTHER, Rules
+from rpcprof.folded import no_samples, stream_folded
+from rpcprof.pprof_in import is_pprof, read_pprof
+
+_UNSEEN = object()
+
+
+class FrameAnswers:
+    """What the rules say of each distinct frame, asked once per frame and question."""
+
+    def __init__(self, rules: Rules):
+        self.rules = rules
+        self.category: dict[str, str | None] = {}
+        self.subs: dict[str, dict[str, str | None]] = {c: {} for c in rules.subcategories}
+        self.leaf_view: dict[str, str | None] = {}
+        self.by_leaf: dict[str, tuple[str, str] | None] = {}
+
+    def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
+        """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; else None."""
+        rules = self.rules
+        answer = None
+        if rules.view in ("tax", "waits"):
+            group = self.leaf_view_of(leaf)
+            if group is not None:
+                answer = group, leaf
+            elif rules.view == "tax" and self.category_of(leaf) is not None:
+                answer = rules.tax_rest, leaf        # the tax walk stops at the frame deciding the category
+        elif (category := self.category_of(leaf)) is not None:
+            if rules.level == 1 or category == OTHER or category not in self.subs:
+                answer = category, leaf
+            elif (group := self.sub_of(leaf, category)) is not None:
+                answer = group, leaf
+        self.by_leaf[leaf] = answer
+        return answer
+
+    def category_of(self, frame: str) -> str | None:
+        hit = self.rules.classify_frame(frame)
+        self.category[frame] = answer = hit[0] if hit else None
+        return answer
+
+    def sub_of(self, frame: str, category: str) -> str | None:
+        rule = self.rules.sub_rule(frame, category)
+        self.subs[category][frame] = answer = f"{category}/{rule.sub}" if rule else None
+        return answer
+
+    def leaf_view_of(self, frame: str) -> str | None:
+        rule = self.rules.tax_rule(frame, self.rules.view)
+        self.leaf_view[frame] = answer = rule.category if rule else None
+        return answer
+
+
+def _decide_category(stack: str, answers: FrameAnswers) -> tuple[str, int, str]:
+    """(level-1 category, start of the deciding frame in stack or -1, the deciding frame or the leaf)."""
+    known, ask = answers.category, answers.category_of
+    end = len(stack)
+    leaf = None
+    while True:
+        cut = stack.rfind(";", 0, end)
+        frame = stack[cut + 1:end]
+        if leaf is None:
+            leaf = frame
+        category = known.get(frame, _UNSEEN)
+        if category is _UNSEEN:
+            category = ask(frame)
+        if category is not None:
+            return category, cut + 1, frame
+        if cut < 0:
+            return OTHER, -1, leaf
+        end = cut
+
+
+def _first_from_leaf(stack: str, known: dict, ask, stop: int = 0, *args) -> tuple[str | None, str]:
+    """(the first answer walking from the leaf over frames starting at stop or later, its frame); (None,
+    leaf) when no frame answers."""
+    end = len(stack)
+    leaf = None
+    while True:
+        cut = stack.rfind(";", 0, end)
+        if cut + 1 < stop:
+            return None, leaf
+        frame = stack[cut + 1:end]
+        if leaf is None:
+            leaf = frame
+        answer = known.get(frame, _UNSEEN)
+        if answer is _UNSEEN:
+            answer = ask(frame, *args)
+        if answer is not None:
+            return answer, frame
+        if cut < 0:
+            return None, leaf
+        end = cut
+
+
+def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
+    """(group of stack `a;b;c` in the rules' grouping, the frame its samples are counted under in `top`): the
+    deciding frame, or the leaf when none decides; as Rules.classify_stack."""
+    rules = answers.rules
+    if rules.view == "waits":
+        group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of)
+        return (group, frame) if group else (rules.waits.rest, frame)
+    category, start, decider = _decide_category(stack, answers)
+    if rules.view == "tax":
+        group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of, max(start, 0))
+        return (group, frame) if group else (rules.tax_rest, decider)
+    if rules.level == 1 or category == OTHER or category not in answers.subs:
+        return category, decider
+    group, frame = _first_from_leaf(stack, answers.subs[category], answers.sub_of, 0, category)
+    return (group, frame) if group else (f"{category}/{OTHER}", decider)
+
+
+def categorize_file(path: Path | str, rules: Rules) -> Breakdown:
+    """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
+    streamed; UserError naming the file when it is missing, damaged, or holds no samples."""
+    if is_pprof(path):
+        return categorize(read_pprof(path), rules)
+    answers = FrameAnswers(rules)
+    by_leaf = answers.by_leaf
+    sums: dict[tuple[str, str], int] = {}       # (group, frame counted under) -> weight
+    total = unit = stacks = 0
+    for stack, w in stream_folded(path):
+        leaf = stack[stack.rfind(";") + 1:]
+        key = by_leaf.get(leaf, _UNSEEN)
+        if key is _UNSEEN:
+            key = answers.leaf_decides(leaf)
+        if key is None:
+            key = stack_group(stack, answers)
+        sums[key] = sums.get(key, 0) + w
+        total += w
+        stacks += 1
+        if unit == 0 or w % unit:
+            unit = gcd(unit, w)
+    if not total:
+        raise no_samples(path)
+    weights: dict[str, int] = {}
+    by_frame: dict[str, dict[str, int]] = {}
+    for (group, frame), w in sums.items():       # first seen first, as categorize() orders them
+        weights[group] = weights.get(group, 0) + w
+        by_frame.setdefault(group, {})[frame] = w
+    return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // (unit or 1), by_frame,
+                     stacks)
