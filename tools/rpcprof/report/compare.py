@@ -8,7 +8,8 @@ import math
 import statistics
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Breakdown, Rules, categorize, open_folded
+from rpcprof.analyze.categorize import Breakdown, Rules, open_folded
+from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
@@ -33,7 +34,7 @@ def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None)
         if m.get("status") not in ("ok", "incomplete") or not folded.exists() or not folded.stat().st_size:
             continue
         r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
-        out[name] = categorize(open_folded(folded), r)
+        out[name] = categorize_file(folded, r)
     return out
 
 
@@ -111,7 +112,7 @@ def round_breakdowns(run_dir: Path, rules: Rules, metrics: dict, name: str,
     for row in m.get("repeats") or []:
         folded = profile_folded(run_dir, name, row["repeat"])
         if row.get("cpu_us_per_req") and folded.exists() and folded.stat().st_size:
-            out[row["repeat"]] = (row["cpu_us_per_req"], categorize(open_folded(folded), r))
+            out[row["repeat"]] = (row["cpu_us_per_req"], categorize_file(folded, r))
     return out
 
 
