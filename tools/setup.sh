@@ -86,11 +86,17 @@ if ((${#debs[@]})); then
   if ((!check_only)); then
     [[ $(id -u) == 0 ]] || { echo "setup: ERROR: installing ${debs[*]} needs root (apt-get)." >&2; exit 1; }
     note "installing Debian packages: ${debs[*]}"
-    # the package lists once, when one of the packages has no candidate in them yet (a fresh machine's)
+    # the package lists once, when one of the packages has no candidate in them yet (a fresh machine's),
+    # or when lists too old to fetch from made the install fail
+    updated=0
     for deb in "${debs[@]}"; do
-      apt-cache policy "$deb" 2>/dev/null | grep -q 'Candidate: [^(]' || { apt-get update -qq; break; }
+      apt-cache policy "$deb" 2>/dev/null | grep -q 'Candidate: [^(]' || { apt-get update -qq; updated=1; break; }
     done
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null; then
+      ((updated)) && { echo "setup: ERROR: apt-get install ${debs[*]} failed (its output is above)." >&2; exit 1; }
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+    fi
   fi
 fi
 
