@@ -31,12 +31,15 @@ esac
 source "$here/tools/env.sh"
 rpcprof_check_venv profile.sh     # before setup, which would install this checkout into that virtualenv
 # ghz, the second load driver, only when the arguments name it (--driver ghz): ~30 s a first run needs not;
-# a JDK and Maven only when they name a server written in Java (its server.yaml says `language: java`)
+# a JDK and Maven only when they name a server written in Java (its server.yaml says `language: java`),
+# gRPC C++ only when they name one written in C++ (`language: cpp`)
 setup_args=()
 for arg in "$@"; do
   [[ $arg == *ghz* ]] && setup_args+=(--ghz)
-  [[ $arg =~ ^[A-Za-z0-9_.-]+$ && -f $here/servers/$arg/server.yaml ]] &&
+  if [[ $arg =~ ^[A-Za-z0-9_.-]+$ && -f $here/servers/$arg/server.yaml ]]; then
     grep -qx 'language: java' "$here/servers/$arg/server.yaml" && setup_args+=(--java)
+    grep -qx 'language: cpp' "$here/servers/$arg/server.yaml" && setup_args+=(--cpp)
+  fi
 done
 "$here/tools/setup.sh" "${setup_args[@]}" >&2
 

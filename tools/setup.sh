@@ -5,14 +5,16 @@
 # A second run finds everything present and returns in about a second.
 # Installs only from the package registries: Debian, crates.io, the Go module proxy, PyPI, npm.
 #
-# USAGE: tools/setup.sh [--check] [--ghz] [--java] [--for-tests]
+# USAGE: tools/setup.sh [--check] [--ghz] [--java] [--cpp] [--for-tests]
 #
 #   --check       only report what is missing; exit 1 if anything is
 #   --ghz         also ghz, the second load driver (profile.sh passes it when its arguments name ghz)
 #   --java        also a JDK and Maven, for the Java servers (profile.sh passes it when its arguments name a
 #                 server whose server.yaml says `language: java`)
-#   --for-tests   also what the tests need: ghz, a JDK and Maven, shellcheck and chromium (tests/run.sh and
-#                 .ci/run pass it)
+#   --cpp         also gRPC C++ and its code generator, for the C++ servers (profile.sh passes it when its
+#                 arguments name a server whose server.yaml says `language: cpp`)
+#   --for-tests   also what the tests need: ghz, a JDK and Maven, gRPC C++, shellcheck and chromium
+#                 (tests/run.sh and .ci/run pass it)
 #
 # eg,
 #   tools/setup.sh            # install what is missing
@@ -23,6 +25,8 @@
 #       pinned: @latest resolves to a 2021 release on this proxy; about 30 s, so only when asked);
 #       with --java or --for-tests, Debian openjdk-17-jdk-headless (java, and jcmd, which writes the JIT's
 #       perf map) and maven (the servers' own pom.xml pins every Java dependency; Maven Central);
+#       with --cpp or --for-tests, Debian libgrpc++-dev and protobuf-compiler-grpc (gRPC C++ 1.51 and its
+#       grpc_cpp_plugin), g++, make and pkg-config;
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
@@ -38,13 +42,15 @@ check_only=0
 for_tests=0
 with_ghz=0
 with_java=0
+with_cpp=0
 for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
     --ghz) with_ghz=1 ;;
     --java) with_java=1 ;;
-    --for-tests) for_tests=1; with_ghz=1; with_java=1 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --cpp) with_cpp=1 ;;
+    --for-tests) for_tests=1; with_ghz=1; with_java=1; with_cpp=1 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +64,9 @@ note() { echo "setup: $*"; }
 
 # --- Debian packages ---------------------------------------------------------------
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium
-                    [java]=openjdk-17-jdk-headless [jcmd]=openjdk-17-jdk-headless [mvn]=maven)
+                    [java]=openjdk-17-jdk-headless [jcmd]=openjdk-17-jdk-headless [mvn]=maven
+                    [grpc_cpp_plugin]=protobuf-compiler-grpc [g++]=g++ [make]=make [pkg-config]=pkg-config
+                    [/usr/include/grpcpp/grpcpp.h]=libgrpc++-dev)
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
@@ -66,17 +74,29 @@ needed=(perf h2load protoc taskset ss)
 ((for_tests)) && needed+=(shellcheck chromium)
 # the Java servers: only when one is asked for (or for the tests)
 ((with_java)) && needed+=(java jcmd mvn)
+# the C++ servers: a compiler, gRPC C++'s headers and libraries (a file, not a command) and its protoc plugin
+((with_cpp)) && needed+=(g++ make pkg-config /usr/include/grpcpp/grpcpp.h grpc_cpp_plugin)
 for cmd in "${needed[@]}"; do
   deb=${deb_for[$cmd]}
-  command -v "$cmd" >/dev/null 2>&1 || [[ " ${debs[*]} " == *" $deb "* ]] || debs+=("$deb")
+  if [[ $cmd == /* ]]; then [[ -e $cmd ]] && continue; else command -v "$cmd" >/dev/null 2>&1 && continue; fi
+  [[ " ${debs[*]} " == *" $deb "* ]] || debs+=("$deb")
 done
 if ((${#debs[@]})); then
   missing+=("debian: ${debs[*]}")
   if ((!check_only)); then
     [[ $(id -u) == 0 ]] || { echo "setup: ERROR: installing ${debs[*]} needs root (apt-get)." >&2; exit 1; }
     note "installing Debian packages: ${debs[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+    # the package lists once, when one of the packages has no candidate in them yet (a fresh machine's),
+    # or when lists too old to fetch from made the install fail
+    updated=0
+    for deb in "${debs[@]}"; do
+      apt-cache policy "$deb" 2>/dev/null | grep -q 'Candidate: [^(]' || { apt-get update -qq; updated=1; break; }
+    done
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null; then
+      ((updated)) && { echo "setup: ERROR: apt-get install ${debs[*]} failed (its output is above)." >&2; exit 1; }
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
+    fi
   fi
 fi
 
@@ -126,5 +146,5 @@ if ((${#missing[@]})); then
   fi
   note "done."
 else
-  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn"), .venv)."
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn")$( ((with_cpp)) && echo ", gRPC C++"), .venv)."
 fi

@@ -18,7 +18,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 servers=("$@")
-((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs java_grpc)
+((${#servers[@]})) || servers=(rust_tonic_st rust_tonic_mt rust_pajamax go_grpc python_grpcio node_grpcjs java_grpc cpp_grpc)
 
 runs=$(mktemp -d)          # a runs folder of its own: the one run in it is this capture
 trap 'rm -rf "$runs"' EXIT

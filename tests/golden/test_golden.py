@@ -141,3 +141,27 @@ def test_java_grpcs_jit_frames_are_named_and_its_work_is_netty_and_grpc_java():
         assert level2[sub] > 0.5, (sub, level2[sub])
     row = json.loads(report("table", str(folded), "--app", CAPTURES["java_grpc"]["app"], "--format", "json"))[0]
     assert row["protocol"] + row["runtime"] > 70 and row["app"] > 0
+
+
+def test_cpp_grpcs_stacks_unwind_through_debians_libraries_and_grpc_core_is_split_by_its_named_frames():
+    """Debian's libgrpc and libprotobuf have no frame pointers but keep .eh_frame: with DWARF call graphs
+    nearly every stack reaches its thread's root, and grpc core's exported names put chttp2, HPACK,
+    calls and filters in protocol, its ExecCtx, combiners and completion queue in runtime, tcp_send's
+    sendmsg in send."""
+    import json
+    from rpcprof.analyze.categorize import open_folded
+    folded = DATA / "cpp_grpc.folded.gz"
+    stacks = open_folded(folded)
+    total = sum(w for _, w in stacks)
+    rooted = sum(w for frames, w in stacks if "start_thread" in frames[:4])
+    assert rooted / total > 0.95
+    served = sum(w for frames, w in stacks if "cpp_grpc::ServeCompletionQueue" in frames)
+    assert served / total > 0.9                    # the one completion-queue thread does the work
+    app = CAPTURES["cpp_grpc"]["app"]
+    level2 = json.loads(report("table", str(folded), "--app", app, "--level", "2", "--format", "json"))[0]
+    for sub in ("protocol/http2", "protocol/hpack", "protocol/grpc", "protocol/protobuf", "protocol/glue",
+                "runtime/scheduler", "runtime/timers", "runtime/gc", "send/syscall", "send/tcp", "send/loopback"):
+        assert level2[sub] > 0.5, (sub, level2[sub])
+    assert level2["protocol/other"] == 0 and level2["runtime/other"] == 0
+    row = json.loads(report("table", str(folded), "--app", app, "--format", "json"))[0]
+    assert row["protocol"] + row["runtime"] > 60 and row["send"] > 15 and row["app"] > 0
