@@ -81,9 +81,11 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
         profile_json = json.loads((run_dir / name / "profile.json").read_text())
         assert profile_json["call_graph"] == "fp" and profile_json["after_profile"]["exit_code"] == 0
         # a JVM a few seconds old still interprets and compiles: its named Netty and grpc-java frames are
-        # fewer than in a warm run, but every frame in JIT code is named
+        # fewer than in a warm run, and code the JIT compiled, then freed during the window (replaced by a
+        # higher tier, or deoptimised), is no longer in the map written at its end (CI: 1.1 % of samples);
+        # without the map, most samples hold an unnamed JIT frame
         assert java_frames(run_dir / name / "profile.folded") > 0.2
-        assert unnamed_jit(run_dir / name / "profile.folded") < 0.01
+        assert unnamed_jit(run_dir / name / "profile.folded") < 0.05
         shares = category_shares(run_dir, name)
         assert shares["other"] <= OTHER_MAX, shares
     finally:
