@@ -107,6 +107,34 @@ def _first_from_leaf(stack: str, known: dict, ask, stop: int = 0, *args) -> tupl
         end = cut
 
 
+def _tax_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
+    """The tax view's (group, frame), in one walk from the leaf: the first frame with a tax group, among
+    the frames up to the one that decides the level-1 category (included); when none has one, the rest
+    group, counted under the deciding frame (or the leaf, when no frame decides)."""
+    known, ask = answers.leaf_view, answers.leaf_view_of
+    category, category_of = answers.category, answers.category_of
+    end = len(stack)
+    leaf = None
+    while True:
+        cut = stack.rfind(";", 0, end)
+        frame = stack[cut + 1:end]
+        if leaf is None:
+            leaf = frame
+        group = known.get(frame, _UNSEEN)
+        if group is _UNSEEN:
+            group = ask(frame)
+        if group is not None:
+            return group, frame
+        decided = category.get(frame, _UNSEEN)
+        if decided is _UNSEEN:
+            decided = category_of(frame)
+        if decided is not None:
+            return answers.rules.tax_rest, frame
+        if cut < 0:
+            return answers.rules.tax_rest, leaf
+        end = cut
+
+
 def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     """(group of stack `a;b;c` in the rules' grouping, the frame its samples are counted under in `top`): the
     deciding frame, or the leaf when none decides; as Rules.classify_stack."""
@@ -114,10 +142,9 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     if rules.view == "waits":
         group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of)
         return (group, frame) if group else (rules.waits.rest, frame)
-    category, start, decider = _decide_category(stack, answers)
     if rules.view == "tax":
-        group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of, max(start, 0))
-        return (group, frame) if group else (rules.tax_rest, decider)
+        return _tax_group(stack, answers)
+    category, start, decider = _decide_category(stack, answers)
     if rules.level == 1 or category == OTHER or category not in answers.subs:
         return category, decider
     group, frame = _first_from_leaf(stack, answers.subs[category], answers.sub_of, 0, category)
