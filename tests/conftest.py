@@ -68,6 +68,17 @@ def take_port() -> int:
     raise RuntimeError(f"no free port left in {FIRST_PORT + 1}-{LAST_PORT}")
 
 
+def wait_answering(proc: subprocess.Popen, port: int, scenario: str = "helloworld", timeout: float = 60) -> None:
+    """Until a server started by a test (proc) answers the scenario's gRPC call on port; fails the test
+    if it exits or does not answer within timeout."""
+    import time
+    from rpcprof.measure.scenario import SCENARIOS, probe
+    deadline = time.monotonic() + timeout
+    while probe(SCENARIOS[scenario], port) is not None:
+        assert proc.poll() is None and time.monotonic() < deadline, f"the server on port {port} did not answer"
+        time.sleep(0.1)
+
+
 def pid_alive(pid: int) -> bool:
     """True if pid exists and is not a zombie."""
     try:

@@ -8,12 +8,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, category_shares, port_is_free, take_port
+from conftest import ROOT, category_shares, port_is_free, take_port, wait_answering
 
 from rpcprof.measure.servers import load_server
 
@@ -55,11 +54,7 @@ def test_attach_profiles_a_cpp_grpc_started_by_hand_with_grpcs_threads_on_its_cp
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     runs = Path(tempfile.mkdtemp(prefix="rpcprof-test-cpp-"))
     try:
-        from rpcprof.measure.scenario import SCENARIOS, probe
-        deadline = time.monotonic() + 30
-        while probe(SCENARIOS["complex_proto"], port) is not None:
-            assert server.poll() is None and time.monotonic() < deadline, "cpp_grpc did not answer"
-            time.sleep(0.1)
+        wait_answering(server, port, "complex_proto", 30)
         # grpc starts threads of its own (executors, timers, its event engine's pool): the CPU set given
         # to the process at its start holds them all
         tasks = list(Path(f"/proc/{server.pid}/task").iterdir())

@@ -8,12 +8,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, category_shares, port_is_free, take_port
+from conftest import ROOT, category_shares, port_is_free, take_port, wait_answering
 
 from rpcprof.measure.servers import load_server
 
@@ -66,11 +65,7 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     runs = Path(tempfile.mkdtemp(prefix="rpcprof-test-java-"))
     try:
-        from rpcprof.measure.scenario import SCENARIOS, probe
-        deadline = time.monotonic() + 60
-        while probe(SCENARIOS["helloworld"], port) is not None:
-            assert jvm.poll() is None and time.monotonic() < deadline, "the JVM did not answer"
-            time.sleep(0.2)
+        wait_answering(jvm, port, "helloworld", 60)
         done = subprocess.run([str(ROOT / "profile.sh"), "attach", "--runs-dir", str(runs), "--pid", str(jvm.pid),
                                "-d", "2", "-w", "4", "--load", "--target", f"127.0.0.1:{port}", "--no-off-cpu",
                                "--app", spec.app, "--format", "json"],
