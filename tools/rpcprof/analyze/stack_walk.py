@@ -65,35 +65,13 @@ class FrameAnswers:
         return answer
 
 
-def _decide_category(stack: str, answers: FrameAnswers) -> tuple[str, int, str]:
-    """(level-1 category, start of the deciding frame in stack or -1, the deciding frame or the leaf)."""
-    known, ask = answers.category, answers.category_of
+def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, str]:
+    """(the first answer walking from the leaf, its frame); (None, leaf) when no frame answers.
+    known: the answers so far, frame -> answer or None; ask(frame, *args) answers a frame not seen yet."""
     end = len(stack)
     leaf = None
     while True:
         cut = stack.rfind(";", 0, end)
-        frame = stack[cut + 1:end]
-        if leaf is None:
-            leaf = frame
-        category = known.get(frame, _UNSEEN)
-        if category is _UNSEEN:
-            category = ask(frame)
-        if category is not None:
-            return category, cut + 1, frame
-        if cut < 0:
-            return OTHER, -1, leaf
-        end = cut
-
-
-def _first_from_leaf(stack: str, known: dict, ask, stop: int = 0, *args) -> tuple[str | None, str]:
-    """(the first answer walking from the leaf over frames starting at stop or later, its frame); (None,
-    leaf) when no frame answers."""
-    end = len(stack)
-    leaf = None
-    while True:
-        cut = stack.rfind(";", 0, end)
-        if cut + 1 < stop:
-            return None, leaf
         frame = stack[cut + 1:end]
         if leaf is None:
             leaf = frame
@@ -144,10 +122,11 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
         return (group, frame) if group else (rules.waits.rest, frame)
     if rules.view == "tax":
         return _tax_group(stack, answers)
-    category, start, decider = _decide_category(stack, answers)
+    category, decider = _first_from_leaf(stack, answers.category, answers.category_of)
+    category = category or OTHER
     if rules.level == 1 or category == OTHER or category not in answers.subs:
         return category, decider
-    group, frame = _first_from_leaf(stack, answers.subs[category], answers.sub_of, 0, category)
+    group, frame = _first_from_leaf(stack, answers.subs[category], answers.sub_of, category)
     return (group, frame) if group else (f"{category}/{OTHER}", decider)
 
 
