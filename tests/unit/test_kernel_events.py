@@ -4,6 +4,9 @@ tests/data/kernel/ holds copies of real perf output from this machine kind (perf
   tonic_mt-syscalls.csv          perf stat -x, of a `profile.sh run rust_tonic_mt -d 2 -w 1 ...` syscalls
                                  window (40,722 requests), as the run folder kept it
   tonic_mt-profile-syscalls.csv  the same run's profile-window count
+  tonic_st-interval-syscalls.csv a round's profile-window count of `profile.sh run rust_tonic_st -d 1 -w 0.5
+                                 --profile-duration 1 --repeat 4`, counted CPU-wide with -I (its lines led by
+                                 a time stamp, perf's "Events enabled/disabled" notes first)
   tonic_mt-io.txt                `perf script -F event,trace --show-lost-events` of that window's
                                  syscalls-io.data, trimmed to lines 1-120, 25680-25690 and 41800-41820
                                  (the EAGAIN, the end-of-file and perf's warnings kept)
@@ -209,3 +212,17 @@ def test_each_perf_recorder_starts_disabled_behind_a_control_fifo(tmp_path, monk
     assert control.ctl.is_fifo() and control.ack.is_fifo()
     control.close()
     assert not control.folder.exists()
+
+
+def test_the_cpu_wide_count_prints_its_counts_on_interrupt_and_its_lines_are_read():
+    """CPU-wide, perf stat runs with -I and no -o: its one interval line per event comes on stderr (the
+    run folder's CSV) when it is interrupted, before its slow exit, each line led by a time stamp."""
+    argv = syscalls.count_argv("perf", 1234, Path("/x/profile-syscalls.csv"), [0])
+    assert argv[argv.index("-I") + 1] == str(syscalls.LATE_INTERVAL_MS) and "-o" not in argv
+    assert argv[-3:] == ["-a", "-C", "0"]
+    capture = text("tonic_st-interval-syscalls.csv")       # a real round's (rust_tonic_st, 1 s profile window)
+    counts = syscalls.parse_perf_stat_csv(capture)
+    stripped = "\n".join(line.split(",", 1)[1] if line.startswith(" ") else line for line in capture.splitlines())
+    assert counts == syscalls.parse_perf_stat_csv(stripped)
+    assert counts["total"] is None and counts["by_syscall"]["writev"] > 0 and counts["by_syscall"]["recvfrom"] > 0
+    assert set(counts["by_syscall"]) <= set(syscalls.available_syscalls()) | {"other"}

@@ -112,6 +112,7 @@ class Run:
         if opts.ruler:
             compile_regex(opts.ruler, "--ruler")
         self.event = pmu_event() if opts.profile else None
+        self.exiting = Session()        # counters still exiting after their window: stopped before the next one
 
     @property
     def dir(self) -> Path | None:
@@ -135,19 +136,20 @@ class Run:
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
         status = "failed"           # unless the rounds end: an error of rpcprof's own is never complete
-        try:
-            self.rounds()
-            status = "complete"
-        except KeyboardInterrupt:
-            status = "incomplete"
-            for spec in self.specs:
-                self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
-        finally:
-            if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
-                status = "failed"
-            self.write(status)
-        if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
-            render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs])
+        with self.exiting:          # the last round's counters exit while the pictures are drawn
+            try:
+                self.rounds()
+                status = "complete"
+            except KeyboardInterrupt:
+                status = "incomplete"
+                for spec in self.specs:
+                    self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
+            finally:
+                if status == "complete" and any(r.get("status") != "ok" for r in self.results.values()):
+                    status = "failed"
+                self.write(status)
+            if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
+                render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs])
         if status == "incomplete":
             raise KeyboardInterrupt
         return self.dir
@@ -261,6 +263,7 @@ class Run:
         result["warmup_s"] = sum(windows)
         steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
+        self.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
         log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
         result.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
@@ -287,8 +290,10 @@ class Run:
             self._check_alive(server, "during the profile window")
         elif opts.syscalls:
             result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
-                                                      cpus=opts.server_cpus)
+                                                      cpus=opts.server_cpus, reap=self.exiting)
             self._check_alive(server, "during the syscall-count window")
+        if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, result)):
+            self.exiting.close()    # the windows below are the first round's own: nothing else exits during them
         if opts.io_sizes and first:
             sizes = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
                                          cpus=opts.server_cpus, record_io=True)
@@ -316,7 +321,7 @@ class Run:
                                warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
         server.keep_workdir = True      # perf.data may name files the server wrote there
         record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
-                               count_cpus=opts.server_cpus)
+                               count_cpus=opts.server_cpus, reap=self.exiting)
         earlier.append((record.get("samples") or 0, plan.expected_samples))
         return record
 

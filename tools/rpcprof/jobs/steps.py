@@ -99,7 +99,7 @@ def measure(subject: Subject) -> dict:
 
 
 def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow,
-                   record_io: bool = False, cpus: list[int] | None = None):
+                   record_io: bool = False, cpus: list[int] | None = None, reap: Session | None = None):
     """Load for seconds while perf stat counts syscalls into out/NAME.csv: on the whole CPUs cpus (the
     server is pinned there; no per-thread event to switch), else on every thread of the subject with its
     kernel events. The process's own counters (/proc: context switches, page faults, VFS reads and
@@ -108,7 +108,9 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     counts['io'] (None if it could not be recorded) and counts['io_lost']. All are attached before the
     load starts and told to stop when it ends; the session owns them, so they are stopped on every path.
     Returns (load, finish): finish() waits for them to exit and returns the counts, so that perf stat's
-    slow exit (one RCU grace period per tracepoint it closes) overlaps the caller's own work."""
+    slow exit (one RCU grace period per tracepoint it closes) overlaps the caller's own work. With cpus
+    and reap, finish() reads the counts perf printed when interrupted and hands the exiting perf stat to
+    reap, whose owner stops it before its next measured window (the exit then overlaps the next start)."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
     io_recorder = _start_io_record(session, subject, f"{name}-io") if record_io else None
     counter.wait_attached()
@@ -127,8 +129,15 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
 
     def finish() -> dict:
         session.stop(io_recorder)
-        session.stop(counter)
-        counts = syscalls.parse_perf_stat_csv((subject.out / f"{name}.csv").read_text())
+        text = syscalls.read_counts(counter) if cpus and reap is not None else None
+        if text is None:
+            session.stop(counter)
+            text = (subject.out / f"{name}.csv").read_text()
+            if cpus and reap is not None and not syscalls.parse_perf_stat_csv(text)["by_syscall"]:
+                log(f"rpcprof: WARNING: {subject.name}: perf stat printed no syscall count ({subject.out / name}.csv)")
+        else:
+            session.hand_over(counter, reap)
+        counts = syscalls.parse_perf_stat_csv(text)
         counts["proc"] = own.counts()
         if cpus:
             counts["events"] = syscalls.events_from_proc(counts["proc"])
@@ -167,7 +176,7 @@ def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None,
 
 
 def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None,
-                   cpus: list[int] | None = None, record_io: bool = False) -> dict:
+                   cpus: list[int] | None = None, record_io: bool = False, reap: Session | None = None) -> dict:
     """A window of its own with the same load, counting syscalls (and with record_io taking each
     read/write's return value: bytes per read and per write, EAGAIN reads, requests per write); its own
     CPU per request shows what counting and recording cost. Used when no profile window carries the
@@ -176,13 +185,14 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
     window = CpuWindow(subject.monitor)
-    load, finish = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus)
+    load, finish = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus,
+                                  reap=reap)
     return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
 
 def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan,
             unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None,
-            count: bool = True, count_cpus: list[int] | None = None) -> dict:
+            count: bool = True, count_cpus: list[int] | None = None, reap: Session | None = None) -> dict:
     """A window with the profiler attached: driven by the subject's load, or by drive (e.g. waiting while
     someone else's load runs). With count, the same window counts syscalls (count_cpus: on those whole
     CPUs), so the breakdown and the syscall figures describe one state: record['counted'] holds that
@@ -192,7 +202,7 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
         def drive(window):
             if count:
                 seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, "profile-syscalls",
-                                                              window, cpus=count_cpus)
+                                                              window, cpus=count_cpus, reap=reap)
             else:
                 seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
             return seen["load"].ok

@@ -78,6 +78,22 @@ class Control:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+POLL_SYSCALLS = {"7", "271"}      # x86-64 poll and ppoll: the first field of /proc/PID/syscall while blocked in one
+
+
+def wait_in_poll(pid: int, timeout: float) -> bool:
+    """Wait until pid's main thread is blocked in poll/ppoll (or gone); False if it was not within timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/syscall").read_text().split(" ", 1)[0] in POLL_SYSCALLS:
+                return True
+        except OSError:
+            return True
+        time.sleep(0.001)
+    return False
+
+
 def perf_recorder(argv: list[str], out_path: Path, log_path: Path) -> "Recorder":
     """A perf record or perf stat (argv: perf, its subcommand, its options) driven through a Control: it
     starts with its events disabled; wait_attached() enables them and returns once perf says they are on,
@@ -94,6 +110,9 @@ class Recorder:
                  control: Control | None = None):
         self.argv = argv
         self.control = control
+        # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
+        # still answering the disable command ends it without a print, so interrupt() waits for the poll
+        self.signal_in_poll = control is not None and "-I" in argv
         self.signalled = False
         self.out_path = out_path
         self.log_path = log_path
@@ -129,6 +148,8 @@ class Recorder:
             return
         if self.control is not None:
             self.control.command("disable", self.proc, 2.0)
+        if self.signal_in_poll:
+            wait_in_poll(self.proc.pid, 2.0)
         try:
             os.killpg(self.proc.pid, self.stop_signal)
         except ProcessLookupError:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
@@ -36,6 +37,8 @@ TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/e
 
 
 TRACEFS_MOUNT = Path("/sys/kernel/tracing")
+LATE_INTERVAL_MS = 86_400_000     # perf stat -I: a day, so that its one print is the one at its interrupt
+INTERVAL_STAMP = re.compile(r"\s*\d+\.\d{9}$")    # the first field of an -I line: seconds since start
 
 
 def _events_root() -> Path | None:
@@ -119,7 +122,11 @@ def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) ->
         # the request-path syscalls only: raw_syscalls:sys_enter fires on every syscall and costs 190 ns
         # each (a getppid loop on this machine kind: 195 ns bare, 383 with it, 243 with the named events
         # only), so the total is not counted here (None) and no `other` is known
-        return [perf, "stat", "-x,", "-e", ",".join(named), "-a", "-C", ",".join(map(str, cpus)), "-o", str(csv)]
+        # -I with an interval no window reaches and no -o: perf prints the counts on stderr (unbuffered, the
+        # recorder's log, which is csv) the moment it is interrupted, then closes its events, one RCU grace
+        # period each (~0.8 s for these 22); read_counts() takes them without waiting for that exit
+        return [perf, "stat", "-x,", "-I", str(LATE_INTERVAL_MS), "-e", ",".join(named), "-a", "-C",
+                ",".join(map(str, cpus))]
     argv = [perf, "stat", "-x,", "-e", ",".join(["raw_syscalls:sys_enter"] + named)]
     for _, event, tp_filter in kernel_events():
         argv += ["-e", event] + (["--filter", tp_filter] if tp_filter else [])
@@ -132,7 +139,23 @@ def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | N
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     csv = out / f"{name}.csv"
     # counting starts when perf says its events are enabled, ends when they are disabled
-    return perf_recorder(count_argv(perf, pid, csv, cpus), csv, out / f"{name}.log")
+    return perf_recorder(count_argv(perf, pid, csv, cpus), csv, csv if cpus else out / f"{name}.log")
+
+
+def read_counts(counter: Recorder, timeout: float = 5.0) -> str | None:
+    """The counts of a CPU-wide counter (start_count with cpus) once it has been interrupted: perf prints
+    them before it closes its events, so they can be read while it exits. None if they did not all come
+    within timeout (the caller then waits for the exit, as for any other counter)."""
+    expected = sum(len(event.split(",")) for option, event in zip(counter.argv, counter.argv[1:]) if option == "-e")
+    deadline = time.monotonic() + timeout
+    while True:
+        text = counter.log_path.read_text(errors="replace") if counter.log_path.exists() else ""
+        text = text[:text.rfind("\n") + 1]             # whole lines only
+        if sum(1 for _ in _csv_rows(text)) >= expected:
+            return text
+        if counter.proc.poll() is not None or time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
 
 
 def _csv_rows(text: str):
@@ -141,6 +164,8 @@ def _csv_rows(text: str):
         if not line or line.startswith("#"):
             continue
         parts = line.split(",")
+        if len(parts) >= 4 and INTERVAL_STAMP.match(parts[0]):
+            parts = parts[1:]           # -I: each line starts with the time it was read at
         if len(parts) >= 3:
             yield parts[0].strip(), parts[2].strip()
 
