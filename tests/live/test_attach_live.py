@@ -235,7 +235,7 @@ def test_attach_learns_any_servers_reply(tmp_path, sizes):
             assert proc.poll() is None and time.monotonic() < deadline, "the test server did not start"
             time.sleep(0.2)
         done = attach("--pid", str(proc.pid), "-d", "2", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
-                      "-S", "10", "--name", "other", "--app", "lambda", "--format", "json")
+                      "-S", "10", "--name", "other", "--app", "lambda", "--no-second-profile", "--format", "json")
     finally:
         stop(proc)
     assert done.returncode == 0, done.stderr[-1500:]
