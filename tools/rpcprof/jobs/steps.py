@@ -40,9 +40,10 @@ class Subject:
         """Load for seconds; marks window's start and end at the driver's own window lines. The driver
         logs every request's latency in every window, as in the measured one: h2load's log costs the client
         CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
-        driven without the log, a regime of its own)."""
+        driven without the log, a regime of its own). No figure uses these windows' latencies (the
+        measured window's are measured_window's), so the log is not read."""
         settings = replace(self.settings, duration=seconds)
-        return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies,
+        return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies, read_latencies=False,
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
 

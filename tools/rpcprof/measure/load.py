@@ -182,13 +182,15 @@ class H2load:
     WINDOW = (b"Main benchmark duration is started", b"Main benchmark duration is over")
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
-            latencies: bool = True) -> LoadResult:
+            latencies: bool = True, read_latencies: bool = True) -> LoadResult:
+        """latencies: h2load logs each request's latency (--log-file); read_latencies: and they are read
+        into the result (a window whose latencies no figure uses logs them only for the client's pace)."""
         latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
         argv = self.argv(settings, port, latency_log)
         hist = LatencyHistogram()
         try:
             code, wall, cpu = run_measured(argv, log_path, on_start, on_end, self.WINDOW)
-            if latency_log and latency_log.exists():
+            if read_latencies and latency_log and latency_log.exists():
                 read_h2load_latency_log(latency_log, hist)
         finally:
             if latency_log:
@@ -261,7 +263,7 @@ class Ghz:
                 "--format=json", f"--output={out_json}", f"127.0.0.1:{port}"]
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
-            latencies: bool = True) -> LoadResult:
+            latencies: bool = True, read_latencies: bool = True) -> LoadResult:
         out_json = log_path.with_suffix(".json")
         argv = self.argv(settings, port, out_json)
         try:
