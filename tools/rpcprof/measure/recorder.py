@@ -34,7 +34,8 @@ class Control:
     """perf's control fifos (--control fifo:CTL,ACK with -D -1): its events are opened disabled and
     enabled on request, acknowledged once they count, so a window starts when the counters do, with no
     wait guessed; disabled likewise at the window's end, so the counts hold still while perf exits (perf
-    stat closes each tracepoint event with an RCU grace period, ~40 ms each here, before it writes them)."""
+    stat closes each tracepoint event with an RCU grace period, ~40 ms each here, before it writes them,
+    unless it runs with -I: measure/syscalls.py's read_counts)."""
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="rpcprof-perf-control-"))
