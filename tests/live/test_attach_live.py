@@ -96,7 +96,7 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
     proc = start_server(server, port, tmp_path if spec.workdir == "run" else spec.folder)
     app = [] if server in OWN_CODE else ["--app", spec.app]
     try:
-        done = attach("--pid", str(proc.pid), "-d", "3", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
+        done = attach("--pid", str(proc.pid), "-d", "2", "-w", "1", "--load", "--target", f"127.0.0.1:{port}",
                       *app, "--name", server, "--format", "json")
     finally:
         stop(proc)

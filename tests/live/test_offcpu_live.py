@@ -88,7 +88,7 @@ def test_the_stall_goes_when_either_half_of_it_is_taken_away(tmp_path, port):
     of its own is named NAGLE/DELAYED-ACK; in one whose loopback routes have quickack on (every segment
     ACKed at once: no delayed ACK), and with TCP_NODELAY set on the server's accepted sockets by an
     LD_PRELOAD shim (no Nagle), the same run has no stall to name."""
-    done = subprocess.run([str(Path(__file__).parents[2] / "bench" / "nagle"), "-d", "2", "-w", "1",
+    done = subprocess.run([str(Path(__file__).parents[2] / "bench" / "nagle"), "-d", "1", "-w", "1",
                            "--port", str(port), "--runs-dir", str(tmp_path)], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
