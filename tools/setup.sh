@@ -26,7 +26,7 @@
 #       with --java or --for-tests, Debian openjdk-17-jdk-headless (java, and jcmd, which writes the JIT's
 #       perf map) and maven (the servers' own pom.xml pins every Java dependency; Maven Central);
 #       with --cpp or --for-tests, Debian libgrpc++-dev and protobuf-compiler-grpc (gRPC C++ 1.51 and its
-#       grpc_cpp_plugin), g++, make and pkg-config;
+#       grpc_cpp_plugin), g++, make, pkg-config and ccache (a second checkout's build reuses the objects);
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
@@ -65,7 +65,7 @@ note() { echo "setup: $*"; }
 # --- Debian packages ---------------------------------------------------------------
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium
                     [java]=openjdk-17-jdk-headless [jcmd]=openjdk-17-jdk-headless [mvn]=maven
-                    [grpc_cpp_plugin]=protobuf-compiler-grpc [g++]=g++ [make]=make [pkg-config]=pkg-config
+                    [grpc_cpp_plugin]=protobuf-compiler-grpc [g++]=g++ [make]=make [pkg-config]=pkg-config [ccache]=ccache
                     [/usr/include/grpcpp/grpcpp.h]=libgrpc++-dev)
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
@@ -74,8 +74,8 @@ needed=(perf h2load protoc taskset ss)
 ((for_tests)) && needed+=(shellcheck chromium)
 # the Java servers: only when one is asked for (or for the tests)
 ((with_java)) && needed+=(java jcmd mvn)
-# the C++ servers: a compiler, gRPC C++'s headers and libraries (a file, not a command) and its protoc plugin
-((with_cpp)) && needed+=(g++ make pkg-config /usr/include/grpcpp/grpcpp.h grpc_cpp_plugin)
+# the C++ servers: a compiler (and ccache), gRPC C++'s headers and libraries (a file, not a command) and its protoc plugin
+((with_cpp)) && needed+=(g++ make pkg-config ccache /usr/include/grpcpp/grpcpp.h grpc_cpp_plugin)
 for cmd in "${needed[@]}"; do
   deb=${deb_for[$cmd]}
   if [[ $cmd == /* ]]; then [[ -e $cmd ]] && continue; else command -v "$cmd" >/dev/null 2>&1 && continue; fi
