@@ -13,6 +13,7 @@ from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import (format_option, latency_option, output_for, requests_option, rules_option, run_click,
                                 runs_dir_option, show)
 from rpcprof.cli.documents import results, seeds
+from rpcprof.cli.runs import runs
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import INDIRECT_COST, RULES_PATH
 from rpcprof.report.compare import render_compare
@@ -60,6 +61,7 @@ def main():
 
 main.add_command(results)       # the generated documents: cli/documents.py
 main.add_command(seeds)
+main.add_command(runs)          # runs of one setup side by side: cli/runs.py
 
 
 @main.command()

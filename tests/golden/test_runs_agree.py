@@ -1,0 +1,92 @@
+"""report.py runs on the published runs of the README's first command (docs/data/): six runs of one
+setup, a day apart in two groups of three. Each run's ratio and interval must be the one `report.py run`
+prints for that folder, each miss a real one, and the spread between runs the one their rounds give."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+DATA = ROOT / "docs" / "data"
+RUNS = sorted(DATA.glob("20261124-*-rust_tonic_mt-rust_pajamax"))   # the six of docs/run.md
+PAIR = "rust_pajamax vs rust_tonic_mt"
+
+
+def report(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "report.py"), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    done = report("runs", *map(str, RUNS), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_there_are_six_published_runs_of_the_first_command():
+    assert len(RUNS) == 6
+
+
+def test_each_runs_ratio_and_interval_are_those_report_py_run_prints(doc):
+    got = doc["pairs"][PAIR]["runs"]
+    for run_dir, row in zip(RUNS, got):
+        printed = json.loads(report("run", str(run_dir), "--format", "json").stdout)
+        interval = next(r["ratio_interval"] for r in printed["rows"] if r["server"] == "rust_pajamax")
+        assert row["run"] == run_dir.name
+        assert (row["ratio"], row["low"], row["high"]) == pytest.approx((interval["ratio"], interval["low"], interval["high"]))
+
+
+def test_every_miss_is_a_ratio_outside_that_interval_and_every_other_check_holds(doc):
+    rows = {r["run"]: r for r in doc["pairs"][PAIR]["runs"]}
+    misses = {(m["ratio_of"], m["outside_interval_of"]) for m in doc["pairs"][PAIR]["misses"]}
+    checks = 0
+    for a in rows.values():
+        for b in rows.values():
+            if a is not b:
+                checks += 1
+                assert ((a["run"], b["run"]) in misses) == (not b["low"] <= a["ratio"] <= b["high"])
+    assert doc["pairs"][PAIR]["checks"] == checks == 30
+    assert misses, "the published runs disagree (docs/run.md says so): a report that finds no miss is wrong"
+
+
+def test_the_spread_between_runs_is_the_runs_and_the_rounds_is_their_pairs(doc):
+    got = doc["pairs"][PAIR]
+    logs = []
+    for run_dir in RUNS:
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        a = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_tonic_mt"]["repeats"]}
+        b = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_pajamax"]["repeats"]}
+        logs.append([math.log(b[k] / a[k]) for k in sorted(a)])
+    assert got["runs_sd"] == pytest.approx(statistics.stdev(statistics.fmean(x) for x in logs))
+    pooled = statistics.fmean(statistics.variance(x) for x in logs)        # five pairs in each run
+    assert got["expected_sd"] == pytest.approx(math.sqrt(pooled / 5))
+    assert got["between_sd"] == pytest.approx(math.sqrt(got["runs_sd"] ** 2 - got["expected_sd"] ** 2))
+    low, high = got["next_run"]
+    assert low < got["over_runs"]["low"] < got["over_runs"]["ratio"] < got["over_runs"]["high"] < high
+    assert all(low <= r["ratio"] <= high for r in got["runs"])
+
+
+def test_the_text_says_what_the_figures_say():
+    out = report("runs", *map(str, RUNS)).stdout
+    assert f"{PAIR}: the runs disagree: " in out and "beyond what a run's rounds see" in out
+    # two runs that do agree, and spread less than their rounds predict: neither sentence of drift
+    out = report("runs", str(RUNS[-2]), str(RUNS[-1])).stdout
+    assert f"{PAIR}: the runs agree" in out and "disagree" not in out and "beyond" not in out
+
+
+@pytest.mark.parametrize("args, says", [
+    ((str(RUNS[0]),), "give two run folders or more"),
+    ((str(RUNS[0]), str(DATA / "20261124-074608-seed-002-A")), "seed-002-A differs from 20261124-073646-rust_tonic_mt-rust_pajamax in streams (100 against 1000)"),
+    ((str(RUNS[0]), str(DATA / "20261124-075456-seed-000")), "a sweep folder, not a run"),
+    ((str(RUNS[0]), str(DATA / "20261125-091134-rust_tonic_mt-java_grpc-cpp_grpc")), "no two servers"),
+])
+def test_runs_that_cannot_be_compared_are_refused_in_one_line(args, says):
+    done = report("runs", *args)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr

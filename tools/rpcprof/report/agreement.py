@@ -1,0 +1,119 @@
+"""report.py runs: runs of one setup side by side, each ratio with its interval, whether each interval
+holds the other runs' ratios, and the drift between runs that no run's rounds see (analyze/agreement.py)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from rpcprof.analyze.agreement import Agreement, RunRatio, agreement
+from rpcprof.analyze.intervals import log_ratios, pilot_of, server_ratio
+from rpcprof.errors import UserError
+from rpcprof.report.summary import ratio_text
+from rpcprof.report.tables import render
+from rpcprof.rundir import load_run
+
+# what makes two runs one setup: the same load on the same CPUs for the same windows
+SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params")
+
+
+def _setup_text(p: dict) -> str:
+    return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
+            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}")
+
+
+def _ok(metrics: dict, server: str) -> dict | None:
+    m = metrics.get(server) or {}
+    return m if m.get("status") == "ok" and m.get("req_per_cpu_s") else None
+
+
+def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement]]:
+    """(the setup's parameters, {"B vs A": Agreement}) for every server measured in every run, over the
+    first server of the first run. UserError when the runs are not of one setup or share no pair."""
+    if len(run_dirs) < 2:
+        raise UserError("runs: give two run folders or more (of one setup: same servers, load and windows)")
+    loaded = [(Path(d), *load_run(d)) for d in run_dirs]
+    first_dir, first, _ = loaded[0]
+    p0 = first["parameters"]
+    for d, manifest, _ in loaded[1:]:
+        p = manifest["parameters"]
+        for key in SETUP:
+            if p.get(key) != p0.get(key):
+                raise UserError(f"runs: {d.name} differs from {first_dir.name} in {key} ({p.get(key)!r} against "
+                                f"{p0.get(key)!r}): compare runs of one setup")
+    servers = [s for s in p0["servers"] if all(_ok(metrics, s) for _, _, metrics in loaded)]
+    if len(servers) < 2:
+        raise UserError("runs: no two servers were measured in every run given: nothing to compare")
+    base = servers[0]
+    out = {}
+    for other in servers[1:]:
+        ratios = []
+        for d, manifest, metrics in loaded:
+            a, b = _ok(metrics, base), _ok(metrics, other)
+            interval = server_ratio(a, b, pilot=pilot_of(manifest["parameters"]))
+            if interval is None:
+                raise UserError(f"runs: {d.name} has no paired rounds of {base} and {other} (made before rounds): "
+                                "compare runs made with --repeat")
+            ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
+        out[f"{other} vs {base}"] = agreement(ratios)
+    return {**{k: p0.get(k) for k in SETUP}, "servers": servers}, out
+
+
+def _pct(sd: float | None) -> str:
+    return "-" if sd is None else f"{100 * (math.exp(sd) - 1):.1f} %"
+
+
+def agreement_lines(name: str, a: Agreement) -> list[str]:
+    """What the figures say, each sentence only when its condition holds."""
+    lines = []
+    if a.checks:
+        if a.misses:
+            by = {r.label: (f"#{i}", r.interval) for i, r in enumerate(a.runs, 1)}
+
+            def miss(x: str, y: str) -> str:
+                (nx, ix), (ny, iy) = by[x], by[y]
+                # as many decimals as it takes to show the ratio outside the bounds it passed
+                digits = next((d for d in (1, 2, 3) if f"{ix.ratio:.{d}f}" not in (f"{iy.low:.{d}f}", f"{iy.high:.{d}f}")), 4)
+                f = (lambda v: ratio_text(v)) if digits == 1 else (lambda v: f"{v:.{digits}f}")
+                return f"{nx}'s ^{f(ix.ratio)} is outside {ny}'s [{f(iy.low)}-{f(iy.high)}]"
+            shown = "; ".join(miss(x, y) for x, y in a.misses[:4])
+            more = f"; {len(a.misses) - 4} more" if len(a.misses) > 4 else ""
+            lines.append(f"{name}: the runs disagree: {len(a.misses)} of {a.checks} run-to-run checks fail: {shown}{more}.")
+        else:
+            lines.append(f"{name}: the runs agree: every run's interval holds every other run's ratio.")
+    if a.runs_sd is not None and a.expected_sd is not None:
+        line = (f"{name}: the runs' ratios spread by {_pct(a.runs_sd)} (sd); their rounds alone would spread them by "
+                f"{_pct(a.expected_sd)}")
+        if a.between_sd:
+            line += (f": the machine moved between runs by about {_pct(a.between_sd)} beyond what a run's rounds see, "
+                     "so the interval over runs below is the one to quote")
+        lines.append(line + ".")
+    if a.over_runs is not None and a.over_runs.low is not None:
+        low, high = a.next_run
+        lines.append(f"{name}: over the {len(a.runs)} runs (each run one estimate): {a.over_runs.text()} (95 %); "
+                     f"a next run's ratio should land in [{ratio_text(low)}-{ratio_text(high)}] (95 % prediction).")
+    return lines
+
+
+def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
+    setup, pairs = runs_agreement(run_dirs)
+    if fmt == "json":
+        return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}},
+                          indent=2, sort_keys=True) + "\n"
+    loaded = {Path(d).name: load_run(d)[0] for d in run_dirs}
+    blocks = []
+    for name, a in pairs.items():
+        rows = [{"pair": name, "#": i, "run": r.label, "started": loaded[r.label].get("started"), "pairs": len(r.logs),
+                 "ratio": r.interval.text(),
+                 "half_width_pct": None if r.interval.half_width is None else f"{100 * r.interval.half_width:.1f}",
+                 "holds": (f"{sum(1 for o in a.runs if o is not r and r.holds(o.interval.ratio))} of {len(a.runs) - 1}"
+                           if r.interval.low is not None else "-")} for i, r in enumerate(a.runs, 1)]
+        table = render(rows, [("pair", "pair")] * (fmt == "csv") + [("#", "#"), ("run", "run"), ("started", "started"), ("pairs", "pairs"),
+                              ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"),
+                              ("holds", "holds the others' ratios")], fmt)
+        if fmt == "csv":
+            blocks.append(table if not blocks else table.split("\n", 1)[1])
+            continue
+        blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
+                      + "\n".join(agreement_lines(name, a)) + "\n")
+    return ("" if fmt == "csv" else "\n").join(blocks)
