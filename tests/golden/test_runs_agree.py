@@ -90,3 +90,46 @@ def test_runs_that_cannot_be_compared_are_refused_in_one_line(args, says):
     done = report("runs", *args)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and says in done.stderr, done.stderr
+
+
+TODAY = sorted(DATA.glob("20261125-17*-rust_tonic_mt-rust_pajamax"))      # three in a row, one commit
+
+
+def copy_run(src, runs, name=None, **changes):
+    """A copy of a published run under runs/ (NAME, or its own name), its manifest changed as given
+    (key: value, or key path 'a.b': value)."""
+    import shutil
+    to = runs / (name or src.name)
+    shutil.copytree(src, to)
+    manifest = json.loads((to / "manifest.json").read_text())
+    for key, value in changes.items():
+        *path, last = key.split(".")
+        node = manifest
+        for p in path:
+            node = node[p]
+        node[last] = value
+    (to / "manifest.json").write_text(json.dumps(manifest))
+    return to
+
+
+def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(tmp_path):
+    from rpcprof.report.agreement import earlier_lines, earlier_runs
+    first, second, third = (copy_run(d, tmp_path) for d in TODAY)
+    # the same run but for one thing each, all started before the third: none is its peer
+    other_load = copy_run(TODAY[1], tmp_path, "20261125-172200-other-load", **{"parameters.streams": 100})
+    other_code = copy_run(TODAY[1], tmp_path, "20261125-172201-other-code", **{"git.commit": "0" * 40})
+    other_host = copy_run(TODAY[1], tmp_path, "20261125-172202-other-host", **{"machine.hostname": "elsewhere"})
+    interrupted = copy_run(TODAY[1], tmp_path, "20261125-172203-interrupted", status="interrupted")
+    a_day_before = copy_run(TODAY[0], tmp_path, "20261124-171838-a-day-before", started="2026-11-24T17:18:37")
+    (tmp_path / "20261125-172204-not-a-run").mkdir()
+    found = earlier_runs(third, tmp_path)
+    assert found == [first, second]
+    assert not {other_load, other_code, other_host, interrupted, a_day_before} & set(found)
+    assert earlier_runs(first, tmp_path) == [] and earlier_lines(first, tmp_path) == []
+    # the line is report.py runs' interval over the three
+    over = json.loads(report("runs", str(first), str(second), str(third), "--format", "json").stdout)
+    interval = over["pairs"][PAIR]["over_runs"]
+    line, = earlier_lines(third, tmp_path)
+    text = f"^{interval['ratio']:.1f} [{interval['low']:.1f}-{interval['high']:.1f}]"
+    assert line.startswith(f"{PAIR} over this run and 2 earlier ones of this setup here: {text} (95 %")
+    assert ("the machine moved between runs" in line) == (over["pairs"][PAIR]["between_sd"] > 0)

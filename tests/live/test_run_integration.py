@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -208,9 +209,9 @@ def test_each_server_has_its_logs_and_result_in_the_folder(seed_run, metrics, na
 
 # ----- one folder per run -------------------------------------------------------------------------
 
-def test_two_runs_get_two_distinct_folders(profile, port):
-    args = ["run", "rust_tonic_st", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls", "--port", str(port),
-            "--label", "pytest-twice"]
+def test_two_runs_get_two_distinct_folders_and_the_second_its_ratio_over_both(profile, port):
+    args = ["run", "rust_tonic_st", "rust_pajamax", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls",
+            "--port", str(port), "--label", "pytest-twice"]
     first, second = profile.run(*args), profile.run(*args)
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
@@ -218,6 +219,16 @@ def test_two_runs_get_two_distinct_folders(profile, port):
     for done in (first, second):
         manifest = json.loads((done.run_dir / "manifest.json").read_text())
         assert manifest["status"] == "complete"
+    # the second run finds the first (same setup, servers, machine and code) and gives the ratio over both
+    assert "over this run and" not in first.stdout
+    over = re.search(r"^rust_pajamax vs rust_tonic_st over this run and 1 earlier one of this setup here: "
+                     r"\^([\d.]+) \[([\d.]+)-([\d.]+)\]", second.stdout, re.M)
+    assert over, second.stdout
+    ratios = [json.loads(subprocess.run(["./report.py", "run", str(d), "--format", "json"], capture_output=True,
+                                        text=True, cwd=ROOT).stdout)["rows"][1]["relative"]
+              for d in (first.run_dir, second.run_dir)]
+    assert float(over[1]) == pytest.approx(math.sqrt(ratios[0] * ratios[1]), abs=0.06)
+    assert float(over[2]) <= min(ratios) and max(ratios) <= float(over[3])
 
 
 # ----- the runtime's write pattern: invariants of tokio's scheduler, not timings ---------------------

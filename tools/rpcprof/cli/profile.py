@@ -19,6 +19,7 @@ from rpcprof.measure.scenario import SCENARIOS
 from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.report.compare import render_compare, render_shares
+from rpcprof.report.agreement import earlier_lines
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.rundir import SERVER_LOG, server_path
@@ -213,6 +214,8 @@ def run(**params):
                             f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
         raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
+    if fmt in ("table", "markdown"):
+        click.echo("".join(f"{x}\n" for x in earlier_lines(run_dir, opts.runs_dir)), nl=False)
     if opts.profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)

@@ -117,3 +117,65 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
                       + "\n".join(agreement_lines(name, a)) + "\n")
     return ("" if fmt == "csv" else "\n").join(blocks)
+
+
+EARLIER_HOURS = 24          # earlier runs taken beside a new one: of the last day,
+EARLIER_MAX = 9             # at most this many, the latest
+
+
+def _same_bench(a: dict, b: dict) -> bool:
+    """Same setup, servers, machine and code (commit and uncommitted changes)."""
+    pa, pb = a["parameters"], b["parameters"]
+    machine = ("hostname", "cpu_model", "cpus", "kernel")
+    return (all(pa.get(k) == pb.get(k) for k in (*SETUP, "servers"))
+            and all((a.get("machine") or {}).get(k) == (b.get("machine") or {}).get(k) for k in machine)
+            and a.get("git") == b.get("git") and a.get("mode") == b.get("mode") == "run")
+
+
+def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
+    """The complete runs in runs_base of the same setup, servers, machine and code as run_dir, started in
+    the EARLIER_HOURS before it, the latest EARLIER_MAX, oldest first."""
+    from datetime import datetime, timedelta
+    from rpcprof.rundir import load_manifest
+    this = load_manifest(run_dir)
+    start = datetime.fromisoformat(this["started"])
+    base = Path(runs_base)
+    # folder names begin with their start time: the latest first
+    candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
+        if base.is_dir() else []
+    found = []
+    for d in candidates:
+        try:
+            m = load_manifest(d)
+            started = datetime.fromisoformat(m["started"])
+        except (UserError, KeyError, TypeError, ValueError):
+            continue                    # not a run folder, or one a reader cannot use: not this run's peer
+        if start - started > timedelta(hours=EARLIER_HOURS):
+            break
+        if m.get("status") == "complete" and _same_bench(this, m):
+            found.append(d)
+            if len(found) == EARLIER_MAX:
+                break
+    return found[::-1]
+
+
+def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
+    """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, one line
+    per ratio; none when there is no earlier run."""
+    earlier = earlier_runs(run_dir, runs_base)
+    if not earlier:
+        return []
+    try:
+        _, pairs = runs_agreement([*earlier, run_dir])
+    except UserError:
+        return []
+    lines = []
+    for name, a in pairs.items():
+        if a.over_runs is None or a.over_runs.low is None:
+            continue
+        line = (f"{name} over this run and {len(earlier)} earlier one{'s' * (len(earlier) > 1)} of this setup here: "
+                f"{a.over_runs.text()} (95 %, each run one estimate; report.py runs for each)")
+        if a.between_sd:
+            line += f"; the machine moved between runs by about {_pct(a.between_sd)} beyond the rounds' spread"
+        lines.append(line)
+    return lines
