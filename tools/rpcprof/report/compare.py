@@ -13,7 +13,7 @@ from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
-from rpcprof.analyze.intervals import t975
+from rpcprof.analyze.intervals import profiled_ratio, server_ratio, t975
 from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
@@ -188,8 +188,12 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
-        b.update(ruler_check(base, b) if base else {"ratio": None, "ratio_low": None, "ratio_high": None,
-                                                      "measured_ratio": None, "profiled_ratio": None, "agrees": None})
+        # with rounds, the ratios are the run's own (its adjacent pairs), as the ruler's samples are every round's
+        paired = ((server_ratio(metrics[base["server"]], metrics[b["server"]]),
+                   profiled_ratio(metrics[base["server"]], metrics[b["server"]])) if base else (None, None))
+        b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)) if base else
+                 {"ratio": None, "ratio_low": None, "ratio_high": None, "measured_ratio": None, "profiled_ratio": None,
+                  "agrees": None})
         b["base"] = base["server"] if base else None
         if not base:
             continue
@@ -250,13 +254,15 @@ def every_round(run_dir: Path, name: str, m: dict) -> list:
     return [(frames, w // sample_weight(stacks)) for stacks in rounds for frames, w in stacks]
 
 
-def ruler_check(base: dict, row: dict) -> dict:
+def ruler_check(base: dict, row: dict, measured: float | None = None, profiled: float | None = None) -> dict:
     """row's ruler against base's (two rows of ruler_rows, before `_fs` is dropped): the ratio of ruler
     shares with its 95 % interval, the measured req/s-per-CPU ratios, and whether they agree. The share
-    ratio measures CPU per request in the profile windows, so it is checked against the ratio there."""
-    out = {"measured_ratio": row["req_per_cpu_s"] / base["req_per_cpu_s"], "profiled_ratio": None,
+    ratio measures CPU per request in the profile windows, so it is checked against the ratio there.
+    measured, profiled: those ratios over the run's rounds (paired), where the rows' own figures are one
+    round's."""
+    out = {"measured_ratio": measured or row["req_per_cpu_s"] / base["req_per_cpu_s"], "profiled_ratio": profiled,
            "ratio": None, "ratio_low": None, "ratio_high": None, "agrees": None}
-    if base["cpu_us_per_req_profiled"] and row["cpu_us_per_req_profiled"]:
+    if not profiled and base["cpu_us_per_req_profiled"] and row["cpu_us_per_req_profiled"]:
         out["profiled_ratio"] = base["cpu_us_per_req_profiled"] / row["cpu_us_per_req_profiled"]
     r = share_ratio(base["_fs"], row["_fs"])
     if r is not None:
