@@ -223,11 +223,13 @@ def test_mutated_run_files_never_crash_a_report(small_run, mutations, fmt):
 
 @settings(FUZZ, max_examples=40, suppress_health_check=list(HealthCheck))
 @given(mutations=st.lists(MUTATION, min_size=1, max_size=2), fmt=st.sampled_from(["table", "json", "csv"]))
-def test_mutated_run_files_never_crash_the_what_if(mutations, fmt):
-    """report.py whatif on a run with rounds (tests/data/runs/rounds), its files mutated: a report or one line."""
+def test_mutated_run_files_never_crash_the_what_if_nor_runs(mutations, fmt):
+    """report.py whatif on a run with rounds (tests/data/runs/rounds), its files mutated: a report or one line;
+    and report.py runs, the mutated run beside the intact one."""
     reports_stay_clean(DATA / "runs" / "rounds", mutate, mutations, lambda run: (
         ["whatif", run, "rust_pajamax", "rust_tonic_mt", "--format", fmt],
-        ["whatif", run, "rust_tonic_mt", "rust_pajamax", "--format", fmt]))
+        ["whatif", run, "rust_tonic_mt", "rust_pajamax", "--format", fmt],
+        ["runs", DATA / "runs" / "rounds", run, "--format", fmt]))
 
 
 def reports_stay_clean(source: Path, mutate_run, mutations, commands) -> None:
