@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rpcprof.analyze.agreement import Agreement, RunRatio, agreement
@@ -11,7 +12,7 @@ from rpcprof.analyze.intervals import log_ratios, pilot_of, server_ratio
 from rpcprof.errors import UserError
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_run
+from rpcprof.rundir import load_manifest, load_run
 
 # what makes two runs one setup: the same load on the same CPUs for the same windows
 SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params")
@@ -27,9 +28,10 @@ def _ok(metrics: dict, server: str) -> dict | None:
     return m if m.get("status") == "ok" and m.get("req_per_cpu_s") else None
 
 
-def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement]]:
-    """(the setup's parameters, {"B vs A": Agreement}) for every server measured in every run, over the
-    first server of the first run. UserError when the runs are not of one setup or share no pair."""
+def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
+    """(the setup's parameters, {"B vs A": Agreement}, {run: when it started}) for every server measured
+    in every run, over the first server of the first run. UserError when the runs are not of one setup or
+    share no pair."""
     if len(run_dirs) < 2:
         raise UserError("runs: give two run folders or more (of one setup: same servers, load and windows)")
     loaded = [(Path(d), *load_run(d)) for d in run_dirs]
@@ -56,7 +58,8 @@ def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement]]:
                                 "compare runs made with --repeat")
             ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
         out[f"{other} vs {base}"] = agreement(ratios)
-    return {**{k: p0.get(k) for k in SETUP}, "servers": servers}, out
+    started = {d.name: manifest.get("started") for d, manifest, _ in loaded}
+    return {**{k: p0.get(k) for k in SETUP}, "servers": servers}, out, started
 
 
 def _pct(sd: float | None) -> str:
@@ -73,12 +76,16 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
             def miss(x: str, y: str) -> str:
                 (nx, ix), (ny, iy) = by[x], by[y]
                 # as many decimals as it takes to show the ratio outside the bounds it passed
-                digits = next((d for d in (1, 2, 3) if f"{ix.ratio:.{d}f}" not in (f"{iy.low:.{d}f}", f"{iy.high:.{d}f}")), 4)
-                f = (lambda v: ratio_text(v)) if digits == 1 else (lambda v: f"{v:.{digits}f}")
+                digits = next((d for d in (1, 2, 3)
+                               if f"{ix.ratio:.{d}f}" not in (f"{iy.low:.{d}f}", f"{iy.high:.{d}f}")), 4)
+
+                def f(v: float) -> str:
+                    return ratio_text(v) if digits == 1 else f"{v:.{digits}f}"
                 return f"{nx}'s ^{f(ix.ratio)} is outside {ny}'s [{f(iy.low)}-{f(iy.high)}]"
             shown = "; ".join(miss(x, y) for x, y in a.misses[:4])
             more = f"; {len(a.misses) - 4} more" if len(a.misses) > 4 else ""
-            lines.append(f"{name}: the runs disagree: {len(a.misses)} of {a.checks} run-to-run checks fail: {shown}{more}.")
+            lines.append(f"{name}: the runs disagree: {len(a.misses)} of {a.checks} run-to-run checks fail: "
+                         f"{shown}{more}.")
         else:
             lines.append(f"{name}: the runs agree: every run's interval holds every other run's ratio.")
     if a.runs_sd is not None and a.expected_sd is not None:
@@ -96,21 +103,20 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
 
 
 def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
-    setup, pairs = runs_agreement(run_dirs)
+    setup, pairs, started = runs_agreement(run_dirs)
     if fmt == "json":
         return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}},
                           indent=2, sort_keys=True) + "\n"
-    loaded = {Path(d).name: load_run(d)[0] for d in run_dirs}
+    columns = [("#", "#"), ("run", "run"), ("started", "started"), ("pairs", "pairs"),
+               ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
     blocks = []
     for name, a in pairs.items():
-        rows = [{"pair": name, "#": i, "run": r.label, "started": loaded[r.label].get("started"), "pairs": len(r.logs),
+        rows = [{"pair": name, "#": i, "run": r.label, "started": started[r.label], "pairs": len(r.logs),
                  "ratio": r.interval.text(),
                  "half_width_pct": None if r.interval.half_width is None else f"{100 * r.interval.half_width:.1f}",
                  "holds": (f"{sum(1 for o in a.runs if o is not r and r.holds(o.interval.ratio))} of {len(a.runs) - 1}"
                            if r.interval.low is not None else "-")} for i, r in enumerate(a.runs, 1)]
-        table = render(rows, [("pair", "pair")] * (fmt == "csv") + [("#", "#"), ("run", "run"), ("started", "started"), ("pairs", "pairs"),
-                              ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"),
-                              ("holds", "holds the others' ratios")], fmt)
+        table = render(rows, [("pair", "pair")] * (fmt == "csv") + columns, fmt)
         if fmt == "csv":
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue
@@ -135,8 +141,6 @@ def _same_bench(a: dict, b: dict) -> bool:
 def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
     """The complete runs in runs_base of the same setup, servers, machine and code as run_dir, started in
     the EARLIER_HOURS before it, the latest EARLIER_MAX, oldest first."""
-    from datetime import datetime, timedelta
-    from rpcprof.rundir import load_manifest
     this = load_manifest(run_dir)
     start = datetime.fromisoformat(this["started"])
     base = Path(runs_base)
@@ -166,7 +170,7 @@ def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
     if not earlier:
         return []
     try:
-        _, pairs = runs_agreement([*earlier, run_dir])
+        _, pairs, _ = runs_agreement([*earlier, run_dir])
     except UserError:
         return []
     lines = []
