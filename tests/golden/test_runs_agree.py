@@ -74,7 +74,7 @@ def test_the_spread_between_runs_is_the_runs_and_the_rounds_is_their_pairs(doc):
 
 def test_the_text_says_what_the_figures_say():
     out = report("runs", *map(str, RUNS)).stdout
-    assert f"{PAIR}: the runs disagree: " in out and "beyond what a run's rounds see" in out
+    assert f"{PAIR}: the runs disagree: " in out and "beyond what their rounds predict" in out
     # two runs that do agree, and spread less than their rounds predict: neither sentence of drift
     out = report("runs", str(RUNS[-2]), str(RUNS[-1])).stdout
     assert f"{PAIR}: the runs agree" in out and "disagree" not in out and "beyond" not in out
@@ -132,4 +132,4 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     line, = earlier_lines(third, tmp_path)
     text = f"^{interval['ratio']:.1f} [{interval['low']:.1f}-{interval['high']:.1f}]"
     assert line.startswith(f"{PAIR} over this run and 2 earlier ones of this setup here: {text} (95 %")
-    assert ("the machine moved between runs" in line) == (over["pairs"][PAIR]["between_sd"] > 0)
+    assert ("beyond what their rounds predict" in line) == (over["pairs"][PAIR]["between_sd"] > 0)

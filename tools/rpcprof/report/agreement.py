@@ -92,8 +92,9 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
         line = (f"{name}: the runs' ratios spread by {_pct(a.runs_sd)} (sd); their rounds alone would spread them by "
                 f"{_pct(a.expected_sd)}")
         if a.between_sd:
-            line += (f": the machine moved between runs by about {_pct(a.between_sd)} beyond what a run's rounds see, "
-                     "so the interval over runs below is the one to quote")
+            line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict (the machine "
+                     "drifting between runs, or a round that ran apart), so the interval over runs below is the one "
+                     "to quote")
         lines.append(line + ".")
     if a.over_runs is not None and a.over_runs.low is not None:
         low, high = a.next_run
@@ -180,6 +181,6 @@ def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
         line = (f"{name} over this run and {len(earlier)} earlier one{'s' * (len(earlier) > 1)} of this setup here: "
                 f"{a.over_runs.text()} (95 %, each run one estimate; report.py runs for each)")
         if a.between_sd:
-            line += f"; the machine moved between runs by about {_pct(a.between_sd)} beyond the rounds' spread"
+            line += f"; the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict"
         lines.append(line)
     return lines
