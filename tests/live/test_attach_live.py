@@ -66,6 +66,14 @@ def attach(*args, timeout=300):
                           timeout=timeout, cwd=ROOT)
 
 
+def explain_category(frame: str, app: str) -> str:
+    """The category categorize.yaml, with app as the app rule, gives a one-frame stack of frame."""
+    from rpcprof.analyze.categorize import categorize, load_rules
+    rules = load_rules().with_app(app)
+    shares = categorize([([frame], 1)], rules)
+    return next(c for c in rules.all_categories if shares.share(c) == 1)
+
+
 def heaviest_leaves(folder: Path, server: str, n: int = 5) -> list[tuple[str, int]]:
     """The n leaf frames with the most samples in a server's profile (for a failing assert's message)."""
     from rpcprof.analyze.categorize import open_folded
@@ -85,6 +93,10 @@ def run_folder(stderr: str) -> Path:
 # attached with no --app (then the app category is the process's own code, found by rpcprof), but for
 # rust_pajamax, attached with its server.yaml's app regex: both ways are tested, one attach per server
 OWN_CODE = ["rust_tonic_mt", "go_grpc", "python_grpcio", "node_grpcjs"]
+# grpcio's handler is too small to be sampled for sure in a short window: it held 1, 2, 0 and 3 of py-spy's
+# ~3,600 samples in four attaches of 2 s (0.03 % to 0.09 %), and 4 of ~11,000 in 6 s. Its rule is checked on
+# the handler's frame as py-spy names it instead (the line of SayHello's body in server.py)
+SAMPLED_HANDLER = ["rust_tonic_mt", "go_grpc", "node_grpcjs"]
 
 
 @pytest.mark.parametrize("server", SERVERS)
@@ -120,7 +132,14 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
             # and its handler is in it (app > 0 %); the rule used is printed and recorded
             assert "rpcprof: app frames: " in done.stderr
             assert m["app"] and m["app_source"] != "--app"
-            assert shares["app"] > 0, (m["app"], m["profile"]["samples"], heaviest_leaves(folder, server))
+            if server in SAMPLED_HANDLER:
+                assert shares["app"] > 0, (m["app"], m["profile"]["samples"], heaviest_leaves(folder, server))
+            else:
+                source = (spec.folder / "server.py").read_text().splitlines()
+                line = next(i for i, x in enumerate(source, 1) if "def SayHello" in x) + 1
+                for frame in (f"HelloGreeter.SayHello (server.py:{line})",
+                              f"HelloGreeter.SayHello ({spec.folder / 'server.py'}:{line})"):
+                    assert explain_category(frame, m["app"]) == "app", (frame, m["app"])
         assert sum(shares.values()) == pytest.approx(1.0)
         assert shares["other"] <= 0.05
         expected_profiler = "py-spy" if server == "python_grpcio" else "perf"
