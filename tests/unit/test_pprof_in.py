@@ -96,8 +96,8 @@ def test_the_project_exports_round_trip(tmp_path):
 
 @pytest.mark.parametrize("name, content, expected", [
     ("cpu.pb.gz", b"", True), ("cpu.pb", b"", True), ("cpu.pprof", b"", True), ("CPU.PPROF.GZ", b"", True),
-    ("profile", gzip.compress(b"\x0a\x04\x08\x01\x10\x02"), True),     # curl -o profile .../debug/pprof/profile
-    ("profile.folded.gz", gzip.compress(b"main;a 1\n"), False),          # gzip'd folded text, as before
+    ("profile", gzip.compress(b"\x0a\x04\x08\x01\x10\x02", mtime=0), True),     # curl -o profile .../debug/pprof/profile
+    ("profile.folded.gz", gzip.compress(b"main;a 1\n", mtime=0), False),          # gzip'd folded text, as before
     ("profile.folded", b"main;a 1\n", False), ("missing", None, False),
 ])
 def test_which_files_are_pprof(tmp_path, name, content, expected):
@@ -172,8 +172,8 @@ def no_samples():
 
 # name, the file's bytes (gzip'd unless told), what the one error line must say
 HOSTILE = {
-    "truncated gzip": (lambda: gzip.compress(GOOD)[:-30], False, "truncated: the gzip stream ends"),
-    "damaged gzip": (lambda: gzip.compress(GOOD)[:12] + b"\xff" * 40, False, "damaged gzip"),
+    "truncated gzip": (lambda: gzip.compress(GOOD, mtime=0)[:-30], False, "truncated: the gzip stream ends"),
+    "damaged gzip": (lambda: gzip.compress(GOOD, mtime=0)[:12] + b"\xff" * 40, False, "damaged gzip"),
     "not a profile": (lambda: b"\xff\xff\xff\xff not protobuf", True, "not a pprof profile (profile.proto does not decode"),
     "text": (lambda: b"hello world", True, "not a pprof profile (profile.proto does not decode"),
     "empty": (lambda: b"", True, "not a pprof profile: it declares no sample type"),
