@@ -8,7 +8,8 @@ run's rounds see. Two figures tell the parts apart, on the log ratios (a one-way
 - within: the rounds' pooled variance s_w² (each run's pairs around its own mean); from it alone the runs'
   ratios would spread with variance s_w² · mean(1/n_i);
 - between: the variance s_m² of the runs' own log ratios; what exceeds the rounds' prediction,
-  max(0, s_m² − s_w² · mean(1/n_i)), is the drift between runs.
+  max(0, s_m² − s_w² · mean(1/n_i)), is what the runs differ by beyond their rounds: a drift between
+  runs, or a round that ran apart by more than normal noise would (the figures cannot tell which).
 
 Over k runs, each run taken as one estimate (the drift included, since each run drew its own), the ratio
 is exp(mean ± t(k−1) · s / √k), and a next run of the same setup should land within
@@ -47,7 +48,7 @@ class Agreement:
     within_sd: float | None              # the rounds' pooled sd of the log ratios
     expected_sd: float | None            # how far the runs' log ratios would spread from their rounds alone
     runs_sd: float | None                # how far they did spread (sd of the runs' log ratios)
-    between_sd: float | None             # the drift between runs, beyond the rounds' (0 when none)
+    between_sd: float | None             # how far the runs differ beyond their rounds' spread (0 when not)
     over_runs: RatioInterval | None      # each run one estimate: the mean over runs and its 95 % interval
     next_run: tuple[float, float] | None  # 95 % prediction interval for a next run's ratio
 
