@@ -6,7 +6,14 @@ from rpcprof.jobs.base import round_sample_target
 
 def test_the_first_round_plans_its_share():
     assert round_sample_target(5000, 5, []) == 1000
-    assert round_sample_target(5000, 1, []) == 5000
+    assert round_sample_target(5000, 1, []) == 5250        # one round is the last: 5 % over
+
+
+def test_the_last_round_plans_a_margin_over_what_is_missing():
+    # four rounds that reached their plans exactly: the fifth aims 5 % over the 1,000 left
+    assert round_sample_target(5000, 5, [(1000, 1000)] * 4) == 1050
+    assert round_sample_target(5000, 5, [(1000, 1000)] * 3) == 1000
+    assert round_sample_target(5000, 5, [(1250, 1000)] * 4) == 0
 
 
 def test_later_rounds_make_up_what_earlier_ones_missed_and_how_far_they_fell_short():
