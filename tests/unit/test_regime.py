@@ -58,3 +58,24 @@ def test_rounds_are_checked_on_their_mean_change_and_counts_of_the_profile_windo
 def test_a_batching_change_shows_in_the_free_counters_of_both_windows():
     flags = regime_flags(round_result([(100.0, 100.0, 0.05, 0.31), (100.0, 100.0, 0.05, 0.29)]))
     assert flags == ["PROFILE-REGIME: VFS writes per request 0.05 -> 0.30"]
+
+
+def test_the_flags_sentence_says_batching_only_when_a_counter_moved():
+    """A sentence is derived from the figures: a req/s shift with the per-request counters held is not a
+    batching change; one with a counter that moved is; without counters nothing is claimed."""
+    from rpcprof.analyze.regime import counters_steady
+    from rpcprof.report.summary import regime_line
+
+    shifted = round_result([(100.0, 86.0, 1.0, 1.0), (100.0, 88.0, 1.0, 1.0), (100.0, 87.0, 1.0, 1.0)])
+    batched = round_result([(100.0, 100.0, 0.05, 0.31), (100.0, 100.0, 0.05, 0.29)])
+    bare = {"status": "ok", "req_per_s": 100.0, "profile": {"req_per_s": 80.0}}
+    assert counters_steady(shifted) is True
+    assert counters_steady(batched) is False
+    assert counters_steady(bare) is None
+
+    def line(result):
+        flag = regime_flags(result)[0]
+        return regime_line({"server": "s", "counters_steady": counters_steady(result)}, flag)
+    assert "did not batch differently" in line(shifted) and "batched differently there" not in line(shifted)
+    assert "batched differently there" in line(batched) and "did not batch" not in line(batched)
+    assert "not known" in line(bare) and "did not batch" not in line(bare)

@@ -70,6 +70,18 @@ def _counter_changes(rows: list[dict]) -> list[str]:
     return out
 
 
+def counters_steady(result: dict) -> bool | None:
+    """True when the process's own counters (VFS writes, context switches per request) were taken in both
+    the measured and the profile windows and none moved past the thresholds: the server batched alike, so
+    a req/s change is the same work at another pace. False when one moved; None when they were not taken."""
+    rows = _rounds(result)
+    taken = any(r.get(f"measured_{k}_per_req") is not None and r.get(f"profile_{k}_per_req") is not None
+                for r in rows for k, _ in COUNTERS)
+    if not taken:
+        return None
+    return not _counter_changes(rows)
+
+
 def regime_flags(result: dict) -> list[str]:
     """Flags such as `PROFILE-REGIME: req/s -18 %, VFS writes per request 0.05 -> 0.31` for one server's
     result. A syscall window of its own (--no-profile, or runs made before the counts went into the

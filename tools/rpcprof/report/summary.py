@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.intervals import cv, pilot_of, repeats_by_index, server_ratio
-from rpcprof.analyze.regime import regime_flags
+from rpcprof.analyze.regime import counters_steady, regime_flags
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
 
@@ -112,6 +112,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
             "regime_flags": regime_flags(f) if f else [],
+            "counters_steady": counters_steady(f) if f else None,
             "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
             "repeats": len(f.get("repeats") or []) or (1 if f else 0),
             "cv_cpu_us_per_req": cv(list(repeats_by_index(f, "cpu_us_per_req").values())) if f else None,
@@ -188,9 +189,16 @@ def regime_line(r: dict, flag: str) -> str:
                 f"{r['client_cpu_pct']:.0f} %), so any cost on either side changes how many requests each read "
                 "and write carries, and its req/s: inherent to a client-bound run, which a rerun does not remove. "
                 "Its shares describe the profile window; its req/s per CPU the measured one.")
-    return (f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures (shares, "
-            "syscalls) do not describe the measured CPU per request: the instruments' cost changed how the server "
-            "batches (bench/overhead measures what each costs).")
+    head = (f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures (shares, "
+            "syscalls) do not describe the measured CPU per request")
+    if r.get("counters_steady") and flag.startswith("PROFILE-REGIME"):
+        # its writes and switches per request held: not a batching change, the same work at another pace
+        return (head + ": its VFS writes and context switches per request were the same in both windows, so it "
+                "did not batch differently: the same work ran at another pace, more than the instruments' own cost "
+                "per event (bench/instrument_cost) accounts for; the machine's pace moved between the windows.")
+    if r.get("counters_steady") is False:
+        return head + ": it batched differently there (the per-request counters above moved)."
+    return head + "; whether it batched differently is not known (its per-request counters were not taken)."
 
 
 def unsaturated_line(r: dict) -> str:
