@@ -119,12 +119,13 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     other_load = copy_run(TODAY[1], tmp_path, "20261125-172200-other-load", **{"parameters.streams": 100})
     other_code = copy_run(TODAY[1], tmp_path, "20261125-172201-other-code", **{"git.commit": "0" * 40})
     other_host = copy_run(TODAY[1], tmp_path, "20261125-172202-other-host", **{"machine.hostname": "elsewhere"})
+    polled = copy_run(TODAY[1], tmp_path, "20261125-172205-polled", **{"parameters.idle": "poll"})
     interrupted = copy_run(TODAY[1], tmp_path, "20261125-172203-interrupted", status="interrupted")
     a_day_before = copy_run(TODAY[0], tmp_path, "20261124-171838-a-day-before", started="2026-11-24T17:18:37")
     (tmp_path / "20261125-172204-not-a-run").mkdir()
     found = earlier_runs(third, tmp_path)
     assert found == [first, second]
-    assert not {other_load, other_code, other_host, interrupted, a_day_before} & set(found)
+    assert not {other_load, other_code, other_host, interrupted, a_day_before, polled} & set(found)
     assert earlier_runs(first, tmp_path) == [] and earlier_lines(first, tmp_path) == []
     # the line is report.py runs' interval over the three
     over = json.loads(report("runs", str(first), str(second), str(third), "--format", "json").stdout)
@@ -133,3 +134,13 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     text = f"^{interval['ratio']:.1f} [{interval['low']:.1f}-{interval['high']:.1f}]"
     assert line.startswith(f"{PAIR} over this run and 2 earlier ones of this setup here: {text} (95 %")
     assert ("beyond what their rounds predict" in line) == (over["pairs"][PAIR]["between_sd"] > 0)
+
+
+def test_idle_is_part_of_the_setup_and_runs_from_before_it_halted(tmp_path):
+    """--idle poll moves a client-bound server's CPU per request: runs of each are not pooled. The published
+    runs have no idle key: they halted, as a run with --idle halt does."""
+    halted = copy_run(TODAY[1], tmp_path, "20261125-172206-halted", **{"parameters.idle": "halt"})
+    polled = copy_run(TODAY[1], tmp_path, "20261125-172207-polled", **{"parameters.idle": "poll"})
+    assert report("runs", str(TODAY[0]), str(halted)).returncode == 0
+    done = report("runs", str(TODAY[0]), str(polled))
+    assert done.returncode == 2 and "in idle ('poll' against 'halt')" in done.stderr, done.stderr

@@ -14,6 +14,7 @@ from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.jobs.sweep import MAX_STREAMS_PER_CONNECTION, Sweep
+from rpcprof.measure.idle import IDLE_MODES
 from rpcprof.measure.load import DRIVERS
 from rpcprof.measure.scenario import SCENARIOS
 from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
@@ -144,6 +145,9 @@ def placement_and_load_options(f):
         click.option("--load-cpus", default=None, callback=cpu_list,
                      help="CPUs for the load driver [default: the others]."),
         click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
+        click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
+                     help="While measuring, idle CPUs halt (the machine's own way) or poll: in a virtual machine a "
+                          "halted CPU wakes slower and colder, which a server that idles between bursts pays."),
     ]
     for option in reversed(options):
         f = option(f)

@@ -22,6 +22,7 @@ from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import (load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
                                round_sample_target, shown)
+from rpcprof.measure.idle import IDLE_MODES, IdlePoll, poll_time_us
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -68,6 +69,7 @@ class RunOptions:
     repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
+    idle: str = RUN["idle"]         # poll: idle CPUs poll instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
 
     def resolved_load_cpus(self) -> list[int]:
@@ -92,6 +94,8 @@ class Run:
             raise UserError("--precision needs two servers or more: it is the precision of their ratio")
         if opts.warmup < 0:
             raise UserError(f"--warmup must be 0 or more (got {opts.warmup})")
+        if opts.idle not in IDLE_MODES:
+            raise UserError(f"--idle must be one of {', '.join(IDLE_MODES)} (got {opts.idle!r})")
         if len(set(opts.servers)) != len(opts.servers):
             dup = next(s for s in opts.servers if opts.servers.count(s) > 1)
             raise UserError(f"server {dup!r} is named twice: name each server once")
@@ -136,9 +140,14 @@ class Run:
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
         status = "failed"           # unless the rounds end: an error of rpcprof's own is never complete
-        with self.exiting:          # the last round's counters exit while the pictures are drawn
+        with self.exiting, Session() as machine:    # the last round's counters exit while the pictures are drawn
             try:
+                if self.opts.idle == "poll":
+                    machine.own(IdlePoll())
+                    polled = [poll_time_us(c) for c in self.opts.server_cpus]
                 self.rounds()
+                if self.opts.idle == "poll":
+                    self.polled_line(polled)
                 status = "complete"
             except KeyboardInterrupt:
                 status = "incomplete"
@@ -153,6 +162,13 @@ class Run:
         if status == "incomplete":
             raise KeyboardInterrupt
         return self.dir
+
+    def polled_line(self, before: list[int | None]) -> None:
+        """How much of the run the server's CPUs spent polling: the setting's effect, measured."""
+        after = [poll_time_us(c) for c in self.opts.server_cpus]
+        spent = [(b - a) / 1e6 for a, b in zip(before, after) if a is not None and b is not None]
+        if spent:
+            log(f"rpcprof: --idle poll: the server's CPUs polled {sum(spent):.1f} s while idle during the rounds")
 
     def rounds(self) -> None:
         """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --repeat

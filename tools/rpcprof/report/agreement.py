@@ -15,12 +15,20 @@ from rpcprof.report.tables import render
 from rpcprof.rundir import load_manifest, load_run
 
 # what makes two runs one setup: the same load on the same CPUs for the same windows
-SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params")
+SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params",
+         "idle")
+LATER = {"idle": "halt"}    # keys added since runs were first published: what runs without them did
+
+
+def setup_value(parameters: dict, key: str):
+    """A run's setting, with what a run from before the key existed did."""
+    return parameters.get(key, LATER.get(key))
 
 
 def _setup_text(p: dict) -> str:
     return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
-            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}")
+            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
+            + (", idle CPUs polling" if p.get("idle") == "poll" else ""))
 
 
 def _ok(metrics: dict, server: str) -> dict | None:
@@ -40,9 +48,9 @@ def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], di
     for d, manifest, _ in loaded[1:]:
         p = manifest["parameters"]
         for key in SETUP:
-            if p.get(key) != p0.get(key):
-                raise UserError(f"runs: {d.name} differs from {first_dir.name} in {key} ({p.get(key)!r} against "
-                                f"{p0.get(key)!r}): compare runs of one setup")
+            if setup_value(p, key) != setup_value(p0, key):
+                raise UserError(f"runs: {d.name} differs from {first_dir.name} in {key} ({setup_value(p, key)!r} "
+                                f"against {setup_value(p0, key)!r}): compare runs of one setup")
     servers = [s for s in p0["servers"] if all(_ok(metrics, s) for _, _, metrics in loaded)]
     if len(servers) < 2:
         raise UserError("runs: no two servers were measured in every run given: nothing to compare")
@@ -59,7 +67,7 @@ def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], di
             ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
         out[f"{other} vs {base}"] = agreement(ratios)
     started = {d.name: manifest.get("started") for d, manifest, _ in loaded}
-    return {**{k: p0.get(k) for k in SETUP}, "servers": servers}, out, started
+    return {**{k: setup_value(p0, k) for k in SETUP}, "servers": servers}, out, started
 
 
 def _pct(sd: float | None) -> str:
@@ -134,7 +142,7 @@ def _same_bench(a: dict, b: dict) -> bool:
     """Same setup, servers, machine and code (commit and uncommitted changes)."""
     pa, pb = a["parameters"], b["parameters"]
     machine = ("hostname", "cpu_model", "cpus", "kernel")
-    return (all(pa.get(k) == pb.get(k) for k in (*SETUP, "servers"))
+    return (all(setup_value(pa, k) == setup_value(pb, k) for k in SETUP) and pa.get("servers") == pb.get("servers")
             and all((a.get("machine") or {}).get(k) == (b.get("machine") or {}).get(k) for k in machine)
             and a.get("git") == b.get("git") and a.get("mode") == b.get("mode") == "run")
 
