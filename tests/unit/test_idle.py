@@ -1,57 +1,85 @@
-"""--idle poll (measure/idle.py): a 0 µs latency request held while the run measures, dropped by the
-kernel when its file is closed; bad input in one line."""
+"""--idle poll (measure/idle.py): the server's CPUs poll when idle while the run measures, the others keep
+halting; the old settings come back when it stops, and after a run killed without warning; bad input in
+one line."""
+import json
 import os
+import time
 
 import pytest
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.run import RunOptions, Run
-from rpcprof.measure.idle import LATENCY_DEVICE, IdlePoll, latency_request, poll_time_us
+from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.measure.idle import IdlePoll, poll_time_us, release, resume_latency_file
 
-needs_qos = pytest.mark.skipif(not (LATENCY_DEVICE.exists() and os.geteuid() == 0),
-                               reason="needs /dev/cpu_dma_latency and root")
+REAL = resume_latency_file(0)
+needs_qos = pytest.mark.skipif(not (REAL.exists() and os.geteuid() == 0 and poll_time_us(0) is not None),
+                               reason="needs per-CPU PM QoS, cpuidle's polling state and root")
 
 
-@needs_qos
-def test_the_request_holds_while_open_and_is_gone_when_stopped():
-    before = latency_request()
-    assert before is not None and before > 0
-    holder = IdlePoll()
-    try:
-        assert latency_request() == 0
-    finally:
-        holder.stop()
-    assert latency_request() == before
+def fake_cpus(tmp_path, values: dict[int, str]):
+    for cpu, value in values.items():
+        f = resume_latency_file(cpu, tmp_path)
+        f.parent.mkdir(parents=True)
+        f.write_text(value + "\n")
+    return tmp_path
+
+
+def test_the_given_cpus_poll_while_held_and_get_their_old_values_back(tmp_path):
+    root = fake_cpus(tmp_path, {0: "0", 1: "50"})
+    holder = IdlePoll([1], root)
+    assert resume_latency_file(1, root).read_text() == "n/a"
+    assert resume_latency_file(0, root).read_text() == "0\n"        # not given: untouched
+    holder.stop()
+    assert resume_latency_file(1, root).read_text() == "50"
     holder.stop()                       # a second stop is harmless (a session may stop it again)
+    assert resume_latency_file(1, root).read_text() == "50"
+
+
+def test_a_cpu_that_cannot_be_set_is_one_line_and_the_ones_set_before_it_are_restored(tmp_path):
+    root = fake_cpus(tmp_path, {0: "0"})
+    with pytest.raises(UserError) as e:
+        IdlePoll([0, 7], root)
+    assert "--idle poll: cannot set" in str(e.value) and "cpu7" in str(e.value) and "--idle halt" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert resume_latency_file(0, root).read_text().strip() == "0"
+
+
+def test_cpus_left_polling_by_a_killed_run_are_released(tmp_path):
+    root = fake_cpus(tmp_path, {0: "n/a", 1: "0"})
+    assert release([0, 1], root) == [0]
+    assert resume_latency_file(0, root).read_text() == "0"
+
+
+def test_the_next_invocation_releases_the_cpus_of_a_run_killed_while_polling(tmp_path, monkeypatch):
+    from rpcprof.jobs import leftovers
+    root = fake_cpus(tmp_path / "sys", {0: "n/a"})
+    monkeypatch.setattr(leftovers, "release", lambda cpus: release(cpus, root))
+    monkeypatch.setattr(leftovers, "stale_cgroups", lambda running: ([], [], []))     # this machine's own: not here
+    run = tmp_path / "runs" / "20261125-210000-killed"
+    run.mkdir(parents=True)
+    gone = {"pid": 2 ** 22 + 7, "start_ticks": 1}
+    (run / "manifest.json").write_text(json.dumps({"status": "running", "owner": gone,
+                                                   "parameters": {"idle": "poll", "server_cpus": [0]}}))
+    line = leftovers.tidy_leftovers(tmp_path / "runs")
+    assert "CPU 0 left polling by its --idle poll set to halt again" in line
+    assert resume_latency_file(0, root).read_text() == "0"
 
 
 @needs_qos
-def test_an_idle_cpu_polls_while_it_is_held():
-    import time
-    cpus = [c for c in range(os.cpu_count() or 1) if poll_time_us(c) is not None]
-    if not cpus:
-        pytest.skip("no cpuidle polling state on this machine")
-
-    def polled():
-        return sum(poll_time_us(c) for c in cpus)
-    holder = IdlePoll()
+def test_the_server_cpu_polls_while_held_and_halts_after():
+    before = REAL.read_text()
+    holder = IdlePoll([0])
     try:
-        a = polled()
-        for _ in range(30):             # this process sleeps: some CPU idles, unless others keep all busy
+        assert REAL.read_text().strip() == "n/a"
+        a = poll_time_us(0)
+        for _ in range(30):             # this process sleeps: CPU 0 idles, unless others keep it busy
             time.sleep(0.1)
-            if polled() > a:
+            if poll_time_us(0) > a:
                 break
-        b = polled()
+        assert poll_time_us(0) > a
     finally:
         holder.stop()
-    assert b > a
-
-
-def test_a_device_that_cannot_be_opened_is_one_line(tmp_path):
-    with pytest.raises(UserError) as e:
-        IdlePoll(tmp_path / "no-such-device")
-    assert "--idle poll: cannot open" in str(e.value) and "--idle halt" in str(e.value)
-    assert "\n" not in str(e.value)
+    assert REAL.read_text() == before
 
 
 def test_an_unknown_idle_mode_is_refused():

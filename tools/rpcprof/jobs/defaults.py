@@ -22,7 +22,7 @@ RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scena
        "syscalls": True, "syscall_duration": 5.0, "io_sizes": False, "off_cpu_duration": 5.0, "frequency": FREQUENCY,
        "min_samples": MIN_SAMPLES,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
-       "idle": "halt",          # the machine's own idle; --idle poll keeps idle CPUs polling (measure/idle.py)
+       "idle": "halt",          # the machine's own idle; --idle poll: the server's CPUs poll when idle (measure/idle.py)
        "repeat": 5}             # rounds: an interval for every ratio and category by default
 # a sweep's connections and streams are its grid's lists, as -C and -S take them
 SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,

@@ -69,7 +69,7 @@ class RunOptions:
     repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
-    idle: str = RUN["idle"]         # poll: idle CPUs poll instead of halting while the run measures
+    idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
 
     def resolved_load_cpus(self) -> list[int]:
@@ -143,7 +143,7 @@ class Run:
         with self.exiting, Session() as machine:    # the last round's counters exit while the pictures are drawn
             try:
                 if self.opts.idle == "poll":
-                    machine.own(IdlePoll())
+                    machine.own(IdlePoll(self.opts.server_cpus))
                     polled = [poll_time_us(c) for c in self.opts.server_cpus]
                 self.rounds()
                 if self.opts.idle == "poll":

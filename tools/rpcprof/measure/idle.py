@@ -4,55 +4,69 @@ In a virtual machine an idle CPU halts (the haltpoll cpuidle driver, with halt-p
 machine kind): the host may run something else on that core, and the server pays for it when it wakes
 (cold caches, the exit and entry). A server that idles between bursts, as a client-bound one does, pays
 it thousands of times a second, in amounts the host's other tenants decide: pajamax's CPU per request ran
-0.19-0.25 µs in rounds of one run with halts, 0.16-0.17 µs in three runs polling (docs/run.md).
+0.19-0.25 µs in the rounds of one run halting, 0.166-0.175 µs in two runs polling (docs/run.md).
 
-A latency request of 0 µs on /dev/cpu_dma_latency (the PM QoS interface) makes cpuidle pick its polling
-state on every CPU. The request holds while the file is open, and the kernel drops it when the file is
-closed, so a run that is killed leaves nothing set. Polling is spent in the idle task: no server is
-charged for it.
+Writing "n/a" to a CPU's PM QoS resume latency (/sys/devices/system/cpu/cpuN/power/
+pm_qos_resume_latency_us) makes cpuidle pick its polling state on that CPU only: the server's CPUs poll,
+the load generator's keep halting. (A 0 µs request on /dev/cpu_dma_latency does it on every CPU: the load
+generator then woke sooner too, and tonic_mt ran more of its rounds in its slow pace, docs/run.md.)
+Polling is spent in the idle task: no server is charged for it. The old values are written back when
+the run ends; after a run killed without warning, the next invocation writes them back
+(jobs/leftovers.py).
 """
 from __future__ import annotations
 
-import os
-import struct
 from pathlib import Path
 
 from rpcprof.errors import UserError
 
-LATENCY_DEVICE = Path("/dev/cpu_dma_latency")
+CPU_ROOT = Path("/sys/devices/system/cpu")
 IDLE_MODES = ("halt", "poll")
+POLL = "n/a"            # no resume latency tolerated: poll
+NO_CONSTRAINT = "0"     # the kernel's default
+
+
+def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
+    return root / f"cpu{cpu}" / "power" / "pm_qos_resume_latency_us"
 
 
 class IdlePoll:
-    """Holds a 0 µs latency request until stopped (a Session owns it)."""
+    """The given CPUs poll when idle until stopped (a Session owns it); their old settings come back then."""
 
-    def __init__(self, device: Path = LATENCY_DEVICE):
-        self.device = device
-        try:
-            self.fd: int | None = os.open(device, os.O_WRONLY)
-        except OSError as e:
-            raise UserError(f"--idle poll: cannot open {device} ({e.strerror}): it needs Linux's PM QoS and "
-                            "root; or measure with --idle halt") from None
-        try:
-            os.write(self.fd, struct.pack("i", 0))
-        except OSError as e:
-            self.stop()
-            raise UserError(f"--idle poll: {device} refused a 0 µs request ({e.strerror}); measure with --idle "
-                            "halt") from None
+    def __init__(self, cpus: list[int], root: Path = CPU_ROOT):
+        self.saved: dict[Path, str] = {}
+        for cpu in cpus:
+            path = resume_latency_file(cpu, root)
+            try:
+                old = path.read_text().strip()
+                path.write_text(POLL)
+            except OSError as e:
+                self.stop()
+                raise UserError(f"--idle poll: cannot set {path} ({e.strerror}): it needs Linux's per-CPU PM QoS "
+                                "and root; or measure with --idle halt") from None
+            self.saved[path] = old
 
     def stop(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        for path, old in list(self.saved.items()):
+            try:
+                path.write_text(old)
+            except OSError:
+                pass            # a CPU gone offline keeps nothing to restore
+            del self.saved[path]
 
 
-def latency_request(device: Path = LATENCY_DEVICE) -> int | None:
-    """The CPUs' current latency limit in µs (the strictest request held), None where it cannot be read."""
-    try:
-        with open(device, "rb") as f:
-            return struct.unpack("i", f.read(4))[0]
-    except (OSError, struct.error):
-        return None
+def release(cpus: list[int], root: Path = CPU_ROOT) -> list[int]:
+    """Give CPUs left polling by a run that was killed their default back; the CPUs that were polling."""
+    done = []
+    for cpu in cpus:
+        path = resume_latency_file(cpu, root)
+        try:
+            if path.read_text().strip() == POLL:
+                path.write_text(NO_CONSTRAINT)
+                done.append(cpu)
+        except OSError:
+            continue
+    return done
 
 
 def poll_time_us(cpu: int) -> int | None:

@@ -28,7 +28,7 @@ def setup_value(parameters: dict, key: str):
 def _setup_text(p: dict) -> str:
     return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
             f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-            + (", idle CPUs polling" if p.get("idle") == "poll" else ""))
+            + (", server CPUs polling when idle" if p.get("idle") == "poll" else ""))
 
 
 def _ok(metrics: dict, server: str) -> dict | None:

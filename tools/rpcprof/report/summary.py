@@ -237,7 +237,7 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
         p = manifest["parameters"]
         head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "
                 f"{p['duration']:g} s window, server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-                f"{', idle CPUs polling' if p.get('idle') == 'poll' else ''} [{manifest['status']}]")
+                f"{', server CPUs polling when idle' if p.get('idle') == 'poll' else ''} [{manifest['status']}]")
         lines = ratio_lines(rows)
         if manifest.get("stopped_by"):
             lines.append(f"rounds: {manifest['stopped_by']}")
