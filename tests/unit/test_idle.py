@@ -85,3 +85,19 @@ def test_the_server_cpu_polls_while_held_and_halts_after():
 def test_an_unknown_idle_mode_is_refused():
     with pytest.raises(UserError, match="--idle must be one of halt, poll"):
         Run(RunOptions(servers=["rust_tonic_mt"], idle="spin"), [])
+
+
+def test_by_default_a_run_polls_and_where_it_cannot_it_halts_says_so_and_records_it(monkeypatch, capsys):
+    from rpcprof.jobs import run as run_module
+    from rpcprof.measure.session import Session
+    assert RunOptions(servers=["rust_tonic_mt"]).idle == "poll"
+
+    def refuse(cpus):
+        raise UserError("--idle poll: cannot set /sys/x (Permission denied): it needs Linux's per-CPU PM QoS "
+                        "and root; or measure with --idle halt")
+    monkeypatch.setattr(run_module, "IdlePoll", refuse)
+    r = Run(RunOptions(servers=["rust_tonic_mt"], profile=False), [])
+    with Session() as machine:
+        r.hold_idle(machine)
+    assert r.opts.idle == "halt"
+    assert "WARNING: --idle poll: cannot set /sys/x" in capsys.readouterr().err

@@ -146,9 +146,9 @@ def placement_and_load_options(f):
                      help="CPUs for the load driver [default: the others]."),
         click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
         click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
-                     help="While measuring, the server's CPUs halt when idle (the machine's own way) or poll: in a "
-                          "virtual machine a halted CPU wakes slower and colder, which a server that idles between "
-                          "bursts pays. The load generator's CPUs halt either way."),
+                     help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
+                          "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
+                          "a server that idles between bursts pays. The load generator's CPUs halt either way."),
     ]
     for option in reversed(options):
         f = option(f)

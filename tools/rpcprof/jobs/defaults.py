@@ -5,6 +5,9 @@
   streams in flight: measured here, pajamax/tonic_mt over 5 rounds gave ±4.1 % at S=1000 and ±7.9 % at
   S=100 (pajamax is client-bound either way; deeper pipelines fill its batches more evenly). docs/run.md
   gives the figures.
+- run and sweep: the server's CPUs poll when idle (--idle poll): halting, client-bound pajamax's rounds ran
+  0.19-0.27 µs per request within runs and three runs spread by 4-5 % (sd); polling 0.165-0.173, and three
+  runs spread by 1.7 % (docs/run.md).
 - sweep: many cells (seed 000 has twelve, times servers, times repeats): 3 s warm-up and 10 s windows keep
   its twelve cells for two servers near 20 minutes; the syscall and profile windows shrink alike.
 - attach: the process was started (and warmed) by someone else, so 2 s of warm-up only settles the load
@@ -22,7 +25,7 @@ RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scena
        "syscalls": True, "syscall_duration": 5.0, "io_sizes": False, "off_cpu_duration": 5.0, "frequency": FREQUENCY,
        "min_samples": MIN_SAMPLES,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
-       "idle": "halt",          # the machine's own idle; --idle poll: the server's CPUs poll when idle (measure/idle.py)
+       "idle": "poll",          # the server's CPUs poll when idle (measure/idle.py); --idle halt: the machine's own way
        "repeat": 5}             # rounds: an interval for every ratio and category by default
 # a sweep's connections and streams are its grid's lists, as -C and -S take them
 SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,

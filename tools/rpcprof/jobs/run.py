@@ -129,6 +129,22 @@ class Run:
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self, base: Path | None = None) -> Path:
+        with Session() as machine:      # --idle poll's setting, held for the whole run, given back on any exit
+            self.hold_idle(machine)
+            return self._execute(base)
+
+    def hold_idle(self, machine: Session) -> None:
+        """--idle poll (the default): the server's CPUs poll when idle. Where they cannot be set, the run
+        goes on with them halting, says so, and records --idle halt."""
+        if self.opts.idle != "poll":
+            return
+        try:
+            machine.own(IdlePoll(self.opts.server_cpus))
+        except UserError as e:
+            log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
+            self.opts.idle = "halt"
+
+    def _execute(self, base: Path | None) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
         keep_off(self.load_cpus)    # rpcprof and its instruments stay off the server's CPUs
         self.folder = open_folder(label, self.opts.runs_dir, base)
@@ -140,11 +156,9 @@ class Run:
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
         status = "failed"           # unless the rounds end: an error of rpcprof's own is never complete
-        with self.exiting, Session() as machine:    # the last round's counters exit while the pictures are drawn
+        with self.exiting:          # the last round's counters exit while the pictures are drawn
             try:
-                if self.opts.idle == "poll":
-                    machine.own(IdlePoll(self.opts.server_cpus))
-                    polled = [poll_time_us(c) for c in self.opts.server_cpus]
+                polled = [poll_time_us(c) for c in self.opts.server_cpus]
                 self.rounds()
                 if self.opts.idle == "poll":
                     self.polled_line(polled)
