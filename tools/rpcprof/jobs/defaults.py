@@ -6,8 +6,8 @@
   S=100 (pajamax is client-bound either way; deeper pipelines fill its batches more evenly). docs/run.md
   gives the figures.
 - run and sweep: the server's CPUs poll when idle (--idle poll): halting, client-bound pajamax's rounds ran
-  0.19-0.27 µs per request within runs and three runs spread by 4-5 % (sd); polling 0.165-0.173, and three
-  runs spread by 1.7 % (docs/run.md).
+  0.19-0.27 µs per request within runs (CV up to 12 %); polling, its rounds' CV stayed within 0.6-3.1 %
+  in six runs (docs/run.md).
 - sweep: many cells (seed 000 has twelve, times servers, times repeats): 3 s warm-up and 10 s windows keep
   its twelve cells for two servers near 20 minutes; the syscall and profile windows shrink alike.
 - attach: the process was started (and warmed) by someone else, so 2 s of warm-up only settles the load
