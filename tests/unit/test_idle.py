@@ -9,7 +9,7 @@ import pytest
 
 from rpcprof.errors import UserError
 from rpcprof.jobs.run import Run, RunOptions
-from rpcprof.measure.idle import IdlePoll, poll_time_us, release, resume_latency_file
+from rpcprof.measure.idle import IdlePoll, poll_time_us, release_stale, resume_latency_file
 
 REAL = resume_latency_file(0)
 needs_qos = pytest.mark.skipif(not (REAL.exists() and os.geteuid() == 0 and poll_time_us(0) is not None),
@@ -26,11 +26,13 @@ def fake_cpus(tmp_path, values: dict[int, str]):
 
 def test_the_given_cpus_poll_while_held_and_get_their_old_values_back(tmp_path):
     root = fake_cpus(tmp_path, {0: "0", 1: "50"})
-    holder = IdlePoll([1], root)
+    state = tmp_path / "state.json"
+    holder = IdlePoll([1], root, state)
     assert resume_latency_file(1, root).read_text() == "n/a"
     assert resume_latency_file(0, root).read_text() == "0\n"        # not given: untouched
+    assert json.loads(state.read_text())["saved"] == {str(resume_latency_file(1, root)): "50"}
     holder.stop()
-    assert resume_latency_file(1, root).read_text() == "50"
+    assert resume_latency_file(1, root).read_text() == "50" and not state.exists()
     holder.stop()                       # a second stop is harmless (a session may stop it again)
     assert resume_latency_file(1, root).read_text() == "50"
 
@@ -38,30 +40,37 @@ def test_the_given_cpus_poll_while_held_and_get_their_old_values_back(tmp_path):
 def test_a_cpu_that_cannot_be_set_is_one_line_and_the_ones_set_before_it_are_restored(tmp_path):
     root = fake_cpus(tmp_path, {0: "0"})
     with pytest.raises(UserError) as e:
-        IdlePoll([0, 7], root)
+        IdlePoll([0, 7], root, tmp_path / "state.json")
     assert "--idle poll: cannot set" in str(e.value) and "cpu7" in str(e.value) and "--idle halt" in str(e.value)
     assert "\n" not in str(e.value)
     assert resume_latency_file(0, root).read_text().strip() == "0"
 
 
-def test_cpus_left_polling_by_a_killed_run_are_released(tmp_path):
-    root = fake_cpus(tmp_path, {0: "n/a", 1: "0"})
-    assert release([0, 1], root) == [0]
-    assert resume_latency_file(0, root).read_text() == "0"
+def killed_holder(tmp_path, root):
+    """The state a SIGKILLed rpcprof leaves: CPU 0 polling, its holder gone."""
+    state = tmp_path / "state.json"
+    resume_latency_file(0, root).write_text("n/a")
+    gone = {"pid": 2 ** 22 + 7, "start_ticks": 1, "boot_id": "x"}
+    state.write_text(json.dumps({"owner": gone, "saved": {str(resume_latency_file(0, root)): "0"}}))
+    return state
 
 
-def test_the_next_invocation_releases_the_cpus_of_a_run_killed_while_polling(tmp_path, monkeypatch):
+def test_a_killed_runs_setting_is_given_back_by_the_next_invocation_whatever_its_runs_folder(tmp_path, monkeypatch):
     from rpcprof.jobs import leftovers
-    root = fake_cpus(tmp_path / "sys", {0: "n/a"})
-    monkeypatch.setattr(leftovers, "release", lambda cpus: release(cpus, root))
+    root = fake_cpus(tmp_path / "sys", {0: "0"})
+    state = killed_holder(tmp_path, root)
+    monkeypatch.setattr(leftovers, "release_stale", lambda: release_stale(state))
     monkeypatch.setattr(leftovers, "stale_cgroups", lambda running: ([], [], []))     # this machine's own: not here
-    run = tmp_path / "runs" / "20261125-210000-killed"
-    run.mkdir(parents=True)
-    gone = {"pid": 2 ** 22 + 7, "start_ticks": 1}
-    (run / "manifest.json").write_text(json.dumps({"status": "running", "owner": gone,
-                                                   "parameters": {"idle": "poll", "server_cpus": [0]}}))
-    line = leftovers.tidy_leftovers(tmp_path / "runs")
-    assert "CPU 0 left polling by its --idle poll set to halt again" in line
+    (tmp_path / "other-runs").mkdir()
+    line = leftovers.tidy_leftovers(tmp_path / "other-runs")
+    assert "CPU 0 left polling by a killed run's --idle poll set back" in line
+    assert resume_latency_file(0, root).read_text() == "0" and not state.exists()
+
+
+def test_a_new_holder_saves_the_machines_default_not_a_killed_runs_poll(tmp_path):
+    root = fake_cpus(tmp_path, {0: "n/a"})
+    holder = IdlePoll([0], root, tmp_path / "state.json")
+    holder.stop()
     assert resume_latency_file(0, root).read_text() == "0"
 
 
@@ -79,7 +88,7 @@ def test_the_server_cpu_polls_while_held_and_halts_after():
         assert poll_time_us(0) > a
     finally:
         holder.stop()
-    assert REAL.read_text() == before
+    assert REAL.read_text().strip() == ("0" if before.strip() == "n/a" else before.strip())
 
 
 def test_an_unknown_idle_mode_is_refused():

@@ -16,14 +16,19 @@ the run ends; after a run killed without warning, the next invocation writes the
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure.children import identity, still_running
 
 CPU_ROOT = Path("/sys/devices/system/cpu")
 IDLE_MODES = ("halt", "poll")
 POLL = "n/a"            # no resume latency tolerated: poll
 NO_CONSTRAINT = "0"     # the kernel's default
+# who holds the setting and what it replaced, machine-wide (a tmpfs, cleared at boot as the setting is): any
+# later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/leftovers.py)
+STATE = Path("/run/rpcprof/idle-poll.json")
 
 
 def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
@@ -33,8 +38,11 @@ def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
 class IdlePoll:
     """The given CPUs poll when idle until stopped (a Session owns it); their old settings come back then."""
 
-    def __init__(self, cpus: list[int], root: Path = CPU_ROOT):
+    def __init__(self, cpus: list[int], root: Path = CPU_ROOT, state: Path = STATE):
         self.saved: dict[Path, str] = {}
+        self.state = state
+        if holder_alive(state):
+            return              # another rpcprof holds it: the CPUs poll already, and it gives them back
         for cpu in cpus:
             path = resume_latency_file(cpu, root)
             try:
@@ -44,7 +52,12 @@ class IdlePoll:
                 self.stop()
                 raise UserError(f"--idle poll: cannot set {path} ({e.strerror}): it needs Linux's per-CPU PM QoS "
                                 "and root; or measure with --idle halt") from None
-            self.saved[path] = old
+            self.saved[path] = NO_CONSTRAINT if old == POLL else old     # POLL: a killed run's, not the machine's
+        try:
+            state.parent.mkdir(parents=True, exist_ok=True)
+            state.write_text(json.dumps({"owner": identity(), "saved": {str(p): v for p, v in self.saved.items()}}))
+        except OSError:
+            pass                # not recorded: this run still gives the CPUs back on any exit but SIGKILL
 
     def stop(self) -> None:
         for path, old in list(self.saved.items()):
@@ -53,19 +66,38 @@ class IdlePoll:
             except OSError:
                 pass            # a CPU gone offline keeps nothing to restore
             del self.saved[path]
+        if self.state.exists() and not holder_alive(self.state):
+            self.state.unlink(missing_ok=True)
 
 
-def release(cpus: list[int], root: Path = CPU_ROOT) -> list[int]:
-    """Give CPUs left polling by a run that was killed their default back; the CPUs that were polling."""
+def _read_state(state: Path) -> dict | None:
+    try:
+        data = json.loads(state.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def holder_alive(state: Path = STATE) -> bool:
+    """True if an rpcprof other than this process holds the setting and still runs."""
+    data = _read_state(state)
+    owner = (data or {}).get("owner")
+    return isinstance(owner, dict) and owner.get("pid") != identity()["pid"] and still_running(owner)
+
+
+def release_stale(state: Path = STATE) -> list[str]:
+    """The settings a killed rpcprof left: written back, the state removed; the files given back."""
+    data = _read_state(state)
+    if data is None or holder_alive(state) or (data.get("owner") or {}).get("pid") == identity()["pid"]:
+        return []
     done = []
-    for cpu in cpus:
-        path = resume_latency_file(cpu, root)
+    for path, old in (data.get("saved") or {}).items():
         try:
-            if path.read_text().strip() == POLL:
-                path.write_text(NO_CONSTRAINT)
-                done.append(cpu)
+            Path(path).write_text(old)
+            done.append(path)
         except OSError:
             continue
+    state.unlink(missing_ok=True)
     return done
 
 
