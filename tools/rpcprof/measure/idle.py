@@ -1,4 +1,4 @@
-"""--idle poll: keep the CPUs polling when idle instead of halting, for as long as a run measures.
+"""--idle poll: the server's CPUs poll when idle instead of halting, for as long as a run measures.
 
 In a virtual machine an idle CPU halts (the haltpoll cpuidle driver, with halt-polling off on this
 machine kind): the host may run something else on that core, and the server pays for it when it wakes
