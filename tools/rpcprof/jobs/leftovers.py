@@ -1,8 +1,9 @@
 """What an rpcprof process killed without warning (SIGKILL, power loss) leaves behind, noticed by the
 next invocation: run folders whose manifest still says running while the process recorded as their
-owner is gone (marked interrupted), the server CPUs a killed run's --idle poll left polling (set back, from
-/run/rpcprof/idle-poll.json whatever the runs folder), and the cgroups of servers it started (removed). Its servers died
-with it (measure/children.py); a process of theirs still in such a cgroup is stopped by PID first.
+owner is gone (marked interrupted), the server CPUs a killed run's --idle poll left polling (set back,
+from /run/rpcprof/idle-poll.json, whatever the runs folder), and the cgroups of servers it started
+(removed). Its servers died with it (measure/children.py); a process of theirs still in such a cgroup is
+stopped by PID first.
 """
 from __future__ import annotations
 
