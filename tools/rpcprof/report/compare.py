@@ -18,6 +18,7 @@ from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
+from rpcprof.report.paces import run_pace_findings
 from rpcprof.report.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
@@ -337,17 +338,18 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     explained = explanations(run_dir, rules, app_override, indirect)
     servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
     kernel = kernel_rows(load_run(run_dir)[1], servers)
+    paces = run_pace_findings(run_dir, rules, load_run(run_dir)[1], servers)
     if fmt == "json":
         rounds = {s: round_records(run_dir, s, load_run(run_dir)[1]) for s in servers}     # the files behind µs/req
         return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines, "rounds": rounds,
-                           "kernel": kernel, "explanation": explained}, indent=2, sort_keys=True) + "\n"
+                           "kernel": kernel, "explanation": explained, "paces": paces}, indent=2, sort_keys=True) + "\n"
     shown_rows = rows
     if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
         shown_rows = [r for r in rows if r["category"] in ("total", "other") or
                       any(r[k] for k, _ in columns if k.endswith("_share"))]
     text = render(shown_rows, columns, fmt)
     if fmt in ("table", "markdown"):
-        text = "\n".join(head) + "\n\n" + text + (
+        text = "\n".join(head + [x for f in paces for x in f["lines"]]) + "\n\n" + text + (
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
             "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else

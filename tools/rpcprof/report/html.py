@@ -16,6 +16,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows
+from rpcprof.report.paces import run_pace_findings
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
@@ -135,6 +136,9 @@ def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
         crow, ccols, head = compare_rows(run_dir, rules)
         parts += ["<h2>CPU µs per request by category</h2>", "<ul>" + "".join(f"<li>{esc(h)}</li>" for h in head)
                   + "</ul>", table(crow, ccols, "category")]
+        found = run_pace_findings(run_dir, rules, metrics, servers)
+        if found:
+            parts += ["<h3>Paces</h3>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for f in found for x in f["lines"]) + "</ul>"]
         explained = explanations(run_dir, rules, indirect=indirect)
         if explained:
             parts.append("<h3>Why, by mechanism</h3>")

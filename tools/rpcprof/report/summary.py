@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rpcprof.analyze.intervals import cv, pilot_of, repeats_by_index, server_ratio
 from rpcprof.analyze.regime import counters_steady, regime_flags
+from rpcprof.report.paces import pace_line, pace_ratio_lines, pace_ratios, server_paces
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
 
@@ -131,6 +132,10 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         row["ratio_text"] = interval.text() if interval else None
         if interval:
             row["relative"] = interval.ratio
+    for row in rows:
+        paces = server_paces(figures[row["server"]])
+        row["paces"] = paces.as_dict() if paces else None
+        row["pace_ratios"] = pace_ratios(figures, names, row["server"], paces) if paces else []
     return rows
 
 
@@ -161,6 +166,9 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         text = r.get("ratio_text") or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
         lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
+        if r.get("paces"):
+            lines.append(pace_line(r["server"], r["paces"]))
+            lines += pace_ratio_lines(r["pace_ratios"])
         if r.get("client_bound"):
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
                          f"{r['client_cpu_pct']:.0f} %): req/s understates the server; req/s per CPU still holds.")
