@@ -51,6 +51,7 @@ class Manifest:
     stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
     owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
     interrupted: str | None = None         # why a later invocation marked it interrupted
+    host: dict | None = None               # the host card (measure/hostcard.py): unit costs of the host it ran on
 
     def finish(self, status: str) -> "Manifest":
         self.status = status

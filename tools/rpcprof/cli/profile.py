@@ -148,7 +148,9 @@ def placement_and_load_options(f):
         click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
                      help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
                           "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
-                          "a server that idles between bursts pays. The load generator's CPUs halt either way."),
+                          "a server that idles between bursts pays. spin keeps them from halting with an "
+                          "idle-priority busy loop, as poll does where cpuidle offers no polling state. The load "
+                          "generator's CPUs halt either way."),
     ]
     for option in reversed(options):
         f = option(f)

@@ -22,7 +22,8 @@ from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import (load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
                                round_sample_target, shown)
-from rpcprof.measure.idle import IDLE_MODES, IdlePoll, poll_time_us
+from rpcprof.measure import hostcard
+from rpcprof.measure.idle import IDLE_MODES, IdlePoll, IdleSpin, NoPollingState, poll_time_us
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name, keep_off
@@ -117,6 +118,8 @@ class Run:
             compile_regex(opts.ruler, "--ruler")
         self.event = pmu_event() if opts.profile else None
         self.exiting = Session()        # counters still exiting after their window: stopped before the next one
+        self.host: dict | None = None   # the host card; a sweep measures it once for all its cells
+        self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
 
     @property
     def dir(self) -> Path | None:
@@ -134,15 +137,37 @@ class Run:
             return self._execute(base)
 
     def hold_idle(self, machine: Session) -> None:
-        """--idle poll (the default): the server's CPUs poll when idle. Where they cannot be set, the run
-        goes on with them halting, says so, and records --idle halt."""
-        if self.opts.idle != "poll":
-            return
-        try:
-            machine.own(IdlePoll(self.opts.server_cpus))
-        except UserError as e:
-            log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
-            self.opts.idle = "halt"
+        """--idle poll (the default): the server's CPUs poll when idle. Where cpuidle offers them no polling
+        state, a SCHED_IDLE busy loop keeps them from halting instead (--idle spin). Where neither can be
+        set, the run goes on with them halting. Each fallback is said in one line and recorded."""
+        mode = self.opts.idle
+        if mode == "poll":
+            try:
+                self.idle_holder = machine.own(IdlePoll(self.opts.server_cpus))
+            except NoPollingState as e:
+                log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
+                mode = "spin"
+            except UserError as e:
+                log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
+                mode = "halt"
+        if mode == "spin":
+            try:
+                self.idle_holder = machine.own(IdleSpin(self.opts.server_cpus))
+            except UserError as e:
+                log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
+                mode = "halt"
+        self.opts.idle = mode
+
+    def card_host(self) -> None:
+        """The host card (measure/hostcard.py), once per run, with the run's idle setting in force."""
+        if self.host is None:
+            try:
+                self.host = hostcard.measure(self.opts.server_cpus[0], self.load_cpus[0], self.opts.idle)
+            except (hostcard.HostCardError, OSError) as e:
+                log(f"rpcprof: WARNING: no host card: {e}")
+                self.host = {"error": str(e)}
+        self.manifest.host = self.host
+        log(f"rpcprof: {hostcard.card_line(self.host)}")
 
     def _execute(self, base: Path | None) -> Path:
         label = self.opts.label or "-".join(self.opts.servers)
@@ -152,6 +177,8 @@ class Run:
                                      scenario={"name": self.scenario.name, "method": self.scenario.method})
         self.write("running")
         log(f"rpcprof: run folder {shown(self.dir)}")
+        self.card_host()
+        self.write("running")
         log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} s "
              f"measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, "
              f"server CPU {self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
@@ -159,9 +186,9 @@ class Run:
         with self.exiting:          # the last round's counters exit while the pictures are drawn
             try:
                 polled = [poll_time_us(c) for c in self.opts.server_cpus]
+                spun = self.idle_holder.cpu_seconds() if isinstance(self.idle_holder, IdleSpin) else 0.0
                 self.rounds()
-                if self.opts.idle == "poll":
-                    self.polled_line(polled)
+                self.idle_line(polled, spun)
                 status = "complete"
             except KeyboardInterrupt:
                 status = "incomplete"
@@ -177,12 +204,21 @@ class Run:
             raise KeyboardInterrupt
         return self.dir
 
-    def polled_line(self, before: list[int | None]) -> None:
-        """How much of the run the server's CPUs spent polling: the setting's effect, measured."""
-        after = [poll_time_us(c) for c in self.opts.server_cpus]
-        spent = [(b - a) / 1e6 for a, b in zip(before, after) if a is not None and b is not None]
-        if spent:
-            log(f"rpcprof: --idle poll: the server's CPUs polled {sum(spent):.1f} s while idle during the rounds")
+    def idle_line(self, polled_before: list[int | None], spun_before: float) -> None:
+        """What the idle setting did during the rounds, measured: the time the server's CPUs spent polling,
+        or the busy loop's CPU; a setting that took no effect says so."""
+        if self.opts.idle == "poll":
+            after = [poll_time_us(c) for c in self.opts.server_cpus]
+            spent = sum((b - a) / 1e6 for a, b in zip(polled_before, after) if a is not None and b is not None)
+            if spent > 0:
+                log(f"rpcprof: --idle poll: the server's CPUs polled {spent:.1f} s while idle during the rounds")
+            else:
+                log("rpcprof: --idle poll: the server's CPUs spent no time polling during the rounds: they never idled, "
+                    "or the setting took no effect")
+        elif self.opts.idle == "spin":
+            spun = self.idle_holder.cpu_seconds() - spun_before
+            log(f"rpcprof: --idle spin: the busy loop ran {spun:.1f} s on the server's CPUs while the server idled "
+                "during the rounds")
 
     def rounds(self) -> None:
         """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --repeat

@@ -102,7 +102,9 @@ class Sweep:
                 left = (done / i * (len(self.cells) - i)) if i else plan
                 log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
                      f"ETA {_fmt_duration(left)}")
+                run.host = self.runs[0].host        # the host card: measured by the first cell, kept for all
                 run_dir = run.execute(self.dir)
+                self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
                 self.write(status)
             status = "complete" if all(all(r.get("status") == "ok" for r in run.results.values())

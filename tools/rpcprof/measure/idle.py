@@ -13,22 +13,54 @@ generator then woke sooner too, and tonic_mt ran more of its rounds in its slow 
 Polling is spent in the idle task: no server is charged for it. The old values are written back when
 the run ends; after a run killed without warning, the next invocation writes them back
 (jobs/leftovers.py).
+
+PM QoS only chooses among the idle states cpuidle offers. Some hosts of this machine kind run no cpuidle
+driver (/sys/devices/system/cpu/cpuidle/current_driver reads `none`, no cpuN/cpuidle/ folder): there the
+write succeeds and changes nothing, and an idle CPU halts. So a run checks first that each server CPU
+has cpuidle's polling state; where one has none, --idle spin keeps it from halting another way: a busy
+loop at SCHED_IDLE priority pinned to it, outside the server's cgroup, which runs only when nothing else
+wants the CPU and gives way at once when the server wakes (IdleSpin). Its CPU time is measured and said.
 """
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.measure.children import identity, still_running
+from rpcprof.measure.children import identity, popen, still_running
+from rpcprof.measure.procstat import process_cpu_ns
 
 CPU_ROOT = Path("/sys/devices/system/cpu")
-IDLE_MODES = ("halt", "poll")
+IDLE_MODES = ("halt", "poll", "spin")
 POLL = "n/a"            # no resume latency tolerated: poll
 NO_CONSTRAINT = "0"     # the kernel's default
 # who holds the setting and what it replaced, machine-wide (a tmpfs, cleared at boot as the setting is): any
 # later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/leftovers.py)
 STATE = Path("/run/rpcprof/idle-poll.json")
+
+
+class NoPollingState(UserError):
+    """A server CPU offers cpuidle no polling state: PM QoS would change nothing there."""
+
+
+def polling_state(cpu: int, root: Path = CPU_ROOT) -> bool:
+    """Whether cpuidle offers CPU cpu a polling state (a driver with a state named POLL)."""
+    for state in (root / f"cpu{cpu}" / "cpuidle").glob("state*"):
+        try:
+            if (state / "name").read_text().strip() == "POLL":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def idle_driver(root: Path = CPU_ROOT) -> str:
+    try:
+        return (root / "cpuidle" / "current_driver").read_text().strip() or "none"
+    except OSError:
+        return "none"
 
 
 def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
@@ -41,6 +73,10 @@ class IdlePoll:
     def __init__(self, cpus: list[int], root: Path = CPU_ROOT, state: Path = STATE):
         self.saved: dict[Path, str] = {}
         self.state = state
+        missing = [c for c in cpus if not polling_state(c, root)]
+        if missing:
+            raise NoPollingState(f"--idle poll: CPU {', '.join(map(str, missing))} has no polling idle state (cpuidle "
+                                 f"driver {idle_driver(root)}): PM QoS would change nothing there")
         if holder_alive(state):
             return              # another rpcprof holds it: the CPUs poll already, and it gives them back
         for cpu in cpus:
@@ -68,6 +104,56 @@ class IdlePoll:
             del self.saved[path]
         if self.state.exists() and not holder_alive(self.state):
             self.state.unlink(missing_ok=True)
+
+
+SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
+
+
+class IdleSpin:
+    """A busy loop at SCHED_IDLE priority on each given CPU until stopped (a Session owns it): the CPU never
+    halts, and any runnable task of the server takes it at once. The loops are rpcprof's children, in no
+    cgroup of a server's, so no server is charged for them; they die with rpcprof."""
+
+    def __init__(self, cpus: list[int]):
+        self.procs = []
+        for cpu in cpus:
+            argv = [a.format(cpu=cpu) for a in SPIN_ARGV]
+            try:
+                self.procs.append(popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL))
+            except OSError as e:
+                self.stop()
+                raise UserError(f"--idle spin: cannot start {' '.join(argv[:4])} ({e.strerror}): it needs util-linux's "
+                                "chrt and taskset; or measure with --idle halt") from None
+        for p in self.procs:            # in force before the run measures: chrt and taskset have exec'd the loop
+            if not _became(p, "sh"):
+                self.stop()
+                raise UserError("--idle spin: the busy loop did not start (chrt --idle or taskset failed); or measure "
+                                "with --idle halt")
+
+    def cpu_seconds(self) -> float:
+        """CPU the loops have used so far (what the server's CPUs spent idle, kept busy)."""
+        return sum(process_cpu_ns(p.pid) for p in self.procs) / 1e9
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs = []
+
+
+def _became(proc: subprocess.Popen, comm: str, timeout: float = 5.0) -> bool:
+    """Wait until proc runs the program named comm; False if it exited or never did."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            if Path(f"/proc/{proc.pid}/comm").read_text().strip() == comm:
+                return True
+        except OSError:
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def _read_state(state: Path) -> dict | None:

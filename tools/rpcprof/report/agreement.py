@@ -10,7 +10,7 @@ from pathlib import Path
 from rpcprof.analyze.agreement import Agreement, RunRatio, agreement
 from rpcprof.analyze.intervals import log_ratios, pilot_of, server_ratio
 from rpcprof.errors import UserError
-from rpcprof.report.summary import ratio_text
+from rpcprof.report.summary import idle_text, ratio_text
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_manifest, load_run
 
@@ -28,7 +28,7 @@ def setup_value(parameters: dict, key: str):
 def _setup_text(p: dict) -> str:
     return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
             f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-            + (", server CPUs polling when idle" if p.get("idle") == "poll" else ""))
+            + idle_text(p))
 
 
 def _ok(metrics: dict, server: str) -> dict | None:

@@ -10,6 +10,14 @@ from rpcprof.report.paces import pace_line, pace_ratio_lines, pace_ratios, serve
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
 
+# what a run's --idle did, in its headline (runs made before the option halted)
+IDLE_TEXT = {"poll": ", server CPUs polling when idle", "spin": ", server CPUs kept from halting by an idle-priority loop"}
+
+
+def idle_text(parameters: dict) -> str:
+    return IDLE_TEXT.get(parameters.get("idle") or "halt", "")
+
+
 RUN_COLUMNS = [
     ("server", "name"),
     ("req_per_s", "req/s"),
@@ -245,7 +253,7 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
         p = manifest["parameters"]
         head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "
                 f"{p['duration']:g} s window, server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-                f"{', server CPUs polling when idle' if p.get('idle') == 'poll' else ''} [{manifest['status']}]")
+                f"{idle_text(p)} [{manifest['status']}]")
         lines = ratio_lines(rows)
         if manifest.get("stopped_by"):
             lines.append(f"rounds: {manifest['stopped_by']}")

@@ -1,0 +1,105 @@
+"""The host card: what this host charges for the unit costs RPC servers are made of, measured once per
+run in about 4 s, so that runs on different hosts can be set side by side (report/hosts.py).
+
+Hosts of one machine kind differ 1.7-3.8x in a server's CPU per request, and unevenly across servers: a
+server that writes once per response pays the host's loopback write, one that sleeps between bursts its
+wake-ups. tools/hostcard.c measures each unit on the run's own CPUs, with the run's idle setting in
+force: a bare syscall, a 100-byte loopback TCP write (the peer's receive included, as the sender runs
+it), a cross-CPU wake-up over a pipe (its latency, and the server CPU's own CPU for it), and a fixed
+user-space loop. Each is the median of 7 batches, with their min and max. The program is built with cc
+on first use and kept, by its source's hash, in the user's cache folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from rpcprof.paths import ROOT
+
+SOURCE = ROOT / "tools" / "hostcard.c"
+FIGURES = (  # key, label, unit, format
+    ("syscall_ns", "syscall", "ns", "{:.0f}"),
+    ("write_us", "100 B loopback write", "µs", "{:.2f}"),
+    ("wake_us", "cross-CPU wake-up", "µs", "{:.1f}"),
+    ("wake_cpu_us", "its CPU on the server's CPU", "µs", "{:.1f}"),
+    ("loop_ns", "loop", "ns/iter", "{:.2f}"),
+)
+TIMEOUT_S = 30
+
+
+class HostCardError(Exception):
+    """The card could not be made: why, in one line."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rpcprof"
+
+
+def build(source: Path = SOURCE) -> Path:
+    """The compiled program for this source, built once per source hash."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    exe = cache_dir() / f"hostcard-{digest}"
+    if exe.exists():
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        r = subprocess.run(["cc", "-O2", "-pthread", str(source), "-o", str(tmp)], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise HostCardError("no C compiler (cc) to build tools/hostcard.c: apt-get install gcc") from None
+    if r.returncode != 0:
+        raise HostCardError(f"cc could not build tools/hostcard.c: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    tmp.replace(exe)
+    return exe
+
+
+def cpuidle_driver() -> str:
+    try:
+        return Path("/sys/devices/system/cpu/cpuidle/current_driver").read_text().strip()
+    except OSError:
+        return "none"
+
+
+def boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
+    """The host card: each figure of tools/hostcard.c, and where and how it was taken."""
+    exe = build()
+    started = time.monotonic()
+    try:
+        r = subprocess.run([str(exe), str(server_cpu), str(load_cpu)], capture_output=True, text=True,
+                           timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise HostCardError(f"tools/hostcard.c took over {TIMEOUT_S} s") from None
+    if r.returncode != 0:
+        raise HostCardError((r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1])
+    try:
+        card = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        raise HostCardError("tools/hostcard.c printed no JSON") from None
+    return {**card, "seconds": round(time.monotonic() - started, 2), "server_cpu": server_cpu, "load_cpu": load_cpu,
+            "idle": idle, "cpuidle_driver": cpuidle_driver(), "boot_id": boot_id()}
+
+
+def card_line(card: dict | None) -> str:
+    """`host: syscall 118 ns [112-125], ...`: each figure's median [min-max] over its batches."""
+    if not card:
+        return "host: no host card (runs made before it)"
+    if card.get("error"):
+        return f"host: no host card ({card['error']})"
+    parts = []
+    for key, label, unit, fmt in FIGURES:
+        f = card.get(key)
+        if f:
+            parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]")
+    return (f"host: {', '.join(parts)} (median [min-max] of 7 batches each, CPU {card.get('server_cpu')} and "
+            f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s)")
