@@ -49,3 +49,24 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
     total = next(r for r in data["rows"] if r["category"] == "total")
     assert total["rust_tonic_mt_pm"] is not None and total["delta_rust_pajamax_sig"] == "*"
     assert "SYSCALL-REGIME" not in done.stdout
+
+
+def test_a_run_cards_its_host_and_records_each_window_over_time(profile, port):
+    done = profile.run("run", "rust_tonic_st", "-d", "2", "-w", "0.5", "--profile-duration", "1",
+                       "--min-samples", "300", "--port", str(port))
+    assert done.returncode == 0, done.stderr
+    manifest, metrics = load_run(done.run_dir)
+    card = manifest["host"]
+    for key in ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns"):
+        f = card[key]
+        assert 0 < f["min"] <= f["median"] <= f["max"] and len(f["batches"]) == 7, (key, f)
+    assert card["server_cpu"] == 0 and card["idle"] == manifest["parameters"]["idle"]
+    assert "rpcprof: host: syscall " in done.stderr
+    # the measured window in 0.5 s slices: its CPU per request near the window's own
+    t = metrics["rust_tonic_st"]["timeline"]
+    assert len(t["t_s"]) >= 3 and all(x is not None and x > 0 for x in t["cpu_us_per_req"])
+    whole = metrics["rust_tonic_st"]["cpu_us_per_req"]
+    assert 0.5 * whole < sorted(t["cpu_us_per_req"])[len(t["t_s"]) // 2] < 2 * whole
+    page = report("html", str(done.run_dir))
+    assert page.returncode == 0, page.stderr
+    assert "Each measured window over time" in (done.run_dir / "report.html").read_text()

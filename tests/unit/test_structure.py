@@ -119,7 +119,7 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
 
 
 LAYERS = ("measure", "capture", "analyze", "report", "jobs", "cli")
-BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
 
 
 @pytest.mark.parametrize("module", BELOW_THE_LAYERS)

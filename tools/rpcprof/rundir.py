@@ -348,6 +348,7 @@ PERF_OFFCPU_LOG = "perf-offcpu.log"     # perf record's messages (off-CPU window
 PERF_OFFWAKE_LOG = "perf-offwake.log"   # ... (the wake-ups' recording in the off-CPU window)
 PYSPY_LOG = "py-spy.log"                # py-spy's messages (profile window)
 # the files of a run folder
+TIMELINE_SVG = "timeline.svg"           # each round's measured window over time, a line per server
 BREAKDOWN_SVG = "breakdown.svg"         # CPU µs per request of each server, by category
 BREAKDOWN_LEVEL2_SVG = "breakdown-level2.svg"   # ... by sub-category
 REPORT_HTML = "report.html"             # the run on one page

@@ -29,7 +29,8 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
     for k in ("p99_ms", "avg_ms"):
         out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]
-    out["repeats"] = [{**{k: r.get(k) for k in ("repeat", "started", *SPREAD)}, **round_row(r)} for r in repeats]
+    out["repeats"] = [{**{k: r.get(k) for k in ("repeat", "started", "timeline", *SPREAD)}, **round_row(r)}
+                      for r in repeats]
     profiled = [(r["cpu_us_per_req"], (r.get("profile") or {}).get("cpu_us_per_req_profiled")) for r in repeats]
     profiled = [(a, b) for a, b in profiled if a and b]
     if profiled:

@@ -18,7 +18,7 @@ from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.procstat import machine_specs
 from rpcprof.paths import ROOT
 from rpcprof.progress import log
-from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML, Manifest,
+from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML, Manifest,
                             RunFolder, now, offcpu_folded, offwake_folded, profile_folded, write_text)
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
@@ -89,6 +89,7 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
     from rpcprof.report.chart import render_breakdown_chart
     from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html
+    from rpcprof.report.timeline_chart import render_timeline_chart
 
     def draw(render, folded_of, what: str) -> list[str]:
         """render(run_dir, name, rules) for each server with a non-empty folded file; the names drawn."""
@@ -117,6 +118,11 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
             log(f"rpcprof: WARNING: no breakdown chart: {e}")
         log(f"rpcprof: flame graphs: {', '.join(f'{n}/{FLAME_SVG}' for n in drawn)}; per-request charts: "
             f"{BREAKDOWN_SVG}, {BREAKDOWN_LEVEL2_SVG}")
+    try:
+        if render_timeline_chart(run_dir, run_dir / TIMELINE_SVG):
+            log(f"rpcprof: each measured window over time: {TIMELINE_SVG}")
+    except (UserError, OSError, ValueError) as e:
+        log(f"rpcprof: WARNING: no {TIMELINE_SVG}: {e}")
     try:
         write_text(run_dir / REPORT_HTML, build_html(run_dir, rules))
         log(f"rpcprof: {REPORT_HTML}: {shown(run_dir / REPORT_HTML)} (one page, opens offline)")

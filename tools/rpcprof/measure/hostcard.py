@@ -18,16 +18,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from rpcprof.host_units import HOST_UNITS
 from rpcprof.paths import ROOT
 
 SOURCE = ROOT / "tools" / "hostcard.c"
-FIGURES = (  # key, label, unit, format
-    ("syscall_ns", "syscall", "ns", "{:.0f}"),
-    ("write_us", "100 B loopback write", "µs", "{:.2f}"),
-    ("wake_us", "cross-CPU wake-up", "µs", "{:.1f}"),
-    ("wake_cpu_us", "its CPU on the server's CPU", "µs", "{:.1f}"),
-    ("loop_ns", "loop", "ns/iter", "{:.2f}"),
-)
 TIMEOUT_S = 30
 
 
@@ -97,7 +91,7 @@ def card_line(card: dict | None) -> str:
     if card.get("error"):
         return f"host: no host card ({card['error']})"
     parts = []
-    for key, label, unit, fmt in FIGURES:
+    for key, label, unit, fmt in HOST_UNITS:
         f = card.get(key)
         if f:
             parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]")

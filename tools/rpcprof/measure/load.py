@@ -68,6 +68,7 @@ class LoadResult:
     latency: LatencyHistogram
     exit_code: int
     raw: dict = field(default_factory=dict)   # driver's own figures, for the record
+    starts: dict[int, int] = field(default_factory=dict)   # requests by start time, in 0.1 s since the epoch
 
     @property
     def client_cpu_cores(self) -> float:
@@ -188,10 +189,11 @@ class H2load:
         latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
         argv = self.argv(settings, port, latency_log)
         hist = LatencyHistogram()
+        starts: Counter[int] = Counter()
         try:
             code, wall, cpu = run_measured(argv, log_path, on_start, on_end, self.WINDOW)
             if read_latencies and latency_log and latency_log.exists():
-                read_h2load_latency_log(latency_log, hist)
+                read_h2load_latency_log(latency_log, hist, starts)
         finally:
             if latency_log:
                 latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
@@ -204,7 +206,7 @@ class H2load:
             ok = answered
             raw["ok_counted_by"] = "h2load's 2xx responses (reply sizes vary)"
         non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
-        return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw)
+        return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw, dict(starts))
 
 
 _H2_PATTERNS = {
@@ -231,18 +233,24 @@ def parse_h2load_output(text: str) -> dict:
     return out
 
 
-# an h2load --log-file line: start time (µs), HTTP status, duration (µs), tab-separated
+# an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
 _LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
+_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
 
 
-def read_h2load_latency_log(path: Path, hist: LatencyHistogram) -> None:
-    """h2load --log-file lines: start time (µs), HTTP status, duration (µs). Only 2xx are counted. The
-    durations are counted as bytes first (one regex pass over the file, ~2x a loop over lines: a window
-    at 100,000 req/s logs that many lines a second), then turned into integers once per distinct value."""
-    by_text = Counter(_LATENCY_2XX.findall(path.read_bytes()))
+def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter | None = None) -> None:
+    """h2load --log-file lines: start time (µs since the epoch), HTTP status, duration (µs). Only 2xx are
+    counted. The durations are counted as bytes first (one regex pass over the file, ~2x a loop over
+    lines: a window at 100,000 req/s logs that many lines a second), then turned into integers once per
+    distinct value. starts: also count the requests by start time in 0.1 s buckets (analyze/timeline.py)."""
+    data = path.read_bytes()
+    by_text = Counter(_LATENCY_2XX.findall(data))
     for text, count in by_text.items():
         hist.counts[int(text)] += count
     hist.n += sum(by_text.values())
+    if starts is not None:
+        for text, count in Counter(_START_2XX.findall(data)).items():
+            starts[int(text)] += count
 
 
 class Ghz:

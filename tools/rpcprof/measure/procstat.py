@@ -240,6 +240,7 @@ class ProcessMonitor:
         self._rss_samples: list[int] = []
         self._hwm = 0
         self._sampling_rss = False
+        self._series: list[tuple[float, int]] | None = None    # (wall clock, CPU ns) over a window
         self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -257,6 +258,11 @@ class ProcessMonitor:
                 self._poll_threads()
             with self._lock:
                 self.switches.poll()
+            if self._series is not None:
+                point = (time.time(), self.mark())      # mark() takes the lock itself
+                with self._lock:
+                    if self._series is not None:
+                        self._series.append(point)
             mem = rss_bytes(self.pid)
             if mem is None:
                 continue
@@ -270,6 +276,19 @@ class ProcessMonitor:
         if self.cgroup:
             return self.cgroup.read_ns()
         return self._poll_threads()
+
+    def start_series(self) -> None:
+        """Record the process's CPU at every poll (each `interval`) until stop_series."""
+        point = (time.time(), self.mark())
+        with self._lock:
+            self._series = [point]
+
+    def stop_series(self) -> list[tuple[float, int]]:
+        """The (wall clock s, CPU ns so far) pairs since start_series, the last one taken now."""
+        point = (time.time(), self.mark())
+        with self._lock:
+            series, self._series = self._series or [], None
+        return series + [point]
 
     def start_rss_window(self) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpcprof.analyze.timeline import timeline
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
@@ -39,19 +40,28 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
     it, and the process's own kernel counters (free to read: measure/proccounters.py).
     Returns (load result, CPU ns, memory figures, counters)."""
-    memory = {}
-    window = CpuWindow(monitor, on_start=monitor.start_rss_window,
-                       on_end=lambda: memory.update(monitor.stop_rss_window()))
+    memory, series = {}, []
+
+    def start() -> None:
+        monitor.start_rss_window()
+        monitor.start_series()
+
+    def end() -> None:
+        memory.update(monitor.stop_rss_window())
+        series.extend(monitor.stop_series())
+    window = CpuWindow(monitor, on_start=start, on_end=end)
     own = ProcWindow(monitor.pid, monitor.switches)
     both = Marks(window, own)
     load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
+    memory["series"] = series
     return load, cpu_ns, memory, own.counts()
 
 
 def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int],
                    proc: dict | None = None) -> dict:
     """The figures of one measured window; every rate uses the same wall clock around the driver."""
+    series = memory.pop("series", None)
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
     ok = result.ok
@@ -70,6 +80,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
         "memory": memory,
         "proc": proc,
         "proc_per_req": per_request(proc, ok) if proc else None,
+        "timeline": timeline(series, result.starts) if series else None,
         "driver_exit_code": result.exit_code,
         "driver_figures": result.raw,
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 from rpcprof.analyze.agreement import Agreement, RunRatio, agreement
 from rpcprof.analyze.intervals import log_ratios, pilot_of, server_ratio
 from rpcprof.errors import UserError
+from rpcprof.report.hosts import render_hosts
 from rpcprof.report.summary import idle_text, ratio_text
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_manifest, load_run
@@ -113,8 +114,9 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
 
 def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     setup, pairs, started = runs_agreement(run_dirs)
+    hosts, host_record = render_hosts([(Path(d), *load_run(d)) for d in run_dirs], setup["servers"], fmt)
     if fmt == "json":
-        return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}},
+        return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, **host_record},
                           indent=2, sort_keys=True) + "\n"
     columns = [("#", "#"), ("run", "run"), ("started", "started"), ("pairs", "pairs"),
                ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
@@ -131,7 +133,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
             continue
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
                       + "\n".join(agreement_lines(name, a)) + "\n")
-    return ("" if fmt == "csv" else "\n").join(blocks)
+    return ("" if fmt == "csv" else "\n").join(blocks) + hosts
 
 
 EARLIER_HOURS = 24          # earlier runs taken beside a new one: of the last day,

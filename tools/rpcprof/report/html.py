@@ -17,13 +17,14 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows
 from rpcprof.report.paces import run_pace_findings
+from rpcprof.report.timeline_chart import render_timeline_chart
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import _cell
-from rpcprof.rundir import (BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
+from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
                             offcpu_folded, offwake_folded, profile_folded)
 
 STYLE = """
@@ -129,6 +130,19 @@ def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
                 except (UserError, OSError, ValueError, KeyError):
                     continue
             charts.append((name, data_uri(path, "image/svg+xml")))
+    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
+        path = run_dir / TIMELINE_SVG
+        if not path.exists():
+            path = Path(scratch) / TIMELINE_SVG
+            try:
+                render_timeline_chart(run_dir, path)
+            except (UserError, OSError, ValueError):
+                pass
+        if path.exists():
+            parts += ["<h2>Each measured window over time</h2>",
+                      "<p>Server CPU µs per request in 0.5 s slices, each round side by side: a pace that changed "
+                      "shows as a step.</p>", f'<p><img class="chart" alt="{TIMELINE_SVG}" '
+                      f'src="{data_uri(path, "image/svg+xml")}"></p>']
     if charts:
         parts.append("<h2>Where each request's CPU goes</h2>")
         parts += [f'<p><img class="chart" alt="{esc(c)}" src="{uri}"></p>' for c, uri in charts]
