@@ -44,3 +44,32 @@ def test_the_indirect_cost_s_own_interval_widens_the_prediction():
     a = [rnd(10.0, 0.8, 7.0, 0.1)] * 2
     narrow, wide = predict(B, a, cost(half=0.0)), predict(B, a, cost(half=2.0))
     assert wide.predicted.half == pytest.approx((narrow.predicted.half ** 2 + (0.9 * 2.0) ** 2) ** 0.5)
+
+
+def test_the_model_run_backwards_gives_the_writes_at_which_the_prediction_meets_the_ratio():
+    from rpcprof.analyze.whatif import solve_writes
+    a = [rnd(40.0, 16.0, 18.0, 1.0)] * 3
+    s = solve_writes(B, a, cost(), 2.5)
+    assert s.target_cpu == pytest.approx(16.0)
+    # B's per-write cost is 8 + 0.5 µs in every round: w = writes + (16 − cpu) / 8.5
+    expect = [1.0 - 4 / 8.5, 1.05 - 5 / 8.5, 0.95 - 3 / 8.5]
+    assert s.writes.value == pytest.approx(sum(expect) / 3)
+    # and forwards: B writing that often is predicted at A's CPU over the ratio
+    at = [rnd(1.0, 0.0, 0.0, s.writes.value)] * 3
+    assert predict(B, at, cost()).predicted.value == pytest.approx(16.0)
+    value, low, high = s.requests_per_write
+    assert value == pytest.approx(1 / s.writes.value) and low < value < high
+
+
+def test_a_ratio_out_of_reach_says_so_and_bad_ratios_are_one_line(tmp_path):
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    run = root / "docs" / "data" / "20261124-074115-seed-001"
+    far = subprocess.run([str(root / "report.py"), "whatif", str(run), "rust_tonic_mt", "rust_pajamax", "--ratio", "500"],
+                         capture_output=True, text=True)
+    assert far.returncode == 0 and "even writing never, rust_pajamax would not come down to it" in far.stdout
+    bad = subprocess.run([str(root / "report.py"), "whatif", str(run), "rust_tonic_mt", "rust_pajamax", "--ratio", "0"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.strip() == ("report.py: error: --ratio must be a positive number, e.g. 9.5 "
+                                                          "(got 0)")

@@ -113,3 +113,37 @@ def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost) ->
                          "miss": a - p}
     return WhatIf(a_writes, fewer, direct, Estimate(rounds.value, half), estimate([r.cpu for r in b_rounds]),
                   estimate([r.cpu for r in a_rounds]), categories)
+
+
+@dataclass
+class Solved:
+    """The writes per request at which B's predicted req/s per CPU is `ratio` times A's measured."""
+    ratio: float
+    writes: Estimate                    # B's write syscalls per request at that ratio
+    b_writes: float                     # B's measured write syscalls per request
+    target_cpu: float                   # A's CPU µs/req over ratio: B's CPU µs/req at that ratio
+
+    @property
+    def requests_per_write(self) -> tuple[float | None, float | None, float | None]:
+        """(value, low, high) requests per write; None where the writes per request are not positive."""
+        def inv(x):
+            return 1 / x if x and x > 0 else None
+        w = self.writes
+        return inv(w.value), inv(w.high), inv(w.low)
+
+
+def solve_writes(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, ratio: float) -> Solved:
+    """The model of predict() run backwards: round by round (B's round k beside A's), the writes per
+    request w at which B's CPU µs/req, its measured one plus (w − its writes) × (its send µs per write +
+    the indirect cost), equals A's CPU µs/req over ratio; the t interval across rounds, widened by the
+    indirect cost's own interval (in quadrature, as predict's)."""
+    per_round, sens = [], []
+    for b, a in zip(b_rounds, a_rounds):
+        per_write = (b.us.get("send", 0.0) / b.writes if b.writes else 0.0) + cost.user.slope
+        gap = a.cpu / ratio - b.cpu
+        per_round.append(b.writes + gap / per_write)
+        sens.append(abs(gap) / per_write ** 2)      # d w / d (indirect slope)
+    w = estimate(per_round)
+    half = None if w.half is None else math.hypot(w.half, statistics.fmean(sens) * cost.user.half)
+    return Solved(ratio, Estimate(w.value, half), statistics.fmean(r.writes for r in b_rounds),
+                  statistics.fmean(a.cpu for a in a_rounds) / ratio)

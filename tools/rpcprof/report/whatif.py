@@ -13,7 +13,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import IndirectCost, summary_line
 from rpcprof.analyze.mechanism import kernel_figures
-from rpcprof.analyze.whatif import Round, WhatIf, predict
+from rpcprof.analyze.whatif import Round, WhatIf, predict, solve_writes
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_breakdowns
 from rpcprof.report.tables import render
@@ -39,8 +39,8 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
     return rounds, sources
 
 
-def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> tuple[WhatIf, list[dict]]:
-    """The model's prediction for b writing as a does, and the files behind each round's figures."""
+def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[list[Round], list[dict]]]:
+    """{server: (rounds, sources)} of A and B, checked: two servers of the run, each with 2+ profiled rounds."""
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
     for s in (a, b):
@@ -55,6 +55,12 @@ def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> t
             raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
                             "(profile.sh run --repeat 3)")
         got[s] = (rounds, sources)
+    return got
+
+
+def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> tuple[WhatIf, list[dict]]:
+    """The model's prediction for b writing as a does, and the files behind each round's figures."""
+    got = both_rounds(run_dir, rules, a, b)
     if not all(r.writes for r in got[b][0]):
         raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
                         "that writes more")
@@ -112,3 +118,31 @@ def render_whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCos
     if fmt == "csv":
         return body
     return "\n".join(text) + "\n\nBy category (B = " + b + ", A = " + a + "; largest miss first):\n\n" + body
+
+
+def render_ratio(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost, ratio: float,
+                 fmt: str = "table") -> str:
+    """report.py whatif RUN A B --ratio R: the requests per write at which B would serve R times A's
+    requests per CPU-second, by the same model run backwards (analyze/whatif.solve_writes)."""
+    if not ratio > 0:
+        raise UserError(f"--ratio must be a positive number, e.g. 9.5 (got {ratio:g})")
+    got = both_rounds(run_dir, rules, a, b)
+    s = solve_writes(got[b][0], got[a][0], cost, ratio)
+    value, low, high = s.requests_per_write
+    w = s.writes
+    line = (f"{b} at ^{ratio:g} over {a}: {s.target_cpu:.2f} CPU µs/req, which the model gives at {w.value:.3f} "
+            f"[{w.low:.3f}-{w.high:.3f}] write syscalls per request" if w.half is not None else
+            f"{b} at ^{ratio:g} over {a}: {s.target_cpu:.2f} CPU µs/req, at {w.value:.3f} write syscalls per request")
+    if value is None:
+        line += f" (none: even writing never, {b} would not come down to it)."
+    else:
+        line += (f": one write per {value:.1f} requests" + (f" [{low:.1f}-{high:.1f}]" if low and high else
+                                                            " (the interval reaches 0 writes)" if w.half else "")
+                 + f"; {b} measured {1 / s.b_writes:.1f} requests per write." if s.b_writes else ".")
+    if fmt == "json":
+        return json.dumps({"a": a, "b": b, "ratio": ratio, "line": line, "target_cpu_us_per_req": s.target_cpu,
+                           "writes_per_req": w.as_dict(), "b_writes_per_req": s.b_writes,
+                           "requests_per_write": {"value": value, "low": low, "high": high},
+                           "indirect_us_per_syscall": {**cost.user.as_dict(), "key": cost.key()},
+                           "sources": got[a][1] + got[b][1]}, indent=2, sort_keys=True) + "\n"
+    return line + "\n"
