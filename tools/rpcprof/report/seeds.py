@@ -20,6 +20,7 @@ from rpcprof.errors import UserError
 from rpcprof.report.compare import every_round, ruler_check, ruler_rows
 from rpcprof.report.provenance import generator_command, header
 from rpcprof.report.results import RATIO_DEFINITION
+from rpcprof.report.seed_gaps import gap_section
 from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_CLIENT_CPUS, SEED_FRAMES,
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
@@ -131,6 +132,10 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     for s in servers:
         role = "tonic" if s in by_role["tonic"] else "pajamax"
         out += [f"- {line}" for line in why_lines(s, metrics[s], role, p.get("streams"), len(p.get("load_cpus") or []) or None)]
+    tonic = by_role["tonic"][0]
+    sends = {s: categorize(stacks[s], rules).share("send") for s in (tonic, pj) if s in stacks}
+    if len(sends) == 2:
+        out += ["", *gap_section(run_dir, rules, metrics, manifest, tonic, pj, sends)]
     out += ["", "## The flame graphs' frames", "",
             "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
             "error from the sample count).", "",
