@@ -1,18 +1,18 @@
 """The commands behind report.py. Each maps options onto a function of the package and prints rows."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import click
 
 from rpcprof.analyze.categorize import OTHER, categorize, check_examples, load_rules, normalize_frame, open_folded
-from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.analyze.rules_file import problems_line
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import (format_option, latency_option, output_for, requests_option, rules_option, run_click,
                                 runs_dir_option, show)
 from rpcprof.cli.documents import results, seeds
+from rpcprof.cli.report_options import (app_for, app_option, command_line, grouping_options, indirect_of, indirect_option,
+                                        saved_folder_options)
 from rpcprof.cli.runs import runs
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import INDIRECT_COST, RULES_PATH
@@ -21,37 +21,7 @@ from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
-from rpcprof.rundir import REPORT_HTML, RESULT_FILE, inputs_of, read_result, resolve, run_of_folded, write_text
-
-
-def grouping_options(f):
-    """--level 1|2 and --view category|tax: which grouping of the samples a report shows."""
-    f = click.option("--view", type=click.Choice(list(VIEWS)), default="category", show_default=True,
-                     help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
-                          "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest); waits: "
-                          "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded).")(f)
-    return click.option("--level", type=click.IntRange(min(LEVELS), max(LEVELS)), default=1, show_default=True,
-                        help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
-
-
-app_option = click.option("--app", default=None, metavar="REGEX",
-                          help="Regex of the application handler's frames (else the server's, where known).")
-
-
-indirect_option = click.option(
-    "--indirect", "indirect_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="The indirect cost of a syscall as bench/indirect wrote it (docs/data/indirect-syscall-cost.json): "
-         "adds the user code the extra writes slow down, and the ruler ratio the syscalls predict.")
-
-
-def indirect_of(path: Path | None):
-    from rpcprof.analyze.indirect import load_indirect
-    return load_indirect(path) if path else None
-
-
-def app_for(folded: Path) -> str | None:
-    """The app pattern recorded for a folded file's server in its run folder, if any."""
-    return (read_result(Path(folded).parent) or {}).get("app")
+from rpcprof.rundir import REPORT_HTML, RESULT_FILE, inputs_of, resolve, run_of_folded, write_text
 
 
 @click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
@@ -188,17 +158,6 @@ def check_rules(rules_path, fmt):
                    "by their own rule.\n")
 
 
-def command_line(*parts: str | None, **options) -> str:
-    """The report.py command that made a graph, for its title: the arguments given, default options left out."""
-    argv = ["report.py", *(p for p in parts if p)]
-    for flag, value in options.items():
-        if value is True:
-            argv.append(flag)
-        elif value:
-            argv += [flag, str(value)]
-    return shlex.join(argv)
-
-
 @main.command()
 @click.argument("folded", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -313,11 +272,6 @@ def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fm
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
     show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt, requests), fmt)
-
-
-def saved_folder_options(f):
-    """--runs-dir (a folder given by name is looked up there) and --format, for commands on saved folders."""
-    return runs_dir_option(format_option(f))
 
 
 @main.command("run")
