@@ -10,14 +10,15 @@ from rpcprof.analyze.rules_file import problems_line
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import (format_option, latency_option, output_for, requests_option, rules_option, run_click,
                                 runs_dir_option, show)
+from rpcprof.cli.diff import diff
 from rpcprof.cli.documents import results, seeds
+from rpcprof.cli.export import export
 from rpcprof.cli.report_options import (app_for, app_option, command_line, grouping_options, indirect_of, indirect_option,
                                         saved_folder_options)
 from rpcprof.cli.runs import runs
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.paths import INDIRECT_COST, RULES_PATH
 from rpcprof.report.compare import render_compare
-from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
@@ -32,6 +33,8 @@ def main():
 main.add_command(results)       # the generated documents: cli/documents.py
 main.add_command(seeds)
 main.add_command(runs)          # runs of one setup side by side: cli/runs.py
+main.add_command(diff)          # cli/diff.py
+main.add_command(export)        # cli/export.py
 
 
 @main.command()
@@ -218,60 +221,6 @@ def html_report(run_dir, out, rules_path, indirect_path, runs_dir):
     out = output_for(out or run_dir / REPORT_HTML, *inputs_of(run_dir))
     write_text(out, build_html(run_dir, load_rules(rules_path), indirect_of(indirect_path)))
     show(f"report.py: wrote {out}\n", err=True)
-
-
-@main.command()
-@click.argument("profile", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
-                   "collapsed stacks (Pyroscope's folded ingest).")
-@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
-@rules_option
-@app_option
-def export(profile, fmt, out, rules_path, app):
-    """Export a folded profile for pprof, Pyroscope/Parca, speedscope, with rpcprof's categories as labels.
-
-    eg, ./report.py export flamegraphs/RUN/rust_tonic_mt/profile.folded --format pprof -o tonic.pb.gz
-        go tool pprof -top -tagfocus=category=send tonic.pb.gz
-    """
-    from rpcprof.report.export import export as export_profile
-    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
-    n = export_profile(profile, rules, fmt, out)
-    show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
-
-
-@main.command()
-@click.argument("a", type=click.Path(path_type=Path))
-@click.argument("b", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="SVG file to write.")
-@click.option("--normalize/--no-normalize", default=True, show_default=True,
-              help="Scale A to B's total samples first (inferno-diff-folded -n).")
-@click.option("--per-request", is_flag=True,
-              help="Draw CPU µs per request (each round's shares × its unprofiled CPU per request), not shares; "
-                   "A and B from run folders, or profiles with --requests.")
-@click.option("--title", default=None, help="Title (default: this command line).")
-@rules_option
-@app_option
-@requests_option("twice, A's then B's, when A and B are profiles without a run folder")
-@format_option
-def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fmt):
-    """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and each
-    category's share and CPU µs per request in A and B: frame-level colours mislead when a parent is
-    unchanged but its children grew. A and B: folded files, or a server of a run (RUN/SERVER, its
-    profile.folded, or a run of one server) with all its rounds: then every difference is tested across
-    rounds, and only the frames whose difference is significant are coloured (Benjamini-Hochberg at 5 %).
-
-    eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
-    """
-    from rpcprof.report.sigdiff import render_diff
-    output_for(out, a, b)
-    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
-    title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
-                                  **{"--no-normalize": not normalize},
-                                  **{"--per-request": per_request}, **{"--app": app},
-                                  **{"--rules": None if default_rules else rules_path})
-    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt, requests), fmt)
 
 
 @main.command("run")
