@@ -317,9 +317,12 @@ def tier_of(path: Path) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    """Each test gets its folder's markers; one marked `slow` is left out of the fast tier (it runs in the
+    full suite)."""
     for item in items:
         for marker in TIERS[tier_of(item.path)]:
-            item.add_marker(marker)
+            if not (marker == "fast" and item.get_closest_marker("slow")):
+                item.add_marker(marker)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from rpcprof.analyze.intervals import (T975, cv, paired_ratio, pilot_of, rounds_needed, server_ratio, stein_ratio,
-                                      t975)
+from reference_statistics import T975
+from rpcprof.analyze.intervals import cv, paired_ratio, pilot_of, rounds_needed, server_ratio, stein_ratio, t975
 
 
 def test_t_quantiles_are_the_tables():

@@ -1,4 +1,4 @@
-"""analyze/significance.py: Student's t from the incomplete beta function, the paired and Welch tests
+"""analyze/significance.py: Student's t (scipy.stats), the paired and Welch tests
 across rounds, Benjamini-Hochberg, and the tree of boxes with its tests."""
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from rpcprof.analyze.intervals import T975
+from reference_statistics import T975
 from rpcprof.analyze.significance import (FrameTree, Gap, benjamini_hochberg, bh_adjusted, boxes_to_test,
                                           frame_tests, paired_gap, t_quantile, t_two_sided_p, welch_gap)
 
 
 @pytest.mark.parametrize("df", range(1, 31))
 def test_the_t_quantile_is_the_tables(df):
-    """The 0.975 quantile computed from the incomplete beta function is the t table's (3 decimals)."""
+    """The 0.975 quantile is the t table's (3 decimals)."""
     assert t_quantile(df) == pytest.approx(T975[df - 1], abs=1.5e-3)
     assert t_two_sided_p(T975[df - 1], df) == pytest.approx(0.05, abs=1e-3)
 

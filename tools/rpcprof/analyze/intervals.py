@@ -20,17 +20,16 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-
-# Student's t, 0.975 quantile, by degrees of freedom (from the t table); beyond 30, interpolated
-# toward the normal quantile 1.96.
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+from functools import lru_cache
 
 
+@lru_cache(maxsize=None)
 def t975(df: int) -> float:
+    """Student's t 0.975 quantile (scipy.stats) to three decimals, as a t table gives it."""
     if df < 1:
         raise ValueError("a t interval needs at least two pairs")
-    return T975[df - 1] if df <= len(T975) else 1.960 + (2.042 - 1.960) * 30 / df
+    from scipy import stats      # imported here, when a statistic is computed: it takes over half a second
+    return round(float(stats.t.ppf(0.975, df)), 3)
 
 
 @dataclass(frozen=True)

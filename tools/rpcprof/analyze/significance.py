@@ -34,40 +34,13 @@ FDR = 0.05            # Benjamini-Hochberg's q over the frames of a diff
 LEVEL = 0.95          # the intervals' coverage
 
 
-# --- Student's t --------------------------------------------------------------------------------
+# --- Student's t (scipy.stats) ------------------------------------------------------------------
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz, as in Numerical Recipes)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-
-    def nonzero(v: float) -> float:
-        return v if abs(v) > tiny else tiny
-
-    c, d = 1.0, 1.0 / nonzero(1.0 - qab * x / qap)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d, c = 1.0 / nonzero(1.0 + aa * d), nonzero(1.0 + aa / c)
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d, c = 1.0 / nonzero(1.0 + aa * d), nonzero(1.0 + aa / c)
-        h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+def _stats():
+    """scipy.stats, imported when a statistic is first computed: the import takes over half a second, which
+    every report.py command would pay otherwise."""
+    from scipy import stats
+    return stats
 
 
 def t_two_sided_p(t: float, df: float) -> float:
@@ -76,7 +49,7 @@ def t_two_sided_p(t: float, df: float) -> float:
         return 1.0
     if math.isinf(t):
         return 0.0
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    return float(2 * _stats().t.sf(abs(t), df))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
@@ -88,15 +61,7 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 
 @lru_cache(maxsize=4096)
 def _t_quantile(df: float, level: float) -> float:
-    """By bisection on t_two_sided_p."""
-    lo, hi = 0.0, 1e4
-    for _ in range(64):
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df) > 1 - level:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return float(_stats().t.ppf(0.5 + level / 2, df))
 
 
 # --- one figure across rounds -------------------------------------------------------------------
@@ -195,28 +160,14 @@ def gap(a: dict[int, float], b: dict[int, float], paired: bool, var_a: dict[int,
 
 
 def benjamini_hochberg(pvalues: list[float], q: float = FDR) -> list[bool]:
-    """Which of the p-values are discoveries at false discovery rate q (Benjamini-Hochberg step-up)."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    cut = 0
-    for rank, i in enumerate(order, 1):
-        if pvalues[i] <= rank / m * q:
-            cut = rank
-    found = [False] * m
-    for i in order[:cut]:
-        found[i] = True
-    return found
+    """Which of the p-values are discoveries at false discovery rate q (Benjamini-Hochberg step-up): those
+    whose adjusted p-value is at most q."""
+    return [adjusted <= q for adjusted in bh_adjusted(pvalues)]
 
 
 def bh_adjusted(pvalues: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values): p_(i) · m / i, made monotone, at most 1."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
-    out, low = [1.0] * m, 1.0
-    for rank, i in zip(range(m, 0, -1), order):
-        low = min(low, pvalues[i] * m / rank)
-        out[i] = low
-    return out
+    return [float(x) for x in _stats().false_discovery_control(pvalues, method="bh")] if pvalues else []
 
 
 # --- every box of a flame graph, per round --------------------------------------------------------

@@ -98,12 +98,19 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                      fontsize=10)
         return fig
 
+    svg = _svg_with_a_legend_that_fits(draw, min(len(groups), 7))
+    check_xml(svg, str(out_svg))
+    write_atomically(out_svg, svg)
+
+
+def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
+    """The SVG of draw(ncols), with the legend in fewer columns when ncols would push the chart past the
+    figure's edges."""
     # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
     # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
     # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).
     # The first figure is saved before it is checked, so a chart whose legend fits is drawn as it always was.
     with matplotlib.rc_context(STYLE):
-        ncols = min(len(groups), 7)
         fig = draw(ncols)
         buf = io.StringIO()
         with warnings.catch_warnings():     # a legend too wide is judged by _fits just below
@@ -122,6 +129,4 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                 fig = draw(ncols)
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None})
-    svg = buf.getvalue()
-    check_xml(svg, str(out_svg))
-    write_atomically(out_svg, svg)
+    return buf.getvalue()

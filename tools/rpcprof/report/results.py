@@ -263,6 +263,25 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
         lines.append(f"- Where the difference comes from, at C={c} S={s}: {first} spends {a['cpu_us_per_req']:.2f} "
                      f"CPU µs per request, {second} {b['cpu_us_per_req']:.2f}; the {total:.2f} µs difference is, by "
                      f"category ({first} minus {second}): {parts}.")
+    lines += cell_flags(pairs, first, second, client_cpus)
+    c, s, a, b = headline_cell(pairs)
+    io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
+    w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
+    if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
+        diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
+        lines.append(
+            f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
+            f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
+            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(SOCKET)} "
+            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(ABOVE)} "
+            f"for {_pct(w_a - w_b, diff)} %." + batching(first, second, a, b))
+    return lines
+
+
+def cell_flags(pairs, first: str, second: str, client_cpus: int | None) -> list[str]:
+    """The explanation's sentences on the cells flagged: client-bound, latency-bound, waits, requests in
+    flight, unsaturated."""
+    lines = []
     bound = [f"C={c} S={s}" for c, s, a, b in pairs if b.get("client_bound")]
     if bound:
         per_conn = {(c, s): s / c for c, s, a, b in pairs}
@@ -294,17 +313,6 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     if unsat:
         lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
                      f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")
-    c, s, a, b = headline_cell(pairs)
-    io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
-    w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
-    if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
-        diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
-        lines.append(
-            f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
-            f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
-            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(SOCKET)} "
-            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(ABOVE)} "
-            f"for {_pct(w_a - w_b, diff)} %." + batching(first, second, a, b))
     return lines
 
 

@@ -81,6 +81,34 @@ def why_lines(name: str, m: dict, seed_role: str, streams: int | None = None, cl
     return out
 
 
+def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sampled_event: str | None) -> list[str]:
+    """The flame graphs' frames beside seed 001's, and the same servers by category."""
+    out = ["", "## The flame graphs' frames", "",
+            "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
+            "error from the sample count).", "",
+            "| seed's server | frame | seed 001 | " + " | ".join(by_role_list(by_role, stacks)) + " | seed 001's reading |",
+            "|---|---|---:|" + "---:|" * len(by_role_list(by_role, stacks)) + "---|"]
+    for f in SEED_FRAMES:
+        cells = []
+        for s in by_role_list(by_role, stacks):
+            if s not in by_role[f.role]:
+                cells.append("")
+                continue
+            fs = frame_share(stacks[s], compile_regex(f.regex, f.label))
+            cells.append(f"{100 * fs.share:.2f} ± {100 * fs.stderr:.2f} %")
+        out.append(f"| {f.role} | `{f.label}` | {f.seed_pct:.2f} % | " + " | ".join(cells) + f" | {f.what} |")
+    out += ["", "The same servers by category (CPU share; `report.py compare` gives µs per request):", "",
+            "| server | " + " | ".join(rules.all_categories) + " | samples | switch leaf |",
+            "|---|" + "---:|" * (len(rules.all_categories) + 2)]
+    for s in by_role_list(by_role, stacks):
+        b = categorize(stacks[s], rules.with_app(metrics[s].get("app"), f"{s}'s app pattern"))
+        out.append(f"| {s} | " + " | ".join(f"{100 * b.share(c):.1f} %" for c in rules.all_categories)
+                   + f" | {b.samples:,} | {100 * leaf_share(stacks[s], LEAF_SWITCH):.1f} % |")
+    out += ["", *switch_leaf_note(sampled_event,
+                                  {x: leaf_share(stacks[x], LEAF_SWITCH) for x in by_role_list(by_role, stacks)}), ""]
+    return out
+
+
 def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: list[Path] = (),
                 generated_by: str | None = None) -> str:
     """The markdown document: seed 001's figures beside a run of its setup, other setups (--also), and
@@ -136,29 +164,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     sends = {s: categorize(stacks[s], rules).share("send") for s in (tonic, pj) if s in stacks}
     if len(sends) == 2:
         out += ["", *gap_section(run_dir, rules, metrics, manifest, tonic, pj, sends)]
-    out += ["", "## The flame graphs' frames", "",
-            "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
-            "error from the sample count).", "",
-            "| seed's server | frame | seed 001 | " + " | ".join(by_role_list(by_role, stacks)) + " | seed 001's reading |",
-            "|---|---|---:|" + "---:|" * len(by_role_list(by_role, stacks)) + "---|"]
-    for f in SEED_FRAMES:
-        cells = []
-        for s in by_role_list(by_role, stacks):
-            if s not in by_role[f.role]:
-                cells.append("")
-                continue
-            fs = frame_share(stacks[s], compile_regex(f.regex, f.label))
-            cells.append(f"{100 * fs.share:.2f} ± {100 * fs.stderr:.2f} %")
-        out.append(f"| {f.role} | `{f.label}` | {f.seed_pct:.2f} % | " + " | ".join(cells) + f" | {f.what} |")
-    out += ["", "The same servers by category (CPU share; `report.py compare` gives µs per request):", "",
-            "| server | " + " | ".join(rules.all_categories) + " | samples | switch leaf |",
-            "|---|" + "---:|" * (len(rules.all_categories) + 2)]
-    for s in by_role_list(by_role, stacks):
-        b = categorize(stacks[s], rules.with_app(metrics[s].get("app"), f"{s}'s app pattern"))
-        out.append(f"| {s} | " + " | ".join(f"{100 * b.share(c):.1f} %" for c in rules.all_categories)
-                   + f" | {b.samples:,} | {100 * leaf_share(stacks[s], LEAF_SWITCH):.1f} % |")
-    out += ["", *switch_leaf_note(manifest.get("sampled_event"),
-                                  {x: leaf_share(stacks[x], LEAF_SWITCH) for x in by_role_list(by_role, stacks)}), ""]
+    out += frames_section(rules, metrics, by_role, stacks, manifest.get("sampled_event"))
     out += ruler_section(run_dir, metrics, by_role, stacks)
     out += app_section(run_dir, rules, metrics, by_role, stacks)
     if also:

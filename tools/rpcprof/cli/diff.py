@@ -1,0 +1,45 @@
+"""report.py diff: the differential flame graph of two profiles, tested across rounds (report/sigdiff.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.cli.common import format_option, output_for, requests_option, rules_option, show
+from rpcprof.cli.report_options import app_option, command_line
+from rpcprof.paths import RULES_PATH
+
+
+@click.command()
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="SVG file to write.")
+@click.option("--normalize/--no-normalize", default=True, show_default=True,
+              help="Scale A to B's total samples first (inferno-diff-folded -n).")
+@click.option("--per-request", is_flag=True,
+              help="Draw CPU µs per request (each round's shares × its unprofiled CPU per request), not shares; "
+                   "A and B from run folders, or profiles with --requests.")
+@click.option("--title", default=None, help="Title (default: this command line).")
+@rules_option
+@app_option
+@requests_option("twice, A's then B's, when A and B are profiles without a run folder")
+@format_option
+def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fmt):
+    """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and each
+    category's share and CPU µs per request in A and B: frame-level colours mislead when a parent is
+    unchanged but its children grew. A and B: folded files, or a server of a run (RUN/SERVER, its
+    profile.folded, or a run of one server) with all its rounds: then every difference is tested across
+    rounds, and only the frames whose difference is significant are coloured (Benjamini-Hochberg at 5 %).
+
+    eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
+    """
+    from rpcprof.report.sigdiff import render_diff
+    output_for(out, a, b)
+    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
+    title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
+                                  **{"--no-normalize": not normalize},
+                                  **{"--per-request": per_request}, **{"--app": app},
+                                  **{"--rules": None if default_rules else rules_path})
+    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt, requests), fmt)

@@ -1,0 +1,32 @@
+"""report.py export: a folded profile for pprof, Pyroscope/Parca or speedscope, categories as labels."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.cli.common import rules_option, show
+from rpcprof.cli.report_options import app_for, app_option
+from rpcprof.report.export import FORMATS as EXPORT_FORMATS
+from rpcprof.rundir import RESULT_FILE
+
+
+@click.command()
+@click.argument("profile", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
+              help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
+                   "collapsed stacks (Pyroscope's folded ingest).")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
+@rules_option
+@app_option
+def export(profile, fmt, out, rules_path, app):
+    """Export a folded profile for pprof, Pyroscope/Parca, speedscope, with rpcprof's categories as labels.
+
+    eg, ./report.py export flamegraphs/RUN/rust_tonic_mt/profile.folded --format pprof -o tonic.pb.gz
+        go tool pprof -top -tagfocus=category=send tonic.pb.gz
+    """
+    from rpcprof.report.export import export as export_profile
+    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
+    n = export_profile(profile, rules, fmt, out)
+    show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)

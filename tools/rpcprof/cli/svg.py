@@ -1,0 +1,40 @@
+"""report.py svg: the annotated flame graph of a folded profile."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+from rpcprof.cli.common import output_for, rules_option, show
+from rpcprof.cli.report_options import app_for, app_option, command_line, grouping_options
+from rpcprof.paths import RULES_PATH
+from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
+from rpcprof.rundir import RESULT_FILE, run_of_folded
+
+
+@click.command()
+@click.argument("folded", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="SVG file to write.")
+@click.option("--title", default=None, help="Title (default: this command line).")
+@rules_option
+@app_option
+@grouping_options
+def svg(folded, out, title, rules_path, app, level, view):
+    """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
+    output_for(out, folded)
+    rules = load_rules(rules_path).using(level, view)
+    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+    run = run_of_folded(folded)
+    if run:
+        subtitle = subtitle_for_run(*run)
+    else:
+        b = categorize(open_folded(folded), r)
+        subtitle = f"{folded.name} · {b.samples:,} samples"
+    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
+    title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
+                                  **{"--rules": None if default_rules else rules_path},
+                                  **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
+    render_flamegraph(folded, r, out, title, subtitle, countname="µs" if view == "waits" else "samples")
+    show(f"report.py: wrote {out}\n", err=True)

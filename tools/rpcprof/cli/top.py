@@ -1,0 +1,47 @@
+"""report.py top: the frames that decide a category's samples."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rpcprof.analyze.categorize import OTHER, load_rules
+from rpcprof.analyze.stack_walk import categorize_file
+from rpcprof.cli.common import format_option, requests_option, rules_option, show
+from rpcprof.cli.report_options import app_for, app_option, grouping_options
+from rpcprof.errors import UserError
+from rpcprof.report.tables import render
+from rpcprof.rundir import RESULT_FILE
+
+
+@click.command()
+@click.argument("folded", type=click.Path(path_type=Path))
+@click.option("-c", "--category", required=True,
+              help="Category to look into (recv, send, ..., other; protocol/http2... with --level 2; "
+                   "allocation... with --view tax).")
+@click.option("-n", "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows.")
+@rules_option
+@app_option
+@requests_option("once")
+@grouping_options
+@format_option
+def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
+    """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
+    from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
+    rules = load_rules(rules_path).using(level, view)
+    if category not in rules.all_categories:
+        raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
+    (n,) = requests_per_profile(requests, [folded])
+    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+    b = categorize_file(folded, r)
+    us = cpu_us_per_req(folded, b.total, n) if n else None
+    frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    rows = []
+    for frame, w in frames:
+        hit = r.rule_for(frame, category)
+        rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
+                     "rule": hit.name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})
+        if us is not None:
+            rows[-1]["us_per_req"] = w / b.total * us
+    columns = [("share", "share [%]")] + ([("us_per_req", "µs/req")] if n else []) + [("rule", "rule"), ("frame", "frame")]
+    show(render(rows, columns, fmt), fmt)
