@@ -20,8 +20,8 @@ from rpcprof.errors import UserError
 from rpcprof.report.compare import every_round, ruler_check, ruler_rows
 from rpcprof.report.provenance import generator_command, header
 from rpcprof.report.results import RATIO_DEFINITION
-from rpcprof.report.seed_gaps import gap_section
-from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_CLIENT_CPUS, SEED_FRAMES,
+from rpcprof.report.seed_gaps import gap_section, why_lines
+from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
@@ -45,40 +45,6 @@ def leaf_share(stacks, regex: str) -> float:
     total = sum(w for _, w in stacks)
     hit = sum(w for frames, w in stacks if frames and pattern.search(frames[-1]))
     return hit / total if total else 0.0
-
-
-def why_lines(name: str, m: dict, seed_role: str, streams: int | None = None, client_cpus: int | None = None) -> list[str]:
-    """What about this server's run differs from the seed's setup, from its own figures."""
-    out = []
-    client, server = 100 * (m.get("client_cpu_share") or 0), 100 * (m.get("server_cpu_share") or 0)
-    seed_client, seed_server, seed_rps = SEED_RUN[seed_role]
-    cores = (f"the client had {client_cpus} core{'s' if client_cpus != 1 else ''} here and used {client:.0f} % of "
-             f"{'it' if client_cpus == 1 else 'them'}" if client_cpus else f"the client used {client:.0f} % of its CPUs")
-    out.append(f"{name}: {cores}; seed 001's had {SEED_CLIENT_CPUS} and used {seed_client:.0f} % (of 1,200 %). "
-               f"The server used {server:.0f} % of its core here, {seed_server:.0f} % in the seed.")
-    if m.get("client_bound"):
-        below = m["req_per_s"] < seed_rps and server < seed_server
-        out.append(f"{name}: CLIENT-BOUND: the load generator, not the server, set the {m['req_per_s']:,.0f} req/s; "
-                   + ("the server idled for lack of requests, so req/s and server CPU are both below the seed's, "
-                      "and only req/s per CPU compares." if below else "only req/s per CPU compares."))
-    if m.get("latency_bound"):
-        verdict = (m.get("offcpu") or {}).get("verdict")
-        out.append(f"{name}: LATENCY-BOUND: neither side was busy (server {server:.0f} %, client {client:.0f} %): "
-                   "requests waited on something other than CPU"
-                   + (f"; its off-CPU window says: {verdict}" if verdict else
-                      " (the run recorded no off-CPU window that names the wait: report.py waits)."))
-    if m.get("unsaturated"):
-        out.append(f"{name}: UNSATURATED: server {server:.0f} %, client {client:.0f} %: neither side saturated.")
-    avg_ms = (m.get("latency") or {}).get("avg_ms")
-    if (m.get("unsaturated") or m.get("latency_bound")) and avg_ms and streams:
-        out.append(f"{name}: Little's law: {streams} in flight / {avg_ms:.2f} ms average latency = "
-                   f"{streams / avg_ms * 1000:,.0f} req/s, against {m['req_per_s']:,.0f} measured: the time each "
-                   "request spends waiting, not CPU, set the rate.")
-    overhead = (m.get("profile") or {}).get("overhead_pct")
-    if overhead is not None and abs(overhead) >= 10:
-        out.append(f"{name}: CPU per request was {overhead:+.0f} % in the profile window against the measured one: "
-                   "the frame and category shares below come from that window.")
-    return out
 
 
 def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sampled_event: str | None) -> list[str]:
