@@ -9,10 +9,12 @@
 # A folder already in docs/data/ is not overwritten: remove it first, on purpose.
 #
 # USAGE: tools/publish.sh FOLDER [FOLDER ...]
+#        tools/publish.sh --check      # every generated document and quoted block, regenerated from docs/data
 #
 # eg,
 #   tools/publish.sh flamegraphs/20261124-050000-seed-001
 #   ./report.py seeds docs/data/20261124-050000-seed-001 -o docs/seeds.md
+#   tools/publish.sh --check          # one line per difference, exit 1 if any (.ci/run calls it)
 #
 # The documents' first lines name the command that regenerates them (docs/data/README.md lists them);
 # tests/golden/test_published.py runs each and checks the output is the committed document, byte for byte.
@@ -23,6 +25,13 @@ data="$here/docs/data"
 max_bytes=$((10 * 1024 * 1024))        # the whole of docs/data/
 
 [[ $# -ge 1 ]] || { echo "publish.sh: error: name a run or sweep folder, e.g. tools/publish.sh flamegraphs/RUN" >&2; exit 2; }
+if [[ $1 == --check ]]; then
+  # shellcheck source=tools/env.sh
+  source "$here/tools/env.sh"
+  [[ -x $RPCPROF_VENV/bin/python ]] || { echo "publish.sh: error: no virtualenv $RPCPROF_VENV: run tools/setup.sh" >&2; exit 2; }
+  cd "$here"
+  exec "$RPCPROF_VENV/bin/python" -m rpcprof.report.published "$here"
+fi
 for from in "$@"; do
   [[ -f $from/manifest.json ]] || {
     echo "publish.sh: error: $from has no manifest.json: give a run or sweep folder (flamegraphs/...)" >&2; exit 2; }

@@ -21,36 +21,27 @@ import pytest
 
 from conftest import ROOT
 
+from rpcprof.report import published
+
 DATA = ROOT / "docs" / "data"
-DOCUMENTS = ["docs/results.md", "docs/seeds.md"]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-QUOTE = re.compile(r"<!-- lines from: (\./report\.py [^>]*?) -->\n```\n(.*?)```", re.S)
+DOCUMENTS = list(published.DOCUMENTS)
+PAGES = published.pages(ROOT)
 FOLDER = re.compile(r"docs/data/\d{8}-\d{6}[\w.-]*\w")
 MAX_BYTES = 10 * 1024 * 1024
 
 
 def regenerating_command(doc: Path) -> list[str]:
-    head = doc.read_text().splitlines()[:6]
-    line = next((x for x in head if x.startswith("Regenerate with `")), None)
-    assert line, f"{doc}: no 'Regenerate with `...`' line in its header"
-    return shlex.split(re.match(r"Regenerate with `(.*)`\.$", line).group(1))
+    argv = published.regenerating_command(doc)
+    assert argv, f"{doc}: no 'Regenerate with `...`' line in its header"
+    return argv
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)
-def test_a_published_document_regenerates_byte_for_byte(name, tmp_path):
-    doc = ROOT / name
-    argv = regenerating_command(doc)
-    assert argv[0] == "report.py" and argv[argv.index("-o") + 1] == name, argv
-    sources = [a for a in argv[2:] if a.startswith("docs/data/")]
-    assert sources, f"{name} is not generated from docs/data/: {argv}"
+def test_a_published_document_regenerates_byte_for_byte(name):
+    argv = regenerating_command(ROOT / name)
+    assert [a for a in argv[2:] if a.startswith("docs/data/")], f"{name} is not generated from docs/data/: {argv}"
     # the command as typed at the checkout's root, writing into a scratch copy of the tree's layout
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "data").symlink_to(DATA)
-    done = subprocess.run([sys.executable, str(ROOT / "report.py"), *argv[1:]], cwd=tmp_path, capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / name).read_bytes() == doc.read_bytes(), (
-        f"{name} differs from what its data gives: regenerate it with `{shlex.join(argv)}` and review the diff")
+    assert published.document_problem(ROOT, name) is None
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)
@@ -73,11 +64,7 @@ def test_the_published_data_is_trimmed_and_small():
 
 
 def quotes() -> list[tuple[str, str, list[str]]]:
-    found = []
-    for page in PAGES:
-        for m in QUOTE.finditer(page.read_text()):
-            found.append((page.relative_to(ROOT).as_posix(), m.group(1), m.group(2).splitlines()))
-    return found
+    return published.quotes(ROOT)
 
 
 def test_the_readme_quotes_a_published_run():
@@ -86,14 +73,14 @@ def test_the_readme_quotes_a_published_run():
 
 @pytest.mark.parametrize("page,command,lines", quotes(), ids=[f"{p}:{c}" for p, c, _ in quotes()])
 def test_quoted_output_is_what_its_command_prints_from_the_published_data(page, command, lines):
-    argv = shlex.split(command)
-    assert any(a.startswith("docs/data/") for a in argv), f"{page}: `{command}` reads no published folder"
-    done = subprocess.run([sys.executable, str(ROOT / "report.py"), *argv[1:]], cwd=ROOT, capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    printed = {line.rstrip() for line in done.stdout.splitlines()}
-    missing = [line for line in lines if line.rstrip() not in printed]
-    assert not missing, f"{page}: `{command}` no longer prints: {missing}"
+    assert published.quote_problem(ROOT, page, command, lines) is None
+
+
+def test_a_quoted_line_the_command_no_longer_prints_is_named_in_one_line():
+    command = "./report.py run docs/data/20261124-073646-rust_tonic_mt-rust_pajamax"
+    problem = published.quote_problem(ROOT, "README.md", command, ["rust_pajamax vs rust_tonic_mt: ^99.9"])
+    assert problem == f"README.md: `{command}` no longer prints: rust_pajamax vs rust_tonic_mt: ^99.9"
+    assert "reads no published folder" in published.quote_problem(ROOT, "x.md", "./report.py runs a b", [])
 
 
 def test_every_published_folder_a_page_names_exists():

@@ -1,0 +1,100 @@
+"""The published documents against the data they come from (tools/publish.sh --check, tests/golden/
+test_published.py): each generated document (its header's `Regenerate with` command) and each quoted block
+(`<!-- lines from: ./report.py ... -->`) regenerated from docs/data, and every difference named.
+
+A generated document must come out byte for byte; a quoted block's lines must each be a line its command
+prints today (a block may quote some of the lines, in any order).
+
+    python -m rpcprof.report.published [ROOT]     # one line per difference; exit 1 if any
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DOCUMENTS = ("docs/results.md", "docs/seeds.md")
+QUOTE = re.compile(r"<!-- lines from: (\./report\.py [^>]*?) -->\n```\n(.*?)```", re.S)
+REGENERATE = re.compile(r"Regenerate with `(.*)`\.$")
+
+
+def pages(root: Path) -> list[Path]:
+    """README.md and every page of docs/."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def regenerating_command(doc: Path) -> list[str] | None:
+    """The argv of a generated document's `Regenerate with` line (in its first 6 lines), or None."""
+    for line in doc.read_text().splitlines()[:6]:
+        m = REGENERATE.match(line)
+        if m:
+            return shlex.split(m.group(1))
+    return None
+
+
+def quotes(root: Path) -> list[tuple[str, str, list[str]]]:
+    """(page, command, quoted lines) of every `lines from:` block of the pages."""
+    found = []
+    for page in pages(root):
+        for m in QUOTE.finditer(page.read_text()):
+            found.append((page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines()))
+    return found
+
+
+def _report(root: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / "report.py"), *argv], cwd=cwd, capture_output=True, text=True)
+
+
+def document_problem(root: Path, name: str) -> str | None:
+    """Why a generated document does not regenerate byte for byte from docs/data, or None."""
+    doc = root / name
+    argv = regenerating_command(doc)
+    if not argv or argv[0] != "report.py" or "-o" not in argv or argv[argv.index("-o") + 1] != name:
+        return f"{name}: no `Regenerate with \\`report.py ... -o {name}\\`` line in its header"
+    with tempfile.TemporaryDirectory(prefix="rpcprof-publish-") as tmp:
+        (Path(tmp) / "docs").mkdir()
+        (Path(tmp) / "docs" / "data").symlink_to(root / "docs" / "data")
+        done = _report(root, argv[1:], Path(tmp))
+        if done.returncode != 0:
+            return f"{name}: `{shlex.join(argv)}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+        if (Path(tmp) / name).read_bytes() != doc.read_bytes():
+            return f"{name}: differs from what docs/data gives: run `{shlex.join(argv)}` and review the diff"
+    return None
+
+
+def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
+    """Why a quoted block is not what its command prints from docs/data today, or None."""
+    argv = shlex.split(command)
+    if not any(a.startswith("docs/data/") for a in argv):
+        return f"{page}: `{command}` reads no published folder"
+    done = _report(root, argv[1:], root)
+    if done.returncode != 0:
+        return f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    printed = {line.rstrip() for line in done.stdout.splitlines()}
+    missing = [line for line in lines if line.rstrip() not in printed]
+    return f"{page}: `{command}` no longer prints: {missing[0]}" + (
+        f" (and {len(missing) - 1} more lines)" if len(missing) > 1 else "") if missing else None
+
+
+def problems(root: Path) -> list[str]:
+    """Every difference between the published pages and what docs/data gives today."""
+    found = [document_problem(root, name) for name in DOCUMENTS]
+    found += [quote_problem(root, *q) for q in quotes(root)]
+    return [p for p in found if p]
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3]
+    found = problems(root)
+    for p in found:
+        print(f"publish.sh: {p}", file=sys.stderr)
+    n = len(DOCUMENTS) + len(quotes(root))
+    print(f"publish.sh: {n - len(found)} of {n} published documents and quoted blocks regenerate from docs/data")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
