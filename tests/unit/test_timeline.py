@@ -43,3 +43,10 @@ def test_h2loads_log_gives_latencies_and_start_buckets(tmp_path):
     read_h2load_latency_log(log, hist, starts)
     assert hist.n == 6
     assert dict(starts) == {17_900_000_001: 2, 17_900_000_002: 2, 17_900_000_003: 2}
+
+
+def test_ghzs_call_times_give_start_buckets_in_utc():
+    from rpcprof.measure.load import ghz_start_buckets
+    stamps = Counter({"2026-11-26T01:43:12.2": 5, "2026-11-26T01:43:12.3": 2, "": 1})
+    # 2026-11-26T01:43:12.2 UTC is 1,795,657,392.2 s after the epoch
+    assert ghz_start_buckets(stamps) == {17_956_573_922: 5, 17_956_573_923: 2}

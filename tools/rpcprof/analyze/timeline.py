@@ -3,8 +3,8 @@ reader sees whether a pace changed inside a window or only between rounds.
 
 The server's CPU comes from the same counter the window's total does (its cgroup, read about every
 0.1 s by the process monitor), interpolated at the slice edges; the requests from the load driver's
-per-request log (h2load --log-file: each request's start time, in 0.1 s buckets, counted in the slice
-its bucket's middle falls in). A request is counted where it started: with latencies of milliseconds
+per-request record (h2load's --log-file, ghz's details: each request's start time, in 0.1 s buckets,
+counted in the slice its bucket's middle falls in). A request is counted where it started: with latencies of milliseconds
 against half-second slices, where it ended would move a few per mille of a slice's requests.
 """
 from __future__ import annotations

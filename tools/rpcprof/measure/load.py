@@ -13,6 +13,7 @@ with HTTP 200, but carries no message: so OK responses are counted from the DATA
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -283,9 +284,11 @@ class Ghz:
         finally:
             out_json.unlink(missing_ok=True)   # per-request details: large; the histogram keeps what matters
         hist = LatencyHistogram()
+        stamps: Counter[str] = Counter()
         for d in report.get("details") or []:
             if d.get("status") == "OK" and latencies:
                 hist.add(int(d.get("latency", 0)) // 1000)
+                stamps[str(d.get("timestamp", ""))[:21]] += 1
         statuses = report.get("statusCodeDistribution") or {}
         ok = int(statuses.get("OK", 0))
         non_ok = sum(int(v) for k, v in statuses.items() if k != "OK")
@@ -295,7 +298,21 @@ class Ghz:
         if 0 < cut <= settings.streams:
             raw["cut_off_at_end"] = cut
             non_ok -= cut
-        return LoadResult("ghz", argv, wall, ok, non_ok, cpu, hist, code, raw)
+        return LoadResult("ghz", argv, wall, ok, non_ok, cpu, hist, code, raw, ghz_start_buckets(stamps))
+
+
+def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
+    """ghz's per-call start times (RFC 3339 in UTC, `2026-11-26T01:43:12.297719391Z`), counted by their
+    first 21 characters (to 0.1 s), as requests per 0.1 s since the epoch (analyze/timeline.py)."""
+    out: dict[int, int] = {}
+    for prefix, count in stamps.items():
+        try:
+            t = dt.datetime.strptime(prefix, "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            continue            # not a time ghz wrote: no slice for it
+        key = round(t.timestamp() * 10)
+        out[key] = out.get(key, 0) + count
+    return out
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
