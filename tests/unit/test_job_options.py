@@ -68,3 +68,25 @@ def test_an_option_given_reaches_its_field():
 def test_a_parameter_that_is_no_field_is_named():
     with pytest.raises(TypeError, match="RunOptions has no field colour"):
         job_options(RunOptions, {"servers": ("a",), "colour": "red"})
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_load_cpus_on_the_servers_cpu_are_refused_with_exit_2_before_anything_is_measured(command, tmp_path):
+    from conftest import invoke
+    args = [command, "rust_tonic_st", "--server-cpus", "0", "--load-cpus", "0", "--runs-dir", str(tmp_path)]
+    if command == "sweep":
+        args += ["-C", "1", "-S", "1"]
+    done = invoke(profile_cli.entry, *args)
+    assert done.code == 2, done.err
+    assert len(done.error_lines) == 1
+    assert "--load-cpus 0 overlaps --server-cpus 0 (CPU 0): the load would steal the server's CPU" in done.err
+    assert not any(tmp_path.iterdir())          # no run folder: nothing was measured
+
+
+def test_attach_refuses_load_cpus_on_the_processs_own_cpus():
+    import os
+    from rpcprof.errors import UserError
+    from rpcprof.jobs.base import load_cpus_besides
+    with pytest.raises(UserError) as e:
+        load_cpus_besides({0}, [0, 1], "none left", server_option=f"pid {os.getpid()}'s CPUs")
+    assert e.value.exit_code == 2 and f"overlaps pid {os.getpid()}'s CPUs 0 (CPU 0)" in str(e.value)

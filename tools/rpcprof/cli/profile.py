@@ -208,9 +208,6 @@ def run(**params):
     """
     opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["run"])
     fmt, latency = params["fmt"], params["latency"]
-    if opts.load_cpus and set(opts.load_cpus) & set(opts.server_cpus):
-        raise UserError(f"--load-cpus {opts.load_cpus} overlaps --server-cpus {opts.server_cpus}: the load would "
-                        "steal the server's CPU")
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()

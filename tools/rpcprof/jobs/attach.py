@@ -114,7 +114,8 @@ class Attach:
             self.scenario = get_scenario(opts.scenario)
             self.load_cpus = load_cpus_besides(
                 self.info.affinity, opts.load_cpus, f"pid {opts.pid} may run on every CPU, so the load cannot be "
-                f"kept off its CPUs: pin it (taskset -pc 0 {opts.pid}) or choose --load-cpus")
+                f"kept off its CPUs: pin it (taskset -pc 0 {opts.pid}) or choose --load-cpus",
+                server_option=f"pid {opts.pid}'s CPUs")
             self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
             self.settings.validate()
 

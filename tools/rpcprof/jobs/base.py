@@ -43,10 +43,17 @@ def new_manifest(mode: str, command: list[str], **fields) -> Manifest:
                     tools=tool_versions(), git=git_commit(), parameters={}, owner=identity(), **fields)
 
 
-def load_cpus_besides(server_cpus: list[int] | set[int], given: list[int] | None, why: str) -> list[int]:
-    """The CPUs for the load generator: given, else every CPU the server may not run on; UserError with
-    why (how to fix it) when there is none."""
+def load_cpus_besides(server_cpus: list[int] | set[int], given: list[int] | None, why: str,
+                      server_option: str = "--server-cpus") -> list[int]:
+    """The CPUs for the load generator: given, else every CPU the server may not run on; UserError (exit 2,
+    before anything is measured) when given ones overlap the server's, or with why (how to fix it) when
+    there is none. Every command that takes --load-cpus comes here: the one place the option is checked."""
     if given:
+        shared = sorted(set(given) & set(server_cpus))
+        if shared:
+            raise UserError(f"--load-cpus {','.join(map(str, given))} overlaps {server_option} "
+                            f"{','.join(map(str, sorted(server_cpus)))} (CPU {','.join(map(str, shared))}): the load "
+                            "would steal the server's CPU; give --load-cpus other CPUs")
         return given
     others = [c for c in range(os.cpu_count() or 1) if c not in server_cpus]
     if not others:
