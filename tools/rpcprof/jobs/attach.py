@@ -23,7 +23,8 @@ from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
                                        proc_state)
-from rpcprof.jobs.base import load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures, shown
+from rpcprof.jobs.base import (Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
+                               shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app
@@ -142,27 +143,17 @@ class Attach:
             f"rpcprof: app frames: {self.app} (--app)")
         for hint in self.hints:
             log(f"rpcprof: NOTE: {hint}")
-        status = "running"
         monitor = ProcessMonitor(self.info.pid, None)
         try:
-            with Session() as session:
+            with Session() as session, Lifecycle(self.write) as life:
                 session.own(monitor)
-                self.write(status)
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
                 if self.profiler == "py-spy" and self.opts.second_profile and not self.gone():
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
-            status = "complete" if all(r["status"] == "ok" for r in self.results.values()) else "incomplete"
-        except KeyboardInterrupt:
-            status = "incomplete"
-            raise
-        except UserError:
-            # the process exited mid-window: what was captured is kept, marked incomplete
-            status = "incomplete" if any(r.get("status") == "incomplete" for r in self.results.values()) else "failed"
-            raise
-        finally:
-            self.write(status if status != "running" else "failed")
+                life.failed = any(r["status"] != "ok" for r in self.results.values())
+        finally:            # what was captured is drawn whatever ended the attach
             render_pictures(self.dir, self.rules, list(self.results))
         return self.dir
 
@@ -184,19 +175,19 @@ class Attach:
                 result.update({k: measured[k] for k in MEASURED_KEYS if k in measured})
             elif opts.load:
                 self._measure_with_load(subject, result)
-            cores = result.get("server_cpu_cores") or self._cpu_now(monitor)
+            cores = result.get("server_cpu_cores") or cpu_now(monitor)
             plan = profile_plan(cores, profiler, opts.frequency, opts.duration, opts.min_samples,
                                 max_duration=opts.duration)
             target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples,
                                    after=jvm_after_profile(self.info) if profiler == "perf" else None)
             ended = {}
-            drive = None if opts.load else (lambda window: self._wait(plan, window, ended))
+            drive = None if opts.load else (lambda window: wait_watching(self.info.pid, plan.duration, window, ended))
             record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), drive)
             if "counted" in record:             # the profile window counted syscalls on the process's threads
                 result["syscalls"] = record.pop("counted")
             result["profile"] = record
             if not opts.load and not measured:
-                self._figures_without_load(result, record, plan, monitor)
+                figures_without_load(opts, result, record, plan, monitor)
             self.results[name] = result
             if "at" in ended:
                 result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
@@ -217,24 +208,6 @@ class Attach:
         finally:
             RunFolder.write_result(out, result)
 
-    @staticmethod
-    def _cpu_now(monitor: ProcessMonitor, seconds: float = 0.5) -> float:
-        """Cores the process uses right now, over a short look, to plan the sampling rate."""
-        a = monitor.mark()
-        time.sleep(seconds)
-        return (monitor.mark() - a) / 1e9 / seconds
-
-    def _wait(self, plan: ProfilePlan, window, ended: dict) -> None:
-        """The profile window without load of ours: wait, watching the process."""
-        window.start()
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < plan.duration:
-            if self.gone():
-                ended["at"] = time.monotonic() - t0
-                break
-            time.sleep(0.1)
-        return None
-
     def _measure_with_load(self, subject: steps.Subject, result: dict) -> None:
         """Unprofiled warm-up and window with the load driver, as `run` measures."""
         reply, problem = learn_reply(self.scenario, self.port, timeout=2.0)
@@ -249,15 +222,34 @@ class Attach:
         if short:
             raise UserError(f"{result['server']}: {short}", exit_code=EXIT_FAILED)
 
-    def _figures_without_load(self, result: dict, record: dict, plan: ProfilePlan, monitor: ProcessMonitor) -> None:
-        """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
-        window = plan.duration
-        cpu_s = record["server_cpu_s"]
-        result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=monitor.method,
-                      cpu_note="measured while profiling: includes the profiler's cost")
-        count = self.opts.requests if self.opts.requests is not None else (
-            self.opts.rps * window if self.opts.rps is not None else None)
-        if count:
-            result.update(requests_ok=count, req_per_s=count / window, req_per_cpu_s=count / cpu_s if cpu_s else None,
-                          cpu_us_per_req=cpu_s * 1e6 / count,
-                          request_count_source="--requests" if self.opts.requests is not None else "--rps")
+
+def cpu_now(monitor: ProcessMonitor, seconds: float = 0.5) -> float:
+    """Cores the process uses right now, over a short look, to plan the sampling rate."""
+    a = monitor.mark()
+    time.sleep(seconds)
+    return (monitor.mark() - a) / 1e9 / seconds
+
+
+def wait_watching(pid: int, duration: float, window, ended: dict) -> None:
+    """The profile window without load of ours: wait, watching the process; ended["at"]: when it exited."""
+    window.start()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < duration:
+        if proc_state(pid) in (None, "Z"):
+            ended["at"] = time.monotonic() - t0
+            break
+        time.sleep(0.1)
+
+
+def figures_without_load(opts: AttachOptions, result: dict, record: dict, plan: ProfilePlan,
+                         monitor: ProcessMonitor) -> None:
+    """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
+    window = plan.duration
+    cpu_s = record["server_cpu_s"]
+    result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=monitor.method,
+                  cpu_note="measured while profiling: includes the profiler's cost")
+    count = opts.requests if opts.requests is not None else (opts.rps * window if opts.rps is not None else None)
+    if count:
+        result.update(requests_ok=count, req_per_s=count / window, req_per_cpu_s=count / cpu_s if cpu_s else None,
+                      cpu_us_per_req=cpu_s * 1e6 / count,
+                      request_count_source="--requests" if opts.requests is not None else "--rps")

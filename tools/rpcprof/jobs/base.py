@@ -135,3 +135,39 @@ def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
         log(f"rpcprof: {REPORT_HTML}: {shown(run_dir / REPORT_HTML)} (one page, opens offline)")
     except (UserError, OSError) as e:
         log(f"rpcprof: WARNING: no {REPORT_HTML}: {e}")
+
+
+# What a job's status means, the same in run, attach and sweep (manifest.json `status`):
+STATUS_MEANING = {
+    "running": "measuring now (or its rpcprof was killed: the next invocation marks it interrupted)",
+    "complete": "every measurement ended ok",
+    "incomplete": "stopped by the user (Ctrl-C, SIGTERM) before its end; what was captured is kept",
+    "failed": "a measurement did not end ok (a server that would not build, start or answer, or died; an "
+              "attached process that exited or gave no samples) or rpcprof itself erred; what was captured is kept",
+    "interrupted": "its rpcprof was killed without warning; marked so by a later invocation",
+}
+
+
+class Lifecycle:
+    """One job's status from its start to its end, written by write(status) on every exit path:
+    `running` on entering; on leaving, `incomplete` for Ctrl-C, `failed` for any other exception or when
+    the job said a measurement failed (failed = True), else `complete` (STATUS_MEANING)."""
+
+    def __init__(self, write):
+        self.write = write
+        self.failed = False
+        self.status = "running"
+
+    def __enter__(self) -> "Lifecycle":
+        self.write(self.status)
+        return self
+
+    def __exit__(self, kind, value, tb) -> bool:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.status = "incomplete"
+        elif kind is not None or self.failed:
+            self.status = "failed"
+        else:
+            self.status = "complete"
+        self.write(self.status)
+        return False

@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import new_manifest, open_folder, shown
+from rpcprof.jobs.base import Lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.progress import log
 from rpcprof.rundir import RunFolder
@@ -93,10 +93,8 @@ class Sweep:
         self.manifest = new_manifest("sweep", self.command, cells=self.results)
         self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
                                     "cells": self.cells}
-        status = "running"
         t0 = time.monotonic()
-        try:
-            self.write(status)
+        with Lifecycle(self.write) as life:
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
                 done = time.monotonic() - t0
                 left = (done / i * (len(self.cells) - i)) if i else plan
@@ -106,14 +104,8 @@ class Sweep:
                 run_dir = run.execute(self.dir)
                 self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
-                self.write(status)
-            status = "complete" if all(all(r.get("status") == "ok" for r in run.results.values())
-                                       for run in self.runs) else "failed"
-        except KeyboardInterrupt:
-            status = "incomplete"
-            raise
-        finally:
-            self.write(status if status != "running" else "failed")
+                self.write("running")
+            life.failed = not all(all(r.get("status") == "ok" for r in run.results.values()) for run in self.runs)
         return self.dir
 
     def write(self, status: str) -> None:

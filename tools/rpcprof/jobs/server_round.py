@@ -1,0 +1,165 @@
+"""One server measured in one round of a run, in a session of its own: built, started pinned, warmed
+up, a measured window with no profiler attached, the profile window (counting syscalls), and in the first
+round the read/write size and off-CPU windows; its result written whatever happens, its processes stopped
+by PID on every exit path.
+"""
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.analyze.intervals import PILOT_ROUNDS
+from rpcprof.capture.window import ProfileTarget
+from rpcprof.errors import UserError
+from rpcprof.jobs import steps
+from rpcprof.jobs.base import profile_plan, round_sample_target
+from rpcprof.measure.load import make_driver
+from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
+from rpcprof.measure.procstat import cgroup_name
+from rpcprof.measure.servers import ServerSpec
+from rpcprof.measure.session import Session
+from rpcprof.measure.syscalls import IO_FIGURES
+from rpcprof.measure.windows import too_short
+from rpcprof.progress import log
+from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
+
+if TYPE_CHECKING:
+    from rpcprof.jobs.run import Run
+
+
+class ServerRound:
+    """Measures the servers of one run, one server and round at a time (Run.measure)."""
+
+    def __init__(self, run: "Run"):
+        self.run = run
+        self.opts = run.opts
+
+    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
+        """One measurement of spec in a session of its own; repeats after the first go in
+        SERVER/repeat-K. Every round has its profile window (with the syscall counts); the read/write
+        size and off-CPU windows are the first round's only."""
+        out = self.run.folder.server_dir(spec.name, repeat)
+        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
+                  "started": now(precise=True)}
+        if self.opts.repeat > 1 or self.opts.precision is not None:
+            total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
+            log(f"rpcprof: {spec.name}: repeat {repeat}{total}")
+        try:
+            with Session() as session:
+                return self._measure(session, spec, out, result, first=repeat == 1)
+        except (ServerFailed, UserError) as e:
+            result.update(status="failed", error=str(e))
+            log(f"rpcprof: FAILED {e}")
+            return result
+        except KeyboardInterrupt:
+            result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
+            self.run.results[spec.name] = result
+            raise
+        except Exception as e:
+            result.update(status="failed", error=f"internal error: {type(e).__name__}: {e}")
+            self.run.results[spec.name] = result
+            raise
+        finally:
+            RunFolder.write_result(out, result)
+
+    def _start(self, session: Session, spec: ServerSpec, out: Path, result: dict) -> ServerProcess:
+        opts = self.opts
+        build_log = io.StringIO()
+        try:
+            spec.build(build_log)
+        finally:
+            write_text(out / BUILD_LOG, build_log.getvalue(), RUNS)
+        check_port_free(opts.port)
+        argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
+        result["argv"] = argv
+        server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / SERVER_LOG,
+                                           cgroup_name(spec.name)))
+        result["pid"] = server.pid
+        ready_s = server.wait_ready(self.run.scenario, opts.port, opts.ready_timeout)
+        log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
+        return server
+
+    def _measure(self, session: Session, spec: ServerSpec, out: Path, result: dict, first: bool = True) -> dict:
+        opts = self.opts
+        server = self._start(session, spec, out, result)
+        subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.run.scenario, out),
+                                self.run.settings, opts.port, len(opts.server_cpus), tuple(self.run.load_cpus))
+        steps.use_reply(subject, server.reply, result)
+        windows = steps.warmup_windows(opts.warmup, spec.warmup_s)
+        if sum(windows) > opts.warmup and first:
+            log(f"rpcprof: {spec.name}: warm-up raised to {sum(windows):g} s, in windows of {steps.WARMUP_PIECE_S:g} s "
+                "(server.yaml warmup_s: its CPU per request is steady only after that long under load, connections "
+                "ended)")
+        result["warmup_s"] = sum(windows)
+        steps.warm_up(subject, windows)
+        self._check_alive(server, "during the warm-up")
+        self.run.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
+        log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
+        result.update(steps.measure(subject))
+        self._check_alive(server, "during the measured window")
+        if result["requests_ok"] == 0:
+            raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
+                               f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
+                               f"{log_tail(out / LOAD_LOG, 2)}): see {out / LOAD_LOG}")
+        short = too_short(result, opts.streams)
+        if short:
+            raise ServerFailed(f"{spec.name}: {short}")
+        if result["requests_non_ok"]:
+            log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
+                 "counted in req/s")
+        result["app"] = opts.app or spec.app
+        result["ruler"] = opts.ruler or spec.ruler
+        result["profiler"] = spec.profiler
+        # Every round: the profile window, counting syscalls on the server's CPUs at the same time (both
+        # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
+        # state the measured window was in. Without a profile, the counters get a window of their own.
+        if opts.profile:
+            result["profile"] = self._profile(session, spec, server, subject, result)
+            if "counted" in result["profile"]:
+                result["syscalls"] = result["profile"].pop("counted")
+            self._check_alive(server, "during the profile window")
+        elif opts.syscalls:
+            result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
+                                                      cpus=opts.server_cpus, reap=self.run.exiting)
+            self._check_alive(server, "during the syscall-count window")
+        if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, result)):
+            self.run.exiting.close()    # the windows below are the first round's own: nothing else exits during them
+        if opts.io_sizes and first:
+            sizes = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
+                                         cpus=opts.server_cpus, record_io=True)
+            result["io_sizes"] = sizes
+            if result.get("syscalls"):
+                result["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
+            self._check_alive(server, "during the read/write size window")
+        if first and steps.wants_off_cpu(opts.off_cpu, result):
+            result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
+                                             self.run.rules or load_rules(), [opts.port])
+            self._check_alive(server, "during the off-CPU window")
+        result["status"] = "ok"
+        return result
+
+    def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,
+                 result: dict) -> dict:
+        opts = self.opts
+        # a profile in every round: the samples the breakdown needs are reached over the planned rounds
+        rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
+        earlier = self.run.sampled.setdefault(spec.name, [])       # (samples, planned) of its earlier rounds
+        plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
+                            round_sample_target(opts.min_samples, rounds, earlier))
+        target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.run.event,
+                               subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
+                               warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
+        server.keep_workdir = True      # perf.data may name files the server wrote there
+        record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
+                               count_cpus=opts.server_cpus, reap=self.run.exiting)
+        earlier.append((record.get("samples") or 0, plan.expected_samples))
+        return record
+
+    @staticmethod
+    def _check_alive(server: ServerProcess, when: str) -> None:
+        code = server.exited()
+        if code is not None:
+            raise ServerFailed(f"{server.spec.name} exited with status {code} {when}: {log_tail(server.log_path)}")
