@@ -1,8 +1,17 @@
 """analyze/whatif.py: B's CPU per request if it wrote as A does, from its own rounds and the indirect cost."""
 import pytest
 
+from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.indirect import IndirectCost, Slope
-from rpcprof.analyze.whatif import Round, predict
+from rpcprof.analyze.rules_file import groups_of
+from rpcprof.analyze.whatif import Round
+from rpcprof.analyze.whatif import predict as predict_with
+
+GROUPS = groups_of(load_rules())        # categorize.yaml's: send is the writes', protocol + runtime + app user space
+
+
+def predict(b_rounds, a_rounds, cost):
+    return predict_with(b_rounds, a_rounds, cost, GROUPS)
 
 
 def cost(user=0.5, half=0.1):

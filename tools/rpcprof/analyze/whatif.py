@@ -16,8 +16,9 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from rpcprof.analyze.indirect import USER_CATEGORIES, IndirectCost
+from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.intervals import t975
+from rpcprof.analyze.rules_file import Groups
 
 
 @dataclass
@@ -85,24 +86,26 @@ class WhatIf:
         return max(self.categories, key=lambda c: abs(self.categories[c]["miss"]))
 
 
-def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost) -> WhatIf:
+def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, groups: Groups) -> WhatIf:
     """B's CPU µs/req if it made A's write syscalls per request, from B's rounds (each its own per-write
-    cost) and the indirect cost; the categories alike, and A's measured figures beside them."""
+    cost) and the indirect cost; the categories alike, and A's measured figures beside them. groups: the
+    rules file's, which name the category of the writes and the user-space categories."""
     a_writes = statistics.fmean(r.writes for r in a_rounds)
-    slopes = {c: cost.categories[c].slope if c in cost.categories else 0.0 for c in USER_CATEGORIES}
-    if not set(USER_CATEGORIES) <= set(cost.categories):     # a record without categories: all in protocol
-        slopes = {c: 0.0 for c in USER_CATEGORIES} | {"protocol": cost.user.slope}
+    user, send = groups.user_space, groups.writes
+    slopes = {c: cost.categories[c].slope if c in cost.categories else 0.0 for c in user}
+    if user and not set(user) <= set(cost.categories):     # a record without categories: all in the first
+        slopes = {c: 0.0 for c in user} | {user[0]: cost.user.slope}
     cats = sorted(set().union(*(r.us for r in b_rounds + a_rounds)))
     per_round, per_cat = [], {c: [] for c in cats}
     for r in b_rounds:
         d = r.writes - a_writes
-        direct = r.us.get("send", 0.0) / r.writes if r.writes else 0.0
+        direct = r.us.get(send, 0.0) / r.writes if r.writes else 0.0
         per_round.append(r.cpu - d * (direct + cost.user.slope))
         for c in cats:
-            saved = d * direct if c == "send" else d * slopes.get(c, 0.0)
+            saved = d * direct if c == send else d * slopes.get(c, 0.0)
             per_cat[c].append(r.us.get(c, 0.0) - saved)
     fewer = statistics.fmean(r.writes for r in b_rounds) - a_writes
-    direct = estimate([r.us.get("send", 0.0) / r.writes for r in b_rounds if r.writes])
+    direct = estimate([r.us.get(send, 0.0) / r.writes for r in b_rounds if r.writes])
     rounds = estimate(per_round)
     half = None if rounds.half is None else math.hypot(rounds.half, fewer * cost.user.half)
     categories = {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import IndirectCost, summary_line
 from rpcprof.analyze.mechanism import kernel_figures
+from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import Round, WhatIf, predict
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_breakdowns
@@ -58,7 +59,7 @@ def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> t
     if not all(r.writes for r in got[b][0]):
         raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
                         "that writes more")
-    return predict(got[b][0], got[a][0], cost), got[a][1] + got[b][1]
+    return predict(got[b][0], got[a][0], cost, groups_of(rules)), got[a][1] + got[b][1]
 
 
 def verdict(w: WhatIf, a: str) -> str:
