@@ -4,11 +4,19 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from rpcprof.analyze.mechanism import differs, explain_gap, kernel_figures
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.analyze.mechanism import differs, kernel_figures
+from rpcprof.analyze.mechanism import explain_gap as explain_with
+from rpcprof.analyze.rules_file import groups_of
 from rpcprof.cli.report import main
 from rpcprof.rundir import load_run
 
 from test_documents import RUNS
+
+
+def explain_gap(base, other, us, syscalls, **options):
+    """The gap explained with categorize.yaml's groups (send the writes', recv the reads', runtime the waits')."""
+    return explain_with(base, other, us, syscalls, groups_of(load_rules()), **options)
 
 
 def syscalls(writes, size=None, epoll=0.0, switches=None):
@@ -98,7 +106,7 @@ def test_saved_run_explanation_traces_every_kernel_figure_to_the_run_folder():
 def test_no_syscall_named_no_write_figure_and_no_write_sentence():
     """A window whose per-syscall tracepoints were missing (every call `other`) measured no writes: no
     '0.00 write syscalls per request', no batching sentence built on it."""
-    from rpcprof.analyze.mechanism import explain_gap, kernel_figures
+    from rpcprof.analyze.mechanism import kernel_figures
     from rpcprof.measure.syscalls import per_request
     unnamed = per_request({"total": 132_156, "by_syscall": {"other": 132_156}}, 60_000)
     assert unnamed["writes_per_req"] is None

@@ -1,5 +1,6 @@
 """Lists with one source: a category added to the rules file appears in every report of the saved runs
-(tables, compare, sweep, results), and the choices the command lines offer come from the code that
+(tables, compare, sweep, results, seeds, whatif, diff, top, the chart and report.html), one renamed there
+keeps its part in them (categorize.yaml's groups), and the choices the command lines offer come from the code that
 implements them. Nothing here starts a server or a profiler."""
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from rpcprof.cli.report import main
+from conftest import invoke
+from rpcprof.cli.report import entry, main
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "runs"
@@ -74,6 +76,61 @@ def test_results_have_the_extra_category(rules):
     assert f"The two parts and app + {EXTRA} + other add up to the difference." in doc
     where = next(line for line in doc.splitlines() if line.startswith("- Where the difference comes from"))
     assert f" {EXTRA} " in where
+
+
+def test_seeds_have_the_extra_category(rules):
+    doc = report("seeds", RUNS / "seed-001", "--rules", rules)
+    header = next(line for line in doc.splitlines() if line.startswith("| server | app | recv"))
+    assert f" | {EXTRA} | " in header
+
+
+def test_whatif_diff_top_and_the_pictures_have_the_extra_category(rules, tmp_path):
+    rows = json.loads(report("whatif", RUNS / "rounds", "rust_tonic_mt", "rust_pajamax", "--rules", rules,
+                             "--format", "json"))["categories"]
+    assert EXTRA in {r["category"] for r in rows}
+    diff = json.loads(report("diff", RUNS / "rounds" / "rust_tonic_mt", RUNS / "rounds" / "rust_pajamax", "--rules", rules,
+                             "-o", tmp_path / "diff.svg", "--format", "json"))
+    assert EXTRA in {r["category"] for r in diff["categories"]}
+    assert "rule" in report("top", RUNS / "seed-001" / "rust_tonic_mt" / "profile.folded.gz", "-c", EXTRA, "--rules", rules)
+    report("chart", RUNS / "seed-001", "-o", tmp_path / "chart.svg", "--rules", rules)
+    report("html", RUNS / "seed-001", "-o", tmp_path / "report.html", "--rules", rules)
+    assert EXTRA in (tmp_path / "chart.svg").read_text() and EXTRA in (tmp_path / "report.html").read_text()
+
+
+def renamed(tmp_path: Path, old: str, new: str) -> Path:
+    """categorize.yaml with category old called new, in its list and in its groups."""
+    data = yaml.safe_load((ROOT / "categorize.yaml").read_text())
+    for c in data["categories"]:
+        c["name"] = new if c["name"] == old else c["name"]
+    data["groups"] = {k: ([new if x == old else x for x in v] if isinstance(v, list) else new if v == old else v)
+                      for k, v in data["groups"].items()}
+    path = tmp_path / "categorize.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_a_category_renamed_in_the_rules_file_keeps_its_part_in_every_report(tmp_path):
+    """The groups of categorize.yaml name the categories the reports treat apart (the writes', the socket
+    side): renamed there, the reports follow with nothing else changed."""
+    rules = renamed(tmp_path, "send", "transmit")
+    before = report("whatif", RUNS / "rounds", "rust_tonic_mt", "rust_pajamax", "--format", "json")
+    after = report("whatif", RUNS / "rounds", "rust_tonic_mt", "rust_pajamax", "--rules", rules, "--format", "json")
+    assert after == before.replace('"send"', '"transmit"')
+    compare = report("compare", RUNS / "rounds", "--rules", rules)
+    assert "transmit: " in compare and "write syscalls" in compare
+    doc = report("results", RUNS / "sweep", "--rules", rules)
+    assert "split into recv + transmit (the syscall path" in doc
+
+
+def test_a_group_naming_no_category_is_one_line_naming_it(tmp_path):
+    data = yaml.safe_load((ROOT / "categorize.yaml").read_text())
+    data["groups"]["writes"] = "sned"
+    path = tmp_path / "categorize.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = invoke(entry, "check-rules", "--rules", str(path))
+    assert done.code == 2 and not done.out
+    assert done.err.startswith("report.py: error: categorize.yaml: groups: writes names 'sned', which is not a category")
+    assert len(done.err.splitlines()) == 1
 
 
 def test_export_offers_the_exporters_formats():

@@ -103,6 +103,29 @@ def test_only_rundir_names_the_files_of_a_server_folder():
                 assert quoted not in text, f"{path.relative_to(PKG)} names {name}: use the name rpcprof.rundir gives it"
 
 
+# names made outside rundir.py that are not a run folder's: a file of a servers/ package, perf script's
+# transient text beside a folded file, a flame graph drawn in a scratch folder
+NOT_THE_RUN_FOLDERS = {"measure/scenario.py": 1, "capture/fold.py": 1, "report/html.py": 1}
+EXTENSIONS = (".csv", ".log", ".data", ".json", ".folded", ".svg", ".raw", ".txt", ".tsv", ".script")
+
+
+def test_only_rundir_builds_a_file_name_from_a_stem():
+    """A run folder's file named from a stem (f"{name}.csv", log.with_suffix(".json")) is named in rundir.py."""
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name == "rundir.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            last = node.values[-1] if isinstance(node, ast.JoinedStr) and node.values else None
+            suffix = (node.args[0] if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".with_suffix")
+                      and node.args else None)
+            text = getattr(last if last is not None else suffix, "value", None)
+            if isinstance(text, str) and text.endswith(EXTENSIONS):
+                found.setdefault(str(path.relative_to(PKG)), []).append(f"line {node.lineno}: {ast.unparse(node)}")
+    over = {m: names for m, names in found.items() if len(names) > NOT_THE_RUN_FOLDERS.get(m, 0)}
+    assert not over, f"file names built outside rundir.py: {over}: name them in rpcprof.rundir"
+
+
 REPORT_PY_COMMANDS = sorted(p.name for p in (PKG / "cli").glob("*.py") if p.name not in ("profile.py", "values.py"))
 
 
@@ -187,7 +210,7 @@ def holds_numbers(node: ast.AST) -> bool:
 
 def test_the_seeds_figures_are_quoted_in_one_module():
     """A seed's figures (SEED_... holding numbers) are report/seed_figures.py's; a seed's layout (the order of
-    its columns, SEED_000_ORDER) belongs to the table that follows it."""
+    its columns) is categorize.yaml's `groups:`."""
     where = sorted({m for m, names in module_definitions().items() for n, node in names.items()
                     if n.startswith("SEED_") and holds_numbers(node)})
     assert where == ["report/seed_figures.py"], f"seed figures are defined in {where}"

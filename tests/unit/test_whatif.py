@@ -1,8 +1,17 @@
 """analyze/whatif.py: B's CPU per request if it wrote as A does, from its own rounds and the indirect cost."""
 import pytest
 
+from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.indirect import IndirectCost, Slope
-from rpcprof.analyze.whatif import Round, predict
+from rpcprof.analyze.rules_file import groups_of
+from rpcprof.analyze.whatif import Round
+from rpcprof.analyze.whatif import predict as predict_with
+
+GROUPS = groups_of(load_rules())        # categorize.yaml's: send is the writes', protocol + runtime + app user space
+
+
+def predict(b_rounds, a_rounds, cost):
+    return predict_with(b_rounds, a_rounds, cost, GROUPS)
 
 
 def cost(user=0.5, half=0.1):
@@ -49,7 +58,7 @@ def test_the_indirect_cost_s_own_interval_widens_the_prediction():
 def test_the_model_run_backwards_gives_the_writes_at_which_the_prediction_meets_the_ratio():
     from rpcprof.analyze.whatif import solve_writes
     a = [rnd(40.0, 16.0, 18.0, 1.0)] * 3
-    s = solve_writes(B, a, cost(), 2.5)
+    s = solve_writes(B, a, cost(), 2.5, GROUPS)
     assert s.target_cpu == pytest.approx(16.0)
     # B's per-write cost is 8 + 0.5 µs in every round: w = writes + (16 − cpu) / 8.5
     expect = [1.0 - 4 / 8.5, 1.05 - 5 / 8.5, 0.95 - 3 / 8.5]

@@ -354,6 +354,23 @@ BREAKDOWN_LEVEL2_SVG = "breakdown-level2.svg"   # ... by sub-category
 REPORT_HTML = "report.html"             # the run on one page
 
 
+# A counted window's files are named from its stem: the syscall-counting window's and the profile window's
+SYSCALLS_WINDOW, PROFILE_SYSCALLS = "syscalls", "profile-syscalls"
+WINDOW_FILES = {"counts": ".csv", "messages": ".log", "recording": ".data", "load": "-load.log", "io": "-io"}
+
+
+def window_file(stem: str, kind: str) -> str:
+    """A counted window's file: perf stat's counts, a recorder's messages, perf record's recording, the load
+    driver's output, or (io) the stem of its recording of read/write sizes."""
+    return stem + WINDOW_FILES[kind]
+
+
+def beside(path: Path, kind: str) -> Path:
+    """A file beside another: perf script's text of a recording (text); the load driver's JSON report (json,
+    ghz) or per-request latencies (latencies, h2load --log-file) beside its output."""
+    return path.with_suffix({"text": ".txt", "json": ".json", "latencies": ".latency.tsv"}[kind])
+
+
 def offcpu_folded(run_dir: Path, server: str) -> Path:
     """A server's folded off-CPU stacks in a run folder (offcpu.folded, or .gz in a saved copy)."""
     return saved_copy(Path(run_dir) / server / OFFCPU_FOLDED)

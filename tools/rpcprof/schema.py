@@ -115,7 +115,11 @@ _GROUPS = _closed(["groups"], rest={"type": "string"}, description={"type": "str
                   groups={"type": "array", "items": _closed(
                       ["name", "color"], name={"type": "string"}, color=COLOR, description={"type": "string"},
                       rules={"type": ["array", "null"], "items": _GROUP_RULE})})
-RULES = _closed(["categories"], other_color=COLOR, tax=_GROUPS, waits=_GROUPS, categories={
+_NAMES = {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "description": "a list of category names"}
+# how the reports group and order the categories (rpcprof.analyze.rules_file.Groups says what each is)
+_CATEGORY_GROUPS = _closed([], socket=_NAMES, above_socket=_NAMES, user_space=_NAMES, seed_000_columns=_NAMES,
+                           reads={"type": "string"}, writes={"type": "string"}, scheduling={"type": "string"})
+RULES = _closed(["categories"], other_color=COLOR, tax=_GROUPS, waits=_GROUPS, groups=_CATEGORY_GROUPS, categories={
     "type": "array", "items": _closed(
         ["name", "color", "rules"], name=CATEGORY_NAME, color=COLOR, description={"type": "string"},
         rules={"type": ["array", "null"], "items": _RULE},

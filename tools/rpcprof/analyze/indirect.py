@@ -23,7 +23,6 @@ from rpcprof.analyze.intervals import t975
 from rpcprof.errors import UserError
 from rpcprof.paths import ROOT
 
-USER_CATEGORIES = ("protocol", "runtime", "app")     # the user-space categories the figure sums
 FIGURE_KEY = "user_us_per_syscall"                    # the record's key of the figure
 
 

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from rpcprof.analyze.indirect import gap_sentence
+from rpcprof.analyze.rules_file import Groups
 from rpcprof.syscall_families import READS, WAITS, WRITES
 
 FACTOR = 1.5              # a kernel figure "differs" when one server's is this many times the other's
@@ -171,16 +172,21 @@ def _mechanisms(base, other, fa, fb, keys):
     return (" " + text[:1].upper() + text[1:] + "." if parts else ""), used
 
 
-MECHANISM_KEYS = {"recv": ["reads_per_req", "bytes_per_read", "eagain_reads_per_req"],
-                  "runtime": ["waits_per_req", "futex_per_req", "switches_per_req", "wakeups_per_req"]}
+# the kernel figures that explain a category, by the part it plays in categorize.yaml's groups (the category
+# of the reads, of the waits and switches; the writes' has a model of its own, _send)
+MECHANISM_KEYS = {"reads": ["reads_per_req", "bytes_per_read", "eagain_reads_per_req"],
+                  "scheduling": ["waits_per_req", "futex_per_req", "switches_per_req", "wakeups_per_req"]}
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                parent=lambda g: g.split("/", 1)[0], indirect=None) -> tuple[str, list[Finding]]:
+                category_groups: Groups, parent=lambda g: g.split("/", 1)[0], indirect=None) -> tuple[str, list[Finding]]:
     """(headline, findings): where other's CPU per request differs from base's, by category, with the
     kernel figures that differ between them. us[server][group] is CPU µs per request by level-2 group
     (level-1 names work too: no sub-category split is then given). indirect (analyze/indirect.py's
-    IndirectCost): the send finding adds the user code slowed by the extra writes, where writes differ."""
+    IndirectCost): the send finding adds the user code slowed by the extra writes, where writes differ.
+    category_groups: the rules file's, which name the categories of the reads, the writes and the scheduling."""
+    writes = category_groups.writes
+    keys = {category_groups.reads: MECHANISM_KEYS["reads"], category_groups.scheduling: MECHANISM_KEYS["scheduling"]}
     total_a, total_b = sum(us[base].values()), sum(us[other].values())
     gap = total_b - total_a
     word = "less" if gap < 0 else "more"
@@ -216,14 +222,14 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
         text += (", of which " + ", ".join(parts) if parts else "") + "."
         sources = [{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
                    for s in (base, other) for g in by_cat[cat]]
-        if cat == "send":
+        if cat == writes:
             more, used = _send(base, other, fa, fb, a_us, b_us, indirect)
         else:
-            more, used = _mechanisms(base, other, fa, fb, MECHANISM_KEYS.get(cat, []))
+            more, used = _mechanisms(base, other, fa, fb, keys.get(cat, []))
         text += more
         sources += [{"server": s, "key": f[k].key, "value": f[k].value}
                     for k in used for s, f in ((base, fa), (other, fb))]
-        if cat == "send" and indirect is not None and "Of the gap" in more:
+        if cat == writes and indirect is not None and "Of the gap" in more:
             sources.append({"server": None, "key": indirect.key(), "value": indirect.user.slope})
         findings.append(Finding(cat, d, d / gap if gap else math.nan, text, sources))
     return headline, findings

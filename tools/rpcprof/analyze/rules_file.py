@@ -5,6 +5,8 @@ Every problem is one UserError line naming the file, the key or the rule, and th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -16,6 +18,49 @@ from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
 
 FIX = "fix categorize.yaml (its header says what each key takes)"
+APP = "app"           # the category the server's handler pattern is added to: every rules file has it
+
+
+@dataclass(frozen=True)
+class Groups:
+    """How the reports group and order the categories: categorize.yaml's `groups:`, each naming categories
+    of the file (none where the file has no `groups:`)."""
+    socket: tuple[str, ...] = ()            # the syscall path and the kernel below it (seed 000's guess)
+    above_socket: tuple[str, ...] = ()      # the server's work above the socket, the handler left out
+    user_space: tuple[str, ...] = ()        # the user code an extra syscall slows (bench/indirect, whatif)
+    seed_000_columns: tuple[str, ...] = ()  # seed 000's column order (report.py sweep, results)
+    reads: str | None = None                # the category of the read syscalls
+    writes: str | None = None               # the category of the write syscalls: its cost is per write
+    scheduling: str | None = None           # the category of waits, wake-ups and context switches
+
+
+def _groups(path: Path, section: dict | None, categories: list[str]) -> Groups:
+    """The `groups:` section, every name in it a category of the file."""
+    section = section or {}
+    for key, value in section.items():
+        for name in [value] if isinstance(value, str) else value:
+            if name not in categories:
+                _fail(path, f"groups: {key} names {name!r}, which is not a category ({', '.join(categories)}); "
+                            "name a category of the file")
+    return Groups(**{k: tuple(v) if isinstance(v, list) else v for k, v in section.items()})
+
+
+@lru_cache(maxsize=16)
+def _groups_of_file(source: str, mtime_ns: int, size: int) -> Groups:
+    path = Path(source)
+    data = _read(path)
+    return _groups(path, data.get("groups"), [c["name"] for c in data["categories"]])
+
+
+def groups_of(rules: Rules) -> Groups:
+    """The groups of the rules file rules were loaded from (checked when it was loaded); none for rules
+    made without a file."""
+    try:
+        st = Path(rules.source).stat()
+    except OSError:
+        return Groups()
+    return _groups_of_file(str(rules.source), st.st_mtime_ns, st.st_size)
+
 
 
 def _fail(path, msg):
@@ -86,8 +131,9 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
                             f"({', '.join(subs) or 'none declared'})")
             rule.sub, rule.level = sub, raw.get("level", 1)
             rules.append(rule)
-    if "app" not in categories:
-        _fail(path, "a category named `app` is required (the server's handler pattern is added to it)")
+    if APP not in categories:
+        _fail(path, f"a category named `{APP}` is required (the server's handler pattern is added to it)")
+    _groups(path, data.get("groups"), categories)
     tax = _view(path, data.get("tax"), "tax", "everything-else")
     waits = _view(path, data.get("waits"), "waits", "other-wait")
     return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,

@@ -16,8 +16,9 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from rpcprof.analyze.indirect import USER_CATEGORIES, IndirectCost
+from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.intervals import t975
+from rpcprof.analyze.rules_file import Groups
 
 
 @dataclass
@@ -85,24 +86,26 @@ class WhatIf:
         return max(self.categories, key=lambda c: abs(self.categories[c]["miss"]))
 
 
-def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost) -> WhatIf:
+def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, groups: Groups) -> WhatIf:
     """B's CPU µs/req if it made A's write syscalls per request, from B's rounds (each its own per-write
-    cost) and the indirect cost; the categories alike, and A's measured figures beside them."""
+    cost) and the indirect cost; the categories alike, and A's measured figures beside them. groups: the
+    rules file's, which name the category of the writes and the user-space categories."""
     a_writes = statistics.fmean(r.writes for r in a_rounds)
-    slopes = {c: cost.categories[c].slope if c in cost.categories else 0.0 for c in USER_CATEGORIES}
-    if not set(USER_CATEGORIES) <= set(cost.categories):     # a record without categories: all in protocol
-        slopes = {c: 0.0 for c in USER_CATEGORIES} | {"protocol": cost.user.slope}
+    user, send = groups.user_space, groups.writes
+    slopes = {c: cost.categories[c].slope if c in cost.categories else 0.0 for c in user}
+    if user and not set(user) <= set(cost.categories):     # a record without categories: all in the first
+        slopes = {c: 0.0 for c in user} | {user[0]: cost.user.slope}
     cats = sorted(set().union(*(r.us for r in b_rounds + a_rounds)))
     per_round, per_cat = [], {c: [] for c in cats}
     for r in b_rounds:
         d = r.writes - a_writes
-        direct = r.us.get("send", 0.0) / r.writes if r.writes else 0.0
+        direct = r.us.get(send, 0.0) / r.writes if r.writes else 0.0
         per_round.append(r.cpu - d * (direct + cost.user.slope))
         for c in cats:
-            saved = d * direct if c == "send" else d * slopes.get(c, 0.0)
+            saved = d * direct if c == send else d * slopes.get(c, 0.0)
             per_cat[c].append(r.us.get(c, 0.0) - saved)
     fewer = statistics.fmean(r.writes for r in b_rounds) - a_writes
-    direct = estimate([r.us.get("send", 0.0) / r.writes for r in b_rounds if r.writes])
+    direct = estimate([r.us.get(send, 0.0) / r.writes for r in b_rounds if r.writes])
     rounds = estimate(per_round)
     half = None if rounds.half is None else math.hypot(rounds.half, fewer * cost.user.half)
     categories = {}
@@ -132,14 +135,15 @@ class Solved:
         return inv(w.value), inv(w.high), inv(w.low)
 
 
-def solve_writes(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, ratio: float) -> Solved:
+def solve_writes(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, ratio: float,
+                 groups: Groups) -> Solved:
     """The model of predict() run backwards: round by round (B's round k beside A's), the writes per
-    request w at which B's CPU µs/req, its measured one plus (w − its writes) × (its send µs per write +
-    the indirect cost), equals A's CPU µs/req over ratio; the t interval across rounds, widened by the
-    indirect cost's own interval (in quadrature, as predict's)."""
+    request w at which B's CPU µs/req, its measured one plus (w − its writes) × (its µs per write in the
+    writes' category + the indirect cost), equals A's CPU µs/req over ratio; the t interval across rounds,
+    widened by the indirect cost's own interval (in quadrature, as predict's)."""
     per_round, sens = [], []
     for b, a in zip(b_rounds, a_rounds):
-        per_write = (b.us.get("send", 0.0) / b.writes if b.writes else 0.0) + cost.user.slope
+        per_write = (b.us.get(groups.writes, 0.0) / b.writes if b.writes else 0.0) + cost.user.slope
         gap = a.cpu / ratio - b.cpu
         per_round.append(b.writes + gap / per_write)
         sens.append(abs(gap) / per_write ** 2)      # d w / d (indirect slope)

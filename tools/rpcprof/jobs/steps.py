@@ -113,7 +113,7 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     and reap, finish() reads the counts perf printed when interrupted and hands the exiting perf stat to
     reap, whose owner stops it before its next measured window (the exit then overlaps the next start)."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
-    io_recorder = _start_io_record(session, subject, f"{name}-io") if record_io else None
+    io_recorder = _start_io_record(session, subject, rundir.window_file(name, "io")) if record_io else None
     counter.wait_attached()
     if io_recorder is not None:
         try:
@@ -123,7 +123,7 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             io_recorder = None
             log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
     own = ProcWindow(subject.pid, subject.monitor.switches)
-    load = subject.drive(seconds, f"{name}-load.log", Marks(window, own))
+    load = subject.drive(seconds, rundir.window_file(name, "load"), Marks(window, own))
     for recorder in (counter, io_recorder):
         if recorder is not None:
             recorder.interrupt()
@@ -133,9 +133,10 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
         text = syscalls.read_counts(counter) if cpus and reap is not None else None
         if text is None:
             session.stop(counter)
-            text = (subject.out / f"{name}.csv").read_text()
+            text = (subject.out / rundir.window_file(name, "counts")).read_text()
             if cpus and reap is not None and not syscalls.parse_perf_stat_csv(text)["by_syscall"]:
-                log(f"rpcprof: WARNING: {subject.name}: perf stat printed no syscall count ({subject.out / name}.csv)")
+                log(f"rpcprof: WARNING: {subject.name}: perf stat printed no syscall count "
+                    f"({subject.out / rundir.window_file(name, 'counts')})")
         else:
             session.hand_over(counter, reap)
         counts = syscalls.parse_perf_stat_csv(text)
@@ -186,8 +187,8 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
     window = CpuWindow(subject.monitor)
-    load, finish = counted_window(session, subject, seconds, "syscalls", window, record_io=record_io, cpus=cpus,
-                                  reap=reap)
+    load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, window, record_io=record_io,
+                                  cpus=cpus, reap=reap)
     return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
 
@@ -202,7 +203,7 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     if drive is None:
         def drive(window):
             if count:
-                seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, "profile-syscalls",
+                seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, rundir.PROFILE_SYSCALLS,
                                                               window, cpus=count_cpus, reap=reap)
             else:
                 seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)

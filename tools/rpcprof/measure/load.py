@@ -29,7 +29,7 @@ from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
 from rpcprof.measure.scenario import Scenario, grpc_frame
-from rpcprof.rundir import CannotWrite
+from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
 
 DRIVERS = ("h2load", "ghz")
@@ -187,7 +187,7 @@ class H2load:
             latencies: bool = True, read_latencies: bool = True) -> LoadResult:
         """latencies: h2load logs each request's latency (--log-file); read_latencies: and they are read
         into the result (a window whose latencies no figure uses logs them only for the client's pace)."""
-        latency_log = log_path.with_suffix(".latency.tsv") if latencies else None
+        latency_log = beside(log_path, "latencies") if latencies else None
         argv = self.argv(settings, port, latency_log)
         hist = LatencyHistogram()
         starts: Counter[int] = Counter()
@@ -273,7 +273,7 @@ class Ghz:
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
             latencies: bool = True, read_latencies: bool = True) -> LoadResult:
-        out_json = log_path.with_suffix(".json")
+        out_json = beside(log_path, "json")
         argv = self.argv(settings, port, out_json)
         try:
             code, wall, cpu = run_measured(argv, log_path, on_start, on_end)

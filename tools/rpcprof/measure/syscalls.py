@@ -31,6 +31,7 @@ from pathlib import Path
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
+from rpcprof.rundir import beside, window_file
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
@@ -137,9 +138,9 @@ def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | N
     """perf stat until stopped: syscalls and kernel events of every thread of pid, or (cpus) syscalls on
     those CPUs; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    csv = out / f"{name}.csv"
+    csv = out / window_file(name, "counts")
     # counting starts when perf says its events are enabled, ends when they are disabled
-    return perf_recorder(count_argv(perf, pid, csv, cpus), csv, csv if cpus else out / f"{name}.log")
+    return perf_recorder(count_argv(perf, pid, csv, cpus), csv, csv if cpus else out / window_file(name, "messages"))
 
 
 def read_counts(counter: Recorder, timeout: float = 5.0) -> str | None:
@@ -264,15 +265,15 @@ def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder 
     if not names:
         return None
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    data = out / f"{name}.data"
-    return perf_recorder(io_record_argv(perf, pid, data, names), data, out / f"{name}.log")
+    data = out / window_file(name, "recording")
+    return perf_recorder(io_record_argv(perf, pid, data, names), data, out / window_file(name, "messages"))
 
 
 def start_io_script(data: Path) -> Recorder:
     """perf script of a start_io_record recording: `syscalls:sys_exit_NAME: 0xRET` lines and lost-event
     records, into DATA with suffix .txt; runs to its end (wait on .proc), owned like any recorder."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    text = data.with_suffix(".txt")
+    text = beside(data, "text")
     argv = [perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"]
     return Recorder(argv, text, text)
 

@@ -16,6 +16,7 @@ from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio, t975
 from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
+from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.report.paces import run_pace_findings
@@ -282,7 +283,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     out = []
     for other in servers[1:]:
         headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
-                                        indirect=indirect)
+                                        groups_of(rules), indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
                     "findings": [f.as_dict() for f in findings]})
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
+from rpcprof.analyze.rules_file import Groups, groups_of
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.provenance import generator_command, header
@@ -20,9 +21,6 @@ from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
 
-# Seed 000's guess sets the syscall path and the kernel below it against the work above the socket: the
-# categories of each side. The rules file's other categories (app, other, any added) are the rest.
-SOCKET = ("recv", "send")
 RATIO_DEFINITION = ("The ratio, everywhere in this document: of two servers' requests per server CPU-second, the "
                     "geometric mean over the rounds of each round's ratio (the two servers were measured one after "
                     "the other in every round), with its 95 % t interval in brackets; the req/s per CPU column "
@@ -32,7 +30,6 @@ HEADLINE_RULE = ("The cell explained here is chosen by a rule that favours relia
                  "unsaturated, requests in flight, another regime in the profile or syscall window), the one whose "
                  "ratio has the narrowest 95 % interval; when every cell has a flag, the cells with the fewest "
                  "flags compete.")
-ABOVE = ("runtime", "protocol")
 
 
 def _f(x, digits=1, unit=""):
@@ -138,8 +135,10 @@ def _parts(cats) -> str:
 
 
 def _rest(rules: Rules) -> list[str]:
-    """The categories in neither side of seed 000's guess."""
-    return [c for c in rules.all_categories if c not in SOCKET + ABOVE]
+    """The categories in neither side of seed 000's guess (the syscall path and the kernel below it, against
+    the work above the socket: categorize.yaml's groups socket and above_socket)."""
+    g = groups_of(rules)
+    return [c for c in rules.all_categories if c not in g.socket + g.above_socket]
 
 
 def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) -> list[str]:
@@ -148,14 +147,15 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
     lies in recv + send versus runtime + protocol (category µs per request, other server minus second)."""
     second = servers[1]
     others = [s for s in servers if s != second]
+    socket, above = groups_of(rules).socket, groups_of(rules).above_socket
     out = ["## Seed 000's guess, cell by cell", "",
            f"Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall. "
            f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
-           f"the CPU µs per request X spends more than {second}, split into {_parts(SOCKET)} (the syscall path and "
-           f"the kernel below it) and {_parts(ABOVE)} (the work above the socket). The two parts and "
+           f"the CPU µs per request X spends more than {second}, split into {_parts(socket)} (the syscall path and "
+           f"the kernel below it) and {_parts(above)} (the work above the socket). The two parts and "
            f"{_parts(_rest(rules))} add up to the difference.", "",
            f"| C | S | X | ^ {second} / X | syscalls/req X | syscalls/req {second} | Δ CPU µs/req (X − {second}) | "
-           f"{_parts(SOCKET)} | {_parts(ABOVE)} | {_parts(SOCKET)} share of Δ |",
+           f"{_parts(socket)} | {_parts(above)} | {_parts(socket)} share of Δ |",
            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     shares: dict[str, list[float]] = {x: [] for x in others}
     for c, s in cells:
@@ -166,8 +166,8 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
                 continue
             interval = server_ratio(figures[(c, s, x)], figures[(c, s, second)])
             diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
-            io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
-            w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
+            io_a, io_b = _sum(a, socket), _sum(b, socket)
+            w_a, w_b = _sum(a, above), _sum(b, above)
             io = None if None in (io_a, io_b) else io_a - io_b
             work = None if None in (w_a, w_b) else w_a - w_b
             share = f"{_pct(io, diff)} %" if io is not None and diff > 0 else "-"
@@ -179,7 +179,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
     out.append("")
     for x, vals in shares.items():
         if vals:
-            out.append(f"- {x}: {_parts(SOCKET)} carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
+            out.append(f"- {x}: {_parts(socket)} carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
                        f"the per-request difference across {len(vals)} cells (median {round(100 * sorted(vals)[len(vals) // 2]) + 0} %); "
                        "the rest is work above the socket.")
     out.append("")
@@ -191,14 +191,16 @@ def _sum(row: dict, cats: tuple[str, ...]) -> float | None:
     return None if any(v is None for v in vals) else sum(vals)
 
 
-def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict) -> str:
-    """CPU µs per request in recv + send versus runtime + protocol, at the first and last S of a C."""
-    vals = [_sum(r, cats) for cats in (SOCKET, ABOVE) for r in (a0, a1, b0, b1)]
+def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict, groups: Groups) -> str:
+    """CPU µs per request in recv + send versus runtime + protocol (groups socket and above_socket), at the
+    first and last S of a C."""
+    socket, above = groups.socket, groups.above_socket
+    vals = [_sum(r, cats) for cats in (socket, above) for r in (a0, a1, b0, b1)]
     if any(v is None for v in vals):
         return ""
     a_io0, a_io1, b_io0, b_io1, a_w0, a_w1, b_w0, b_w1 = vals
-    return (f" CPU µs per request in {_parts(SOCKET)}: {first} {a_io0:.2f} → {a_io1:.2f}, {second} {b_io0:.2f} → "
-            f"{b_io1:.2f}; in {_parts(ABOVE)}: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
+    return (f" CPU µs per request in {_parts(socket)}: {first} {a_io0:.2f} → {a_io1:.2f}, {second} {b_io0:.2f} → "
+            f"{b_io1:.2f}; in {_parts(above)}: {first} {a_w0:.2f} → {a_w1:.2f}, {second} {b_w0:.2f} → {b_w1:.2f}.")
 
 
 def _pct(part: float, whole: float) -> str:
@@ -247,7 +249,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
             lines.append(f"- At C={c}, the ratio {trend} from ^{b0['ratio']:.1f} (S={s0}) to ^{b1['ratio']:.1f} "
                          f"(S={s1}){seed_txt}. Syscalls per request: {second} {_f(b0.get('syscalls_per_req'), 3)} → "
                          f"{_f(b1.get('syscalls_per_req'), 3)}, {first} {_f(a0.get('syscalls_per_req'), 3)} → "
-                         f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1))
+                         f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1, groups_of(rules)))
     lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_RATIO_QUOTED}x) is not a cell of this "
                  "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = headline_cell(pairs)
@@ -256,6 +258,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
                  + (f" [{ratio_text(i['low'])}-{ratio_text(i['high'])}]" if i.get("low") else " (no interval)")
                  + (f", flags: {', '.join(flags_of(a) + flags_of(b))}." if flags_of(a) + flags_of(b) else ", no flag."))
     cats = rules.all_categories
+    socket, above = groups_of(rules).socket, groups_of(rules).above_socket
     if all(a.get(f"{k}_us") is not None and b.get(f"{k}_us") is not None for k in cats):
         deltas = sorted(((a[f"{k}_us"] - b[f"{k}_us"], k) for k in cats), reverse=True)
         total = a["cpu_us_per_req"] - b["cpu_us_per_req"]
@@ -265,15 +268,15 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
                      f"category ({first} minus {second}): {parts}.")
     lines += cell_flags(pairs, first, second, client_cpus)
     c, s, a, b = headline_cell(pairs)
-    io_a, io_b = _sum(a, SOCKET), _sum(b, SOCKET)
-    w_a, w_b = _sum(a, ABOVE), _sum(b, ABOVE)
+    io_a, io_b = _sum(a, socket), _sum(b, socket)
+    w_a, w_b = _sum(a, above), _sum(b, above)
     if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
         diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
         lines.append(
             f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
             f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
-            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(SOCKET)} "
-            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(ABOVE)} "
+            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(socket)} "
+            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(above)} "
             f"for {_pct(w_a - w_b, diff)} %." + batching(first, second, a, b))
     return lines
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules, categorize
 from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
+from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
 from rpcprof.report.compare import every_round, ruler_check, ruler_rows
 from rpcprof.report.provenance import generator_command, header
@@ -127,7 +128,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         role = "tonic" if s in by_role["tonic"] else "pajamax"
         out += [f"- {line}" for line in why_lines(s, metrics[s], role, p.get("streams"), len(p.get("load_cpus") or []) or None)]
     tonic = by_role["tonic"][0]
-    sends = {s: categorize(stacks[s], rules).share("send") for s in (tonic, pj) if s in stacks}
+    sends = {s: categorize(stacks[s], rules).share(groups_of(rules).writes) for s in (tonic, pj) if s in stacks}
     if len(sends) == 2:
         out += ["", *gap_section(run_dir, rules, metrics, manifest, tonic, pj, sends)]
     out += frames_section(rules, metrics, by_role, stacks, manifest.get("sampled_event"))
@@ -298,13 +299,13 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
         us = m["cpu_us_per_req"]
         leaves: dict[str, int] = {}
         for frames, w in stacks[s]:
-            if r.classify_stack(frames)[0] == "app":
+            if r.classify_stack(frames)[0] == APP:
                 leaves[frames[-1]] = leaves.get(frames[-1], 0) + w
-        app_stacks = [(frames, w) for frames, w in stacks[s] if r.classify_stack(frames)[0] == "app"]
+        app_stacks = [(frames, w) for frames, w in stacks[s] if r.classify_stack(frames)[0] == APP]
         teardown = frame_share(app_stacks, compile_regex(TEARDOWN, "teardown")).weight / b.total * us if b.total else 0
         ruler = frame_share(app_stacks, compile_regex(RULER, "ruler")).weight / b.total * us if b.total else 0
-        out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share('app') * us:.3f} µs/req "
-                   f"({100 * b.share('app'):.2f} %, {round(b.share('app') * b.samples):,} samples), of which "
+        out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share(APP) * us:.3f} µs/req "
+                   f"({100 * b.share(APP):.2f} %, {round(b.share(APP) * b.samples):,} samples), of which "
                    f"{teardown:.3f} µs/req under drops and frees (`{TEARDOWN}`) and {ruler:.3f} µs/req in the "
                    f"ruler `{RULER}`; by leaf:")
         for frame, w in sorted(leaves.items(), key=lambda kv: -kv[1])[:8]:

@@ -9,14 +9,11 @@ from pathlib import Path
 from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
+from rpcprof.analyze.rules_file import groups_of
 from rpcprof.report.compare import run_breakdowns
 from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep
-
-# The order of seed 000's category columns. The columns are the rules file's categories: one the seed did
-# not have comes after these, in the file's order, and `other` last.
-SEED_000_ORDER = ("recv", "send", "runtime", "protocol", "app")
 
 FIGURE_COLUMNS = [
     ("server", "name"), ("req_per_s", "req/s"), ("avg_cpu_pct", "avg. cpu [%]"), ("avg_ms", "avg. latency [ms]"),
@@ -28,8 +25,9 @@ FIGURE_COLUMNS = [
 
 
 def categories(rules: Rules) -> list[str]:
-    """The level-1 categories of the rules, in seed 000's column order, then `other`."""
-    order = {c: i for i, c in enumerate(SEED_000_ORDER)}
+    """The level-1 categories of the rules, in seed 000's column order (categorize.yaml's groups), one the seed
+    did not have after these in the file's order, then `other`."""
+    order = {c: i for i, c in enumerate(groups_of(rules).seed_000_columns)}
     return sorted(rules.categories, key=lambda c: order.get(c, len(order))) + [OTHER]
 
 
