@@ -113,7 +113,8 @@ def test_a_table_from_a_command_is_one_of_its_markdown_tables_whole():
 
 def test_a_table_from_a_command_is_found_in_a_page(tmp_path):
     (tmp_path / "docs").mkdir()
-    (tmp_path / "README.md").write_text(f"x\n\n<!-- table from: {JAVA_CPP} -->\n| a | b |\n|---|---|\n| 1 | 2 |\n\nmore\n")
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    (tmp_path / "README.md").write_text(f"x\n\n<!-- table from: {JAVA_CPP} -->\n{table}\nmore\n")
     assert published.tables(tmp_path) == [("README.md", JAVA_CPP, ["| a | b |", "|---|---|", "| 1 | 2 |"])]
 
 

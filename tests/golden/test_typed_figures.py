@@ -66,7 +66,8 @@ _ALLOWED = re.compile("|".join(f"(?:{pattern})" for pattern, _ in ALLOWED))
 
 _LINES_FROM = re.compile(r"<!-- lines from: .* -->")
 _TABLE_FROM = re.compile(r"<!-- table from: .* -->")
-_COMMAND = re.compile(r"(?:\$ )?(?:\./|tools/|bench/|tests/|servers/|python3? |pytest |perf |go |cargo |git |h2load |ghz )")
+_COMMAND = re.compile(r"(?:\$ )?(?:\./|tools/|bench/|tests/|servers/"
+                      r"|python3? |pytest |perf |go |cargo |git |h2load |ghz )")
 
 
 def typed_numbers(text: str) -> list[str]:

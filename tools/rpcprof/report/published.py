@@ -38,22 +38,19 @@ def regenerating_command(doc: Path) -> list[str] | None:
     return None
 
 
+def _blocks(root: Path, pattern: re.Pattern) -> list[tuple[str, str, list[str]]]:
+    return [(page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines())
+            for page in pages(root) for m in pattern.finditer(page.read_text())]
+
+
 def quotes(root: Path) -> list[tuple[str, str, list[str]]]:
     """(page, command, quoted lines) of every `lines from:` block of the pages."""
-    found = []
-    for page in pages(root):
-        for m in QUOTE.finditer(page.read_text()):
-            found.append((page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines()))
-    return found
+    return _blocks(root, QUOTE)
 
 
 def tables(root: Path) -> list[tuple[str, str, list[str]]]:
     """(page, command, table lines) of every `table from:` table of the pages."""
-    found = []
-    for page in pages(root):
-        for m in TABLE.finditer(page.read_text()):
-            found.append((page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines()))
-    return found
+    return _blocks(root, TABLE)
 
 
 def _report(root: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -77,15 +74,23 @@ def document_problem(root: Path, name: str) -> str | None:
     return None
 
 
-def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
-    """Why a quoted block is not what its command prints from docs/data today, or None."""
+def _printed(root: Path, page: str, command: str, extra: list[str]) -> tuple[str, str | None]:
+    """(what a page's `./report.py ...` command prints from docs/data, None), or ("", why it cannot be run)."""
     argv = shlex.split(command)
     if not any(a.startswith("docs/data/") for a in argv):
-        return f"{page}: `{command}` reads no published folder"
-    done = _report(root, argv[1:], root)
+        return "", f"{page}: `{command}` reads no published folder"
+    done = _report(root, [*argv[1:], *extra], root)
     if done.returncode != 0:
-        return f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-    printed = {line.rstrip() for line in done.stdout.splitlines()}
+        return "", f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return done.stdout, None
+
+
+def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
+    """Why a quoted block is not what its command prints from docs/data today, or None."""
+    out, problem = _printed(root, page, command, [])
+    if problem:
+        return problem
+    printed = {line.rstrip() for line in out.splitlines()}
     missing = [line for line in lines if line.rstrip() not in printed]
     return f"{page}: `{command}` no longer prints: {missing[0]}" + (
         f" (and {len(missing) - 1} more lines)" if len(missing) > 1 else "") if missing else None
@@ -105,16 +110,13 @@ def markdown_tables(text: str) -> list[list[str]]:
 
 def table_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
     """Why a table from a command is not one of the tables it prints with `--format markdown`, or None."""
-    argv = shlex.split(command)
-    if not any(a.startswith("docs/data/") for a in argv):
-        return f"{page}: `{command}` reads no published folder"
-    if "--format" in argv:
+    if "--format" in shlex.split(command):
         return f"{page}: `{command}`: a table from a command names no --format (markdown is added)"
-    done = _report(root, [*argv[1:], "--format", "markdown"], root)
-    if done.returncode != 0:
-        return f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    out, problem = _printed(root, page, command, ["--format", "markdown"])
+    if problem:
+        return problem
     table = [line.rstrip() for line in lines]
-    printed = markdown_tables(done.stdout)
+    printed = markdown_tables(out)
     if table in printed:
         return None
     same_header = next((t for t in printed if t[:1] == table[:1]), None)
