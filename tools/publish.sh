@@ -9,7 +9,8 @@
 # A folder already in docs/data/ is not overwritten: remove it first, on purpose.
 #
 # USAGE: tools/publish.sh FOLDER [FOLDER ...]
-#        tools/publish.sh --check      # every generated document and quoted block, regenerated from docs/data
+#        tools/publish.sh --check      # every generated document, quoted block and table from a command,
+#                                      # regenerated from docs/data
 #
 # eg,
 #   tools/publish.sh flamegraphs/20261124-050000-seed-001

@@ -6,7 +6,9 @@ it from the checkout's root, and its output must be the committed document.
 
 The README and the pages of docs/ quote measured output in blocks introduced by a comment naming the
 command that printed it, `<!-- lines from: ./report.py ... docs/data/RUN -->`: each quoted line must be a
-line that command prints today from the published folder. Every docs/data/ folder a page names exists.
+line that command prints today from the published folder. A table typed as `<!-- table from: ./report.py ...
+docs/data/RUN -->` followed by a markdown table must be, line for line, one of the tables that command prints
+with `--format markdown`. Every docs/data/ folder a page names exists.
 """
 from __future__ import annotations
 
@@ -81,6 +83,39 @@ def test_a_quoted_line_the_command_no_longer_prints_is_named_in_one_line():
     problem = published.quote_problem(ROOT, "README.md", command, ["rust_pajamax vs rust_tonic_mt: ^99.9"])
     assert problem == f"README.md: `{command}` no longer prints: rust_pajamax vs rust_tonic_mt: ^99.9"
     assert "reads no published folder" in published.quote_problem(ROOT, "x.md", "./report.py runs a b", [])
+
+
+def tables() -> list[tuple[str, str, list[str]]]:
+    return published.tables(ROOT)
+
+
+@pytest.mark.parametrize("page,command,lines", tables(), ids=[f"{p}:{c}" for p, c, _ in tables()])
+def test_a_table_from_a_command_is_what_it_prints_as_markdown(page, command, lines):
+    assert published.table_problem(ROOT, page, command, lines) is None
+
+
+JAVA_CPP = "./report.py compare docs/data/20261125-091134-rust_tonic_mt-java_grpc-cpp_grpc"
+
+
+def test_a_table_from_a_command_is_one_of_its_markdown_tables_whole():
+    done = subprocess.run([sys.executable, str(ROOT / "report.py"), *shlex.split(JAVA_CPP)[1:], "--format", "markdown"],
+                          cwd=ROOT, capture_output=True, text=True)
+    kernel = next(t for t in published.markdown_tables(done.stdout) if t[0].startswith("| figure |"))
+    assert published.table_problem(ROOT, "README.md", JAVA_CPP, kernel) is None
+    assert published.table_problem(ROOT, "README.md", JAVA_CPP, kernel[:-1]) == (
+        f"README.md: `{JAVA_CPP} --format markdown` no longer prints this table: (rows missing or in another order)")
+    typed = [kernel[0], kernel[1], kernel[2].replace("| 1.00 |", "| 0.99 |", 1)]
+    assert published.table_problem(ROOT, "README.md", JAVA_CPP, typed) == (
+        f"README.md: `{JAVA_CPP} --format markdown` no longer prints this table: {typed[2]}")
+    assert "prints no table headed" in published.table_problem(ROOT, "x.md", JAVA_CPP, ["| typed | by hand |"])
+    assert "names no --format" in published.table_problem(ROOT, "x.md", JAVA_CPP + " --format csv", kernel)
+
+
+def test_a_table_from_a_command_is_found_in_a_page(tmp_path):
+    (tmp_path / "docs").mkdir()
+    table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
+    (tmp_path / "README.md").write_text(f"x\n\n<!-- table from: {JAVA_CPP} -->\n{table}\nmore\n")
+    assert published.tables(tmp_path) == [("README.md", JAVA_CPP, ["| a | b |", "|---|---|", "| 1 | 2 |"])]
 
 
 def test_every_published_folder_a_page_names_exists():

@@ -1,9 +1,11 @@
 """The published documents against the data they come from (tools/publish.sh --check, tests/golden/
-test_published.py): each generated document (its header's `Regenerate with` command) and each quoted block
-(`<!-- lines from: ./report.py ... -->`) regenerated from docs/data, and every difference named.
+test_published.py): each generated document (its header's `Regenerate with` command), each quoted block
+(`<!-- lines from: ./report.py ... -->`) and each table from a command (`<!-- table from: ./report.py ... -->`)
+regenerated from docs/data, and every difference named.
 
 A generated document must come out byte for byte; a quoted block's lines must each be a line its command
-prints today (a block may quote some of the lines, in any order).
+prints today (a block may quote some of the lines, in any order); a table from a command must be, line for
+line, one of the tables the command prints with `--format markdown`.
 
     python -m rpcprof.report.published [ROOT]     # one line per difference; exit 1 if any
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 
 DOCUMENTS = ("docs/results.md", "docs/seeds.md")
 QUOTE = re.compile(r"<!-- lines from: (\./report\.py [^>]*?) -->\n```\n(.*?)```", re.S)
+TABLE = re.compile(r"<!-- table from: (\./report\.py [^>]*?) -->\n((?:\|.*(?:\n|$))+)")
 REGENERATE = re.compile(r"Regenerate with `(.*)`\.$")
 
 
@@ -35,13 +38,19 @@ def regenerating_command(doc: Path) -> list[str] | None:
     return None
 
 
+def _blocks(root: Path, pattern: re.Pattern) -> list[tuple[str, str, list[str]]]:
+    return [(page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines())
+            for page in pages(root) for m in pattern.finditer(page.read_text())]
+
+
 def quotes(root: Path) -> list[tuple[str, str, list[str]]]:
     """(page, command, quoted lines) of every `lines from:` block of the pages."""
-    found = []
-    for page in pages(root):
-        for m in QUOTE.finditer(page.read_text()):
-            found.append((page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines()))
-    return found
+    return _blocks(root, QUOTE)
+
+
+def tables(root: Path) -> list[tuple[str, str, list[str]]]:
+    """(page, command, table lines) of every `table from:` table of the pages."""
+    return _blocks(root, TABLE)
 
 
 def _report(root: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -65,24 +74,63 @@ def document_problem(root: Path, name: str) -> str | None:
     return None
 
 
-def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
-    """Why a quoted block is not what its command prints from docs/data today, or None."""
+def _printed(root: Path, page: str, command: str, extra: list[str]) -> tuple[str, str | None]:
+    """(what a page's `./report.py ...` command prints from docs/data, None), or ("", why it cannot be run)."""
     argv = shlex.split(command)
     if not any(a.startswith("docs/data/") for a in argv):
-        return f"{page}: `{command}` reads no published folder"
-    done = _report(root, argv[1:], root)
+        return "", f"{page}: `{command}` reads no published folder"
+    done = _report(root, [*argv[1:], *extra], root)
     if done.returncode != 0:
-        return f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-    printed = {line.rstrip() for line in done.stdout.splitlines()}
+        return "", f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return done.stdout, None
+
+
+def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
+    """Why a quoted block is not what its command prints from docs/data today, or None."""
+    out, problem = _printed(root, page, command, [])
+    if problem:
+        return problem
+    printed = {line.rstrip() for line in out.splitlines()}
     missing = [line for line in lines if line.rstrip() not in printed]
     return f"{page}: `{command}` no longer prints: {missing[0]}" + (
         f" (and {len(missing) - 1} more lines)" if len(missing) > 1 else "") if missing else None
+
+
+def markdown_tables(text: str) -> list[list[str]]:
+    """The markdown tables of a command's output: each run of lines that start with `|`."""
+    found, table = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            table.append(line.rstrip())
+        elif table:
+            found.append(table)
+            table = []
+    return found
+
+
+def table_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
+    """Why a table from a command is not one of the tables it prints with `--format markdown`, or None."""
+    if "--format" in shlex.split(command):
+        return f"{page}: `{command}`: a table from a command names no --format (markdown is added)"
+    out, problem = _printed(root, page, command, ["--format", "markdown"])
+    if problem:
+        return problem
+    table = [line.rstrip() for line in lines]
+    printed = markdown_tables(out)
+    if table in printed:
+        return None
+    same_header = next((t for t in printed if t[:1] == table[:1]), None)
+    if same_header is None:
+        return f"{page}: `{command} --format markdown` prints no table headed: {table[0] if table else '(empty)'}"
+    diff = next((line for line in table if line not in same_header), None) or "(rows missing or in another order)"
+    return f"{page}: `{command} --format markdown` no longer prints this table: {diff}"
 
 
 def problems(root: Path) -> list[str]:
     """Every difference between the published pages and what docs/data gives today."""
     found = [document_problem(root, name) for name in DOCUMENTS]
     found += [quote_problem(root, *q) for q in quotes(root)]
+    found += [table_problem(root, *t) for t in tables(root)]
     return [p for p in found if p]
 
 
@@ -91,8 +139,9 @@ def main(argv: list[str]) -> int:
     found = problems(root)
     for p in found:
         print(f"publish.sh: {p}", file=sys.stderr)
-    n = len(DOCUMENTS) + len(quotes(root))
-    print(f"publish.sh: {n - len(found)} of {n} published documents and quoted blocks regenerate from docs/data")
+    n = len(DOCUMENTS) + len(quotes(root)) + len(tables(root))
+    print(f"publish.sh: {n - len(found)} of {n} published documents, quoted blocks and tables regenerate from "
+          "docs/data")
     return 1 if found else 0
 
 
