@@ -2,8 +2,8 @@
 each Profile passes a runs folder of its own (--runs-dir, a temporary folder deleted afterwards), so no
 test writes into flamegraphs/ or finds another run's folder. A command that names no off-CPU option gets
 --no-off-cpu: the window is tested where a test asks for it (any --off-cpu... option), and would otherwise
-add seconds to every latency-bound or unsaturated test run; a `run` that names no --repeat or --precision
-gets --repeat 1 (the default of 3 rounds would triple every live test).
+add seconds to every latency-bound or unsaturated test run; a `run` that names no --rounds (--repeat) or --precision
+gets --rounds 1 (the default of 3 rounds would triple every live test).
 
 Ports start at 50151; 50051 belongs to someone else on this machine.
 
@@ -124,8 +124,8 @@ class Profile:
         if args and args[0] in COMMANDS_WITH_RUNS_DIR and not any(a.startswith(("--off-cpu", "--no-off-cpu"))
                                                                   for a in args):
             args = (*args, "--no-off-cpu")   # the off-CPU window is tests/live/test_offcpu_live.py's: it names its options
-        if args and args[0] == "run" and not any(a.startswith(("--repeat", "--precision")) for a in args):
-            args = (*args, "--repeat", "1")  # rounds triple a run: the tests of rounds name their options
+        if args and args[0] == "run" and not any(a.startswith(("--rounds", "--repeat", "--precision")) for a in args):
+            args = (*args, "--rounds", "1")  # rounds triple a run: the tests of rounds name their options
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         running = Running(proc)

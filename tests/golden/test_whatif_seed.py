@@ -106,7 +106,7 @@ def test_a_run_with_no_write_counts_is_one_line(tmp_path):
 
 def test_a_run_of_one_round_says_an_interval_needs_rounds():
     r = report(ROOT / "tests" / "data" / "runs" / "seed-001", A, B)
-    assert r.code != 0 and "--repeat" in r.err and len(r.error_lines) == 1
+    assert r.code != 0 and "--rounds" in r.err and len(r.error_lines) == 1
 
 
 def test_compare_with_the_indirect_cost_says_what_user_code_the_extra_writes_slow():

@@ -32,7 +32,7 @@ def grpc_frames(folded: Path) -> float:
 
 
 def test_a_run_profiles_cpp_grpc_with_whole_stacks(profile, port):
-    done = profile.run("run", "cpp_grpc", "-d", "1", "-w", "1", "--profile-duration", "2", "--repeat", "1",
+    done = profile.run("run", "cpp_grpc", "-d", "1", "-w", "1", "--profile-duration", "2", "--rounds", "1",
                        "--port", str(port))
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((done.run_dir / "cpp_grpc" / "result.json").read_text())

@@ -164,7 +164,7 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
             "-d", str(windows["duration"]), "-w", str(windows["warmup"]),
             "--profile-duration", str(windows["profile_duration"]),
             "--syscall-duration", str(windows["syscall_duration"]), "--no-off-cpu",
-            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--repeat", "1",
+            "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--rounds", "1",
             "-S", str(STREAMS)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{setting.name}: profile.sh run failed:\n{proc.stderr[-2000:]}"

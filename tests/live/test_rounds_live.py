@@ -18,7 +18,7 @@ def report(*args: str) -> subprocess.CompletedProcess:
 
 def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, port):
     done = profile.run("run", "rust_tonic_mt", "rust_pajamax", "-d", "1", "-w", "0.5", "--profile-duration", "1",
-                       "--repeat", "3", "--min-samples", "300", "--port", str(port))
+                       "--rounds", "3", "--min-samples", "300", "--port", str(port))
     assert done.returncode == 0, done.stderr
     _, metrics = load_run(done.run_dir)
     for name in ("rust_tonic_mt", "rust_pajamax"):

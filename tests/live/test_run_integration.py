@@ -157,7 +157,7 @@ def test_manifest_says_complete_with_every_server_ok(manifest, module_profile):
     assert manifest["servers"] == {name: "ok" for name in SERVERS}
     assert manifest["started"] <= manifest["finished"]
     assert manifest["command"] == ["profile.sh", ARGS[0], "--runs-dir", str(module_profile.runs_dir), *ARGS[1:],
-                                   "--repeat", "1"]        # conftest's: one round unless a test names rounds
+                                   "--rounds", "1"]        # conftest's: one round unless a test names rounds
     assert manifest["scenario"] == {"name": "helloworld", "method": "/helloworld.Greeter/SayHello"}
 
 
@@ -266,13 +266,13 @@ def test_run_records_each_servers_ruler(metrics):
 def test_repeats_are_measured_in_turn_and_every_ratio_has_an_interval(profile):
     """--repeat 3: rust_tonic_st, rust_pajamax, rust_tonic_st, ... each restarted, read back from the
     run folder's own records (each measurement's start time), and the printed ratio has its interval."""
-    done = profile.run("run", "rust_tonic_st", "rust_pajamax", "--repeat", "3", "-d", "1", "-w", "0",
+    done = profile.run("run", "rust_tonic_st", "rust_pajamax", "--rounds", "3", "-d", "1", "-w", "0",
                        "--no-profile", "--no-syscalls", "--port", "50161", "--format", "json", "--label", "pytest-rounds")
     assert done.returncode == 0, done.stderr[-2000:]
     started = []
     for server in ("rust_tonic_st", "rust_pajamax"):
         for k in (1, 2, 3):
-            folder = done.run_dir / server / ("" if k == 1 else f"repeat-{k}")
+            folder = done.run_dir / server / ("" if k == 1 else f"round-{k}")
             r = json.loads((folder / "result.json").read_text())
             assert r["repeat"] == k and r["status"] == "ok"
             started.append((r["started"], server, k))

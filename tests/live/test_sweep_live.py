@@ -14,7 +14,7 @@ def sweep(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1",
-         "-w", "0.5", "--repeat", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
+         "-w", "0.5", "--rounds", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
          "--no-off-cpu", "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
         capture_output=True, text=True, timeout=900)
     folders = list(runs.iterdir())

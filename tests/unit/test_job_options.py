@@ -90,3 +90,9 @@ def test_attach_refuses_load_cpus_on_the_processs_own_cpus():
     with pytest.raises(UserError) as e:
         load_cpus_besides({0}, [0, 1], "none left", server_option=f"pid {os.getpid()}'s CPUs")
     assert e.value.exit_code == 2 and f"overlaps pid {os.getpid()}'s CPUs 0 (CPU 0)" in str(e.value)
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_rounds_is_the_option_and_repeat_its_old_name(command):
+    assert parsed(command, ["rust_tonic_st", "--rounds", "4"])["repeat"] == 4
+    assert parsed(command, ["rust_tonic_st", "--repeat", "4"])["repeat"] == 4

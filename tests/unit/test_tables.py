@@ -118,7 +118,7 @@ def test_ratio_line_gives_each_server_against_the_first(two_servers):
     lines = ratio_lines(run_rows(two_servers, ["tonic", "pajamax"]))
     ratio = (600_000 / 0.25) / (100_000 / 0.99)
     assert lines[0] == (f"pajamax vs tonic: ^{ratio:.1f} requests per server CPU-second (one round: no interval; "
-                        "--repeat 5 or --precision 5% gives one)")
+                        "--rounds 5 or --precision 5% gives one)")
 
 
 def test_ratio_lines_explain_client_bound_and_latency_bound_servers():

@@ -3,7 +3,7 @@
     RUNS/YYYYmmdd-HHMMSS-LABEL/          a run (profile.sh run), an attach, or a sweep
       manifest.json                      Manifest: mode, status, command, machine, tools, git, parameters
       metrics.json                       {server: result} (for a sweep: none; its cells are run folders)
-      SERVER/result.json                 one server's figures; SERVER/repeat-K/result.json for repeats
+      SERVER/result.json                 one server's figures; SERVER/round-K/result.json for round K
       SERVER/profile.json                the profile window's record
       SERVER/profile.folded[.gz]         folded stacks (.gz in saved copies)
       SWEEP/CELL-RUN/...                 a sweep's cells, each a run folder
@@ -184,8 +184,9 @@ def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
 
 
 def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
-    """A server's folder in a run folder: RUN/SERVER, or RUN/SERVER/repeat-K for a later repeat."""
-    return Path(run_dir) / name if repeat == 1 else Path(run_dir) / name / f"repeat-{repeat}"
+    """RUN/SERVER for a server's first round, RUN/SERVER/round-K for round K (repeat-K in older runs)."""
+    old = Path(run_dir) / name / f"repeat-{repeat}"
+    return Path(run_dir) / name if repeat == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{repeat}"
 
 
 class RunFolder:

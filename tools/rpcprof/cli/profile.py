@@ -105,15 +105,15 @@ def share(ctx, param, value):
 
 
 def repeat_options(what: str, default: int):
-    """--repeat, --precision, --max-time: the rounds of run and sweep."""
+    """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
     def decorate(f):
         for option in reversed([
-            click.option("--repeat", default=default, show_default=True, callback=positive,
+            click.option("--rounds", "--repeat", "repeat", default=default, show_default=True, callback=positive,
                          help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
-                              f"ratios come from adjacent pairs with a 95 % interval{what}."),
+                              f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
             click.option("--precision", default=None, callback=share, metavar="SHARE",
                          help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
-                              f"(e.g. 5%): a pilot of max(--repeat, 3) rounds sets how many (two-stage rule){what}."),
+                              f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
             click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
                          help=f"With --precision: stop before a round would end after this many seconds{what}."),
         ]):

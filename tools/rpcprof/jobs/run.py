@@ -74,7 +74,7 @@ class RunOptions:
 def check_options(opts: RunOptions) -> None:
     """UserError (exit 2) for options no run can take, before anything starts."""
     if opts.repeat < 1:
-        raise UserError(f"--repeat must be at least 1 (got {opts.repeat})")
+        raise UserError(f"--rounds must be at least 1 (got {opts.repeat})")
     if opts.precision is not None and not 0 < opts.precision < 1:
         raise UserError(f"--precision must be a share between 0 and 1, e.g. 0.05 or 5% (got {opts.precision})")
     if opts.precision is not None and len(opts.servers) < 2:

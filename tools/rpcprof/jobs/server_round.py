@@ -39,14 +39,14 @@ class ServerRound:
 
     def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
         """One measurement of spec in a session of its own; repeats after the first go in
-        SERVER/repeat-K. Every round has its profile window (with the syscall counts); the read/write
+        SERVER/round-K. Every round has its profile window (with the syscall counts); the read/write
         size and off-CPU windows are the first round's only."""
         out = self.run.folder.server_dir(spec.name, repeat)
         result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
                   "started": now(precise=True)}
         if self.opts.repeat > 1 or self.opts.precision is not None:
             total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
-            log(f"rpcprof: {spec.name}: repeat {repeat}{total}")
+            log(f"rpcprof: {spec.name}: round {repeat}{total}")
         try:
             with Session() as session:
                 return self._measure(session, spec, out, result, first=repeat == 1)

@@ -87,7 +87,7 @@ class Sweep:
         self.folder = open_folder(label, self.opts.runs_dir)
         plan = seconds_per_cell(self.opts) * len(self.cells)
         log(f"rpcprof: sweep folder {shown(self.dir)}")
-        log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} repeat(s): "
+        log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} round(s): "
              f"{planned(self.opts, len(self.cells))} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
         params = {k: v for k, v in asdict(self.opts).items() if k not in ("connections", "streams", "label")}
         self.manifest = new_manifest("sweep", self.command, cells=self.results)

@@ -64,7 +64,7 @@ def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], di
             interval = server_ratio(a, b, pilot=pilot_of(manifest["parameters"]))
             if interval is None:
                 raise UserError(f"runs: {d.name} has no paired rounds of {base} and {other} (made before rounds): "
-                                "compare runs made with --repeat")
+                                "compare runs made with --rounds")
             ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
         out[f"{other} vs {base}"] = agreement(ratios)
     started = {d.name: manifest.get("started") for d, manifest, _ in loaded}

@@ -354,7 +354,7 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
             "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
             "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
             "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else
-            "One round per server: a gap's significance needs rounds (profile.sh run --repeat 3 or more).\n"))
+            "One round per server: a gap's significance needs rounds (profile.sh run --rounds 3 or more).\n"))
         if kernel:
             text += (f"\nKernel, per request ({kernel_source(load_run(run_dir)[1], servers)}):\n\n"
                      + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))

@@ -72,7 +72,7 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
                "a syscall-count window and a profile window per server in the first round")
             if all(r.get("rounds_interleaved", True) for r in rows) else
             f"{p['repeat']} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
-            "interleaved rounds: the median repeat is shown with its min-max; ratios are of the medians, with no "
+            "interleaved rounds: the median round is shown with its min-max; ratios are of the medians, with no "
             "paired interval, and may hold the machine's drift); a syscall-count window and a profile window per "
             "server and cell"),
            f"- scenario {p['scenario']}; tools: " + ", ".join(f"{k} {v}" for k, v in sorted(manifest['tools'].items())),
@@ -97,7 +97,7 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
                     spread += " not significant"
             elif a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
                 sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
-                spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential repeats)"
+                spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
             out.append(f"| {c} | {s} | {s // c} | {_f(SEED_000_RATIOS.get((c, s)))} | {_f(b['ratio'])} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")

@@ -279,7 +279,7 @@ def rounds_note(d: Diff) -> str:
     """The line said when a side has fewer than two rounds."""
     if d.tested:
         return ""
-    return (f"Significance needs rounds: A has {len(d.a.rounds)}, B {len(d.b.rounds)} (profile.sh run --repeat 3 "
+    return (f"Significance needs rounds: A has {len(d.a.rounds)}, B {len(d.b.rounds)} (profile.sh run --rounds 3 "
             "or more); drawn as before, no difference tested.")
 
 

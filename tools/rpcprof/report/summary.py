@@ -156,10 +156,10 @@ def significance(row: dict) -> str:
     """After the ratio: its interval's verdict, or a hint when there is none."""
     i = row.get("ratio_interval")
     if not i and row.get("repeats", 1) > 1:
-        return (" (median repeats; measured one server after the other, before rounds: no paired interval, the "
+        return (" (the median of its measurements; measured one server after the other, before rounds: no paired interval, the "
                 "ratio may hold the machine's drift)")
     if not i or i["low"] is None:
-        return " (one round: no interval; --repeat 5 or --precision 5% gives one)"
+        return " (one round: no interval; --rounds 5 or --precision 5% gives one)"
     pairs = f"95 % interval from {i['n']} adjacent pairs"
     return f" ({pairs}; NOT SIGNIFICANT: it contains 1)" if i["significant"] is False else f" ({pairs})"
 

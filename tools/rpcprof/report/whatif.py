@@ -54,7 +54,7 @@ def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[
         rounds, sources = server_rounds(run_dir, rules, metrics, s)
         if len(rounds) < 2:
             raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
-                            "(profile.sh run --repeat 3)")
+                            "(profile.sh run --rounds 3)")
         got[s] = (rounds, sources)
     return got
 
