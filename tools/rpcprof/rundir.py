@@ -8,9 +8,9 @@
       SERVER/profile.folded[.gz]         folded stacks (.gz in saved copies)
       SWEEP/CELL-RUN/...                 a sweep's cells, each a run folder
 
-A folder is never reused (a suffix -2, -3... when two start in the same second). Every file is written
-under a temporary name and renamed into place, so a reader never sees half a file. Reading validates
-types and names the file, the key and what was expected.
+A folder is never reused (a suffix -2, -3... when two start in the same second). Every file is written under a
+temporary name and renamed into place, so a reader never sees half a file. Reading validates types and names
+the file, the key and what was expected.
 """
 from __future__ import annotations
 
@@ -81,8 +81,7 @@ class CannotWrite(UserError):
 def write_bytes(path: Path, data: bytes, where: str = "-o") -> None:
     """Write whole or not at all: a temporary name in the same folder, then renamed into place (a
     device or pipe such as /dev/stdout is written in place, never replaced). CannotWrite if it fails."""
-    path = Path(path)
-    with output_file(path, "wb", where) as f:
+    with output_file(Path(path), "wb", where) as f:
         f.write(data)
 
 
