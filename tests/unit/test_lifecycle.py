@@ -109,3 +109,29 @@ def test_an_interrupt_raised_where_python_drops_exceptions_still_stops_the_comma
     assert time.monotonic() - t0 < 25
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     assert done.stderr.strip() == "probe: interrupted", done.stderr
+
+
+def test_every_status_is_documented_with_its_meaning_in_run_folders_md():
+    from pathlib import Path
+    from rpcprof.jobs.base import STATUS_MEANING
+    from rpcprof.schema import STATUSES
+    assert set(STATUS_MEANING) == set(STATUSES)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "run-folders.md").read_text()
+    for status, meaning in STATUS_MEANING.items():
+        assert f"| `{status}` | {meaning} |" in page, status
+
+
+@pytest.mark.parametrize("raised, failed, status", [(None, False, "complete"), (None, True, "failed"),
+                                                    (KeyboardInterrupt, False, "incomplete"),
+                                                    (RuntimeError, False, "failed")])
+def test_one_lifecycle_writes_running_then_the_status_every_job_means_alike(raised, failed, status):
+    from rpcprof.jobs.base import Lifecycle
+    written = []
+    try:
+        with Lifecycle(written.append) as life:
+            life.failed = failed
+            if raised:
+                raise raised()
+    except (KeyboardInterrupt, RuntimeError):
+        pass
+    assert written == ["running", status]
