@@ -17,23 +17,17 @@ HALTING = "this run's server CPUs halt when idle (recorded as --idle halt)"
 def hold_idle(mode: str, cpus: list[int], machine: Session) -> tuple[str, object | None]:
     """(the mode in force, what holds it) for --idle mode on cpus, owned by machine: poll where cpuidle
     offers a polling state, else a SCHED_IDLE busy loop (spin); halt where neither can be set."""
-    holder = None
-    if mode == "poll":
+    holders = {"poll": IdlePoll, "spin": IdleSpin}
+    while mode in holders:
         try:
-            holder = machine.own(IdlePoll(cpus))
+            return mode, machine.own(holders[mode](cpus))
         except NoPollingState as e:
             log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
             mode = "spin"
         except UserError as e:
             log(f"rpcprof: WARNING: {e}; {HALTING}")
             mode = "halt"
-    if mode == "spin":
-        try:
-            holder = machine.own(IdleSpin(cpus))
-        except UserError as e:
-            log(f"rpcprof: WARNING: {e}; {HALTING}")
-            mode = "halt"
-    return mode, holder
+    return mode, None
 
 
 class IdleEffect:
