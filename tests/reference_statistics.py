@@ -57,16 +57,10 @@ def t_two_sided_p(t: float, df: float) -> float:
     return betainc(df / 2.0, 0.5, df / (df + t * t))
 
 
-def t_quantile(df: float, level: float = LEVEL) -> float:
-    """The t with P(|T| <= t) = level (two-sided); fractional degrees of freedom rounded (to 0.01 up to 30,
-    then to whole numbers: the quantile moves by less than 1e-3 in either step), so that every box of a
-    graph shares a few values."""
-    return _t_quantile(round(df, 2) if df <= 30 else float(round(df)), level)
-
-
 @lru_cache(maxsize=4096)
-def _t_quantile(df: float, level: float) -> float:
-    """By bisection on t_two_sided_p."""
+def t_quantile(df: float, level: float = LEVEL) -> float:
+    """The two-sided quantile by bisection on t_two_sided_p, degrees of freedom rounded as rpcprof rounds them."""
+    df = round(df, 2) if df <= 30 else float(round(df))
     lo, hi = 0.0, 1e4
     for _ in range(64):
         mid = (lo + hi) / 2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 #
-# run.sh - run rpcprof's tests on this machine, installing what is missing first.
+# run.sh - run rpcprof's tests on this machine, installing what is missing first (for -m fast, only what
+# the fast tier needs: tools/setup.sh without --for-tests).
 #
 # USAGE: tests/run.sh [pytest arguments]
 #
@@ -23,7 +24,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=tools/env.sh
 source "$here/tools/env.sh"
 rpcprof_check_venv tests/run.sh
-"$here/tools/setup.sh" --for-tests
+# the fast tier needs what a run needs (perf, inferno, the virtualenv); the other tiers also ghz, the Java
+# and C++ toolchains, ShellCheck and Chromium (its tests of report.html are in the full suite)
+args=" $* "
+if [[ $args == *" -m fast "* ]]; then
+  "$here/tools/setup.sh"
+else
+  "$here/tools/setup.sh" --for-tests
+fi
 cd "$here"
 # the whole tests/ folder, unless files or folders are named (tests/run.sh tests/live/test_attach_live.py)
 where=(tests)
@@ -31,7 +39,6 @@ for arg in "$@"; do [[ $arg != -* && -e ${arg%%::*} ]] && where=(); done
 pytest=("$RPCPROF_VENV/bin/python" -m pytest "${where[@]}")
 parallel=(-n 2 --dist worksteal)
 
-args=" $* "
 if [[ $args == *" -n "* || $args == *" -n="* || $args =~ \ -n[0-9] ]]; then
   exec "${pytest[@]}" "$@"
 elif [[ $args == *" -m fast "* ]]; then

@@ -14,7 +14,8 @@
 #   --cpp         also gRPC C++ and its code generator, for the C++ servers (profile.sh passes it when its
 #                 arguments name a server whose server.yaml says `language: cpp`)
 #   --for-tests   also what the tests need: ghz, a JDK and Maven, gRPC C++, shellcheck and chromium
-#                 (tests/run.sh and .ci/run pass it)
+#                 (.ci/run and tests/run.sh pass it; tests/run.sh -m fast does not: the fast tier needs
+#                 only what a run needs)
 #
 # eg,
 #   tools/setup.sh            # install what is missing
@@ -50,7 +51,7 @@ for arg in "$@"; do
     --java) with_java=1 ;;
     --cpp) with_cpp=1 ;;
     --for-tests) for_tests=1; with_ghz=1; with_java=1; with_cpp=1 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -134,6 +134,7 @@ def marks(data: dict, view: str = "delta_us") -> dict[str, str]:
     return {r["category"]: r[f"{view}_sig"] for r in data["categories"]}
 
 
+@pytest.mark.slow
 def test_two_profiles_of_the_same_server_have_nothing_significant(capsys, tmp_path, same_server):
     data = diff_json(capsys, tmp_path, same_server / "first", same_server / "second")
     assert data["test"] == "paired t over 5 rounds" and data["frames_tested"] > 50
@@ -222,6 +223,7 @@ def test_a_run_of_several_servers_must_name_one(capsys, tmp_path, more_app):
 
 # --- the real rounds of a saved run ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_compare_marks_every_gap_and_names_its_files(capsys):
     code, out, err = report(capsys, "compare", ROUNDS_RUN, "--format", "json")
     assert code == 0, err
@@ -244,6 +246,7 @@ def test_the_real_rounds_of_two_servers_differ_significantly(capsys, tmp_path):
     assert len(data["frames"]) > 0
 
 
+@pytest.mark.slow
 def test_the_real_rounds_of_one_server_split_in_two_have_nothing_significant(capsys, tmp_path):
     """rust_tonic_mt's rounds 1, 3, 5 against its rounds 2, 4, as two runs (Welch's t)."""
     runs = {}

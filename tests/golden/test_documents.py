@@ -98,6 +98,7 @@ def test_seeds_says_why_from_the_runs_flags(seeds_doc, metrics):
     assert f"client had {len(load_cpus)} core" in seeds_doc
 
 
+@pytest.mark.slow
 def test_seeds_is_the_same_document_twice():
     assert seeds_of(SEED_RUN) == seeds_of(SEED_RUN)
 
@@ -167,6 +168,7 @@ def test_the_client_cores_come_from_the_manifest(tmp_path):
     assert "the client had 3 cores here" in text and "1 core here" not in text
 
 
+@pytest.mark.slow
 def test_a_latency_bound_server_gets_no_nagle_story_without_a_verdict(tmp_path):
     def latency_bound(path, data):
         if path.name == "metrics.json":
@@ -224,6 +226,7 @@ def test_the_headline_cell_is_the_most_reliable_not_the_largest():
     assert headline_cell(pairs[:1])[:2] == (1, 100)          # every cell flagged: the fewest flags compete
 
 
+@pytest.mark.slow
 def test_client_bound_cells_are_called_the_most_streams_only_when_they_are(tmp_path):
     def pajamax_bound_at(cell_streams):
         def edit(path, data):
@@ -237,6 +240,7 @@ def test_client_bound_cells_are_called_the_most_streams_only_when_they_are(tmp_p
     assert "load generator was the bottleneck" in fewest and "the most streams" not in fewest
 
 
+@pytest.mark.slow
 def test_a_run_on_an_uncommitted_tree_says_so_in_the_first_line(tmp_path):
     def dirty(flag):
         def edit(path, data):
@@ -247,6 +251,7 @@ def test_a_run_on_an_uncommitted_tree_says_so_in_the_first_line(tmp_path):
     assert seeds_of(edited_copy(SEED_RUN, tmp_path / "c", dirty(False))).startswith("# Seed 001 reproduced")
 
 
+@pytest.mark.slow
 def test_a_sweep_with_a_cell_measured_on_an_uncommitted_tree_says_so_in_the_first_line(tmp_path):
     def dirty_cell(cell_streams, changed):
         def edit(path, data):
@@ -264,6 +269,7 @@ def test_a_sweep_with_a_cell_measured_on_an_uncommitted_tree_says_so_in_the_firs
     assert none.startswith("# Results") and "uncommitted" not in none
 
 
+@pytest.mark.slow
 def test_results_say_which_rounds_were_profiled_from_the_sweep_itself(tmp_path):
     def unprofiled_rounds(path, data):
         if path.name == "metrics.json":

@@ -42,10 +42,12 @@ def pprof_share(path, tag):
 
 
 @pytest.mark.parametrize("category", ["send", "protocol", "runtime", "app"])
+@pytest.mark.slow
 def test_go_tool_pprof_gives_report_pys_shares(pprof_file, category):
     assert pprof_share(pprof_file, f"category={category}") == pytest.approx(shares()[category], abs=0.01)
 
 
+@pytest.mark.slow
 def test_go_tool_pprof_gives_level2_shares(pprof_file):
     want = shares("2")
     for sub in ("send/loopback", "protocol/http2"):

@@ -165,12 +165,14 @@ def long_frame(tmp_path) -> Path:
     return folded
 
 
+@pytest.mark.slow
 def test_a_rule_that_backtracks_catastrophically_is_named(capsys, tmp_path, long_frame):
     rules = rules_file(tmp_path, lambda d: d["categories"][0]["rules"][0].update(match="(a+)+$", examples=["aaa"]))
     line = one_error_line(*report(capsys, "table", long_frame, "--rules", rules)[::2])
     assert "rules.yaml: rule 'evil' in app: regex '(a+)+$' took over 1 s on one frame (5,001 characters" in line
 
 
+@pytest.mark.slow
 def test_an_app_regex_that_backtracks_catastrophically_is_named(capsys, long_frame):
     line = one_error_line(*report(capsys, "table", long_frame, "--app", "(a|aa)+$")[::2])
     assert "--app: regex '(a|aa)+$' took over 1 s on one frame (5,001 characters" in line

@@ -15,6 +15,8 @@ from rpcprof.rundir import load_run
 
 RUN = Path(__file__).parents[1] / "data" / "runs" / "seed-001"
 CHROMIUM = shutil.which("chromium")
+# Chromium (tools/setup.sh --for-tests) and a page built per module: the full suite, not the fast tier
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

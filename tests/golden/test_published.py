@@ -39,6 +39,7 @@ def regenerating_command(doc: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)
+@pytest.mark.slow
 def test_a_published_document_regenerates_byte_for_byte(name):
     argv = regenerating_command(ROOT / name)
     assert [a for a in argv[2:] if a.startswith("docs/data/")], f"{name} is not generated from docs/data/: {argv}"
@@ -74,6 +75,7 @@ def test_the_readme_quotes_a_published_run():
 
 
 @pytest.mark.parametrize("page,command,lines", quotes(), ids=[f"{p}:{c}" for p, c, _ in quotes()])
+@pytest.mark.slow
 def test_quoted_output_is_what_its_command_prints_from_the_published_data(page, command, lines):
     assert published.quote_problem(ROOT, page, command, lines) is None
 
@@ -135,6 +137,7 @@ def test_seeds_gives_each_pair_one_ratio():
         assert stated.get(server) == ratio, f"docs/seeds.md gives {server} two ratios: {stated.get(server)}, {ratio}"
 
 
+@pytest.mark.slow
 def test_the_level2_chart_of_three_servers_draws_without_a_layout_warning(tmp_path):
     """Seven legend columns collapse the axes of seed 001's level-2 chart: the narrower legend that fits is
     drawn, and the trial's warning is not printed (it was, once per run)."""

@@ -20,6 +20,7 @@ def report(*args: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_the_rulers_ratios_are_the_runs_paired_ones():
     from rpcprof.analyze.intervals import profiled_ratio
     from rpcprof.rundir import load_run

@@ -84,6 +84,7 @@ def test_seeds_have_the_extra_category(rules):
     assert f" | {EXTRA} | " in header
 
 
+@pytest.mark.slow
 def test_whatif_diff_top_and_the_pictures_have_the_extra_category(rules, tmp_path):
     rows = json.loads(report("whatif", RUNS / "rounds", "rust_tonic_mt", "rust_pajamax", "--rules", rules,
                              "--format", "json"))["categories"]
@@ -109,6 +110,7 @@ def renamed(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_category_renamed_in_the_rules_file_keeps_its_part_in_every_report(tmp_path):
     """The groups of categorize.yaml name the categories the reports treat apart (the writes', the socket
     side): renamed there, the reports follow with nothing else changed."""

@@ -33,6 +33,7 @@ def test_there_are_six_published_runs_of_the_first_command():
     assert len(RUNS) == 6
 
 
+@pytest.mark.slow
 def test_each_runs_ratio_and_interval_are_those_report_py_run_prints(doc):
     got = doc["pairs"][PAIR]["runs"]
     for run_dir, row in zip(RUNS, got):
@@ -72,6 +73,7 @@ def test_the_spread_between_runs_is_the_runs_and_the_rounds_is_their_pairs(doc):
     assert all(low <= r["ratio"] <= high for r in got["runs"])
 
 
+@pytest.mark.slow
 def test_the_text_says_what_the_figures_say():
     out = report("runs", *map(str, RUNS)).stdout
     assert f"{PAIR}: the runs disagree: " in out and "beyond what their rounds predict" in out
@@ -112,6 +114,7 @@ def copy_run(src, runs, name=None, **changes):
     return to
 
 
+@pytest.mark.slow
 def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(tmp_path):
     from rpcprof.report.agreement import earlier_lines, earlier_runs
     first, second, third = (copy_run(d, tmp_path) for d in TODAY)
@@ -136,6 +139,7 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     assert ("beyond what their rounds predict" in line) == (over["pairs"][PAIR]["between_sd"] > 0)
 
 
+@pytest.mark.slow
 def test_idle_is_part_of_the_setup_and_runs_from_before_it_halted(tmp_path):
     """--idle poll moves a client-bound server's CPU per request: runs of each are not pooled. The published
     runs have no idle key: they halted, as a run with --idle halt does."""

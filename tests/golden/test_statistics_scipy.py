@@ -101,6 +101,7 @@ def assert_the_same_as_by_hand(recorded: dict[str, list]) -> None:
         assert adjusted == pytest.approx(hand.bh_adjusted(pvalues), abs=TOLERANCE)
 
 
+@pytest.mark.slow
 def test_the_reports_of_a_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path):
     runs = [ROOT / "tests" / "data" / "runs" / "rounds"]
     assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(runs, tmp_path)))

@@ -129,6 +129,7 @@ def test_compare_without_the_indirect_cost_says_nothing_of_it():
     assert r.code == 0 and "Of the gap" not in r.out and "expected ^" not in r.out
 
 
+@pytest.mark.slow
 def test_report_html_with_the_indirect_cost_holds_the_what_if_and_the_mechanism(tmp_path):
     out = tmp_path / "report.html"
     r = invoke(entry, "html", str(RUN), "-o", str(out), "--indirect", str(INDIRECT_COST))

@@ -59,6 +59,7 @@ def test_a_run_without_an_interval_is_not_checked_against():
     assert got.misses == [("single", "a")]
 
 
+@pytest.mark.slow
 def test_without_drift_three_runs_hold_each_others_ratios_all_six_ways_only_about_61_percent_of_the_time():
     """What the docstring says a 95 % interval promises, and what it does not: each run's interval holds
     the true ratio 95 % of the time, the next run's ratio about 88 %, and three runs pass all six checks
@@ -76,6 +77,7 @@ def test_without_drift_three_runs_hold_each_others_ratios_all_six_ways_only_abou
     assert 0.57 < all_six / trials < 0.66
 
 
+@pytest.mark.slow
 def test_with_drift_between_runs_the_prediction_over_three_runs_holds_a_fourth_runs_ratio():
     """The machine moves each run by a drift (sd 0.04) the rounds (sd 0.03 a pair) cannot see: one run's
     interval then holds the next run's ratio far less often than 95 %, and the prediction from three

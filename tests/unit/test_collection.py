@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -17,6 +19,7 @@ def collected() -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow
 def test_two_collections_a_second_apart_give_the_same_test_ids():
     first = collected()
     time.sleep(1.1)

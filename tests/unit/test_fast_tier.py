@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, guard, tier_of
+from conftest import ROOT, guard, pytest_collection_modifyitems, tier_of
 
 
 @pytest.mark.parametrize("argv", [
@@ -67,6 +67,25 @@ def test_every_test_file_is_in_a_tier_folder(tmp_path):
     assert tier_of(ROOT / "tests" / "unit" / "test_x.py") == "unit"
     with pytest.raises(pytest.UsageError, match="belongs in tests/unit, tests/golden, tests/fuzz, tests/live"):
         tier_of(ROOT / "tests" / "test_x.py")
+
+
+class CollectedTest:
+    """What pytest_collection_modifyitems reads and writes of a collected test."""
+    def __init__(self, path, *markers):
+        self.path, self.markers = path, list(markers)
+
+    def get_closest_marker(self, name):
+        return name if name in self.markers else None
+
+    def add_marker(self, marker):
+        self.markers.append(marker)
+
+
+def test_a_test_marked_slow_keeps_its_folders_marker_and_leaves_the_fast_tier():
+    slow = CollectedTest(ROOT / "tests" / "golden" / "test_x.py", "slow")
+    quick = CollectedTest(ROOT / "tests" / "unit" / "test_y.py")
+    pytest_collection_modifyitems(None, [slow, quick])
+    assert slow.markers == ["slow", "golden"] and quick.markers == ["unit", "fast"]
 
 
 def test_the_guard_fails_a_fast_test_even_when_the_code_under_test_swallows_the_refusal(pytester):

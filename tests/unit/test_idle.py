@@ -124,6 +124,7 @@ def test_a_new_holder_saves_the_machines_default_not_a_killed_runs_poll(tmp_path
 
 
 @needs_qos
+@pytest.mark.slow
 def test_the_server_cpu_polls_while_held_and_halts_after():
     before = REAL.read_text()
     holder = IdlePoll([0])

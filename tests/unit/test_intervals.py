@@ -106,6 +106,7 @@ def _covers(sigma: float, target: float, rng, two_stage: bool, budget: int = 60)
 
 
 @pytest.mark.parametrize("sigma", [0.02, 0.05, 0.08, 0.10])
+@pytest.mark.slow
 def test_two_stage_precision_keeps_its_95_percent_promise(sigma):
     """--precision 5 %: the interval it ends on covers the true ratio in >= 94 % of simulated runs, for
     log noise up to 0.10 (and with the time budget cutting the rounds short); stopping on the observed

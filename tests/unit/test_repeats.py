@@ -43,6 +43,7 @@ def test_rounds_interleave_the_servers():
                          ("rust_tonic_mt", 3), ("rust_pajamax", 3)]
 
 
+@pytest.mark.slow
 def test_precision_measures_the_rounds_the_pilot_asks_for():
     # the pilot's spread sets the rounds (Stein's second stage), whatever the rounds after it show
     tonic = [100, 104, 96] + [100] * 30

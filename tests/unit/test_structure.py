@@ -15,6 +15,7 @@ progress.py (the one logger), errors.py and paths.py. Each constant is defined i
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,7 @@ def test_no_module_is_over_400_lines(package):
         assert len(path.read_text().splitlines()) <= 400, f"{path.relative_to(PKG)} is over 400 lines: split it"
 
 
+@lru_cache(maxsize=1)     # parsed once for the tests that read it
 def module_definitions() -> dict[str, dict[str, ast.AST]]:
     """module (path under rpcprof/) -> {name: value} of its module-level constants (UPPER_CASE names), and
     of its functions and classes (the node itself)."""
