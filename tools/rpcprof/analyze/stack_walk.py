@@ -5,8 +5,10 @@ reference, tests/unit/test_stack_walk.py compares both); what changes is the wor
 
 - the file is streamed: a stack is never held beyond its line, nor split into a list of frames;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
-  category, its tax or waits group), through Rules' own per-frame methods; a stack then costs a
-  dictionary look-up per frame walked, from the leaf, and the walk stops where the frame decides.
+  category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/rule_set.py);
+  a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
+  frame decides. The answers kept are bounded (rules.CACHE_LIMIT per question), so a profile of millions
+  of distinct frames, each seen once, does not hold them all.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
-from rpcprof.analyze.rules import OTHER, Rules
+from rpcprof.analyze.rules import OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
 
@@ -46,23 +48,19 @@ class FrameAnswers:
                 answer = category, leaf
             elif (group := self.sub_of(leaf, category)) is not None:
                 answer = group, leaf
-        self.by_leaf[leaf] = answer
-        return answer
+        return remember(self.by_leaf, leaf, answer)
 
     def category_of(self, frame: str) -> str | None:
-        hit = self.rules.classify_frame(frame)
-        self.category[frame] = answer = hit[0] if hit else None
-        return answer
+        rule = self.rules.first_rule(frame, "category")
+        return remember(self.category, frame, rule.category if rule else None)
 
     def sub_of(self, frame: str, category: str) -> str | None:
-        rule = self.rules.sub_rule(frame, category)
-        self.subs[category][frame] = answer = f"{category}/{rule.sub}" if rule else None
-        return answer
+        rule = self.rules.first_rule(frame, f"sub:{category}")
+        return remember(self.subs[category], frame, f"{category}/{rule.sub}" if rule else None)
 
     def leaf_view_of(self, frame: str) -> str | None:
-        rule = self.rules.tax_rule(frame, self.rules.view)
-        self.leaf_view[frame] = answer = rule.category if rule else None
-        return answer
+        rule = self.rules.first_rule(frame, self.rules.view)
+        return remember(self.leaf_view, frame, rule.category if rule else None)
 
 
 def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, str]:
@@ -130,9 +128,10 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     return (group, frame) if group else (f"{category}/{OTHER}", decider)
 
 
-def categorize_file(path: Path | str, rules: Rules) -> Breakdown:
+def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
-    streamed; UserError naming the file when it is missing, damaged, or holds no samples."""
+    streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
+    its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
     if is_pprof(path):
         return categorize(read_pprof(path), rules)
     answers = FrameAnswers(rules)
@@ -146,6 +145,8 @@ def categorize_file(path: Path | str, rules: Rules) -> Breakdown:
             key = answers.leaf_decides(leaf)
         if key is None:
             key = stack_group(stack, answers)
+        if not keep_frames:
+            key = key[0], ""
         sums[key] = sums.get(key, 0) + w
         total += w
         stacks += 1
@@ -157,6 +158,7 @@ def categorize_file(path: Path | str, rules: Rules) -> Breakdown:
     by_frame: dict[str, dict[str, int]] = {}
     for (group, frame), w in sums.items():       # first seen first, as categorize() orders them
         weights[group] = weights.get(group, 0) + w
-        by_frame.setdefault(group, {})[frame] = w
+        if keep_frames:
+            by_frame.setdefault(group, {})[frame] = w
     return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // (unit or 1), by_frame,
                      stacks)
