@@ -136,15 +136,27 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     answers = FrameAnswers(rules)
     by_leaf = answers.by_leaf
+    # A leaf that no rule answers leaves the stack to its callers: at level 1 (categories, or waits) the
+    # callers' answer is kept by the callers' text, as a fleet's distinct leaves (JIT code, line numbers)
+    # mostly sit under callers seen before.
+    rest = (OTHER if rules.view == "category" else rules.waits.rest) if rules.level == 1 and rules.view != "tax" else None
+    by_callers: dict[str, tuple[str, str]] = {}
     sums: dict[tuple[str, str], int] = {}       # (group, frame counted under) -> weight
     total = unit = stacks = 0
     for stack, w in stream_folded(path):
-        leaf = stack[stack.rfind(";") + 1:]
+        cut = stack.rfind(";")
+        leaf = stack[cut + 1:]
         key = by_leaf.get(leaf, _UNSEEN)
         if key is _UNSEEN:
             key = answers.leaf_decides(leaf)
         if key is None:
-            key = stack_group(stack, answers)
+            if rest is None or cut < 0:
+                key = stack_group(stack, answers)
+            else:
+                callers = stack[:cut]
+                key = by_callers.get(callers) or remember(by_callers, callers, stack_group(callers, answers))
+                if key[0] == rest:
+                    key = rest, leaf
         if not keep_frames:
             key = key[0], ""
         sums[key] = sums.get(key, 0) + w
