@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from rpcprof.analyze.categorize import open_folded, read_folded
+from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.pprof import profile_pb2
 
@@ -99,3 +100,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
                           capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and not done.stdout, done.stderr
+
+
+def test_a_pprof_export_read_back_with_no_option_gives_the_runs_shares_app_included(pprof_file):
+    back = run("table", pprof_file, "--format", "json")
+    assert back.exit_code == 0, back.output
+    got = {k: v for k, v in json.loads(back.stdout)[0].items() if k not in ("profile", "samples")}
+    want = shares()
+    assert want["app"] > 0.5                   # the run's app pattern (result.json) decides real samples
+    assert got == pytest.approx(want, abs=0.1)
+
+
+def test_an_app_comment_that_is_no_regex_is_one_line_naming_the_file(pprof_file, tmp_path, capsys):
+    profile = profile_pb2.Profile.FromString(gzip.decompress(pprof_file.read_bytes()))
+    profile.string_table[profile.comment[0]] = "rpcprof app: ("
+    bad = tmp_path / "bad.pb.gz"
+    bad.write_bytes(gzip.compress(profile.SerializeToString()))
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["table", str(bad)])
+    err = capsys.readouterr().err
+    assert e.value.code != 0 and len(err.splitlines()) == 1
+    assert err.startswith(f"report.py: error: {bad}: its comment `rpcprof app: ...`: invalid regex '('")

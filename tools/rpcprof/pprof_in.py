@@ -15,6 +15,10 @@ leaf first), the function's name (else its system name); a location without line
 name in brackets, else [unknown], as inferno names an unsymbolised frame; a frame of the mapping
 [kernel.kallsyms] gets perf's kernel mark `_[k]`. Labels are ignored: samples with the same frames are
 summed into one stack. Samples whose value is 0 are left out.
+
+The app rule: a profile that `report.py export` wrote carries the server's app pattern as a comment,
+`rpcprof app: REGEX` (APP_COMMENT); app_of() gives it, so a profile read back with no --app puts its
+handler's samples in app as the run did.
 """
 from __future__ import annotations
 
@@ -31,7 +35,9 @@ CPU, SAMPLES = ("cpu", "nanoseconds"), ("samples", "count")
 KERNEL_MAPPING = "[kernel.kallsyms]"    # perf's name for the kernel, and parca-agent's
 FIX = "download the profile again, or export it again from its source (go tool pprof -proto, Pyroscope, Parca)"
 
+APP_COMMENT = "rpcprof app: "
 _declared: dict[tuple, tuple[str, str]] = {}       # file identity -> the sample type its weights were read as
+_apps: dict[tuple, str | None] = {}                # file identity -> the app pattern its comment carries
 
 
 def is_pprof(path: Path | str) -> bool:
@@ -56,7 +62,18 @@ def read_pprof(path: Path | str) -> list[tuple[list[str], int]]:
     profile = _decode(path, _proto_bytes(path))
     stacks, sample_type = _stacks(path, profile)
     _declared[_identity(path)] = sample_type
+    comments = [profile.string_table[i] for i in profile.comment if 0 <= i < len(profile.string_table)]
+    _apps[_identity(path)] = next((c[len(APP_COMMENT):] for c in comments if c.startswith(APP_COMMENT)), None)
     return stacks
+
+
+def app_of(path: Path | str) -> str | None:
+    """The app pattern a pprof profile carries (a `rpcprof app: REGEX` comment, as report.py export writes
+    it), or None."""
+    path = Path(path)
+    if _identity(path) not in _apps:
+        read_pprof(path)
+    return _apps[_identity(path)]
 
 
 def sample_type_of(path: Path | str) -> tuple[str, str]:

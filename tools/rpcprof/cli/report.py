@@ -50,7 +50,15 @@ def indirect_of(path: Path | None):
 
 
 def app_for(folded: Path) -> str | None:
-    """The app pattern recorded for a folded file's server in its run folder, if any."""
+    """The app pattern recorded for a folded file's server in its run folder, or carried by a pprof profile
+    that report.py export wrote; None when neither."""
+    from rpcprof.analyze.patterns import UserRegex
+    from rpcprof.pprof_in import APP_COMMENT, app_of, is_pprof
+    if is_pprof(folded) and Path(folded).is_file():
+        regex = app_of(folded)
+        if regex is not None:
+            UserRegex(regex, f"{folded}: its comment `{APP_COMMENT}...`")      # a UserError naming it if invalid
+        return regex
     return (read_result(Path(folded).parent) or {}).get("app")
 
 
@@ -264,8 +272,10 @@ def html_report(run_dir, out, rules_path, indirect_path, runs_dir):
 @main.command()
 @click.argument("profile", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
-                   "collapsed stacks (Pyroscope's folded ingest).")
+              help="pprof (gzip'd profile.proto, labels category/subcategory/tax, and the app pattern, so read "
+                   "back it gives the same shares), speedscope JSON, or collapsed stacks (Pyroscope's folded "
+                   "ingest). speedscope and collapsed carry neither the categories nor the app pattern (give "
+                   "--app when reading them back); collapsed carries no unit either.")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
 @rules_option
 @app_option
@@ -276,8 +286,9 @@ def export(profile, fmt, out, rules_path, app):
         go tool pprof -top -tagfocus=category=send tonic.pb.gz
     """
     from rpcprof.report.export import export as export_profile
-    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
-    n = export_profile(profile, rules, fmt, out)
+    pattern = app or app_for(profile)
+    rules = load_rules(rules_path).with_app(pattern, "--app" if app else RESULT_FILE)
+    n = export_profile(profile, rules, fmt, out, pattern)
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
 
 

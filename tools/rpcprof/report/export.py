@@ -2,10 +2,14 @@
 
     pprof       gzip'd profile.proto (google/pprof's, with the protobuf library): one sample per folded
                 stack, labels category, subcategory (level 2, where the category has them) and tax, so
-                `go tool pprof -top -tagfocus=category=send FILE` shows report.py's send share
+                `go tool pprof -top -tagfocus=category=send FILE` shows report.py's send share; the server's
+                app pattern as a comment (rpcprof.pprof_in.APP_COMMENT), so read back with no --app it
+                gives the run's shares, app included
     speedscope  speedscope's file format (https://www.speedscope.app/file-format-schema.json): one
-                sampled profile, frames shared, stacks root first, weights as folded
-    collapsed   folded stacks, `frame;frame;... weight`, as Pyroscope's ingest (format=folded) takes them
+                sampled profile, frames shared, stacks root first, weights as folded; no categories and no
+                app pattern (the format has no place for them): read back, give --app
+    collapsed   folded stacks, `frame;frame;... weight`, as Pyroscope's ingest (format=folded) takes them;
+                no categories, no app pattern and no unit (ns or samples) either
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
 counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
@@ -40,8 +44,10 @@ def weight_unit(folded: Path) -> tuple[str, str]:
     return "samples", "count"
 
 
-def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
+def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str], app: str | None = None) -> bytes:
+    """The gzip'd profile.proto of stacks, each sample labelled; app: the server's app pattern, kept as a comment."""
     from rpcprof.pprof import profile_pb2 as pb
+    from rpcprof.pprof_in import APP_COMMENT
 
     strings: dict[str, int] = {"": 0}
 
@@ -50,6 +56,8 @@ def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
 
     profile = pb.Profile()
     profile.sample_type.add(type=s(sample_type[0]), unit=s(sample_type[1]))
+    if app:
+        profile.comment.append(s(APP_COMMENT + app))
     locations: dict[str, int] = {}
     level2, tax = rules.using(level=2), rules.using(view="tax") if rules.tax_groups else None
     for frames, weight in stacks:
@@ -87,8 +95,9 @@ def to_collapsed(stacks) -> str:
     return "".join(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
 
 
-def export(folded: Path, rules: Rules, fmt: str, out: Path) -> int:
-    """Write folded in fmt to out (whole or not at all); returns the number of stacks written."""
+def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
+    """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
+    pattern rules hold (pprof keeps it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     stacks = open_folded(folded)
@@ -101,7 +110,7 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "pprof":
-            write_bytes(out, to_pprof(stacks, rules, sample_type))
+            write_bytes(out, to_pprof(stacks, rules, sample_type, app))
         elif fmt == "speedscope":
             write_text(out, to_speedscope(stacks, Path(folded).name, sample_type))
         else:
