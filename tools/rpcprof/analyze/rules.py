@@ -230,11 +230,12 @@ class Rules(Groupings):
 
     def first_rule(self, raw: str, question: str) -> Rule | None:
         """The rule that decides a frame, not remembered: question "category" (level 1), "sub:CATEGORY"
-        (a rule of CATEGORY with a `sub`), "tax" or "waits"; None when no rule of the question matches."""
+        (a rule of CATEGORY with a `sub`; "sub:*", of any category), "tax" or "waits"; None when no rule of
+        the question matches."""
         rule_set = self._sets.get(question)
         if rule_set is None:
             if question.startswith("sub:"):
-                rules = [r for r in self.rules if r.category == question[4:] and r.sub]
+                rules = [r for r in self.rules if r.sub and question[4:] in (r.category, "*")]
             else:
                 rules = {"category": [r for r in self.rules if r.level == 1], "tax": self.tax_rules,
                          "waits": self.waits.rules}[question]

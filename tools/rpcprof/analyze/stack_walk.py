@@ -21,6 +21,7 @@ from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
 
 _UNSEEN = object()
+NEUTRAL = ("", "")        # a leaf that answers none of the walk's questions: its stack is its callers' answer
 
 
 class FrameAnswers:
@@ -34,20 +35,27 @@ class FrameAnswers:
         self.by_leaf: dict[str, tuple[str, str] | None] = {}
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
-        """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; else None."""
+        """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; NEUTRAL when
+        it answers none of the questions the walk asks of it; else None."""
         rules = self.rules
         answer = None
         if rules.view in ("tax", "waits"):
             group = self.leaf_view_of(leaf)
             if group is not None:
                 answer = group, leaf
-            elif rules.view == "tax" and self.category_of(leaf) is not None:
+            elif rules.view == "waits":
+                answer = NEUTRAL
+            elif self.category_of(leaf) is not None:
                 answer = rules.tax_rest, leaf        # the tax walk stops at the frame deciding the category
+            else:
+                answer = NEUTRAL
         elif (category := self.category_of(leaf)) is not None:
             if rules.level == 1 or category == OTHER or category not in self.subs:
                 answer = category, leaf
             elif (group := self.sub_of(leaf, category)) is not None:
                 answer = group, leaf
+        elif rules.level == 1 or rules.first_rule(leaf, "sub:*") is None:
+            answer = NEUTRAL                         # at level 2, no sub-category's rule matches it either
         return remember(self.by_leaf, leaf, answer)
 
     def category_of(self, frame: str) -> str | None:
@@ -128,6 +136,21 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     return (group, frame) if group else (f"{category}/{OTHER}", decider)
 
 
+def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None]:
+    """(group, deciding frame) of a stack's callers `a;b` (the stack less a NEUTRAL leaf), the frame None when
+    no frame decides (the stack's own leaf is then the frame its samples are counted under)."""
+    group, frame = stack_group(callers, answers)
+    if answers.rules.view == "category":
+        return group, frame if group != OTHER else None
+    # the tax and waits walks name the callers' last frame both when it decides and when none does: it
+    # decides only if it answers one of the questions
+    last = callers[callers.rfind(";") + 1:]
+    known = answers.by_leaf.get(last, _UNSEEN)
+    if known is _UNSEEN:
+        known = answers.leaf_decides(last)
+    return group, frame if frame != last or known is not NEUTRAL else None
+
+
 def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
     streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
@@ -136,11 +159,9 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     answers = FrameAnswers(rules)
     by_leaf = answers.by_leaf
-    # A leaf that no rule answers leaves the stack to its callers: at level 1 (categories, or waits) the
-    # callers' answer is kept by the callers' text, as a fleet's distinct leaves (JIT code, line numbers)
-    # mostly sit under callers seen before.
-    rest = (OTHER if rules.view == "category" else rules.waits.rest) if rules.level == 1 and rules.view != "tax" else None
-    by_callers: dict[str, tuple[str, str]] = {}
+    # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
+    # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
+    by_callers: dict[str, tuple[str, str | None]] = {}
     sums: dict[tuple[str, str], int] = {}       # (group, frame counted under) -> weight
     total = unit = stacks = 0
     for stack, w in stream_folded(path):
@@ -149,14 +170,13 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         key = by_leaf.get(leaf, _UNSEEN)
         if key is _UNSEEN:
             key = answers.leaf_decides(leaf)
-        if key is None:
-            if rest is None or cut < 0:
-                key = stack_group(stack, answers)
-            else:
-                callers = stack[:cut]
-                key = by_callers.get(callers) or remember(by_callers, callers, stack_group(callers, answers))
-                if key[0] == rest:
-                    key = rest, leaf
+        if key is NEUTRAL and cut >= 0:
+            callers = stack[:cut]
+            key = by_callers.get(callers) or remember(by_callers, callers, callers_answer(callers, answers))
+            if key[1] is None:
+                key = key[0], leaf
+        elif key is None or key is NEUTRAL:
+            key = stack_group(stack, answers)
         if not keep_frames:
             key = key[0], ""
         sums[key] = sums.get(key, 0) + w
