@@ -162,7 +162,8 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
     # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
     # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
     by_callers: dict[str, tuple[str, str | None]] = {}
-    sums: dict[tuple[str, str], int] = {}       # (group, frame counted under) -> weight
+    weights: dict[str, int] = {}
+    by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
     total = unit = stacks = 0
     for stack, w in stream_folded(path):
         cut = stack.rfind(";")
@@ -172,25 +173,24 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
             key = answers.leaf_decides(leaf)
         if key is NEUTRAL and cut >= 0:
             callers = stack[:cut]
-            key = by_callers.get(callers) or remember(by_callers, callers, callers_answer(callers, answers))
-            if key[1] is None:
-                key = key[0], leaf
+            group, frame = by_callers.get(callers) or remember(by_callers, callers, callers_answer(callers, answers))
+            if frame is None:
+                frame = leaf
         elif key is None or key is NEUTRAL:
-            key = stack_group(stack, answers)
-        if not keep_frames:
-            key = key[0], ""
-        sums[key] = sums.get(key, 0) + w
+            group, frame = stack_group(stack, answers)
+        else:
+            group, frame = key
+        weights[group] = weights.get(group, 0) + w
+        if keep_frames:
+            frames = by_frame.get(group)
+            if frames is None:
+                frames = by_frame[group] = {}
+            frames[frame] = frames.get(frame, 0) + w
         total += w
         stacks += 1
         if unit == 0 or w % unit:
             unit = gcd(unit, w)
     if not total:
         raise no_samples(path)
-    weights: dict[str, int] = {}
-    by_frame: dict[str, dict[str, int]] = {}
-    for (group, frame), w in sums.items():       # first seen first, as categorize() orders them
-        weights[group] = weights.get(group, 0) + w
-        if keep_frames:
-            by_frame.setdefault(group, {})[frame] = w
     return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // (unit or 1), by_frame,
                      stacks)
