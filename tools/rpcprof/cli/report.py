@@ -1,7 +1,6 @@
 """The commands behind report.py. Each maps options onto a function of the package and prints rows."""
 from __future__ import annotations
 
-import heapq
 import shlex
 from pathlib import Path
 
@@ -51,16 +50,9 @@ def indirect_of(path: Path | None):
 
 
 def app_for(folded: Path) -> str | None:
-    """The app pattern recorded for a folded file's server in its run folder, or carried by a pprof profile
-    that report.py export wrote; None when neither."""
-    from rpcprof.analyze.patterns import UserRegex
-    from rpcprof.pprof_in import APP_COMMENT, app_of, is_pprof
-    if is_pprof(folded) and Path(folded).is_file():
-        regex = app_of(folded)
-        if regex is not None:
-            UserRegex(regex, f"{folded}: its comment `{APP_COMMENT}...`")      # a UserError naming it if invalid
-        return regex
-    return (read_result(Path(folded).parent) or {}).get("app")
+    """The app pattern a pprof export carries (report/export.py), else the one recorded in its run folder."""
+    from rpcprof.report.export import app_carried
+    return app_carried(folded) or (read_result(Path(folded).parent) or {}).get("app")
 
 
 @click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
@@ -143,7 +135,7 @@ def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     b = categorize_file(folded, r)
     us = cpu_us_per_req(folded, b.total, n) if n else None
-    frames = heapq.nsmallest(limit, b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    frames = b.top_frames(category, limit)
     rows = []
     for frame, w in frames:
         hit = r.rule_for(frame, category)
@@ -273,10 +265,9 @@ def html_report(run_dir, out, rules_path, indirect_path, runs_dir):
 @main.command()
 @click.argument("profile", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="pprof (gzip'd profile.proto, labels category/subcategory/tax, and the app pattern, so read "
-                   "back it gives the same shares), speedscope JSON, or collapsed stacks (Pyroscope's folded "
-                   "ingest). speedscope and collapsed carry neither the categories nor the app pattern (give "
-                   "--app when reading them back); collapsed carries no unit either.")
+              help="pprof (gzip'd profile.proto, labels category/subcategory/tax, the app pattern), speedscope JSON "
+                   "or collapsed stacks (Pyroscope's folded ingest; neither carries the labels nor the app pattern), "
+                   "or otlp (OpenTelemetry profiles, attributes category/subcategory/tax; JSON for -o FILE.json).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
 @rules_option
 @app_option
@@ -287,9 +278,8 @@ def export(profile, fmt, out, rules_path, app):
         go tool pprof -top -tagfocus=category=send tonic.pb.gz
     """
     from rpcprof.report.export import export as export_profile
-    pattern = app or app_for(profile)
-    rules = load_rules(rules_path).with_app(pattern, "--app" if app else RESULT_FILE)
-    n = export_profile(profile, rules, fmt, out, pattern)
+    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
+    n = export_profile(profile, rules, fmt, out, app or app_for(profile))
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
 
 
