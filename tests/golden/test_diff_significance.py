@@ -285,3 +285,43 @@ def test_results_gives_each_cells_gaps_and_says_one_round_cannot_test_them(capsy
     for cell in cells:
         line = next(x for x in cell.splitlines() if x.startswith("rust_pajamax − rust_tonic_mt, CPU µs/req"))
         assert "(one round: significance needs rounds)" in line and " total " in line
+
+
+# --- frames and categories present on one side only -------------------------------------------------
+
+def one_side_of(capsys, tmp_path, a, b) -> dict:
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["diff", str(a), str(b), "-o", str(tmp_path / "d.svg"), "--format", "json"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0, out
+    return json.loads(out)["one_side"]
+
+
+def test_frames_on_one_side_only_are_those_of_its_stacks_alone_with_their_share(capsys, tmp_path):
+    a, b = DATA / "rust_tonic_mt.folded.gz", DATA / "rust_pajamax.folded.gz"
+    found = one_side_of(capsys, tmp_path, a, b)
+    for side, here, there in (("b", b, a), ("a", a, b)):
+        stacks, other = open_folded(here), {f for frames, _ in open_folded(there) for f in frames}
+        total = sum(w for _, w in stacks)
+        want = {f: 100 * sum(w for frames, w in stacks if f in frames) / total
+                for f in {f for frames, _ in stacks for f in frames} - other}
+        got = found[f"frames_only_in_{side}"]
+        assert {r["frame"]: r["share"] for r in got} == pytest.approx(want)
+        assert [r["share"] for r in got] == sorted((r["share"] for r in got), reverse=True)
+        assert len(want) > 10
+
+
+def test_a_category_on_one_side_only_is_named_in_json_and_text(capsys, tmp_path):
+    a, b = tmp_path / "a.folded", tmp_path / "b.folded"
+    a.write_text("main;recv_path;tcp_recvmsg_[k] 3\nmain;shared 2\n")
+    b.write_text("main;shared 2\nmain;send_path;__libc_send 4\n")
+    found = one_side_of(capsys, tmp_path, a, b)
+    assert (found["categories_only_in_a"], found["categories_only_in_b"]) == (["recv"], ["send"])
+    assert [r["frame"] for r in found["frames_only_in_a"]] == ["recv_path", "tcp_recvmsg_[k]"]
+    assert [r["frame"] for r in found["frames_only_in_b"]] == ["__libc_send", "send_path"]
+    with pytest.raises(SystemExit):
+        run_click(main, ["diff", str(a), str(b), "-o", str(tmp_path / "d.svg")])
+    text = capsys.readouterr().out
+    assert "Categories new in B (share 0 in A): send. Frames new in B (in no stack of A): 2:" in text
+    assert "Categories vanished from A (share 0 in B): recv. Frames vanished from A (in no stack of B): 2:" in text
+    assert re.search(r"66\.67 +__libc_send", text)

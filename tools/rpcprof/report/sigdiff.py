@@ -23,6 +23,7 @@ from rpcprof.analyze.significance import (FDR, FrameTree, benjamini_hochberg, bh
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
+from rpcprof.report.one_side import one_side, one_side_text
 from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
@@ -318,9 +319,9 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
     else:
         render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend)
-    frames = frame_rows(d)
+    frames, found = frame_rows(d), one_side(d, rows)
     if fmt == "json":
-        return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames,
+        return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,
                            "test": d.test_name() if d.tested else None, "fdr": FDR, "frames_tested": d.tested_boxes,
                            "min_share": MIN_SHARE, "note": rounds_note(d) or None, "svg": str(out)},
                           indent=2, sort_keys=True, default=str) + "\n"
@@ -342,7 +343,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         text += render(frames[:FRAMES_SHOWN], cols, fmt) if frames else "(none)\n"
     else:
         text += rounds_note(d) + "\n"
-    return text + f"Wrote {out} ({sig or scaling}).\n"
+    return text + one_side_text(found, fmt) + f"\nWrote {out} ({sig or scaling}).\n"
 
 
 def side_record(s: Side) -> dict:
