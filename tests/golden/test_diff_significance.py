@@ -325,3 +325,18 @@ def test_a_category_on_one_side_only_is_named_in_json_and_text(capsys, tmp_path)
     assert "Categories new in B (share 0 in A): send. Frames new in B (in no stack of A): 2:" in text
     assert "Categories vanished from A (share 0 in B): recv. Frames vanished from A (in no stack of B): 2:" in text
     assert re.search(r"66\.67 +__libc_send", text)
+
+
+@pytest.mark.parametrize("empty_side", [0, 1])
+@pytest.mark.parametrize("content", ["", "main;x 0\n"])
+def test_a_diff_of_an_empty_profile_is_one_line_naming_it(capsys, tmp_path, empty_side, content):
+    empty = tmp_path / "empty.folded"
+    empty.write_text(content)
+    sides = [DATA / "go_grpc.folded.gz", DATA / "go_grpc.folded.gz"]
+    sides[empty_side] = empty
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["diff", *map(str, sides), "-o", str(tmp_path / "d.svg"), "--format", "json"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.splitlines() == [f"report.py: error: {empty}: no samples (the file is empty or "
+                                                      "every count is 0): profile again, or give another folded file"]
+    assert not (tmp_path / "d.svg").exists()
