@@ -340,3 +340,33 @@ def test_a_diff_of_an_empty_profile_is_one_line_naming_it(capsys, tmp_path, empt
     assert e.value.code == 2 and err.splitlines() == [f"report.py: error: {empty}: no samples (the file is empty or "
                                                       "every count is 0): profile again, or give another folded file"]
     assert not (tmp_path / "d.svg").exists()
+
+
+# --- --normalize share|per-request|absolute, each tested across rounds ----------------------------------
+
+def test_absolute_mode_tests_the_difference_in_samples_and_draws_it(capsys, tmp_path, more_app):
+    data = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "absolute")
+    found = [f for f in data["frames"] if f.get("sig_abs") == "*"]
+    assert found and all(f["delta_abs"] > 0 for f in found)      # more_app's app stacks weigh twice as much
+    app_stacks = [displayable_stack(f).split(";") for f, _ in open_folded(more_app / "base" / "profile.folded")
+                  if is_app(f)]
+    for f in found:
+        assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
+    subtitle = ET.parse(tmp_path / "d.svg").getroot().find(f".//{SVG}text[@id='subtitle']").text
+    assert "coloured where B−A in samples is significant" in subtitle and "samples, not normalised" in subtitle
+    code, text, err = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", tmp_path / "t.svg",
+                             "--normalize", "absolute")
+    assert code == 0 and "B−A [samples]" in text
+
+
+@pytest.mark.parametrize("mode, alias", [("per-request", "--per-request"), ("absolute", "--no-normalize")])
+def test_each_mode_and_its_older_flag_give_the_same_report(capsys, tmp_path, more_app, mode, alias):
+    by_mode = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", mode)
+    by_flag = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", alias)
+    assert by_mode == by_flag and by_mode["frames"]
+
+
+def test_share_mode_is_the_default(capsys, tmp_path, more_app):
+    default = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app")
+    share = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "share")
+    assert default == share and not any("delta_abs" in f for f in default["frames"])

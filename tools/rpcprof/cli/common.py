@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 
@@ -132,3 +133,14 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
     except Exception as e:                 # noqa: BLE001 - the error boundary
         sys.exit(internal_error(group.name, e))
     sys.exit(EXIT_OK)
+
+
+def command_line(*parts: str | None, **options) -> str:
+    """The report.py command that made a graph, for its title: the arguments given, default options left out."""
+    argv = ["report.py", *(p for p in parts if p)]
+    for flag, value in options.items():
+        if value is True:
+            argv.append(flag)
+        elif value:
+            argv += [flag, str(value)]
+    return shlex.join(argv)
