@@ -25,6 +25,7 @@ from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.report.one_side import drawn_names
 from rpcprof.report.sigdiff import build_diff, side_of
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
@@ -370,3 +371,39 @@ def test_share_mode_is_the_default(capsys, tmp_path, more_app):
     default = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app")
     share = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "share")
     assert default == share and not any("delta_abs" in f for f in default["frames"])
+
+
+def boxes_of(svg: Path) -> dict[str, tuple[str, str, int]]:
+    """{frame drawn: (fill, hover text, width)} of a diff graph's boxes."""
+    out = {}
+    for g in ET.parse(svg).getroot().find(f".//{SVG}svg[@id='frames']"):
+        title, rect = g.find(f"{SVG}title").text, g.find(f"{SVG}rect")
+        out[title[:title.rfind(" (")]] = (rect.get("fill"), title, int(rect.get("{http://github.com/jonhoo/inferno}w")))
+    return out
+
+
+def test_the_graph_of_two_profiles_marks_new_frames_and_draws_vanished_ones_at_as_width(capsys, tmp_path):
+    a, b, out = tmp_path / "a.folded", tmp_path / "b.folded", tmp_path / "d.svg"
+    a.write_text("main;old;x 4\nmain;shared 2\n")
+    b.write_text("main;shared 2\nmain;new;y 3\n")
+    code, text, err = report(capsys, "diff", a, b, "-o", out)
+    assert code == 0, err
+    boxes = boxes_of(out)
+    for frame in ("new", "y"):
+        assert boxes[frame][0] == "rgb(0,170,170)" and boxes[frame][1].endswith("; in B only)")
+    for frame in ("old", "x"):           # A's 4 samples of 6, scaled to B's 5: drawn 3 wide
+        assert boxes[frame][0] == "rgb(230,170,0)" and boxes[frame][1].endswith("; in A only)") and boxes[frame][2] == 3
+    assert "in " not in boxes["shared"][1].split(";")[-1] and boxes["shared"][2] == 2
+    subtitle = ET.parse(out).getroot().find(f".//{SVG}text[@id='subtitle']").text
+    assert "teal: in B only; amber: in A only, drawn at A's width" in subtitle
+
+
+def test_on_real_captures_only_frames_of_one_side_are_marked(capsys, tmp_path):
+    a, b = DATA / "rust_tonic_mt.folded.gz", DATA / "rust_pajamax.folded.gz"
+    found = one_side_of(capsys, tmp_path, a, b)
+    boxes = boxes_of(tmp_path / "d.svg")
+    teal = {f for f, (fill, _, _) in boxes.items() if fill == "rgb(0,170,170)"}
+    amber = {f for f, (fill, _, _) in boxes.items() if fill == "rgb(230,170,0)"}
+    assert teal and amber
+    assert teal <= drawn_names(r["frame"] for r in found["frames_only_in_b"])      # as drawn: _[k] left out
+    assert amber <= drawn_names(r["frame"] for r in found["frames_only_in_a"])

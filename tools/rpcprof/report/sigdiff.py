@@ -23,7 +23,7 @@ from rpcprof.analyze.significance import (FDR, FrameTree, benjamini_hochberg, bh
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
-from rpcprof.report.one_side import one_side, one_side_text
+from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
@@ -309,9 +309,12 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             ", mean over each side's rounds")
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    sig = significance_line(d, view)
+    sig, found = significance_line(d, view), one_side(d, rows)
+    vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
-                                      "red: more in B, blue: less", sig, scaling) if x)
+                                      "red: more in B, blue: less", sig, scaling,
+                                      MARKS if not means and (found["frames_only_in_a"] or found["frames_only_in_b"])
+                                      else "") if x)
     legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
     if means:
         with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
@@ -322,8 +325,10 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                                    countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
     else:
-        render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend)
-    frames, found = frame_rows(d), one_side(d, rows)
+        render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
+                               recolour=lambda svg: mark_one_side(svg, found),
+                               also_in_b=lambda stacks: vanished_stacks(stacks, vanished))
+    frames = frame_rows(d)
     if fmt == "json":
         return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,
                            "test": d.test_name() if d.tested else None, "fdr": FDR, "frames_tested": d.tested_boxes,
