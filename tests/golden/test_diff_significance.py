@@ -25,6 +25,7 @@ from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.report.one_side import drawn_names
 from rpcprof.report.sigdiff import build_diff, side_of
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
@@ -288,3 +289,124 @@ def test_results_gives_each_cells_gaps_and_says_one_round_cannot_test_them(capsy
     for cell in cells:
         line = next(x for x in cell.splitlines() if x.startswith("rust_pajamax − rust_tonic_mt, CPU µs/req"))
         assert "(one round: significance needs rounds)" in line and " total " in line
+
+
+# --- frames and categories present on one side only -------------------------------------------------
+
+def one_side_of(capsys, tmp_path, a, b) -> dict:
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["diff", str(a), str(b), "-o", str(tmp_path / "d.svg"), "--format", "json"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0, out
+    return json.loads(out)["one_side"]
+
+
+def test_frames_on_one_side_only_are_those_of_its_stacks_alone_with_their_share(capsys, tmp_path):
+    a, b = DATA / "rust_tonic_mt.folded.gz", DATA / "rust_pajamax.folded.gz"
+    found = one_side_of(capsys, tmp_path, a, b)
+    for side, here, there in (("b", b, a), ("a", a, b)):
+        stacks, other = open_folded(here), {f for frames, _ in open_folded(there) for f in frames}
+        total = sum(w for _, w in stacks)
+        want = {f: 100 * sum(w for frames, w in stacks if f in frames) / total
+                for f in {f for frames, _ in stacks for f in frames} - other}
+        got = found[f"frames_only_in_{side}"]
+        assert {r["frame"]: r["share"] for r in got} == pytest.approx(want)
+        assert [r["share"] for r in got] == sorted((r["share"] for r in got), reverse=True)
+        assert len(want) > 10
+
+
+def test_a_category_on_one_side_only_is_named_in_json_and_text(capsys, tmp_path):
+    a, b = tmp_path / "a.folded", tmp_path / "b.folded"
+    a.write_text("main;recv_path;tcp_recvmsg_[k] 3\nmain;shared 2\n")
+    b.write_text("main;shared 2\nmain;send_path;__libc_send 4\n")
+    found = one_side_of(capsys, tmp_path, a, b)
+    assert (found["categories_only_in_a"], found["categories_only_in_b"]) == (["recv"], ["send"])
+    assert [r["frame"] for r in found["frames_only_in_a"]] == ["recv_path", "tcp_recvmsg_[k]"]
+    assert [r["frame"] for r in found["frames_only_in_b"]] == ["__libc_send", "send_path"]
+    with pytest.raises(SystemExit):
+        run_click(main, ["diff", str(a), str(b), "-o", str(tmp_path / "d.svg")])
+    text = capsys.readouterr().out
+    assert "Categories new in B (share 0 in A): send. Frames new in B (in no stack of A): 2:" in text
+    assert "Categories vanished from A (share 0 in B): recv. Frames vanished from A (in no stack of B): 2:" in text
+    assert re.search(r"66\.67 +__libc_send", text)
+
+
+@pytest.mark.parametrize("empty_side", [0, 1])
+@pytest.mark.parametrize("content", ["", "main;x 0\n"])
+def test_a_diff_of_an_empty_profile_is_one_line_naming_it(capsys, tmp_path, empty_side, content):
+    empty = tmp_path / "empty.folded"
+    empty.write_text(content)
+    sides = [DATA / "go_grpc.folded.gz", DATA / "go_grpc.folded.gz"]
+    sides[empty_side] = empty
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["diff", *map(str, sides), "-o", str(tmp_path / "d.svg"), "--format", "json"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.splitlines() == [f"report.py: error: {empty}: no samples (the file is empty or "
+                                                      "every count is 0): profile again, or give another folded file"]
+    assert not (tmp_path / "d.svg").exists()
+
+
+# --- --normalize share|per-request|absolute, each tested across rounds ----------------------------------
+
+def test_absolute_mode_tests_the_difference_in_samples_and_draws_it(capsys, tmp_path, more_app):
+    data = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "absolute")
+    found = [f for f in data["frames"] if f.get("sig_abs") == "*"]
+    assert found and all(f["delta_abs"] > 0 for f in found)      # more_app's app stacks weigh twice as much
+    app_stacks = [displayable_stack(f).split(";") for f, _ in open_folded(more_app / "base" / "profile.folded")
+                  if is_app(f)]
+    for f in found:
+        assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
+    subtitle = ET.parse(tmp_path / "d.svg").getroot().find(f".//{SVG}text[@id='subtitle']").text
+    assert "coloured where B−A in samples is significant" in subtitle and "samples, not normalised" in subtitle
+    code, text, err = report(capsys, "diff", more_app / "base", more_app / "more_app", "-o", tmp_path / "t.svg",
+                             "--normalize", "absolute")
+    assert code == 0 and "B−A [samples]" in text
+
+
+@pytest.mark.parametrize("mode, alias", [("per-request", "--per-request"), ("absolute", "--no-normalize")])
+def test_each_mode_and_its_older_flag_give_the_same_report(capsys, tmp_path, more_app, mode, alias):
+    by_mode = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", mode)
+    by_flag = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", alias)
+    assert by_mode == by_flag and by_mode["frames"]
+
+
+def test_share_mode_is_the_default(capsys, tmp_path, more_app):
+    default = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app")
+    share = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "share")
+    assert default == share and not any("delta_abs" in f for f in default["frames"])
+
+
+def boxes_of(svg: Path) -> dict[str, tuple[str, str, int]]:
+    """{frame drawn: (fill, hover text, width)} of a diff graph's boxes."""
+    out = {}
+    for g in ET.parse(svg).getroot().find(f".//{SVG}svg[@id='frames']"):
+        title, rect = g.find(f"{SVG}title").text, g.find(f"{SVG}rect")
+        out[title[:title.rfind(" (")]] = (rect.get("fill"), title, int(rect.get("{http://github.com/jonhoo/inferno}w")))
+    return out
+
+
+def test_the_graph_of_two_profiles_marks_new_frames_and_draws_vanished_ones_at_as_width(capsys, tmp_path):
+    a, b, out = tmp_path / "a.folded", tmp_path / "b.folded", tmp_path / "d.svg"
+    a.write_text("main;old;x 4\nmain;shared 2\n")
+    b.write_text("main;shared 2\nmain;new;y 3\n")
+    code, text, err = report(capsys, "diff", a, b, "-o", out)
+    assert code == 0, err
+    boxes = boxes_of(out)
+    for frame in ("new", "y"):
+        assert boxes[frame][0] == "rgb(0,170,170)" and boxes[frame][1].endswith("; in B only)")
+    for frame in ("old", "x"):           # A's 4 samples of 6, scaled to B's 5: drawn 3 wide
+        assert boxes[frame][0] == "rgb(230,170,0)" and boxes[frame][1].endswith("; in A only)") and boxes[frame][2] == 3
+    assert "in " not in boxes["shared"][1].split(";")[-1] and boxes["shared"][2] == 2
+    subtitle = ET.parse(out).getroot().find(f".//{SVG}text[@id='subtitle']").text
+    assert "teal: in B only; amber: in A only, drawn at A's width" in subtitle
+
+
+def test_on_real_captures_only_frames_of_one_side_are_marked(capsys, tmp_path):
+    a, b = DATA / "rust_tonic_mt.folded.gz", DATA / "rust_pajamax.folded.gz"
+    found = one_side_of(capsys, tmp_path, a, b)
+    boxes = boxes_of(tmp_path / "d.svg")
+    teal = {f for f, (fill, _, _) in boxes.items() if fill == "rgb(0,170,170)"}
+    amber = {f for f, (fill, _, _) in boxes.items() if fill == "rgb(230,170,0)"}
+    assert teal and amber
+    assert teal <= drawn_names(r["frame"] for r in found["frames_only_in_b"])      # as drawn: _[k] left out
+    assert amber <= drawn_names(r["frame"] for r in found["frames_only_in_a"])

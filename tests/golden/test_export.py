@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import fill
 
 from rpcprof.analyze.categorize import open_folded, read_folded
+from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.pprof import profile_pb2
 
@@ -101,3 +103,91 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
                           capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and not done.stdout, done.stderr
+
+
+def test_a_pprof_export_read_back_with_no_option_gives_the_runs_shares_app_included(pprof_file):
+    back = run("table", pprof_file, "--format", "json")
+    assert back.exit_code == 0, back.output
+    got = {k: v for k, v in json.loads(back.stdout)[0].items() if k not in ("profile", "samples")}
+    want = shares()
+    assert want["app"] > 0.5                   # the run's app pattern (result.json) decides real samples
+    assert got == pytest.approx(want, abs=0.1)
+
+
+def test_an_app_comment_that_is_no_regex_is_one_line_naming_the_file(pprof_file, tmp_path, capsys):
+    profile = profile_pb2.Profile.FromString(gzip.decompress(pprof_file.read_bytes()))
+    profile.string_table[profile.comment[0]] = "rpcprof app: ("
+    bad = tmp_path / "bad.pb.gz"
+    bad.write_bytes(gzip.compress(profile.SerializeToString()))
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["table", str(bad)])
+    err = capsys.readouterr().err
+    assert e.value.code != 0 and len(err.splitlines()) == 1
+    assert err.startswith(f"report.py: error: {bad}: its comment `rpcprof app: ...`: invalid regex '('")
+
+
+def otlp_document(path):
+    """The ProfilesData of an otlp export, parsed against the pinned opentelemetry-proto's schema (JSON: strictly,
+    an unknown field is an error)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+    if path.suffix == ".json":
+        return json_format.Parse(path.read_text(), otlp.ProfilesData())
+    return otlp.ProfilesData.FromString(path.read_bytes())
+
+
+def otlp_shares(data, key):
+    """{value of attribute key: share of the values [%]} over every sample."""
+    d = data.dictionary
+    strings = list(d.string_table)
+    weights, total = {}, 0
+    for sample in data.resource_profiles[0].scope_profiles[0].profiles[0].samples:
+        total += sample.values[0]
+        for i in sample.attribute_indices:
+            if strings[d.attribute_table[i].key_strindex] == key:
+                value = d.attribute_table[i].value.string_value
+                weights[value] = weights.get(value, 0) + sample.values[0]
+    return {k: 100 * w / total for k, w in weights.items()}
+
+
+@pytest.fixture(scope="module", params=["tonic.otlp.json", "tonic.otlp.pb"])
+def otlp_file(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp("otlp") / request.param
+    assert run("export", FOLDED, "--format", "otlp", "-o", out).exit_code == 0
+    return out
+
+
+@pytest.mark.parametrize("key, level, view", [("category", "1", "category"), ("subcategory", "2", "category"),
+                                              ("tax", "1", "tax")])
+def test_otlp_export_gives_report_pys_shares(otlp_file, key, level, view):
+    out = run("table", FOLDED, "--level", level, "--view", view, "--format", "json")
+    want = {k: v for k, v in json.loads(out.stdout)[0].items() if k not in ("profile", "samples")}
+    got = otlp_shares(otlp_document(otlp_file), key)
+    if key == "subcategory":             # only the groups of split categories are subcategories
+        want = {k: v for k, v in want.items() if "/" in k}
+    assert {k for k, v in want.items() if v > 0} == set(got)
+    assert got == pytest.approx({k: want[k] for k in got}, abs=1e-9)
+
+
+def test_otlp_export_holds_every_stack_leaf_first_with_its_weight(otlp_file):
+    data = otlp_document(otlp_file)
+    d = data.dictionary
+    strings = list(d.string_table)
+    assert strings[0] == "" and len(d.location_table[0].lines) == 0 and len(d.stack_table[0].location_indices) == 0
+    profile = data.resource_profiles[0].scope_profiles[0].profiles[0]
+    assert [strings[profile.sample_type.type_strindex], strings[profile.sample_type.unit_strindex]] == ["cpu", "nanoseconds"]
+    names = [strings[f.name_strindex] for f in d.function_table]
+    stacks = [[names[d.location_table[i].lines[0].function_index] for i in reversed(d.stack_table[s.stack_index].location_indices)]
+              for s in profile.samples]
+    assert list(zip(stacks, (s.values[0] for s in profile.samples))) == [(f, w) for f, w in open_folded(FOLDED)]
+
+
+def test_an_otlp_export_to_a_full_disk_is_one_line_and_leaves_no_file(small_disk, capsys):
+    fill(small_disk)
+    out = small_disk / "tonic.otlp.pb"
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["export", str(FOLDED), "--format", "otlp", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"report.py: error: cannot write {out}: No space left on device; free space or choose another -o")
+    assert not out.exists()

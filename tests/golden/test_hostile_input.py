@@ -160,9 +160,21 @@ def test_a_rules_file_of_the_wrong_type_is_one_line(capsys, tmp_path, change, ex
 
 @pytest.fixture
 def long_frame(tmp_path) -> Path:
+    """A frame that is not printable ASCII, so the rules meet it one by one, under the time budget
+    (analyze/rule_set.py)."""
+    folded = tmp_path / "long.folded"
+    folded.write_text("main;" + "a" * 4999 + "\u00e9! 3\nmain;tcp_recvmsg_[k] 1\n")
+    return folded
+
+
+def test_a_catastrophic_rule_on_a_printable_ascii_frame_is_answered_by_the_automaton(capsys, tmp_path):
     folded = tmp_path / "long.folded"
     folded.write_text("main;" + "a" * 5000 + "! 3\nmain;tcp_recvmsg_[k] 1\n")
-    return folded
+    rules = rules_file(tmp_path, lambda d: d["categories"][0]["rules"][0].update(match="(a+)+$", examples=["aaa"]))
+    code, out, err = report(capsys, "table", folded, "--rules", rules, "--format", "csv")
+    assert code == 0 and not err
+    row = out.splitlines()[1].split(",")
+    assert row[1:4] == ["4", "0.0", "25.0"]         # samples, app (the long frame is not app), recv
 
 
 @pytest.mark.slow

@@ -297,3 +297,52 @@ def test_requests_on_a_profile_counted_in_samples_is_refused(tmp_path):
                                     "samples": [(s, v[:1], lab) for s, v, lab in GO_LIKE["samples"]]}))
     code, _, err = run(["table", path, "--requests", "100"])
     assert code == 2 and "needs weights in CPU nanoseconds and this profile's are samples/count" in err, err
+
+
+# --- read as it streams ------------------------------------------------------------------------------------
+
+def whole(profile: pb.Profile) -> list:
+    """The parts the stacks are made of, as a whole-message parse gives them."""
+    return [list(profile.sample_type), [(tuple(s.location_id), tuple(s.value)) for s in profile.sample],
+            list(profile.mapping), list(profile.location), list(profile.function), list(profile.string_table),
+            list(profile.comment)]
+
+
+def streamed(path) -> list:
+    p = pprof_in._read(path)
+    return [p.sample_type, [tuple(s) for s in p.sample], p.mapping, p.location, p.function, p.string_table, p.comment]
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+@pytest.mark.parametrize("capture", ["go_grpc", "java_grpc", "rust_pajamax"])
+def test_a_profile_read_as_it_streams_is_the_whole_message_parse(tmp_path, monkeypatch, capture, chunk):
+    """The captures exported (labels, the app comment) and read back in chunks of 7 bytes, so that fields and
+    gzip members straddle them, or of 1 MiB."""
+    path = tmp_path / f"{capture}.pb.gz"
+    code, _, err = run(["export", f"tests/data/{capture}.folded.gz", "--format", "pprof", "-o", path, "--app", "Greeter"])
+    assert code == 0, err
+    monkeypatch.setattr(pprof_in, "CHUNK", chunk)
+    assert streamed(path) == whole(pb.Profile.FromString(gzip.decompress(path.read_bytes())))
+    raw = gzip.decompress(path.read_bytes())
+    half = len(raw) // 2                   # two gzip members, padding between them, as some writers leave
+    two = tmp_path / "two.pb.gz"
+    two.write_bytes(gzip.compress(raw[:half], mtime=0) + b"\0" * 9 + gzip.compress(raw[half:], mtime=0))
+    assert streamed(two) == streamed(path)
+
+
+def test_a_comment_written_unpacked_is_read_too(tmp_path):
+    p = build(**GO_LIKE)
+    p.comment.extend([1, 2])
+    packed = p.SerializeToString()
+    field = bytes([0x6a]) + bytes([2]) + bytes([1, 2])           # comment = 13, packed: [1, 2]
+    unpacked = packed.replace(field, bytes([0x68, 1, 0x68, 2]))  # the same as two varint fields
+    assert unpacked != packed
+    assert streamed(write(tmp_path, unpacked, compress=False)) == streamed(write(tmp_path, packed, name="q.pb"))
+
+
+def test_an_uncompressed_profile_cut_short_in_a_field_is_one_line(tmp_path):
+    path = write(tmp_path, GOOD + b"\x32\x05ab", compress=False)     # a string of 5 bytes, 2 of them there
+    code, out, err = run(["table", path])
+    assert code == 2 and not out and err.splitlines() == [
+        f"report.py: error: {path}: not a pprof profile (profile.proto does not decode: the last field is cut short); "
+        "give a pprof file (a folded file gzip'd is NAME.gz)"]

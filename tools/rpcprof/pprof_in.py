@@ -6,6 +6,10 @@ Which file is pprof: a name ending in .pb.gz, .pb, .pprof or .pprof.gz; or gzip 
 name that does not end in .gz (`curl -o profile .../debug/pprof/profile`), which read as folded text
 could only fail. Anything else is folded text as before (NAME.gz: gzip'd folded text).
 
+How: as the file streams (CHUNK at a time, gunzipped as it comes, stopped at MAX_BYTES of profile), field
+by field of profile.proto's wire format, each sample kept as its locations and values alone: neither the
+file nor its decompressed bytes are ever held whole.
+
 Which values: the sample type cpu/nanoseconds when the profile declares it (Go's CPU profile declares
 samples/count and cpu/nanoseconds), else samples/count; a profile with neither (heap, mutex...) is
 refused. Weights are those values as integers: nanoseconds of CPU, or samples.
@@ -15,11 +19,17 @@ leaf first), the function's name (else its system name); a location without line
 name in brackets, else [unknown], as inferno names an unsymbolised frame; a frame of the mapping
 [kernel.kallsyms] gets perf's kernel mark `_[k]`. Labels are ignored: samples with the same frames are
 summed into one stack. Samples whose value is 0 are left out.
+
+The app rule: a profile that `report.py export` wrote carries the server's app pattern as a comment,
+`rpcprof app: REGEX` (APP_COMMENT); app_of() gives it, so a profile read back with no --app puts its
+handler's samples in app as the run did.
 """
 from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Iterator, NamedTuple
 
 from rpcprof.errors import UserError
 
@@ -31,7 +41,9 @@ CPU, SAMPLES = ("cpu", "nanoseconds"), ("samples", "count")
 KERNEL_MAPPING = "[kernel.kallsyms]"    # perf's name for the kernel, and parca-agent's
 FIX = "download the profile again, or export it again from its source (go tool pprof -proto, Pyroscope, Parca)"
 
+APP_COMMENT = "rpcprof app: "
 _declared: dict[tuple, tuple[str, str]] = {}       # file identity -> the sample type its weights were read as
+_apps: dict[tuple, str | None] = {}                # file identity -> the app pattern its comment carries
 
 
 def is_pprof(path: Path | str) -> bool:
@@ -53,10 +65,21 @@ def read_pprof(path: Path | str) -> list[tuple[list[str], int]]:
     """The stacks of a pprof profile, (frames root-first, weight); UserError naming the file and the fix
     when it is missing, damaged, not a profile, or holds no samples."""
     path = Path(path)
-    profile = _decode(path, _proto_bytes(path))
+    profile = _read(path)
     stacks, sample_type = _stacks(path, profile)
     _declared[_identity(path)] = sample_type
+    comments = [profile.string_table[i] for i in profile.comment if 0 <= i < len(profile.string_table)]
+    _apps[_identity(path)] = next((c[len(APP_COMMENT):] for c in comments if c.startswith(APP_COMMENT)), None)
     return stacks
+
+
+def app_of(path: Path | str) -> str | None:
+    """The app pattern a pprof profile carries (a `rpcprof app: REGEX` comment, as report.py export writes
+    it), or None."""
+    path = Path(path)
+    if _identity(path) not in _apps:
+        read_pprof(path)
+    return _apps[_identity(path)]
 
 
 def sample_type_of(path: Path | str) -> tuple[str, str]:
@@ -75,36 +98,53 @@ def _identity(path: Path) -> tuple:
     return (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _proto_bytes(path: Path) -> bytes:
-    """The serialized profile.proto: the file gunzipped (every gzip member), or as it is when not gzip'd."""
+CHUNK = 1 << 20          # read, and decompressed, this much at a time
+
+
+def _open(path: Path):
     try:
-        data = path.read_bytes()
+        return open(path, "rb")
     except FileNotFoundError:
         raise UserError(f"{path}: no such pprof file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory; give a pprof file (e.g. profile.pb.gz)") from None
     except OSError as e:
         raise UserError(f"{path}: unreadable: {e}") from None
-    if not data.startswith(GZIP_MAGIC):
-        if len(data) > MAX_BYTES:
-            raise _too_big(path)
-        return data
-    out, total = [], 0
-    while data:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            chunk = d.decompress(data, MAX_BYTES + 1 - total)
-        except zlib.error as e:
-            raise UserError(f"{path}: damaged gzip ({e}): {FIX}") from None
-        total += len(chunk)
-        out.append(chunk)
-        if total > MAX_BYTES:
-            raise _too_big(path)
-        if not d.eof:
-            raise UserError(f"{path}: truncated: the gzip stream ends after {total:,} bytes of profile, before its end "
-                            f"marker (a download cut short?): {FIX}")
-        data = d.unused_data.lstrip(b"\0")          # a further member, or the padding some writers add
-    return b"".join(out)
+
+
+def _proto_chunks(path: Path) -> Iterator[bytes]:
+    """The serialized profile.proto as the file is read: gunzipped (every gzip member), or as it is when not
+    gzip'd; never more than CHUNK of input nor 4 CHUNKs of output at once, and no further than MAX_BYTES."""
+    total = 0
+    with _open(path) as f:
+        data = f.read(CHUNK)
+        if not data.startswith(GZIP_MAGIC):
+            while data:
+                total += len(data)
+                if total > MAX_BYTES:
+                    raise _too_big(path)
+                yield data
+                data = f.read(CHUNK)
+            return
+        while data:                             # one gzip member per turn
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while not d.eof:
+                if not data:
+                    data = f.read(CHUNK)
+                    if not data:
+                        raise UserError(f"{path}: truncated: the gzip stream ends after {total:,} bytes of profile, "
+                                        f"before its end marker (a download cut short?): {FIX}")
+                try:
+                    out = d.decompress(data, min(4 * CHUNK, MAX_BYTES + 1 - total))
+                except zlib.error as e:
+                    raise UserError(f"{path}: damaged gzip ({e}): {FIX}") from None
+                total += len(out)
+                if total > MAX_BYTES:
+                    raise _too_big(path)
+                data = d.unconsumed_tail
+                if out:
+                    yield out
+            data = (d.unused_data + f.read(CHUNK)).lstrip(b"\0")     # a further member, or padding
 
 
 def _too_big(path: Path) -> UserError:
@@ -112,15 +152,102 @@ def _too_big(path: Path) -> UserError:
                      "its source (a shorter time range, one service; go tool pprof -proto -focus=...)")
 
 
-def _decode(path: Path, raw: bytes):
+class _Undecodable(Exception):
+    """profile.proto's wire format is broken."""
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    """(value, position after it), or None when buf ends first."""
+    value = shift = 0
+    while pos < len(buf):
+        byte = buf[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 70:
+            raise _Undecodable("a varint longer than 10 bytes")
+    return None
+
+
+_FIXED = {1: 8, 5: 4}
+
+
+def _fields(chunks: Iterator[bytes]) -> Iterator[tuple[int, int, int | bytes]]:
+    """(field number, wire type, value) of each top-level field, decoded as the chunks come."""
+    buf, pos = b"", 0
+    for chunk in chunks:
+        buf, pos = buf[pos:] + chunk, 0
+        while pos < len(buf):
+            tag = _varint(buf, pos)
+            if tag is None:
+                break
+            (key, at), wire = tag, tag[0] & 7
+            if key >> 3 == 0 or wire in (3, 4, 6, 7):
+                raise _Undecodable(f"field {key >> 3} of wire type {wire}")
+            if wire == 0:
+                value = _varint(buf, at)
+                if value is None:
+                    break
+                value, end = value
+            elif wire == 2:
+                size = _varint(buf, at)
+                if size is None or size[1] + size[0] > len(buf):
+                    break
+                value, end = buf[size[1]:size[1] + size[0]], size[1] + size[0]
+            else:
+                end = at + _FIXED[wire]
+                if end > len(buf):
+                    break
+                value = int.from_bytes(buf[at:end], "little")
+            yield key >> 3, wire, value
+            pos = end
+    if pos < len(buf):
+        raise _Undecodable("the last field is cut short")
+
+
+class _Sample(NamedTuple):
+    location_id: tuple[int, ...]
+    value: tuple[int, ...]
+
+
+def _read(path: Path) -> SimpleNamespace:
+    """The parts of a profile that the stacks need, read field by field as the file streams: each sample
+    kept as its locations and values alone (its labels are dropped)."""
     from google.protobuf.message import DecodeError
 
-    from rpcprof.pprof import profile_pb2
+    from rpcprof.pprof import profile_pb2 as pb
+    messages = {1: ("sample_type", pb.ValueType), 3: ("mapping", pb.Mapping), 4: ("location", pb.Location),
+                5: ("function", pb.Function)}
+    parts = SimpleNamespace(sample_type=[], sample=[], mapping=[], location=[], function=[], string_table=[],
+                            comment=[])
     try:
-        return profile_pb2.Profile.FromString(raw)
-    except (DecodeError, RecursionError, ValueError) as e:
+        for field, wire, value in _fields(_proto_chunks(path)):
+            if wire == 2 and field in messages:
+                name, kind = messages[field]
+                getattr(parts, name).append(kind.FromString(value))
+            elif wire == 2 and field == 2:
+                sample = pb.Sample.FromString(value)
+                parts.sample.append(_Sample(tuple(sample.location_id), tuple(sample.value)))
+            elif wire == 2 and field == 6:
+                parts.string_table.append(value.decode("utf-8"))
+            elif field == 13:                  # comments: packed, or one varint per field
+                parts.comment += pb.Profile.FromString(bytes([0x6a]) + _length(value)).comment if wire == 2 else [value]
+    except (DecodeError, _Undecodable, UnicodeDecodeError, RecursionError, ValueError) as e:
         raise UserError(f"{path}: not a pprof profile (profile.proto does not decode: {e}); give a pprof file "
                         "(a folded file gzip'd is NAME.gz)") from None
+    return parts
+
+
+def _length(value: bytes) -> bytes:
+    """value as a length-delimited field's payload: its length as a varint, then itself."""
+    size, out = len(value), bytearray()
+    while True:
+        out.append(size & 0x7F | (0x80 if size > 0x7F else 0))
+        size >>= 7
+        if not size:
+            return bytes(out) + value
 
 
 def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str, str]]:

@@ -18,6 +18,7 @@ Three more groupings come from the same file, chosen with Rules.using(level=2) o
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ class Breakdown:
 
     def share(self, category: str) -> float:
         return self.weights.get(category, 0) / self.total if self.total else math.nan
+
+    def top_frames(self, category: str, limit: int) -> list[tuple[str, int]]:
+        """The limit (frame, weight) of category with the most weight, ties by name (a fleet's profile can
+        hold a million: none is sorted beyond them)."""
+        return heapq.nsmallest(limit, self.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:

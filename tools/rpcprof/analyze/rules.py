@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rpcprof.analyze.patterns import UserRegex
+from rpcprof.analyze.rule_set import RuleSet
 from rpcprof.errors import UserError
 
 LEVELS = (1, 2)
@@ -25,6 +26,8 @@ _IDENT = re.compile(r"[A-Za-z0-9_]")
 def strip_generics(name: str) -> str:
     """Remove generic argument lists (`Vec<u8>`, `::<T>`) but keep qualified paths `<X as Trait>` and
     `<impl Trait for X>`, whose contents are stripped in turn."""
+    if "<" not in name:
+        return name
     out = []
     i, n = 0, len(name)
     while i < n:
@@ -95,61 +98,31 @@ class View(NamedTuple):
 NO_WAITS = View([], [], "other-wait")
 
 
-class Rules:
-    """The validated rule set; `classify_stack` is the whole categorisation, in the grouping chosen with
-    `using` (level 1 categories by default; level-2 sub-categories; the tax view)."""
+CACHE_LIMIT = 1 << 17       # answers remembered per question; a fleet's millions of distinct frames would
+                            # otherwise hold hundreds of MB: past it, the answers start afresh
 
-    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
-                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
-                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
-                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
-                 waits: View = NO_WAITS):
-        self.categories = categories
-        self.rules = rules
-        self.source = source
-        self.subcategories = subcategories or {}
-        self.tax_groups = tax_groups or []
-        self.tax_rules = tax_rules or []
-        self.tax_rest = tax_rest
-        self.waits = waits              # the waits view
-        self.level = level
-        self.view = view
-        self.category_colors = colors
-        self.category_descriptions = descriptions
-        self._cache: dict[str, tuple[str, Rule] | None] = {}
-        self._sub_cache: dict[tuple[str, str], Rule | None] = {}
-        self._tax_cache: dict[tuple[str, str], Rule | None] = {}
 
-    def _copy(self, **changes) -> "Rules":
-        args = dict(categories=self.categories, colors=self.category_colors,
-                    descriptions=self.category_descriptions, rules=self.rules, source=self.source,
-                    subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
-                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
-        args.update(changes)
-        return Rules(**args)
+def remember(cache: dict, key, answer):
+    """cache[key] = answer, the cache emptied first when it holds CACHE_LIMIT answers; returns answer."""
+    if len(cache) >= CACHE_LIMIT:
+        cache.clear()
+    cache[key] = answer
+    return answer
 
-    def using(self, level: int = 1, view: str = "category") -> "Rules":
-        """A copy that groups samples at level 1 or 2 of the categories, or in the tax view."""
-        if level not in LEVELS:
-            raise UserError(f"--level {level}: choose 1 (categories) or 2 (sub-categories)")
-        if view not in VIEWS:
-            raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
-        if view == "tax" and not self.tax_groups or view == "waits" and not self.waits.groups:
-            raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
-        return self._copy(level=level, view=view)
 
-    def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
-        """A copy with the server's app pattern added to the `app` category."""
-        if not regex:
-            return self
-        pattern = UserRegex(regex, origin)
-        rules = list(self.rules)
-        idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
-                   len(rules))
-        rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
-        return self._copy(rules=rules)
-
-    # --- the groups of the chosen grouping -------------------------------------------------------
+class Groupings:
+    """The groups of the grouping a Rules object was made for (`Rules.using`): their names, parents, colours
+    and descriptions."""
+    categories: list[str]
+    subcategories: dict[str, list[str]]
+    tax_groups: list[TaxGroup]
+    tax_rules: list[Rule]
+    tax_rest: str
+    waits: View
+    level: int
+    view: str
+    category_colors: dict[str, str]
+    category_descriptions: dict[str, str]
 
     def groups_of(self, category: str) -> list[str]:
         """Level-2 groups of a category, in file order, `CATEGORY/other` last; [category] if unsplit."""
@@ -194,35 +167,100 @@ class Rules:
             return {g.name: g.description for g in view.groups}
         return self.category_descriptions
 
+
+class Rules(Groupings):
+    """The validated rule set; `classify_stack` is the whole categorisation, in the grouping chosen with
+    `using` (level 1 categories by default; level-2 sub-categories; the tax view)."""
+
+    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
+                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
+                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
+                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
+                 waits: View = NO_WAITS):
+        self.categories = categories
+        self.rules = rules
+        self.source = source
+        self.subcategories = subcategories or {}
+        self.tax_groups = tax_groups or []
+        self.tax_rules = tax_rules or []
+        self.tax_rest = tax_rest
+        self.waits = waits              # the waits view
+        self.level = level
+        self.view = view
+        self.category_colors = colors
+        self.category_descriptions = descriptions
+        self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
+        self._cache: dict[str, tuple[str, Rule] | None] = {}
+        self._sub_cache: dict[tuple[str, str], Rule | None] = {}
+        self._tax_cache: dict[tuple[str, str], Rule | None] = {}
+
+    def _copy(self, **changes) -> "Rules":
+        args = dict(categories=self.categories, colors=self.category_colors,
+                    descriptions=self.category_descriptions, rules=self.rules, source=self.source,
+                    subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
+                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
+        args.update(changes)
+        copy = Rules(**args)
+        if copy.rules is self.rules and copy.tax_rules is self.tax_rules and copy.waits is self.waits:
+            copy._sets = self._sets          # the same rules: the automata compiled so far serve both
+        return copy
+
+    def using(self, level: int = 1, view: str = "category") -> "Rules":
+        """A copy that groups samples at level 1 or 2 of the categories, or in the tax view."""
+        if level not in LEVELS:
+            raise UserError(f"--level {level}: choose 1 (categories) or 2 (sub-categories)")
+        if view not in VIEWS:
+            raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
+        if view == "tax" and not self.tax_groups or view == "waits" and not self.waits.groups:
+            raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
+        return self._copy(level=level, view=view)
+
+    def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
+        """A copy with the server's app pattern added to the `app` category."""
+        if not regex:
+            return self
+        pattern = UserRegex(regex, origin)
+        rules = list(self.rules)
+        idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
+                   len(rules))
+        rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
+        return self._copy(rules=rules)
+
     # --- classification ----------------------------------------------------------------------------
+
+    def first_rule(self, raw: str, question: str) -> Rule | None:
+        """The rule that decides a frame, not remembered: question "category" (level 1), "sub:CATEGORY"
+        (a rule of CATEGORY with a `sub`; "sub:*", of any category), "tax" or "waits"; None when no rule of
+        the question matches."""
+        rule_set = self._sets.get(question)
+        if rule_set is None:
+            if question.startswith("sub:"):
+                rules = [r for r in self.rules if r.sub and question[4:] in (r.category, "*")]
+            else:
+                rules = {"category": [r for r in self.rules if r.level == 1], "tax": self.tax_rules,
+                         "waits": self.waits.rules}[question]
+            rule_set = self._sets[question] = RuleSet(rules)
+        return rule_set.first(*normalize_frame(raw))
 
     def classify_frame(self, raw: str) -> tuple[str, Rule] | None:
         """(category, rule) of the first level-1 rule matching this frame, or None."""
         hit = self._cache.get(raw, False)
         if hit is not False:
             return hit
-        name, kernel = normalize_frame(raw)
-        hit = next(((r.category, r) for r in self.rules if r.level == 1 and r.matches(name, kernel)), None)
-        self._cache[raw] = hit
-        return hit
+        rule = self.first_rule(raw, "category")
+        return remember(self._cache, raw, (rule.category, rule) if rule else None)
 
     def sub_rule(self, raw: str, category: str) -> Rule | None:
         """The first rule of category with a `sub` matching this frame (level 2), or None."""
         key = (raw, category)
-        if key not in self._sub_cache:
-            name, kernel = normalize_frame(raw)
-            self._sub_cache[key] = next((r for r in self.rules
-                                         if r.category == category and r.sub and r.matches(name, kernel)), None)
-        return self._sub_cache[key]
+        hit = self._sub_cache.get(key, False)
+        return remember(self._sub_cache, key, self.first_rule(raw, f"sub:{category}")) if hit is False else hit
 
     def tax_rule(self, raw: str, view: str = "tax") -> Rule | None:
         """The first rule of the tax (or waits) view matching this frame, or None."""
         key = (raw, view)
-        if key not in self._tax_cache:
-            name, kernel = normalize_frame(raw)
-            rules = self.waits.rules if view == "waits" else self.tax_rules
-            self._tax_cache[key] = next((r for r in rules if r.matches(name, kernel)), None)
-        return self._tax_cache[key]
+        hit = self._tax_cache.get(key, False)
+        return remember(self._tax_cache, key, self.first_rule(raw, view)) if hit is False else hit
 
     def rule_for(self, frame: str, group: str) -> Rule | None:
         """The rule that made frame decide group in this grouping (for `top`), or None."""

@@ -5,8 +5,10 @@ reference, tests/unit/test_stack_walk.py compares both); what changes is the wor
 
 - the file is streamed: a stack is never held beyond its line, nor split into a list of frames;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
-  category, its tax or waits group), through Rules' own per-frame methods; a stack then costs a
-  dictionary look-up per frame walked, from the leaf, and the walk stops where the frame decides.
+  category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/rule_set.py);
+  a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
+  frame decides. The answers kept are bounded (rules.CACHE_LIMIT per question), so a profile of millions
+  of distinct frames, each seen once, does not hold them all.
 """
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
-from rpcprof.analyze.rules import OTHER, Rules
+from rpcprof.analyze.rules import OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
 
 _UNSEEN = object()
+NEUTRAL = ("", "")        # a leaf that answers none of the walk's questions: its stack is its callers' answer
 
 
 class FrameAnswers:
@@ -32,37 +35,40 @@ class FrameAnswers:
         self.by_leaf: dict[str, tuple[str, str] | None] = {}
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
-        """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; else None."""
+        """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; NEUTRAL when
+        it answers none of the questions the walk asks of it; else None."""
         rules = self.rules
         answer = None
         if rules.view in ("tax", "waits"):
             group = self.leaf_view_of(leaf)
             if group is not None:
                 answer = group, leaf
-            elif rules.view == "tax" and self.category_of(leaf) is not None:
+            elif rules.view == "waits":
+                answer = NEUTRAL
+            elif self.category_of(leaf) is not None:
                 answer = rules.tax_rest, leaf        # the tax walk stops at the frame deciding the category
+            else:
+                answer = NEUTRAL
         elif (category := self.category_of(leaf)) is not None:
             if rules.level == 1 or category == OTHER or category not in self.subs:
                 answer = category, leaf
             elif (group := self.sub_of(leaf, category)) is not None:
                 answer = group, leaf
-        self.by_leaf[leaf] = answer
-        return answer
+        elif rules.level == 1 or rules.first_rule(leaf, "sub:*") is None:
+            answer = NEUTRAL                         # at level 2, no sub-category's rule matches it either
+        return remember(self.by_leaf, leaf, answer)
 
     def category_of(self, frame: str) -> str | None:
-        hit = self.rules.classify_frame(frame)
-        self.category[frame] = answer = hit[0] if hit else None
-        return answer
+        rule = self.rules.first_rule(frame, "category")
+        return remember(self.category, frame, rule.category if rule else None)
 
     def sub_of(self, frame: str, category: str) -> str | None:
-        rule = self.rules.sub_rule(frame, category)
-        self.subs[category][frame] = answer = f"{category}/{rule.sub}" if rule else None
-        return answer
+        rule = self.rules.first_rule(frame, f"sub:{category}")
+        return remember(self.subs[category], frame, f"{category}/{rule.sub}" if rule else None)
 
     def leaf_view_of(self, frame: str) -> str | None:
-        rule = self.rules.tax_rule(frame, self.rules.view)
-        self.leaf_view[frame] = answer = rule.category if rule else None
-        return answer
+        rule = self.rules.first_rule(frame, self.rules.view)
+        return remember(self.leaf_view, frame, rule.category if rule else None)
 
 
 def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, str]:
@@ -130,33 +136,61 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     return (group, frame) if group else (f"{category}/{OTHER}", decider)
 
 
-def categorize_file(path: Path | str, rules: Rules) -> Breakdown:
+def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None]:
+    """(group, deciding frame) of a stack's callers `a;b` (the stack less a NEUTRAL leaf), the frame None when
+    no frame decides (the stack's own leaf is then the frame its samples are counted under)."""
+    group, frame = stack_group(callers, answers)
+    if answers.rules.view == "category":
+        return group, frame if group != OTHER else None
+    # the tax and waits walks name the callers' last frame both when it decides and when none does: it
+    # decides only if it answers one of the questions
+    last = callers[callers.rfind(";") + 1:]
+    known = answers.by_leaf.get(last, _UNSEEN)
+    if known is _UNSEEN:
+        known = answers.leaf_decides(last)
+    return group, frame if frame != last or known is not NEUTRAL else None
+
+
+def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
-    streamed; UserError naming the file when it is missing, damaged, or holds no samples."""
+    streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
+    its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
     if is_pprof(path):
         return categorize(read_pprof(path), rules)
     answers = FrameAnswers(rules)
     by_leaf = answers.by_leaf
-    sums: dict[tuple[str, str], int] = {}       # (group, frame counted under) -> weight
+    # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
+    # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
+    by_callers: dict[str, tuple[str, str | None]] = {}
+    weights: dict[str, int] = {}
+    by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
     total = unit = stacks = 0
     for stack, w in stream_folded(path):
-        leaf = stack[stack.rfind(";") + 1:]
+        cut = stack.rfind(";")
+        leaf = stack[cut + 1:]
         key = by_leaf.get(leaf, _UNSEEN)
         if key is _UNSEEN:
             key = answers.leaf_decides(leaf)
-        if key is None:
-            key = stack_group(stack, answers)
-        sums[key] = sums.get(key, 0) + w
+        if key is NEUTRAL and cut >= 0:
+            callers = stack[:cut]
+            group, frame = by_callers.get(callers) or remember(by_callers, callers, callers_answer(callers, answers))
+            if frame is None:
+                frame = leaf
+        elif key is None or key is NEUTRAL:
+            group, frame = stack_group(stack, answers)
+        else:
+            group, frame = key
+        weights[group] = weights.get(group, 0) + w
+        if keep_frames:
+            frames = by_frame.get(group)
+            if frames is None:
+                frames = by_frame[group] = {}
+            frames[frame] = frames.get(frame, 0) + w
         total += w
         stacks += 1
         if unit == 0 or w % unit:
             unit = gcd(unit, w)
     if not total:
         raise no_samples(path)
-    weights: dict[str, int] = {}
-    by_frame: dict[str, dict[str, int]] = {}
-    for (group, frame), w in sums.items():       # first seen first, as categorize() orders them
-        weights[group] = weights.get(group, 0) + w
-        by_frame.setdefault(group, {})[frame] = w
     return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // (unit or 1), by_frame,
                      stacks)

@@ -132,3 +132,4 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
     except Exception as e:                 # noqa: BLE001 - the error boundary
         sys.exit(internal_error(group.name, e))
     sys.exit(EXIT_OK)
+

@@ -16,17 +16,19 @@ from rpcprof.paths import RULES_PATH
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="SVG file to write.")
-@click.option("--normalize/--no-normalize", default=True, show_default=True,
-              help="Scale A to B's total samples first (inferno-diff-folded -n).")
-@click.option("--per-request", is_flag=True,
-              help="Draw CPU µs per request (each round's shares × its unprofiled CPU per request), not shares; "
-                   "A and B from run folders, or profiles with --requests.")
+@click.option("--normalize", "mode", type=click.Choice(["share", "per-request", "absolute"]), default="share",
+              show_default=True,
+              help="share: shares of samples (without rounds, A scaled to B's total); per-request: CPU µs per request "
+                   "(each round's shares × its unprofiled CPU per request: run folders, or profiles with --requests); "
+                   "absolute: samples as counted. With rounds, B−A is tested in the mode chosen.")
+@click.option("--no-normalize", is_flag=True, help="The same as --normalize absolute.")
+@click.option("--per-request", is_flag=True, help="The same as --normalize per-request.")
 @click.option("--title", default=None, help="Title (default: this command line).")
 @rules_option
 @app_option
 @requests_option("twice, A's then B's, when A and B are profiles without a run folder")
 @format_option
-def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fmt):
+def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, requests, fmt):
     """Differential flame graph of B against A (widths are B's; red: more in B, blue: less), and each
     category's share and CPU µs per request in A and B: frame-level colours mislead when a parent is
     unchanged but its children grew. A and B: folded files, or a server of a run (RUN/SERVER, its
@@ -39,7 +41,9 @@ def diff(a, b, out, normalize, per_request, title, rules_path, app, requests, fm
     output_for(out, a, b)
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
-                                  **{"--no-normalize": not normalize},
+                                  **{"--normalize": None if mode == "share" else mode, "--no-normalize": no_normalize},
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
-    show(render_diff(a, b, out, load_rules(rules_path), app, normalize, per_request, title, fmt, requests), fmt)
+    mode = "per-request" if per_request else "absolute" if no_normalize else mode
+    show(render_diff(a, b, out, load_rules(rules_path), app, mode != "absolute", mode == "per-request", title, fmt, requests),
+         fmt)

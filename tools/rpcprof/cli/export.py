@@ -15,8 +15,9 @@ from rpcprof.rundir import RESULT_FILE
 @click.command()
 @click.argument("profile", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True,
-              help="pprof (gzip'd profile.proto, labels category/subcategory/tax), speedscope JSON, or "
-                   "collapsed stacks (Pyroscope's folded ingest).")
+              help="pprof (gzip'd profile.proto, labels category/subcategory/tax, the app pattern), speedscope JSON "
+                   "or collapsed stacks (Pyroscope's folded ingest; neither carries the labels nor the app pattern), "
+                   "or otlp (OpenTelemetry profiles, attributes category/subcategory/tax; JSON for -o FILE.json).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
 @rules_option
 @app_option
@@ -28,5 +29,5 @@ def export(profile, fmt, out, rules_path, app):
     """
     from rpcprof.report.export import export as export_profile
     rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
-    n = export_profile(profile, rules, fmt, out)
+    n = export_profile(profile, rules, fmt, out, app or app_for(profile))
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)

@@ -38,8 +38,9 @@ def indirect_of(path: Path | None):
 
 
 def app_for(folded: Path) -> str | None:
-    """The app pattern recorded for a folded file's server in its run folder, if any."""
-    return (read_result(Path(folded).parent) or {}).get("app")
+    """The app pattern a pprof export carries (report/export.py), else the one recorded in its run folder."""
+    from rpcprof.report.export import app_carried
+    return app_carried(folded) or (read_result(Path(folded).parent) or {}).get("app")
 
 
 def command_line(*parts: str | None, **options) -> str:

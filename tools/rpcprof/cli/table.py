@@ -27,7 +27,7 @@ def table(folded, rules_path, app, requests, level, view, fmt):
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):
-        b = categorize_file(path, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE))
+        b = categorize_file(path, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE), keep_frames=False)
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         if n:

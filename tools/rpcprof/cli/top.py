@@ -35,7 +35,7 @@ def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     b = categorize_file(folded, r)
     us = cpu_us_per_req(folded, b.total, n) if n else None
-    frames = sorted(b.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    frames = b.top_frames(category, limit)
     rows = []
     for frame, w in frames:
         hit = r.rule_for(frame, category)

@@ -2,10 +2,18 @@
 
     pprof       gzip'd profile.proto (google/pprof's, with the protobuf library): one sample per folded
                 stack, labels category, subcategory (level 2, where the category has them) and tax, so
-                `go tool pprof -top -tagfocus=category=send FILE` shows report.py's send share
+                `go tool pprof -top -tagfocus=category=send FILE` shows report.py's send share; the server's
+                app pattern as a comment (rpcprof.pprof_in.APP_COMMENT), so read back with no --app it
+                gives the run's shares, app included
     speedscope  speedscope's file format (https://www.speedscope.app/file-format-schema.json): one
-                sampled profile, frames shared, stacks root first, weights as folded
-    collapsed   folded stacks, `frame;frame;... weight`, as Pyroscope's ingest (format=folded) takes them
+                sampled profile, frames shared, stacks root first, weights as folded; no categories and no
+                app pattern (the format has no place for them): read back, give --app
+    collapsed   folded stacks, `frame;frame;... weight`, as Pyroscope's ingest (format=folded) takes them;
+                no categories, no app pattern and no unit (ns or samples) either
+    otlp        an OpenTelemetry profiles document (ProfilesData of opentelemetry-proto's profiles
+                v1development, the version requirements.txt pins): one sample per folded stack, its category,
+                subcategory and tax group as attributes of those names; OTLP's JSON encoding for -o FILE.json,
+                protobuf otherwise
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
 counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
@@ -22,8 +30,21 @@ from rpcprof.errors import UserError
 from rpcprof.pprof_in import is_pprof, sample_type_of
 from rpcprof.rundir import read_profile, write_bytes, write_text
 
-FORMATS = ("pprof", "speedscope", "collapsed")
+FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+
+
+def app_carried(profile: Path) -> str | None:
+    """The app pattern a pprof profile carries (the comment report.py export writes), or None; a UserError
+    naming the file when it is no regex."""
+    from rpcprof.analyze.patterns import UserRegex
+    from rpcprof.pprof_in import APP_COMMENT, app_of
+    if not (is_pprof(profile) and Path(profile).is_file()):
+        return None
+    regex = app_of(profile)
+    if regex is not None:
+        UserRegex(regex, f"{profile}: its comment `{APP_COMMENT}...`")
+    return regex
 
 
 def weight_unit(folded: Path) -> tuple[str, str]:
@@ -40,8 +61,10 @@ def weight_unit(folded: Path) -> tuple[str, str]:
     return "samples", "count"
 
 
-def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
+def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str], app: str | None = None) -> bytes:
+    """The gzip'd profile.proto of stacks, each sample labelled; app: the server's app pattern, kept as a comment."""
     from rpcprof.pprof import profile_pb2 as pb
+    from rpcprof.pprof_in import APP_COMMENT
 
     strings: dict[str, int] = {"": 0}
 
@@ -50,6 +73,8 @@ def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
 
     profile = pb.Profile()
     profile.sample_type.add(type=s(sample_type[0]), unit=s(sample_type[1]))
+    if app:
+        profile.comment.append(s(APP_COMMENT + app))
     locations: dict[str, int] = {}
     level2, tax = rules.using(level=2), rules.using(view="tax") if rules.tax_groups else None
     for frames, weight in stacks:
@@ -62,14 +87,64 @@ def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str]) -> bytes:
                 profile.location.add(id=loc).line.add(function_id=loc)
             sample.location_id.append(loc)
         sample.value.append(weight)
-        sample.label.add(key=s("category"), str=s(rules.classify_stack(frames)[0]))
-        sub = level2.classify_stack(frames)[0]
-        if "/" in sub:
-            sample.label.add(key=s("subcategory"), str=s(sub))
-        if tax:
-            sample.label.add(key=s("tax"), str=s(tax.classify_stack(frames)[0]))
+        for key, value in labels_of(frames, rules, level2, tax):
+            sample.label.add(key=s(key), str=s(value))
     profile.string_table.extend(strings)           # insertion order = index order
     return gzip.compress(profile.SerializeToString(), mtime=0)
+
+
+def labels_of(frames: list[str], rules: Rules, level2: Rules, tax: Rules | None) -> list[tuple[str, str]]:
+    """A stack's labels: (category, its group), (subcategory, CATEGORY/SUB) where its category has them, (tax, its group)."""
+    labels = [("category", rules.classify_stack(frames)[0])]
+    sub = level2.classify_stack(frames)[0]
+    if "/" in sub:
+        labels.append(("subcategory", sub))
+    if tax:
+        labels.append(("tax", tax.classify_stack(frames)[0]))
+    return labels
+
+
+def to_otlp(stacks, rules: Rules, sample_type: tuple[str, str], as_json: bool) -> bytes:
+    """An OpenTelemetry ProfilesData of stacks, each sample with its labels as attributes: JSON or protobuf."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+    from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+
+    data = otlp.ProfilesData()
+    tables = data.dictionary
+    strings: dict[str, int] = {"": 0}
+
+    def s(text: str) -> int:
+        return strings.setdefault(text, len(strings))
+
+    for table in (tables.mapping_table, tables.location_table, tables.function_table, tables.link_table,
+                  tables.attribute_table, tables.stack_table):
+        table.add()                          # every dictionary table starts with its zero value
+    scope = data.resource_profiles.add().scope_profiles.add(scope=InstrumentationScope(name="rpcprof"))
+    profile = scope.profiles.add(sample_type=otlp.ValueType(type_strindex=s(sample_type[0]), unit_strindex=s(sample_type[1])))
+    locations: dict[str, int] = {}
+    attributes: dict[tuple[str, str], int] = {}
+    level2, tax = rules.using(level=2), rules.using(view="tax") if rules.tax_groups else None
+    for frames, weight in stacks:
+        leaf_first = []
+        for frame in reversed(frames):
+            loc = locations.get(frame)
+            if loc is None:                  # a function and its location, at the same index of their tables
+                loc = locations[frame] = len(tables.location_table)
+                tables.function_table.add(name_strindex=s(frame), system_name_strindex=s(frame))
+                tables.location_table.add().lines.add(function_index=loc)
+            leaf_first.append(loc)
+        tables.stack_table.add(location_indices=leaf_first)
+        sample = profile.samples.add(stack_index=len(tables.stack_table) - 1, values=[weight])
+        for label in labels_of(frames, rules, level2, tax):
+            if label not in attributes:
+                attributes[label] = len(tables.attribute_table)
+                tables.attribute_table.add(key_strindex=s(label[0]), value=AnyValue(string_value=label[1]))
+            sample.attribute_indices.append(attributes[label])
+    tables.string_table.extend(strings)
+    if as_json:
+        return (json_format.MessageToJson(data, indent=None, sort_keys=True) + "\n").encode()
+    return data.SerializeToString(deterministic=True)
 
 
 def to_speedscope(stacks, name: str, sample_type: tuple[str, str]) -> str:
@@ -87,8 +162,9 @@ def to_collapsed(stacks) -> str:
     return "".join(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
 
 
-def export(folded: Path, rules: Rules, fmt: str, out: Path) -> int:
-    """Write folded in fmt to out (whole or not at all); returns the number of stacks written."""
+def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
+    """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
+    pattern rules hold (pprof keeps it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     stacks = open_folded(folded)
@@ -101,7 +177,9 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path) -> int:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "pprof":
-            write_bytes(out, to_pprof(stacks, rules, sample_type))
+            write_bytes(out, to_pprof(stacks, rules, sample_type, app))
+        elif fmt == "otlp":
+            write_bytes(out, to_otlp(stacks, rules, sample_type, out.suffix.lower() == ".json"))
         elif fmt == "speedscope":
             write_text(out, to_speedscope(stacks, Path(folded).name, sample_type))
         else:

@@ -188,20 +188,28 @@ def category_diff_rows(a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> list
 
 
 def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool = True,
-                           rows: list[dict] | None = None, countname: str = "samples", recolour=None) -> None:
+                           rows: list[dict] | None = None, countname: str = "samples", recolour=None,
+                           also_in_b=None) -> None:
     """Write the differential flame graph of B against A (inferno-diff-folded | inferno-flamegraph):
     widths are B's, red = more samples in B, blue = fewer. normalize: scale A to B's total first.
     rows: category_diff_rows, shown as a text legend. countname: what a weight of 1 is. recolour: a
-    function of inferno's SVG that sets the boxes' colours and hover texts (report/sigdiff.py)."""
+    function of inferno's SVG that sets the boxes' colours and hover texts (report/sigdiff.py). also_in_b:
+    a function of A's stacks giving those drawn in B too, at A's width (scaled as A is)."""
     stacks_b = open_folded(b)
     stacks_a = open_folded(a)
+    weight, extra = sample_weight(stacks_b), also_in_b(stacks_a) if also_in_b else []
+    if extra:       # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
+        scale = sum(w for _, w in stacks_b) / sum(w for _, w in stacks_a) if normalize else 1
+        stacks_a = [(f, round(w * scale)) for f, w in stacks_a]
+        stacks_b = stacks_b + [(f, round(w * scale)) for f, w in extra if round(w * scale) > 0]
+        normalize = False
     diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)
         for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
             write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
         diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
-        svg = run_tool([flame_tool, *inferno_options(title, subtitle, sample_weight(stacks_b), countname), "-"],
+        svg = run_tool([flame_tool, *inferno_options(title, subtitle, weight, countname), "-"],
                        scratch, stdin=diff).decode("utf-8")
     if recolour:
         svg = recolour(svg)

@@ -23,6 +23,7 @@ from rpcprof.analyze.significance import (FDR, FrameTree, benjamini_hochberg, bh
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
+from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
@@ -137,13 +138,14 @@ class Diff:
     per_request: bool                   # every round of both sides has its CPU µs per request
     tested: bool                        # two rounds or more on both sides
     tree: FrameTree = field(default_factory=FrameTree)
-    frames: dict = field(default_factory=dict)       # view ("us", "share") -> {node: FrameTest}
+    frames: dict = field(default_factory=dict)       # view ("us", "share", "abs") -> {node: FrameTest}
     tested_boxes: int = 0
 
     def scales(self, side: Side, view: str) -> dict:
-        """{round: (its key in the tree, total weight, samples, scale)}: a box's figure is its share × scale."""
-        return {r.k: ((side.label, r.k), self.total(side, r), r.samples, r.cpu_us_per_req if view == "us" else 1.0)
-                for r in side.rounds}
+        """{round: (its key in the tree, total weight, samples, scale)}: a box's figure is its share × scale (µs
+        per request in view "us", samples in view "abs")."""
+        return {r.k: ((side.label, r.k), self.total(side, r), r.samples,
+                      r.cpu_us_per_req if view == "us" else r.samples if view == "abs" else 1.0) for r in side.rounds}
 
     def total(self, side: Side, r: Round) -> float:
         return self.tree.weights[0].get((side.label, r.k), 0) or 1
@@ -153,8 +155,9 @@ class Diff:
         return f"{'paired t' if self.paired else 'Welch t'} over {n}"
 
 
-def build_diff(a: Side, b: Side) -> Diff:
-    """The two sides' boxes in one tree, and each box tested across rounds in both views when it can be."""
+def build_diff(a: Side, b: Side, absolute: bool = False) -> Diff:
+    """The two sides' boxes in one tree, and each box tested across rounds in share, in µs per request when
+    both sides have it, and in samples when absolute, when it can be."""
     common = {r.k for r in a.rounds} & {r.k for r in b.rounds}
     paired = bool(a.run_dir and b.run_dir and a.run_dir.resolve() == b.run_dir.resolve() and len(common) >= 2)
     if paired:
@@ -171,7 +174,7 @@ def build_diff(a: Side, b: Side) -> Diff:
         totals = {(s.label, r.k): d.total(s, r) for s in (a, b) for r in s.rounds}
         nodes = boxes_to_test(d.tree, totals, MIN_SHARE)
         d.tested_boxes = len(nodes)
-        for view in (["us"] if per_request else []) + ["share"]:
+        for view in (["us"] if per_request else []) + ["share"] + (["abs"] if absolute else []):
             d.frames[view] = {t.node: t for t in frame_tests(d.tree, d.scales(a, view), d.scales(b, view), paired, nodes)}
     return d
 
@@ -231,8 +234,8 @@ def frame_rows(d: Diff) -> list[dict]:
         row = {"frame": path[-1], "depth": len(path), "path": path}
         for view, tests in d.frames.items():
             t = tests.get(node)
-            suffix = "_us" if view == "us" else ""
-            scale = 1 if view == "us" else 100
+            suffix = {"us": "_us", "share": "", "abs": "_abs"}[view]
+            scale = 100 if view == "share" else 1
             row.update({f"delta{suffix}": t.gap.delta * scale, f"delta{suffix}_pm": t.gap.half * scale,
                         f"q{suffix}": t.q, f"sig{suffix}": "*" if t.discovery else "n.s."} if t else {})
         rows.append(row)
@@ -241,15 +244,16 @@ def frame_rows(d: Diff) -> list[dict]:
 
 
 FRAME_COLUMNS = [("frame", "frame"), ("depth", "depth"), ("delta_us", "B−A [µs/req]"), ("delta_us_pm", "±"),
-                 ("q_us", "q"), ("sig_us", ""), ("delta", "B−A [points]"), ("delta_pm", "±"), ("q", "q"), ("sig", "")]
+                 ("q_us", "q"), ("sig_us", ""), ("delta", "B−A [points]"), ("delta_pm", "±"), ("q", "q"), ("sig", ""),
+                 ("delta_abs", "B−A [samples]"), ("delta_abs_pm", "±"), ("q_abs", "q"), ("sig_abs", "")]
 
 
 # --- the graph -----------------------------------------------------------------------------------
 
 def mean_stacks(d: Diff, side: Side, view: str) -> list[tuple[list[str], int]]:
     """The side's stacks averaged over its rounds, in integer units inferno can sum: ps per request
-    (view "us") or parts per 10^9 of the samples (view "share")."""
-    unit = 1e6 if view == "us" else 1e9
+    (view "us"), parts per 10^9 of the samples (view "share") or samples (view "abs")."""
+    unit = {"us": 1e6, "share": 1e9, "abs": 1}[view]
     scales = d.scales(side, view)
     mean: dict[str, float] = defaultdict(float)
     for r in side.rounds:
@@ -270,7 +274,7 @@ def significance_line(d: Diff, view: str) -> str:
     if not d.tested:
         return ""
     n = sum(t.discovery for t in d.frames[view].values())
-    what = "µs/req" if view == "us" else "share"
+    what = {"us": "µs/req", "share": "share", "abs": "samples"}[view]
     return (f"coloured where B−A in {what} is significant ({d.test_name()}, Benjamini–Hochberg at "
             f"{100 * FDR:.0f} % over {len(d.frames[view])} frames: {n}), grey where not")
 
@@ -291,22 +295,26 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     a, b = side_of(a_path, count_a), side_of(b_path, count_b)
     origin = label_sides(a, b)
-    d = build_diff(a, b)
+    d = build_diff(a, b, absolute=not normalize and not per_request)
     if per_request and not d.per_request:
         raise UserError("--per-request needs both sides' CPU µs per request: give RUN/SERVER or its profile.folded "
                         "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
     rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
     rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
     rows = category_rows(d, rules_a, rules_b)
-    view = "us" if per_request else "share"
+    view = "us" if per_request else "share" if normalize else "abs"
     means = d.tested or per_request or len(a.rounds) > 1 or len(b.rounds) > 1      # drawn: the mean over rounds
     if means:
-        scaling = ("CPU µs per request" if per_request else "shares of samples") + ", mean over each side's rounds"
+        scaling = {"us": "CPU µs per request", "share": "shares of samples", "abs": "samples, not normalised"}[view] + (
+            ", mean over each side's rounds")
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    sig = significance_line(d, view)
+    sig, found = significance_line(d, view), one_side(d, rows)
+    vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
-                                      "red: more in B, blue: less", sig, scaling) if x)
+                                      "red: more in B, blue: less", sig, scaling,
+                                      MARKS if not means and (found["frames_only_in_a"] or found["frames_only_in_b"])
+                                      else "") if x)
     legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
     if means:
         with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
@@ -314,13 +322,15 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             for side, f in zip((a, b), files):
                 write_stacks(mean_stacks(d, side, view), f)
             render_diff_flamegraph(*files, out, title, subtitle, False, legend,
-                                   countname="ps/req" if per_request else "ppb",
+                                   countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
     else:
-        render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend)
+        render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
+                               recolour=lambda svg: mark_one_side(svg, found),
+                               also_in_b=lambda stacks: vanished_stacks(stacks, vanished))
     frames = frame_rows(d)
     if fmt == "json":
-        return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames,
+        return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,
                            "test": d.test_name() if d.tested else None, "fdr": FDR, "frames_tested": d.tested_boxes,
                            "min_share": MIN_SHARE, "note": rounds_note(d) or None, "svg": str(out)},
                           indent=2, sort_keys=True, default=str) + "\n"
@@ -334,7 +344,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         f"adjusted for the {len(rows)} categories (Benjamini–Hochberg): * where q ≤ {FDR:g} (the interval then "
         "excludes 0), n.s. elsewhere.\n" if d.tested else ".\n")
     if d.tested:
-        cols = [c for c in FRAME_COLUMNS if d.per_request or not c[0].endswith("_us")]
+        cols = [c for c in FRAME_COLUMNS
+                if (d.per_request or not c[0].endswith("_us")) and ("abs" in d.frames or "_abs" not in c[0])]
         text += (f"\nFrames whose difference is significant ({d.test_name()}, Benjamini–Hochberg at "
                  f"{100 * FDR:.0f} % over the {d.tested_boxes} boxes with {100 * MIN_SHARE:.1f} % of the samples or "
                  f"more; q: adjusted p): {len(frames)} of them significant"
@@ -342,7 +353,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         text += render(frames[:FRAMES_SHOWN], cols, fmt) if frames else "(none)\n"
     else:
         text += rounds_note(d) + "\n"
-    return text + f"Wrote {out} ({sig or scaling}).\n"
+    return text + one_side_text(found, fmt) + f"\nWrote {out} ({sig or scaling}).\n"
 
 
 def side_record(s: Side) -> dict:

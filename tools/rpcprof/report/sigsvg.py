@@ -87,7 +87,7 @@ def _child(tree: FrameTree, parent: int, name: str) -> int | None:
 def box_text(d: Diff, node: int, view: str, t) -> str:
     """`B 1.234 µs/req, A 0.987; B−A +0.247 ± 0.050, q 0.003 significant` (no parenthesis: inferno's
     script takes a box's label from its title minus the last one)."""
-    unit, scale = ("µs/req", 1.0) if view == "us" else ("% of samples", 100.0)
+    unit, scale = {"us": ("µs/req", 1.0), "share": ("% of samples", 100.0), "abs": ("samples", 1.0)}[view]
     weights = d.tree.weights[node]
     mean = {s.label: scale * sum(weights.get(key, 0.0) / total * f for key, total, _, f in d.scales(s, view).values())
             / len(s.rounds) for s in (d.a, d.b)}

@@ -1,0 +1,94 @@
+"""report.py diff's frames and categories present on one side only. A frame in B's stacks and in none of A's
+is new; one in A's and in none of B's has vanished. Each comes with the share of its side's samples whose
+stacks hold it (the mean over the side's rounds), largest first; a category is on one side only when its
+share is above 0 there and 0 on the other side.
+
+In the graph of two profiles without rounds (widths are B's), a new frame's boxes are filled teal; a
+vanished frame has no width in B, so the stacks of A that hold it are drawn too, at A's width (scaled as A
+is), its boxes filled amber; each says so in its hover text. With rounds the graph keeps significance's
+colours: a frame seen in one side's rounds only is a box tested like any other (halves of one server's
+rounds already differ in their thinnest frames).
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from rpcprof.report.flamegraph import displayable_frame
+from rpcprof.report.svg import _FRAME
+from rpcprof.report.tables import render
+
+if TYPE_CHECKING:
+    from rpcprof.report.sigdiff import Diff, Side
+
+SHOWN = 15          # rows of each list in text (json: all)
+NEW_FILL, VANISHED_FILL = "rgb(0,170,170)", "rgb(230,170,0)"
+MARKS = "teal: in B only; amber: in A only, drawn at A's width"
+
+
+def inclusive_shares(side: Side) -> dict[str, float]:
+    """{frame: share of the side's samples whose stack holds it}, the mean over its rounds."""
+    shares: dict[str, float] = defaultdict(float)
+    for r in side.rounds:
+        total = sum(w for _, w in r.stacks) or 1
+        for frames, w in r.stacks:
+            for frame in set(frames):
+                shares[frame] += w / total / len(side.rounds)
+    return shares
+
+
+def one_side(d: Diff, rows: list[dict]) -> dict:
+    """{"frames_only_in_a"/"_b": [{"frame", "share" [%]}], largest first, "categories_only_in_a"/"_b": [names]};
+    rows: the diff's category rows (shares of A and B in %)."""
+    a, b = inclusive_shares(d.a), inclusive_shares(d.b)
+
+    def only(here: dict[str, float], there: dict[str, float]) -> list[dict]:
+        found = sorted(((f, s) for f, s in here.items() if f not in there), key=lambda fs: (-fs[1], fs[0]))
+        return [{"frame": f, "share": 100 * s} for f, s in found]
+
+    return {"frames_only_in_a": only(a, b), "frames_only_in_b": only(b, a),
+            "categories_only_in_a": [r["category"] for r in rows if r["a"] > 0 and not r["b"]],
+            "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
+
+
+def one_side_text(found: dict, fmt: str) -> str:
+    """The lists as report.py diff prints them (table or markdown)."""
+    text = ""
+    for side, what, other in (("b", "new in B", "A"), ("a", "vanished from A", "B")):
+        categories = found[f"categories_only_in_{side}"]
+        frames = found[f"frames_only_in_{side}"]
+        text += (f"\nCategories {what} (share 0 in {other}): {', '.join(categories) or 'none'}. Frames {what} (in no "
+                 f"stack of {other}): {len(frames):,}" + (f", the {SHOWN} largest" if len(frames) > SHOWN else "")
+                 + (":\n\n" + render(frames[:SHOWN], [("share", f"share of {'B' if side == 'b' else 'A'} [%]"),
+                                                      ("frame", "frame")], fmt) if frames else ".\n"))
+    return text
+
+
+def drawn_names(frames) -> set[str]:
+    """The names frames are drawn under (inferno leaves out a _[k]-style annotation from some)."""
+    names = {displayable_frame(f) for f in frames}
+    return names | {re.sub(r"_\[[kwij]\]$", "", n) for n in names}
+
+
+def vanished_stacks(stacks, vanished: set[str]) -> list:
+    """The stacks, (frames, weight), that hold a vanished frame (names as drawn or as captured)."""
+    return [(frames, w) for frames, w in stacks if not vanished.isdisjoint(frames)]
+
+
+def mark_one_side(svg: str, found: dict) -> str:
+    """svg with the boxes of frames on one side only filled apart and named so in their hover text."""
+    marks = {name: (NEW_FILL, "in B only") for name in drawn_names(r["frame"] for r in found["frames_only_in_b"])}
+    marks |= {name: (VANISHED_FILL, "in A only") for name in drawn_names(r["frame"] for r in found["frames_only_in_a"])}
+
+    def fix(m: re.Match) -> str:
+        title = html.unescape(m.group(1))
+        hit = marks.get(title[:title.rfind(" (")] if " (" in title else title)
+        if hit is None:
+            return m.group(0)
+        rect = re.sub(r'fill="[^"]*"', f'fill="{hit[0]}"', m.group(2))
+        said = m.group(1)[:-1] + f"; {hit[1]})" if m.group(1).endswith(")") else f"{m.group(1)} ({hit[1]})"
+        return f"<g><title>{said}</title><rect {rect}/>"
+
+    return _FRAME.sub(fix, svg)
