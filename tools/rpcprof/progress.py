@@ -1,9 +1,60 @@
-"""Progress and warnings of every layer, one line each on stderr (stdout is the report): the one logger."""
+"""Progress and warnings of every layer, one line each on stderr (stdout is the report): the one logger.
+
+On a terminal, a job (run, sweep, attach) also shows a progress bar with the time left (tqdm), its lines
+printed above it; off a terminal, or when the command prints JSON (bar_allowed(False)), the lines are all
+there is, as they always were. One bar at a time: a sweep's bar counts its cells, and the runs of its cells
+draw none of their own.
+"""
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
+
+_bar = None             # the bar on the terminal now, if any
+_allowed = True         # the command lets a bar be drawn (not with --format json)
 
 
 def log(msg: str) -> None:
-    """msg as one line on stderr, flushed (a run's progress must show as it happens)."""
-    print(msg, file=sys.stderr, flush=True)
+    """msg as one line on stderr, flushed (a run's progress must show as it happens); above the bar if one
+    is drawn."""
+    if _bar is not None:
+        _bar.write(msg, file=_bar.fp)
+    else:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def bar_allowed(allowed: bool) -> None:
+    """Whether the command in progress may draw a bar (False: it prints JSON, or was asked not to)."""
+    global _allowed
+    _allowed = allowed
+
+
+class _NoBar:
+    """What a job steps when no bar is drawn."""
+    total = 0
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def refresh(self) -> None:
+        pass
+
+
+@contextmanager
+def progress_bar(total: int, unit: str, stream=None):
+    """A bar of `total` steps (each a `unit`: measurements, cells...) with the time elapsed and left, on
+    stream (stderr) when it is a terminal; yields what to call update() on after each step, and whose
+    total may be raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
+    global _bar
+    stream = stream or sys.stderr
+    if _bar is not None or not _allowed or total <= 0 or not getattr(stream, "isatty", lambda: False)():
+        yield _NoBar()
+        return
+    from tqdm import tqdm
+    _bar = tqdm(total=total, unit=unit, file=stream, leave=False, dynamic_ncols=True,
+                bar_format="{desc}{n}/{total} {unit} |{bar}| {elapsed} elapsed, {remaining} left")
+    try:
+        yield _bar
+    finally:
+        bar, _bar = _bar, None
+        bar.close()

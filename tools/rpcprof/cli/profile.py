@@ -23,6 +23,7 @@ from rpcprof.report.compare import render_compare, render_shares
 from rpcprof.report.agreement import earlier_lines
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
+from rpcprof.progress import bar_allowed
 from rpcprof.rundir import SERVER_LOG, server_path
 
 # The parameters of each command that are not options of its job (cli/values.py): how to print, and a
@@ -208,6 +209,7 @@ def run(**params):
     """
     opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["run"])
     fmt, latency = params["fmt"], params["latency"]
+    bar_allowed(fmt != "json")          # on a terminal, a bar with the time left; never with JSON
     the_run = Run(opts, command=["profile.sh", *sys.argv[1:]])
     try:
         run_dir = the_run.execute()
@@ -275,6 +277,7 @@ def sweep(**params):
     """
     opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["sweep"])
     fmt = params["fmt"]
+    bar_allowed(fmt != "json")
     job = Sweep(opts, params["conn_list"], params["stream_list"], command=["profile.sh", *sys.argv[1:]],
                 max_per_connection=params["max_per_connection"])
     try:
@@ -325,6 +328,7 @@ def attach(**params):
     """
     opts = job_options(AttachOptions, params, NOT_JOB_OPTIONS["attach"], command=["profile.sh", *sys.argv[1:]])
     fmt, app = params["fmt"], opts.app
+    bar_allowed(fmt != "json")
     job = Attach(opts)
     try:
         run_dir = job.execute()

@@ -33,7 +33,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
-from rpcprof.progress import log
+from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
 
 def parse_target(target: str) -> int:
@@ -145,10 +145,12 @@ class Attach:
             log(f"rpcprof: NOTE: {hint}")
         monitor = ProcessMonitor(self.info.pid, None)
         try:
-            with Session() as session, Lifecycle(self.write) as life:
+            second = self.profiler == "py-spy" and self.opts.second_profile
+            with Session() as session, Lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
                 session.own(monitor)
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
-                if self.profiler == "py-spy" and self.opts.second_profile and not self.gone():
+                bar.update(1)
+                if second and not self.gone():
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)

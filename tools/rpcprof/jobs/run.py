@@ -27,7 +27,7 @@ from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
-from rpcprof.progress import log
+from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
 
 
@@ -174,15 +174,19 @@ class Run:
             render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs])
 
     def rounds(self) -> None:
-        """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --repeat
+        """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --rounds
         rounds; or with --precision, Stein's two stages (analyze/intervals.py): a pilot of
-        max(--repeat, 3) rounds sets how many rounds every ratio's interval needs to be within the target,
+        max(--rounds, 3) rounds sets how many rounds every ratio's interval needs to be within the target,
         then those are measured, unless the next round would end after --max-time. A server that fails is
         left out of the rounds after."""
         opts, t0 = self.opts, time.monotonic()
         repeats: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}
         pilot = max(opts.repeat, PILOT_ROUNDS)
         wanted = opts.repeat if opts.precision is None else pilot
+        with progress_bar(wanted * len(self.specs), "measurements") as bar:
+            self._rounds(opts, t0, repeats, pilot, wanted, bar)
+
+    def _rounds(self, opts: RunOptions, t0: float, repeats: dict[str, list[dict]], pilot: int, wanted: int, bar) -> None:
         k = 0
         while k < wanted:
             k += 1
@@ -193,6 +197,7 @@ class Run:
                 repeats[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_repeats(repeats[spec.name])
                 self.write("running")
+                bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:
                 continue
@@ -202,6 +207,8 @@ class Run:
                     self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
                     break
                 wanted = rounds_needed(logs, opts.precision)
+                bar.total = wanted * len(self.specs)
+                bar.refresh()
                 log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
                      f"±{100 * opts.precision:g} % (two-stage rule)")
             if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:

@@ -12,7 +12,7 @@ from pathlib import Path
 from rpcprof.errors import UserError
 from rpcprof.jobs.base import Lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
-from rpcprof.progress import log
+from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
 
 
@@ -94,7 +94,7 @@ class Sweep:
         self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
                                     "cells": self.cells}
         t0 = time.monotonic()
-        with Lifecycle(self.write) as life:
+        with Lifecycle(self.write) as life, progress_bar(len(self.cells), "cells") as bar:
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
                 done = time.monotonic() - t0
                 left = (done / i * (len(self.cells) - i)) if i else plan
@@ -105,6 +105,7 @@ class Sweep:
                 self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
                 self.write("running")
+                bar.update(1)
             life.failed = not all(all(r.get("status") == "ok" for r in run.results.values()) for run in self.runs)
         return self.dir
 
