@@ -1,5 +1,5 @@
 """The host card: what this host charges for the unit costs RPC servers are made of, measured once per
-run in about 4 s, so that runs on different hosts can be set side by side (report/hosts.py).
+run in about a second, so that runs on different hosts can be set side by side (report/hosts.py).
 
 Hosts of one machine kind differ 1.7-3.8x in a server's CPU per request, and unevenly across servers: a
 server that writes once per response pays the host's loopback write, one that sleeps between bursts its
