@@ -35,7 +35,7 @@ def test_sweep_prints_seed_000_layout_with_ratios(sweep):
 
 def test_sweep_announces_its_duration_and_progress(sweep):
     proc, _ = sweep
-    assert re.search(r"2 cells x 2 server\(s\) x 2 repeat\(s\): about \d+ min \d+ s", proc.stderr)
+    assert re.search(r"2 cells x 2 server\(s\) x 2 round\(s\): about \d+ min \d+ s", proc.stderr)
     assert "[1/2] C=1 S=1:" in proc.stderr and "[2/2] C=1 S=10:" in proc.stderr and "ETA" in proc.stderr
 
 
