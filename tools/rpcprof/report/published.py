@@ -11,6 +11,7 @@ line, one of the tables the command prints with `--format markdown`.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -127,10 +128,13 @@ def table_problem(root: Path, page: str, command: str, lines: list[str]) -> str 
 
 
 def problems(root: Path) -> list[str]:
-    """Every difference between the published pages and what docs/data gives today."""
-    found = [document_problem(root, name) for name in DOCUMENTS]
-    found += [quote_problem(root, *q) for q in quotes(root)]
-    found += [table_problem(root, *t) for t in tables(root)]
+    """Every difference between the published pages and what docs/data gives today, in the pages' order;
+    the commands run side by side, one per CPU (each is a report.py process of its own)."""
+    from concurrent.futures import ThreadPoolExecutor
+    checks = ([(document_problem, (root, name)) for name in DOCUMENTS]
+              + [(quote_problem, (root, *q)) for q in quotes(root)] + [(table_problem, (root, *t)) for t in tables(root)])
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        found = list(pool.map(lambda check: check[0](*check[1]), checks))
     return [p for p in found if p]
 
 
