@@ -16,6 +16,7 @@ from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
+from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.rules import OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
@@ -157,40 +158,140 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
     its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
     if is_pprof(path):
         return categorize(read_pprof(path), rules)
-    answers = FrameAnswers(rules)
-    by_leaf = answers.by_leaf
-    # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
-    # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
-    by_callers: dict[str, tuple[str, str | None]] = {}
-    weights: dict[str, int] = {}
-    by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
-    total = unit = stacks = 0
-    for stack, w in stream_folded(path):
+    try:
+        tally = _Tally(rules, keep_frames)
+        for rows in folded_rows(Path(path)):
+            tally.add_rows(rows)
+    except (Irregular, OSError, EOFError):
+        tally = _Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
+        for stack, w in stream_folded(path):
+            tally.add(stack, w)
+    return tally.breakdown(path)
+
+
+ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
+
+
+class _Tally:
+    """The sums of categorize_file, one stack or one block of rows at a time."""
+
+    def __init__(self, rules: Rules, keep_frames: bool):
+        self.rules, self.keep_frames = rules, keep_frames
+        self.answers = FrameAnswers(rules)
+        # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
+        # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
+        self.by_callers: dict[str, tuple[str, str | None]] = {}
+        self.weights: dict[str, int] = {}
+        self.by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
+        self.unit = self.stacks = 0
+        self._filter = None
+
+    def add(self, stack: str, w: int) -> None:
+        """One stack `a;b;c` of weight w."""
+        self._add(stack, w)
+        self.stacks += 1
+        if self.unit == 0 or w % self.unit:
+            self.unit = gcd(self.unit, w)
+
+    def _add(self, stack: str, w: int) -> None:
+        answers = self.answers
         cut = stack.rfind(";")
         leaf = stack[cut + 1:]
-        key = by_leaf.get(leaf, _UNSEEN)
+        key = answers.by_leaf.get(leaf, _UNSEEN)
         if key is _UNSEEN:
             key = answers.leaf_decides(leaf)
         if key is NEUTRAL and cut >= 0:
-            callers = stack[:cut]
-            group, frame = by_callers.get(callers) or remember(by_callers, callers, callers_answer(callers, answers))
+            group, frame = self.callers_answer(stack[:cut + 1])
             if frame is None:
                 frame = leaf
         elif key is None or key is NEUTRAL:
             group, frame = stack_group(stack, answers)
         else:
             group, frame = key
+        self._count(group, frame, w)
+
+    def callers_answer(self, callers: str) -> tuple[str, str | None]:
+        """callers_answer of `a;b;` (the callers with their last ';'), kept by that text."""
+        known = self.by_callers.get(callers)
+        if known is None:
+            if self.rules.view == "category" and self.rules.level == 1:
+                return self._category_of_callers(callers)
+            known = remember(self.by_callers, callers, callers_answer(callers[:-1], self.answers))
+        return known
+
+    def _category_of_callers(self, callers: str) -> tuple[str, str | None]:
+        """callers_answer at level 1, from the callers' callers: their last frame decides, or the answer of
+        the callers less that frame does (kept too, so each new caller costs one frame's look-up)."""
+        by_callers, category, category_of = self.by_callers, self.answers.category, self.answers.category_of
+        pending, end, prefix = [], len(callers) - 1, callers
+        while True:
+            cut = callers.rfind(";", 0, end)
+            frame = callers[cut + 1:end]
+            decided = category.get(frame, _UNSEEN)
+            if decided is _UNSEEN:
+                decided = category_of(frame)
+            pending.append(prefix)
+            if decided is not None:
+                known = decided, frame if decided != OTHER else None
+                break
+            if cut < 0:
+                known = OTHER, None
+                break
+            end, prefix = cut, callers[:cut + 1]
+            known = by_callers.get(prefix)
+            if known is not None:
+                break
+        for prefix in pending:
+            remember(by_callers, prefix, known)
+        return known
+
+    def _count(self, group: str, frame: str, w: int) -> None:
+        weights = self.weights
         weights[group] = weights.get(group, 0) + w
-        if keep_frames:
-            frames = by_frame.get(group)
+        if self.keep_frames:
+            frames = self.by_frame.get(group)
             if frames is None:
-                frames = by_frame[group] = {}
+                frames = self.by_frame[group] = {}
             frames[frame] = frames.get(frame, 0) + w
-        total += w
-        stacks += 1
-        if unit == 0 or w % unit:
-            unit = gcd(unit, w)
-    if not total:
-        raise no_samples(path)
-    return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // (unit or 1), by_frame,
-                     stacks)
+
+    def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
+        """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
+        its callers' answers alone; any other row as add() counts it."""
+        if self._filter is None:
+            r = self.rules
+            self._filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
+        none_match = self._filter.none_match
+        by_callers, weights, by_frame, add = self.by_callers, self.weights, self.by_frame, self._add
+        keep_frames = self.keep_frames
+        for i in range(0, len(rows), ROWS_AT_ONCE):
+            run = rows[i:i + ROWS_AT_ONCE]
+            if not none_match("\n".join([leaf for _, leaf, _ in run])):
+                for callers, leaf, w in run:
+                    add(callers + leaf, int(w))
+                continue
+            for callers, leaf, w in run:
+                w = int(w)
+                if not callers:
+                    add(leaf, w)
+                    continue
+                known = by_callers.get(callers)
+                if known is None:
+                    known = self.callers_answer(callers)
+                group, frame = known
+                weights[group] = weights.get(group, 0) + w
+                if keep_frames:
+                    frames = by_frame.get(group)
+                    if frames is None:
+                        frames = by_frame[group] = {}
+                    if frame is None:
+                        frame = leaf
+                    frames[frame] = frames.get(frame, 0) + w
+        self.stacks += len(rows)
+        self.unit = gcd(self.unit, *map(int, {w for _, _, w in rows}))
+
+    def breakdown(self, path) -> Breakdown:
+        total = sum(self.weights.values())
+        if not total:
+            raise no_samples(path)
+        return Breakdown({c: self.weights.get(c, 0) for c in self.rules.all_categories}, total,
+                         total // (self.unit or 1), self.by_frame, self.stacks)

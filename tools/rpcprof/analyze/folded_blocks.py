@@ -1,0 +1,94 @@
+"""A folded file read in blocks, for profiles of a million distinct stacks (a fleet's merge): each block of
+lines parsed by one regex call into (callers, leaf, count) rows, with no Python work per line but a tuple.
+
+Only well-formed files take this path: a block holding any line that parse_folded would skip or reject (an
+empty or blank line, a count that is not 1-15 ASCII digits, a CR before the newline) raises Irregular, and
+the caller reads the file again as it did before, line by line, so an error names the same line in the same
+words. The rows are the stacks parse_folded gives, in the same order, decoded the same way (UTF-8, bytes that
+are not UTF-8 read as U+FFFD: a block ends at a newline, so no character is cut in two).
+
+LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
+(analyze/rule_set.py's rewriting, each pattern in multi-line mode) over the leaves joined by newlines. A
+rule's match on a leaf alone is a match on that leaf's line, so a Set that names no rule proves every leaf
+answers no question; when it names one, the caller asks each leaf as before.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Iterator
+
+from rpcprof.analyze.rule_set import re2_superset
+
+BLOCK = 1 << 21          # bytes read at a time
+# (callers with their last ';', or '' for a stack of one frame; leaf; count), one per well-formed line
+_ROW = re.compile(r"^(.*;)?([^;\n]*) ([0-9]{1,15})$", re.M)
+
+
+class Irregular(Exception):
+    """A line the block reader does not take: read the file line by line instead."""
+
+
+def folded_rows(path: Path) -> Iterator[list[tuple[str, str, str]]]:
+    """The rows of a folded file (.gz too), a block's worth at a time; Irregular at the first block holding a
+    line that is not `STACK COUNT`; OSError or EOFError as open and read raise them."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        rest = b""
+        while True:
+            data = f.read(BLOCK)
+            if not data:
+                break
+            data = rest + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            rest = data[cut:]
+            yield _rows(data[:cut - 1].decode("utf-8", "replace"))
+        if rest:
+            yield _rows(rest.decode("utf-8", "replace"))
+
+
+def _rows(text: str) -> list[tuple[str, str, str]]:
+    rows = _ROW.findall(text)
+    if len(rows) != text.count("\n") + 1:
+        raise Irregular
+    return rows
+
+
+class LeafFilter:
+    """Whether no rule of any question matches any of many leaf frames, in one RE2 call."""
+
+    def __init__(self, rules: list) -> None:
+        self._match = None
+        try:
+            import re2
+        except ImportError:
+            return
+        patterns = [re2_superset(r.pattern.pattern) for r in rules]
+        if None in patterns:
+            return                       # a rule RE2 cannot stand in for: every leaf is asked
+        options = re2.Options()
+        options.max_mem = 64 << 20
+        options.log_errors = False
+        rule_set = re2.Set.SearchSet(options)
+        try:
+            for p in patterns:
+                rule_set.Add("(?m)" + p)
+            self._sentinel = rule_set.Add("")
+            rule_set.Compile()
+        except re2.error:
+            return
+        self._match = getattr(rule_set, "_set", rule_set).Match
+
+    def none_match(self, leaves: str) -> bool:
+        """True when no rule matches any of the leaves (joined by newlines) as categorize.yaml reads them;
+        False when one may, or the leaves hold what the filter cannot judge."""
+        # printable ASCII (where RE2 and Python read patterns alike), and nothing normalize_frame changes
+        # (generic arguments, a `_[k]` or `_[j]` suffix)
+        if (self._match is None or not leaves.isascii() or "<" in leaves or "_[" in leaves
+                or not leaves.replace("\n", " ").isprintable()):
+            return False
+        return self._match(leaves.encode()) == [self._sentinel]
