@@ -30,9 +30,10 @@ class Irregular(Exception):
     """A line the block reader does not take: read the file line by line instead."""
 
 
-def folded_rows(path: Path) -> Iterator[list[tuple[str, str, str]]]:
-    """The rows of a folded file (.gz too), a block's worth at a time; Irregular at the first block holding a
-    line that is not `STACK COUNT`; OSError or EOFError as open and read raise them."""
+def folded_rows(path: Path) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
+    """(the block's text, its rows) of a folded file (.gz too), a block's worth of lines at a time, the text
+    without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`; OSError
+    or EOFError as open and read raise them."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         rest = b""
@@ -51,11 +52,11 @@ def folded_rows(path: Path) -> Iterator[list[tuple[str, str, str]]]:
             yield _rows(rest.decode("utf-8", "replace"))
 
 
-def _rows(text: str) -> list[tuple[str, str, str]]:
+def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:
     rows = _ROW.findall(text)
     if len(rows) != text.count("\n") + 1:
         raise Irregular
-    return rows
+    return text, rows
 
 
 class LeafFilter:

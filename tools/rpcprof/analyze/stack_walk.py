@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
-from rpcprof.analyze.rules import OTHER, Rules, remember
+from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
 
@@ -160,7 +160,7 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     try:
         tally = _Tally(rules, keep_frames)
-        for rows in folded_rows(Path(path)):
+        for _, rows in folded_rows(Path(path)):
             tally.add_rows(rows)
     except (Irregular, OSError, EOFError):
         tally = _Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
@@ -185,6 +185,24 @@ class _Tally:
         self.by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
         self.unit = self.stacks = 0
         self._filter = None
+        # without the deciding frames, the stacks whose leaf no rule answers are summed by their callers (`a;b;`)
+        # alone, and their callers' answers asked once at the end: under_callers, emptied into weights when it
+        # grows past CACHE_LIMIT, unless a flame graph keeps it whole, with the others' sums by (callers, group)
+        self.under_callers: dict[str, int] = {}
+        self.others: dict[tuple[str, str], int] | None = None
+
+    def by_callers_weights(self) -> None:
+        """Keep the weights under each caller whole (under_callers), and those of the other stacks by their
+        callers (`a;b;`, '' for a stack of one frame) and group (others)."""
+        self.others = {}
+
+    def group_weights(self) -> dict[str, int]:
+        """Group -> weight of the stacks so far."""
+        weights = dict(self.weights)
+        for callers, w in self.under_callers.items():
+            group = self.callers_answer(callers)[0]
+            weights[group] = weights.get(group, 0) + w
+        return weights
 
     def add(self, stack: str, w: int) -> None:
         """One stack `a;b;c` of weight w."""
@@ -193,7 +211,8 @@ class _Tally:
         if self.unit == 0 or w % self.unit:
             self.unit = gcd(self.unit, w)
 
-    def _add(self, stack: str, w: int) -> None:
+    def answer(self, stack: str) -> tuple[str, str]:
+        """(group, the frame its samples are counted under) of a stack `a;b;c`, as stack_group gives them."""
         answers = self.answers
         cut = stack.rfind(";")
         leaf = stack[cut + 1:]
@@ -202,13 +221,17 @@ class _Tally:
             key = answers.leaf_decides(leaf)
         if key is NEUTRAL and cut >= 0:
             group, frame = self.callers_answer(stack[:cut + 1])
-            if frame is None:
-                frame = leaf
-        elif key is None or key is NEUTRAL:
-            group, frame = stack_group(stack, answers)
-        else:
-            group, frame = key
+            return group, leaf if frame is None else frame
+        if key is None or key is NEUTRAL:
+            return stack_group(stack, answers)
+        return key
+
+    def _add(self, stack: str, w: int) -> None:
+        group, frame = self.answer(stack)
         self._count(group, frame, w)
+        if self.others is not None:
+            where = stack[:stack.rfind(";") + 1], group
+            self.others[where] = self.others.get(where, 0) + w
 
     def callers_answer(self, callers: str) -> tuple[str, str | None]:
         """callers_answer of `a;b;` (the callers with their last ';'), kept by that text."""
@@ -262,12 +285,19 @@ class _Tally:
             self._filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
         none_match = self._filter.none_match
         by_callers, weights, by_frame, add = self.by_callers, self.weights, self.by_frame, self._add
-        keep_frames = self.keep_frames
+        keep_frames, under = self.keep_frames, self.under_callers
         for i in range(0, len(rows), ROWS_AT_ONCE):
             run = rows[i:i + ROWS_AT_ONCE]
             if not none_match("\n".join([leaf for _, leaf, _ in run])):
                 for callers, leaf, w in run:
                     add(callers + leaf, int(w))
+                continue
+            if not keep_frames:
+                for callers, leaf, w in run:
+                    if callers:
+                        under[callers] = under.get(callers, 0) + int(w)
+                    else:
+                        add(leaf, int(w))
                 continue
             for callers, leaf, w in run:
                 w = int(w)
@@ -279,19 +309,22 @@ class _Tally:
                     known = self.callers_answer(callers)
                 group, frame = known
                 weights[group] = weights.get(group, 0) + w
-                if keep_frames:
-                    frames = by_frame.get(group)
-                    if frames is None:
-                        frames = by_frame[group] = {}
-                    if frame is None:
-                        frame = leaf
-                    frames[frame] = frames.get(frame, 0) + w
+                frames = by_frame.get(group)
+                if frames is None:
+                    frames = by_frame[group] = {}
+                if frame is None:
+                    frame = leaf
+                frames[frame] = frames.get(frame, 0) + w
+        if len(under) > CACHE_LIMIT and self.others is None:
+            self.weights = self.group_weights()
+            under.clear()
         self.stacks += len(rows)
         self.unit = gcd(self.unit, *map(int, {w for _, _, w in rows}))
 
     def breakdown(self, path) -> Breakdown:
-        total = sum(self.weights.values())
+        weights = self.group_weights()
+        total = sum(weights.values())
         if not total:
             raise no_samples(path)
-        return Breakdown({c: self.weights.get(c, 0) for c in self.rules.all_categories}, total,
+        return Breakdown({c: weights.get(c, 0) for c in self.rules.all_categories}, total,
                          total // (self.unit or 1), self.by_frame, self.stacks)

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import click
 
-from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+from rpcprof.analyze.categorize import load_rules
+from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import output_for, rules_option, show
 from rpcprof.cli.report_options import app_for, app_option, command_line, grouping_options
 from rpcprof.paths import RULES_PATH
+from rpcprof.report.flame_stream import streamed_flamegraph
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.rundir import RESULT_FILE, run_of_folded
 
@@ -27,14 +29,14 @@ def svg(folded, out, title, rules_path, app, level, view):
     rules = load_rules(rules_path).using(level, view)
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     run = run_of_folded(folded)
-    if run:
-        subtitle = subtitle_for_run(*run)
-    else:
-        b = categorize(open_folded(folded), r)
-        subtitle = f"{folded.name} · {b.samples:,} samples"
+    subtitle = subtitle_for_run(*run) if run else (lambda samples: f"{folded.name} · {samples:,} samples")
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path},
                                   **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
-    render_flamegraph(folded, r, out, title, subtitle, countname="µs" if view == "waits" else "samples")
+    countname = "µs" if view == "waits" else "samples"
+    if not streamed_flamegraph(folded, r, out, title, subtitle, countname):
+        if not isinstance(subtitle, str):
+            subtitle = subtitle(categorize_file(folded, r, keep_frames=False).samples)
+        render_flamegraph(folded, r, out, title, subtitle, countname=countname)
     show(f"report.py: wrote {out}\n", err=True)

@@ -168,9 +168,15 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     if unmatched:
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
               "they keep their function's colour", file=sys.stderr)
+    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(legend_shares, rules), countname)
+
+
+def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
+                      countname: str = "samples") -> None:
+    """inferno's SVG, its boxes recoloured, given headings that fit and the legend, checked and written."""
     svg = fit_headings(search_names_only(svg), title, subtitle)
     heading = "share of samples:" if countname == "samples" else f"share of {countname}:"
-    svg = add_legend(svg, legend_svg(category_legend(legend_shares, rules), heading, 72))
+    svg = add_legend(svg, legend_svg(legend, heading, 72))
     check_xml(svg, str(out_svg))
     write_atomically(out_svg, svg)
 

@@ -1,0 +1,169 @@
+"""The annotated flame graph of a fleet's folded file (a million distinct stacks), drawn without holding its
+stacks: the file is read in blocks (analyze/folded_blocks.py) and piped to inferno-flamegraph as it is
+categorised, and each box inferno draws gets its category weights from the sums kept per caller.
+
+The graph is report/flamegraph.render_flamegraph's, byte for byte, or this path gives way to it:
+- a block is piped as it was read only when every line is drawn as written (printable ASCII, no line that
+  displayable_stack rewrites, no count with a leading zero) and names its boxes as inferno does (no `_[k]`-style
+  annotation, which inferno drops from a box's name); otherwise the file is drawn in memory;
+- inferno runs with a placeholder subtitle (the samples are counted as it reads) and a factor of one: each
+  box's hover text, the only place the factor shows, is written again below; the palette map is empty, since
+  every box is recoloured (a box not matched would keep its function's colour: the file is drawn in memory);
+- a box's category weights are the weights of every stack under its frames: this holds when the stacks
+  under a box are all adjacent in inferno's sorted order, which each box's width, equal to their sum, proves
+  (else, in memory); and when no stack ends at a box (its own weight then is not under any caller: in memory).
+"""
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import tempfile
+from bisect import bisect_right
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+from rpcprof.analyze.folded_blocks import Irregular, folded_rows
+from rpcprof.analyze.rules import Rules
+from rpcprof.analyze.stack_walk import _Tally
+from rpcprof.pprof_in import is_pprof
+from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, displayable_frame, finish_flamegraph,
+                                       inferno_options, inferno_tool)
+from rpcprof.report.svg import _ATTR, _ATTR_Y, _FRAME, FRAME_HEIGHT, Box, recolour_frames
+
+STREAM_FROM = 8 << 20            # bytes: a smaller file is drawn in memory, as before
+PLACEHOLDER = "rpcprof-subtitle-to-come"
+_XML_SPECIAL = set("&<>\"'")
+_SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a stack that displayable_stack trims or whose end it rewrites
+
+
+def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
+    """Whether displayable_stack leaves every line of the block as it is, and its count is written as read."""
+    return (text.isascii() and text.replace("\n", " ").isprintable() and not text.startswith((" ", "#"))
+            and "\n " not in text and "\n#" not in text and " 0" not in text and "_[" not in text
+            and not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows])))
+
+
+def _drawn_boxes(svg: str) -> list[tuple[int, int, int, str]]:
+    """(depth, fg:x, fg:w, the frame's name) of every box inferno drew, depth 0 its `all`."""
+    found = [(m.group(1), dict(_ATTR.findall(m.group(2)))) for m in _FRAME.finditer(svg)]
+    y_all = max((int(a["y"]) for _, a in found), default=0)
+    return [((y_all - int(a["y"])) // FRAME_HEIGHT, int(a["fg:x"]), int(a["fg:w"]),
+             html.unescape(title[:title.rfind(" (")] if " (" in title else title)) for title, a in found]
+
+
+def _paths(boxes: list[tuple[int, int, int, str]]) -> dict[tuple[int, int, int], str] | None:
+    """Each box's frames, `a;b;c` (the box beneath it is the one at the depth below holding its x); None when
+    one has no box beneath it."""
+    paths: dict[tuple[int, int, int], str] = {}
+    below: list[tuple[int, int, str]] = []
+    for depth in range(max((b[0] for b in boxes), default=-1) + 1):
+        level = sorted(b for b in boxes if b[0] == depth)
+        starts = [x for x, _, _ in below]
+        for _, x, w, name in level:
+            if depth == 0:
+                paths[depth, x, w] = ""
+                continue
+            i = bisect_right(starts, x) - 1
+            if i < 0 or x >= below[i][0] + max(below[i][1], 1):
+                return None
+            parent = below[i][2]
+            paths[depth, x, w] = f"{parent};{name}" if parent else name
+        below = [(x, w, paths[depth, x, w]) for _, x, w, _ in level]
+    return paths
+
+
+def _box_weights(tally: _Tally, wanted: set[str]) -> dict[str, dict[str, int]]:
+    """Group -> weight of the stacks under each wanted box (`a;b`), from the sums kept per caller."""
+    weights: dict[str, dict[str, int]] = {p: defaultdict(int) for p in wanted}
+    sums = [((c, tally.callers_answer(c)[0] if c else None), w) for c, w in tally.under_callers.items()]
+    for (callers, group), w in sums + list(tally.others.items()):
+        cut = callers.find(";")
+        while cut >= 0:
+            box = weights.get(callers[:cut])
+            if box is not None:
+                box[group] += w
+            cut = callers.find(";", cut + 1)
+    return weights
+
+
+def _add_own_weights(folded: Path, tally: _Tally, weights: dict[str, dict[str, int]], boxes: set[str]) -> bool:
+    """The weights of the stacks that end at one of these boxes (`a;b`, as drawn: the file was read as drawn)
+    added to theirs, from a second reading; False when the file changed under it."""
+    if not boxes:
+        return True
+    leaves = {box[box.rfind(";") + 1:] for box in boxes}
+    try:
+        for _, rows in folded_rows(folded):
+            for callers, leaf, w in rows:
+                if leaf in leaves and (stack := callers + leaf) in boxes:
+                    weights[stack][tally.answer(stack)[0]] += int(w)
+    except (Irregular, OSError, EOFError):
+        return False
+    return True
+
+
+def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str | Callable[[int], str],
+                        countname: str = "samples") -> bool:
+    """render_flamegraph's graph of folded (subtitle: the text, or a function of the samples counted), drawn
+    as it is read; False, having written nothing, when the file is one to draw in memory (see the module)."""
+    folded = Path(folded)
+    if countname != "samples" or is_pprof(folded) or not folded.is_file() or folded.stat().st_size < STREAM_FROM:
+        return False
+    tally = _Tally(rules, keep_frames=False)
+    tally.by_callers_weights()
+    with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
+        (Path(scratch) / PALETTE_MAP).touch()
+        head = subtitle if isinstance(subtitle, str) else PLACEHOLDER
+        with open(Path(scratch) / "out.svg", "wb+") as out, open(Path(scratch) / "err", "wb") as err:
+            proc = subprocess.Popen([inferno_tool("inferno-flamegraph"), "--cp", *inferno_options(title, head, 1, countname),
+                                     "-"], cwd=scratch, stdin=subprocess.PIPE, stdout=out, stderr=err)
+            read = True
+            try:
+                for text, rows in folded_rows(folded):
+                    if not _drawn_as_read(text, rows):
+                        read = False
+                        break
+                    proc.stdin.write(text.encode() + b"\n")
+                    tally.add_rows(rows)
+            except (Irregular, OSError, EOFError):
+                read = False
+            finally:
+                if not read:
+                    proc.kill()
+                proc.stdin.close()
+            if proc.wait() or not read:
+                return False
+            out.seek(0)
+            svg = out.read().decode("utf-8")
+    group_weights = tally.group_weights()
+    total = sum(group_weights.values())
+    if not total:
+        return False
+    weight = tally.unit or 1
+    if not isinstance(subtitle, str):
+        subtitle = subtitle(total // weight)
+        drawn = displayable_frame(subtitle)
+        if _XML_SPECIAL & set(drawn) or svg.count(f">{PLACEHOLDER}</text>") != 1:
+            return False
+        svg = svg.replace(f">{PLACEHOLDER}</text>", f">{drawn}</text>", 1)
+    boxes = _drawn_boxes(svg)
+    paths = _paths(boxes)
+    if paths is None:
+        return False
+    weights = _box_weights(tally, {p for p in paths.values() if p})
+    ends = {c.count(";") + 1 for c in tally.under_callers} | {c.count(";") + 1 for c, _ in tally.others}
+    if not _add_own_weights(folded, tally, weights, {paths[d, x, w] for d, x, w, _ in boxes if d in ends}):
+        return False
+    weights[""] = defaultdict(int, group_weights)
+    if any(sum(weights[paths[d, x, w]].values()) != w for d, x, w, _ in boxes):
+        return False
+    order = rules.all_categories
+    svg, unmatched = recolour_frames(svg, [Box(d, name, x, x + w, weights[paths[d, x, w]]) for d, x, w, name in boxes],
+                                     weight, total, rules.colors, order)
+    if unmatched:
+        return False
+    shares = {c: group_weights.get(c, 0) / total for c in order}
+    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
+    return True
