@@ -172,6 +172,33 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
 ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
 
 
+def _level1_callers(callers: str, by_callers: dict, answers: FrameAnswers) -> tuple[str, str | None]:
+    """callers_answer at level 1 of `a;b;`, from the callers' callers: their last frame decides, or the answer of
+    the callers less that frame does (kept in by_callers too, so each new caller costs one frame's look-up)."""
+    category, category_of = answers.category, answers.category_of
+    pending, end, prefix = [], len(callers) - 1, callers
+    while True:
+        cut = callers.rfind(";", 0, end)
+        frame = callers[cut + 1:end]
+        decided = category.get(frame, _UNSEEN)
+        if decided is _UNSEEN:
+            decided = category_of(frame)
+        pending.append(prefix)
+        if decided is not None:
+            known = decided, frame if decided != OTHER else None
+            break
+        if cut < 0:
+            known = OTHER, None
+            break
+        end, prefix = cut, callers[:cut + 1]
+        known = by_callers.get(prefix)
+        if known is not None:
+            break
+    for prefix in pending:
+        remember(by_callers, prefix, known)
+    return known
+
+
 class _Tally:
     """The sums of categorize_file, one stack or one block of rows at a time."""
 
@@ -238,34 +265,8 @@ class _Tally:
         known = self.by_callers.get(callers)
         if known is None:
             if self.rules.view == "category" and self.rules.level == 1:
-                return self._category_of_callers(callers)
+                return _level1_callers(callers, self.by_callers, self.answers)
             known = remember(self.by_callers, callers, callers_answer(callers[:-1], self.answers))
-        return known
-
-    def _category_of_callers(self, callers: str) -> tuple[str, str | None]:
-        """callers_answer at level 1, from the callers' callers: their last frame decides, or the answer of
-        the callers less that frame does (kept too, so each new caller costs one frame's look-up)."""
-        by_callers, category, category_of = self.by_callers, self.answers.category, self.answers.category_of
-        pending, end, prefix = [], len(callers) - 1, callers
-        while True:
-            cut = callers.rfind(";", 0, end)
-            frame = callers[cut + 1:end]
-            decided = category.get(frame, _UNSEEN)
-            if decided is _UNSEEN:
-                decided = category_of(frame)
-            pending.append(prefix)
-            if decided is not None:
-                known = decided, frame if decided != OTHER else None
-                break
-            if cut < 0:
-                known = OTHER, None
-                break
-            end, prefix = cut, callers[:cut + 1]
-            known = by_callers.get(prefix)
-            if known is not None:
-                break
-        for prefix in pending:
-            remember(by_callers, prefix, known)
         return known
 
     def _count(self, group: str, frame: str, w: int) -> None:
