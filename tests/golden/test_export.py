@@ -191,3 +191,27 @@ def test_an_otlp_export_to_a_full_disk_is_one_line_and_leaves_no_file(small_disk
     assert e.value.code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"report.py: error: cannot write {out}: No space left on device; free space or choose another -o")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("body", ["main;w_1;leaf_1 3\nmain;w_2;leaf_2 007\nlone 0\n;;x 12\nmain;w_1;leaf_3 5",
+                                  "a 1\n\nb 2\n", "a 0\nb 0\n", "a\xff;b 4\n\u00e9 1\n"])
+def test_collapsed_written_as_read_is_the_one_written_whole(tmp_path, body):
+    """The collapsed export streamed (report/export.stream_collapsed) is to_collapsed's, byte for byte, or it
+    gives way to export's reading of the file whole (blank lines, no samples: the same error)."""
+    from rpcprof.report.export import stream_collapsed, to_collapsed
+    path = tmp_path / "in.folded"
+    path.write_bytes(body.encode("utf-8", "surrogateescape") if "\xff" not in body else body.encode("latin-1"))
+    out = tmp_path / "out.collapsed"
+    n = stream_collapsed(path, out)
+    try:
+        stacks = open_folded(path)
+    except Exception:                        # noqa: BLE001 - the file export refuses: nothing streamed either
+        assert n is None and not out.exists()
+        return
+    assert n is not None or not body.startswith("main")
+    if n is not None:
+        assert out.read_text(encoding="utf-8") == to_collapsed(stacks) and n == len(stacks)
+    for capture in [FOLDED, DATA / "hostile.folded", DATA / "go_grpc.folded.gz"]:
+        n = stream_collapsed(capture, out)
+        stacks = open_folded(capture)
+        assert n is None or (out.read_text(encoding="utf-8") == to_collapsed(stacks) and n == len(stacks))

@@ -59,6 +59,28 @@ def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:
     return text, rows
 
 
+def write_collapsed(path: Path, out) -> tuple[int, int]:
+    """The stacks of a folded file written to out (a binary file) as `frame;frame;... weight` lines, as
+    report/export.to_collapsed writes them (a count with leading zeros written as its number), a block at a
+    time; (stacks, total weight). Irregular when folded_rows raises it, or the file cannot be read; out's own
+    OSError as it comes."""
+    stacks = total = 0
+    blocks = folded_rows(path)
+    while True:
+        try:
+            text, rows = next(blocks)
+        except StopIteration:
+            break
+        except (OSError, EOFError):
+            raise Irregular from None
+        if " 0" in text:
+            text = "\n".join([f"{callers}{leaf} {int(w)}" for callers, leaf, w in rows])
+        out.write(text.encode("utf-8") + b"\n")
+        stacks += len(rows)
+        total += sum(map(int, [w for _, _, w in rows]))
+    return stacks, total
+
+
 class LeafFilter:
     """Whether no rule of any question matches any of many leaf frames, in one RE2 call."""
 

@@ -162,11 +162,34 @@ def to_collapsed(stacks) -> str:
     return "".join(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
 
 
+def stream_collapsed(folded: Path, out: Path) -> int | None:
+    """export's collapsed stacks of a folded file, written as it is read (analyze/folded_blocks.py): the number
+    of stacks written; None, having written nothing, when export must read it whole (a pprof profile, a line
+    it does not take, an output it would refuse, a file whose weights are all 0: its error comes from there)."""
+    from rpcprof.analyze.folded_blocks import Irregular, write_collapsed
+    from rpcprof.rundir import output_file
+    if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
+            or out.resolve() == folded.resolve()):
+        return None
+    try:
+        with output_file(out) as f:
+            stacks, total = write_collapsed(folded, f)
+            if not total:
+                raise Irregular              # nothing written: open_folded names the file
+    except Irregular:
+        return None
+    return stacks
+
+
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
     """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
     pattern rules hold (pprof keeps it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt == "collapsed":
+        n = stream_collapsed(Path(folded), Path(out))
+        if n is not None:
+            return n
     stacks = open_folded(folded)
     out = Path(out)
     if out.resolve() == Path(folded).resolve():
