@@ -217,6 +217,7 @@ class _Tally:
         # grows past CACHE_LIMIT, unless a flame graph keeps it whole, with the others' sums by (callers, group)
         self.under_callers: dict[str, int] = {}
         self.others: dict[tuple[str, str], int] | None = None
+        self._frames_of: dict[str, tuple[dict[str, int], str | None]] = {}    # callers -> (by_frame[group], frame)
 
     def by_callers_weights(self) -> None:
         """Keep the weights under each caller whole (under_callers), and those of the other stacks by their
@@ -225,6 +226,8 @@ class _Tally:
 
     def group_weights(self) -> dict[str, int]:
         """Group -> weight of the stacks so far."""
+        if self.keep_frames:
+            return {group: sum(frames.values()) for group, frames in self.by_frame.items()}
         weights = dict(self.weights)
         for callers, w in self.under_callers.items():
             group = self.callers_answer(callers)[0]
@@ -285,7 +288,7 @@ class _Tally:
             r = self.rules
             self._filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
         none_match = self._filter.none_match
-        by_callers, weights, by_frame, add = self.by_callers, self.weights, self.by_frame, self._add
+        by_frame, add, frames_of = self.by_frame, self._add, self._frames_of
         keep_frames, under = self.keep_frames, self.under_callers
         for i in range(0, len(rows), ROWS_AT_ONCE):
             run = rows[i:i + ROWS_AT_ONCE]
@@ -300,19 +303,19 @@ class _Tally:
                     else:
                         add(leaf, int(w))
                 continue
-            for callers, leaf, w in run:
+            for callers, leaf, w in run:       # summed into by_frame alone: the weights are its sums
                 w = int(w)
                 if not callers:
                     add(leaf, w)
                     continue
-                known = by_callers.get(callers)
+                known = frames_of.get(callers)
                 if known is None:
-                    known = self.callers_answer(callers)
-                group, frame = known
-                weights[group] = weights.get(group, 0) + w
-                frames = by_frame.get(group)
-                if frames is None:
-                    frames = by_frame[group] = {}
+                    group, frame = self.callers_answer(callers)
+                    frames = by_frame.get(group)
+                    if frames is None:
+                        frames = by_frame[group] = {}
+                    known = remember(frames_of, callers, (frames, frame))
+                frames, frame = known
                 if frame is None:
                     frame = leaf
                 frames[frame] = frames.get(frame, 0) + w
