@@ -42,7 +42,8 @@ def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
     """Whether displayable_stack leaves every line of the block as it is, and its count is written as read."""
     return (text.isascii() and text.replace("\n", " ").isprintable() and not text.startswith((" ", "#"))
             and "\n " not in text and "\n#" not in text and " 0" not in text and "_[" not in text
-            and not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows])))
+            and (text.count(" ") == len(rows)            # no space but before each count: no leaf ends in one
+                 or not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows]))))
 
 
 def _drawn_boxes(svg: str) -> list[tuple[int, int, int, str]]:
@@ -74,17 +75,24 @@ def _paths(boxes: list[tuple[int, int, int, str]]) -> dict[tuple[int, int, int],
     return paths
 
 
-def _box_weights(tally: _Tally, wanted: set[str]) -> dict[str, dict[str, int]]:
-    """Group -> weight of the stacks under each wanted box (`a;b`), from the sums kept per caller."""
-    weights: dict[str, dict[str, int]] = {p: defaultdict(int) for p in wanted}
-    sums = [((c, tally.callers_answer(c)[0] if c else None), w) for c, w in tally.under_callers.items()]
-    for (callers, group), w in sums + list(tally.others.items()):
-        cut = callers.find(";")
-        while cut >= 0:
-            box = weights.get(callers[:cut])
-            if box is not None:
-                box[group] += w
-            cut = callers.find(";", cut + 1)
+def _prefix_weights(tally: _Tally) -> dict[tuple[str, str], int]:
+    """(caller's frames with their last ';', group) -> weight of the stacks under them, for every prefix of every
+    caller (`a;`, `a;b;`), from the sums kept per caller, deepest first; worked out while inferno lays out."""
+    depths: dict[int, dict[tuple[str, str], int]] = defaultdict(dict)
+    for callers, w in tally.under_callers.items():
+        depths[callers.count(";")][callers, tally.callers_answer(callers)[0]] = w
+    for (callers, group), w in tally.others.items():
+        if callers:
+            level = depths[callers.count(";")]
+            level[callers, group] = level.get((callers, group), 0) + w
+    weights: dict[tuple[str, str], int] = {}
+    for depth in range(max(depths, default=0), 0, -1):
+        up = depths[depth - 1]
+        for (callers, group), w in depths.pop(depth, {}).items():
+            weights[callers, group] = w
+            if depth > 1:
+                key = callers[:callers.rfind(";", 0, len(callers) - 1) + 1], group
+                up[key] = up.get(key, 0) + w
     return weights
 
 
@@ -133,6 +141,7 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
                 if not read:
                     proc.kill()
                 proc.stdin.close()
+            under = _prefix_weights(tally) if read else {}
             if proc.wait() or not read:
                 return False
             out.seek(0)
@@ -152,7 +161,9 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
     paths = _paths(boxes)
     if paths is None:
         return False
-    weights = _box_weights(tally, {p for p in paths.values() if p})
+    groups = set(group_weights)
+    weights = {p: defaultdict(int, {g: under[p + ";", g] for g in groups if (p + ";", g) in under})
+               for p in paths.values() if p}
     ends = {c.count(";") + 1 for c in tally.under_callers} | {c.count(";") + 1 for c, _ in tally.others}
     if not _add_own_weights(folded, tally, weights, {paths[d, x, w] for d, x, w, _ in boxes if d in ends}):
         return False
