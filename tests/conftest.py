@@ -48,6 +48,27 @@ RUN_TIMEOUT_S = 600
 _next_port = FIRST_PORT + 1     # 50151 itself is reserved for the integration run
 
 
+def fleet_folded(path: Path, n: int, stacks: list[list[str]], odd: list[str] = ()) -> Path:
+    """A folded file of bench/distinct_stacks' leaves shape (`main;worker_{i % 7};fn_{i % 13};leaf_{i}`, each leaf
+    its own), with among them stacks (frames root first) as they are and their leaves under the fleet's callers,
+    and stacks of one frame; odd: frames put as leaves and alone now and then (and then weights of 0 too)."""
+    import random
+    rng = random.Random(n)
+    lines = []
+    for i in range(n):
+        if i % 50 == 7:
+            lines.append(f"{';'.join(rng.choice(stacks))} {i % 5 + 1}")
+        elif i % 50 == 9:
+            lines.append(f"main;worker_{i % 7};{rng.choice(stacks)[-1]} 3")
+        elif i % 997 == 3:
+            lines.append(f"{rng.choice(odd)} {i % 5}" if odd else f"lonely_{i} {i % 5 + 1}")
+        else:
+            leaf = rng.choice(odd) if odd and i % 331 == 0 else f"leaf_{i}"
+            lines.append(f"main;worker_{i % 7};fn_{i % 13};{leaf} {i % 7 + 1}")
+    path.write_text("\n".join(lines) + ("" if odd else "\n"), encoding="utf-8", newline="\n")
+    return path
+
+
 def port_is_free(port: int) -> bool:
     """True if 127.0.0.1:port can be bound the way rpcprof checks it (no SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

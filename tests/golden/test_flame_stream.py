@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
@@ -22,24 +23,6 @@ RULES = load_rules()
 GROUPINGS = [(1, "category"), (2, "category"), (1, "tax"), (2, "tax")]
 
 
-def fleet_file(path: Path, n: int) -> Path:
-    """bench/distinct_stacks' leaves shape, with stacks whose leaf a rule decides (real captured stacks, some
-    under the fleet's callers) and stacks of one frame among them."""
-    real = [";".join(frames) for frames, _ in open_folded(DATA / "python_grpcio.folded.gz")][:400]
-    lines = []
-    for i in range(n):
-        if i % 50 == 7:
-            lines.append(f"{real[i % len(real)]} {i % 5 + 1}")
-        elif i % 50 == 9:
-            lines.append(f"main;worker_{i % 7};{real[i % len(real)].split(';')[-1]} 3")
-        elif i % 997 == 3:
-            lines.append(f"lonely_{i} 2")
-        else:
-            lines.append(f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 7 + 1}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def both(path: Path, rules, tmp_path: Path) -> tuple[bool, bytes, bytes]:
     def subtitle(samples: int) -> str:
         return f"{path.name} · {samples:,} samples"
@@ -53,7 +36,8 @@ def both(path: Path, rules, tmp_path: Path) -> tuple[bool, bytes, bytes]:
 @pytest.mark.parametrize("level, view", GROUPINGS)
 def test_a_fleet_file_streamed_is_the_graph_drawn_in_memory(tmp_path, monkeypatch, level, view):
     monkeypatch.setattr(flame_stream, "STREAM_FROM", 0)
-    path = fleet_file(tmp_path / "fleet.folded", 30_000)
+    stacks = [frames for frames, _ in open_folded(DATA / "python_grpcio.folded.gz") if all(frames)]   # drawn as written
+    path = fleet_folded(tmp_path / "fleet.folded", 30_000, stacks)
     streamed, got, want = both(path, RULES.using(level, view).with_app(r"Greeter"), tmp_path)
     assert streamed, "the fleet file was drawn in memory"
     assert got == want

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
@@ -63,26 +64,6 @@ def test_streamed_categorisation_is_the_per_stack_answer_on_hostile_and_recombin
     same_answer(recombined(tmp_path / "mixed.folded", 20_000, seed=level * 10 + len(view)), rules)
 
 
-def distinct_leaves(path: Path, n: int) -> Path:
-    """The shape of bench/distinct_stacks' leaves file, each line its own leaf under callers seen before, with
-    lines the block reader must hand back to the walk frame by frame: leaves a rule decides, kernel and JIT
-    suffixes, generic arguments, a stack of one frame, empty frames, non-ASCII and control characters."""
-    stacks = [frames for p in CAPTURES[:2] for frames, _ in open_folded(p)]
-    odd = ["tcp_sendmsg_[k]", "malloc_[j]", "Vec<u8>::push", "", "é_leaf", "a\rb", "x\x7fy", "h2::proto::x"]
-    rng = random.Random(n)
-    lines = []
-    for i in range(n):
-        if i % 1000 == 999:
-            lines.append(f"{';'.join(rng.choice(stacks))} {i % 7 + 1}")
-        elif i % 997 == 5:
-            lines.append(f"{rng.choice(odd)} {i % 5}")
-        else:
-            leaf = rng.choice(odd) if i % 331 == 0 else f"leaf_{i}"
-            lines.append(f"main;worker_{i % 7};fn_{i % 13};{leaf} {i % 7 + 1}")
-    path.write_text("\n".join(lines), encoding="utf-8", newline="\n")      # the last line without its newline
-    return path
-
-
 @pytest.mark.parametrize("level, view", GROUPINGS)
 def test_the_block_reader_gives_the_per_stack_answer(tmp_path, monkeypatch, level, view):
     """Distinct leaves read in blocks (small ones here, so that lines and runs of leaves straddle them) and
@@ -91,7 +72,12 @@ def test_the_block_reader_gives_the_per_stack_answer(tmp_path, monkeypatch, leve
     monkeypatch.setattr(folded_blocks, "BLOCK", 4096)
     monkeypatch.setattr(stack_walk, "ROWS_AT_ONCE", 16)
     monkeypatch.setattr(stack_walk, "CACHE_LIMIT", 64)          # the sums by callers emptied as they grow
-    path = distinct_leaves(tmp_path / "leaves.folded", 20_000)
+    # leaves a rule decides, kernel and JIT suffixes, generic arguments, empty frames, non-ASCII and control
+    # characters among the fleet's leaves: lines the block reader hands back to the walk frame by frame; the last
+    # line without its newline
+    odd = ["tcp_sendmsg_[k]", "malloc_[j]", "Vec<u8>::push", "", "é_leaf", "a\rb", "x\x7fy", "h2::proto::x"]
+    stacks = [frames for p in CAPTURES[:2] for frames, _ in open_folded(p)]
+    path = fleet_folded(tmp_path / "leaves.folded", 20_000, stacks, odd)
     for app in (None, APP):
         same_answer(path, RULES.using(level, view).with_app(app))
     rows = [row for _, block in folded_blocks.folded_rows(path) for row in block]
