@@ -319,3 +319,18 @@ def test_unknown_level_or_view_is_one_line():
         RULES.using(level=3)
     with pytest.raises(UserError, match="--view 'cost'"):
         RULES.using(view="cost")
+
+
+def test_top_frames_are_the_heaviest_ties_by_name():
+    """Breakdown.top_frames is heapq.nsmallest by (-weight, name), the order `top` prints, for every limit, with
+    many frames tied at the limit's weight (a fleet's distinct leaves weigh a few samples each)."""
+    import heapq
+    import random
+    from rpcprof.analyze.categorize import Breakdown
+    rng = random.Random(5)
+    frames = {f"f{rng.randrange(10**6)}": rng.choice([1, 1, 2, 3, 3, 7, 40]) for _ in range(3000)}
+    b = Breakdown({}, 0, 0, {"other": frames}, 0)
+    for limit in [0, 1, 2, 5, 20, 500, 2999, 3000, 5000]:
+        want = heapq.nsmallest(limit, frames.items(), key=lambda kv: (-kv[1], kv[0]))
+        assert b.top_frames("other", limit) == want, limit
+    assert b.top_frames("send", 20) == []

@@ -46,7 +46,15 @@ class Breakdown:
     def top_frames(self, category: str, limit: int) -> list[tuple[str, int]]:
         """The limit (frame, weight) of category with the most weight, ties by name (a fleet's profile can
         hold a million: none is sorted beyond them)."""
-        return heapq.nsmallest(limit, self.by_frame.get(category, {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        frames = self.by_frame.get(category, {})
+        if limit <= 0 or not frames:
+            return []
+        # heapq.nsmallest(limit, items, key=(-weight, name)) without a key call per frame: the limit-th largest
+        # weight, the frames above it by that order, then the ties at it by name
+        least = heapq.nlargest(limit, frames.values())[-1]
+        above = sorted([(f, w) for f, w in frames.items() if w > least], key=lambda kv: (-kv[1], kv[0]))
+        ties = heapq.nsmallest(limit - len(above), [f for f, w in frames.items() if w == least])
+        return above + [(f, least) for f in ties]
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:

@@ -172,6 +172,28 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
 ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
 
 
+def _new_leaves_at_once(run: list[tuple[str, str, str]], leaf_into: dict, frames_for) -> bool:
+    """A run of rows whose stacks all count under their own leaf in one group's frames, each leaf new there:
+    counted by one dict update, in the run's order as one row at a time would; False, having counted nothing,
+    otherwise. leaf_into: callers -> the frames dict their stacks count their leaf into, or False (a frame of
+    theirs decides, or no callers); frames_for(callers) puts callers there, in the run's order."""
+    callers = [c for c, _, _ in run]
+    into = list(map(leaf_into.get, callers))
+    if None in into:
+        for c in callers:
+            if c not in leaf_into:
+                frames_for(c)
+        into = list(map(leaf_into.get, callers))
+    frames = into[0]
+    if frames is None or frames is False or len(set(map(id, into))) != 1:
+        return False
+    new = dict(zip([leaf for _, leaf, _ in run], map(int, [w for _, _, w in run])))
+    if len(new) != len(run) or not frames.keys().isdisjoint(new):
+        return False
+    frames.update(new)
+    return True
+
+
 def _level1_callers(callers: str, by_callers: dict, answers: FrameAnswers) -> tuple[str, str | None]:
     """callers_answer at level 1 of `a;b;`, from the callers' callers: their last frame decides, or the answer of
     the callers less that frame does (kept in by_callers too, so each new caller costs one frame's look-up)."""
@@ -218,6 +240,7 @@ class _Tally:
         self.under_callers: dict[str, int] = {}
         self.others: dict[tuple[str, str], int] | None = None
         self._frames_of: dict[str, tuple[dict[str, int], str | None]] = {}    # callers -> (by_frame[group], frame)
+        self._leaf_into: dict[str, dict[str, int] | bool] = {"": False}        # see _new_leaves_at_once
 
     def by_callers_weights(self) -> None:
         """Keep the weights under each caller whole (under_callers), and those of the other stacks by their
@@ -288,7 +311,7 @@ class _Tally:
             r = self.rules
             self._filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
         none_match = self._filter.none_match
-        by_frame, add, frames_of = self.by_frame, self._add, self._frames_of
+        add, frames_of = self._add, self._frames_of
         keep_frames, under = self.keep_frames, self.under_callers
         for i in range(0, len(rows), ROWS_AT_ONCE):
             run = rows[i:i + ROWS_AT_ONCE]
@@ -303,19 +326,14 @@ class _Tally:
                     else:
                         add(leaf, int(w))
                 continue
+            if _new_leaves_at_once(run, self._leaf_into, self._frames_for):
+                continue
             for callers, leaf, w in run:       # summed into by_frame alone: the weights are its sums
                 w = int(w)
                 if not callers:
                     add(leaf, w)
                     continue
-                known = frames_of.get(callers)
-                if known is None:
-                    group, frame = self.callers_answer(callers)
-                    frames = by_frame.get(group)
-                    if frames is None:
-                        frames = by_frame[group] = {}
-                    known = remember(frames_of, callers, (frames, frame))
-                frames, frame = known
+                frames, frame = frames_of.get(callers) or self._frames_for(callers)
                 if frame is None:
                     frame = leaf
                 frames[frame] = frames.get(frame, 0) + w
@@ -324,6 +342,15 @@ class _Tally:
             under.clear()
         self.stacks += len(rows)
         self.unit = gcd(self.unit, *map(int, {w for _, _, w in rows}))
+
+    def _frames_for(self, callers: str) -> tuple[dict[str, int], str | None]:
+        """(by_frame's dict of the group of callers `a;b;`, the frame deciding it or None), kept by callers."""
+        group, frame = self.callers_answer(callers)
+        frames = self.by_frame.get(group)
+        if frames is None:
+            frames = self.by_frame[group] = {}
+        remember(self._leaf_into, callers, frame is None and frames)
+        return remember(self._frames_of, callers, (frames, frame))
 
     def breakdown(self, path) -> Breakdown:
         weights = self.group_weights()
