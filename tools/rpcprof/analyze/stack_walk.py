@@ -3,7 +3,11 @@
 The answer is Rules.classify_stack's, stack by stack (rpcprof.analyze.categorize.categorize is the
 reference, tests/unit/test_stack_walk.py compares both); what changes is the work per stack:
 
-- the file is streamed: a stack is never held beyond its line, nor split into a list of frames;
+- the file is streamed: a stack is never held beyond its block of lines (analyze/folded_blocks.py; line by
+  line when a line is irregular), nor split into a list of frames;
+- a run of leaves that no rule of any question may match (one RE2 Set call over them, LeafFilter) is counted by
+  the stacks' callers alone: without deciding frames (`table`, `svg`), a sum per distinct caller whose answer
+  is asked once at the end; with them (`top`), each leaf added to its callers' group's frames;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
   category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/rule_set.py);
   a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
