@@ -3,6 +3,7 @@
 says so, and the in-memory graph is drawn instead."""
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
@@ -33,11 +34,18 @@ def both(path: Path, rules, tmp_path: Path) -> tuple[bool, bytes, bytes]:
     return streamed, (tmp_path / "streamed.svg").read_bytes() if streamed else b"", (tmp_path / "memory.svg").read_bytes()
 
 
-@pytest.mark.parametrize("level, view", GROUPINGS)
-def test_a_fleet_file_streamed_is_the_graph_drawn_in_memory(tmp_path, monkeypatch, level, view):
+@pytest.mark.parametrize("level, view, form", [(*g, "plain") for g in GROUPINGS] + [(1, "category", "gzip"),
+                                                                                       (1, "category", "no last newline")])
+def test_a_fleet_file_streamed_is_the_graph_drawn_in_memory(tmp_path, monkeypatch, level, view, form):
+    """inferno draws a plain file itself, and is piped a gzip'd one."""
     monkeypatch.setattr(flame_stream, "STREAM_FROM", 0)
     stacks = [frames for frames, _ in open_folded(DATA / "python_grpcio.folded.gz") if all(frames)]   # drawn as written
     path = fleet_folded(tmp_path / "fleet.folded", 30_000, stacks)
+    if form == "gzip":
+        path = tmp_path / "fleet.folded.gz"
+        path.write_bytes(gzip.compress((tmp_path / "fleet.folded").read_bytes()))
+    elif form == "no last newline":
+        path.write_text(path.read_text().rstrip("\n"))
     streamed, got, want = both(path, RULES.using(level, view).with_app(r"Greeter"), tmp_path)
     assert streamed, "the fleet file was drawn in memory"
     assert got == want

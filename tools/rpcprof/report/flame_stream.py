@@ -1,6 +1,7 @@
 """The annotated flame graph of a fleet's folded file (a million distinct stacks), drawn without holding its
-stacks: the file is read in blocks (analyze/folded_blocks.py) and piped to inferno-flamegraph as it is
-categorised, and each box inferno draws gets its category weights from the sums kept per caller.
+stacks: inferno-flamegraph draws the file itself (a gzip'd one piped to it) while it is read in blocks and
+categorised here (analyze/folded_blocks.py), and each box inferno draws gets its category weights from the sums
+kept per caller.
 
 The graph is report/flamegraph.render_flamegraph's, byte for byte, or this path gives way to it:
 - a block is piped as it was read only when every line is drawn as written (printable ASCII, no line that
@@ -124,23 +125,29 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
         (Path(scratch) / PALETTE_MAP).touch()
         head = subtitle if isinstance(subtitle, str) else PLACEHOLDER
+        # a plain file is drawn by inferno from the file itself, on the other CPU, while it is categorised here
+        # (every block then found drawn as read: the same lines inferno would have been given); gzip'd, piped
+        piped = folded.suffix == ".gz"
         with open(Path(scratch) / "out.svg", "wb+") as out, open(Path(scratch) / "err", "wb") as err:
             proc = subprocess.Popen([inferno_tool("inferno-flamegraph"), "--cp", *inferno_options(title, head, 1, countname),
-                                     "-"], cwd=scratch, stdin=subprocess.PIPE, stdout=out, stderr=err)
+                                     "-" if piped else str(folded.resolve())], cwd=scratch,
+                                    stdin=subprocess.PIPE if piped else subprocess.DEVNULL, stdout=out, stderr=err)
             read = True
             try:
                 for text, rows in folded_rows(folded):
                     if not _drawn_as_read(text, rows):
                         read = False
                         break
-                    proc.stdin.write(text.encode() + b"\n")
+                    if piped:
+                        proc.stdin.write(text.encode() + b"\n")
                     tally.add_rows(rows)
             except (Irregular, OSError, EOFError):
                 read = False
             finally:
                 if not read:
                     proc.kill()
-                proc.stdin.close()
+                if piped:
+                    proc.stdin.close()
             under = _prefix_weights(tally) if read else {}
             if proc.wait() or not read:
                 return False
