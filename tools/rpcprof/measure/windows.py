@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.analyze.timeline import timeline
+from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
@@ -39,14 +40,21 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
     it, and the process's own kernel counters (free to read: measure/proccounters.py).
+    With a driver that marks its timed window (h2load), the server's established connections are
+    counted at its start and its end (memory["connections"]; measure/connections.py).
     Returns (load result, CPU ns, memory figures, counters)."""
-    memory, series = {}, []
+    memory, series, conns = {}, [], {}
+    marked = getattr(driver, "WINDOW", None) is not None
 
     def start() -> None:
         monitor.start_rss_window()
         monitor.start_series()
+        if marked:
+            conns["start"] = established(port)
 
     def end() -> None:
+        if marked:
+            conns["end"] = established(port)
         memory.update(monitor.stop_rss_window())
         series.extend(monitor.stop_series())
     window = CpuWindow(monitor, on_start=start, on_end=end)
@@ -55,6 +63,8 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
     memory["series"] = series
+    if conns:
+        memory["connections"] = conns
     return load, cpu_ns, memory, own.counts()
 
 
@@ -62,6 +72,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
                    proc: dict | None = None) -> dict:
     """The figures of one measured window; every rate uses the same wall clock around the driver."""
     series = memory.pop("series", None)
+    conns = memory.pop("connections", None)
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
     ok = result.ok
@@ -81,6 +92,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
         "proc": proc,
         "proc_per_req": per_request(proc, ok) if proc else None,
         "timeline": timeline(series, result.starts) if series else None,
+        "connections": conns,
         "driver_exit_code": result.exit_code,
         "driver_figures": result.raw,
     }

@@ -46,8 +46,9 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         base_rows = run_rows(metrics, servers)
         breakdowns = run_breakdowns(run_dir, rules)
         second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") else None
-        ratio = second["relative"] if second else None
-        interval = second.get("ratio_interval") if second else None
+        voided = any(r.get("stalled") for r in base_rows[:2])     # a stalled window's figures are not a pace
+        ratio = second["relative"] if second and not voided else None
+        interval = second.get("ratio_interval") if second and not voided else None
         for r in base_rows:
             m = metrics.get(r["server"], {})
             row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,
