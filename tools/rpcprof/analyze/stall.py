@@ -6,7 +6,7 @@ merely short window gets (measure/windows.py too_short): a longer window only ad
 The test reads the window's timeline (analyze/timeline.py, slices of SLICE_S): the window is stalled when
 its trailing slices, at least IDLE_SHARE of the window and MIN_IDLE_S long, counted no answered request
 and the server's CPU under IDLE_CORES. The evidence, each line said only when its figures hold it:
-  - the connections: how many of the C that h2load opened the server still held at the window's end
+  - the connections: how many of the C that h2load opened the server still held just before the window's end
     (measure/connections.py: fewer means the server closed them, or an error did);
   - HTTP/2 flow control: the bytes of requests in flight on one connection, S/C times the framed
     message, against the connection window the server grants (its SETTINGS and any WINDOW_UPDATE on

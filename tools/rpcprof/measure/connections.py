@@ -3,7 +3,7 @@ is read by (analyze/stall.py).
 
 established(port) counts the connections whose local end is the server's port, in ESTABLISHED state,
 from /proc/net/tcp and /proc/net/tcp6 (a read of the kernel's table: no process started, so it is taken
-at the measured window's start and end, h2load's connections up at both). A count that drops during a
+at the measured window's start and a quarter second before its end, h2load's connections up at both). A count that drops during a
 timed h2load window was closed by the server or by an error: h2load does not close or reopen a connection
 of its own in a timed window.
 
