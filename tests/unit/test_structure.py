@@ -211,11 +211,11 @@ def holds_numbers(node: ast.AST) -> bool:
 
 
 def test_the_seeds_figures_are_quoted_in_one_module():
-    """A seed's figures (SEED_... holding numbers) are report/seed_figures.py's; a seed's layout (the order of
+    """A seed's figures (SEED_... holding numbers) are documents/seed_figures.py's; a seed's layout (the order of
     its columns) is categorize.yaml's `groups:`."""
     where = sorted({m for m, names in module_definitions().items() for n, node in names.items()
                     if n.startswith("SEED_") and holds_numbers(node)})
-    assert where == ["report/seed_figures.py"], f"seed figures are defined in {where}"
+    assert where == ["documents/seed_figures.py"], f"seed figures are defined in {where}"
 
 
 def test_the_gcd_sample_weight_is_computed_in_one_module():

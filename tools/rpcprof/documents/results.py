@@ -15,8 +15,8 @@ from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import Groups, groups_of
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.report.provenance import generator_command, header
-from rpcprof.report.seed_figures import SEED_000_RATIOS, SEED_RATIO_QUOTED
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_RATIO_QUOTED
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep

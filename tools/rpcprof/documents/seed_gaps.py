@@ -17,7 +17,7 @@ from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import solve_writes
 from rpcprof.errors import UserError
 from rpcprof.paths import INDIRECT_COST
-from rpcprof.report.seed_figures import SEED_CLIENT_CPUS, SEED_FRAMES, SEED_RATIO_QUOTED, SEED_RUN
+from rpcprof.documents.seed_figures import SEED_CLIENT_CPUS, SEED_FRAMES, SEED_RATIO_QUOTED, SEED_RUN
 from rpcprof.report.whatif import both_rounds
 
 GAP = 0.20                # a figure more than 20 % away from the seed's gets its reason
