@@ -20,7 +20,7 @@ from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.report.paces import run_pace_findings
-from rpcprof.report.sigdiff import round_records
+from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
