@@ -18,13 +18,13 @@ import tempfile
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
-from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
