@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import categorize, load_rules
-from rpcprof.report.compare import every_round
 from rpcprof.documents.seed_figures import SEED_RATIO_QUOTED, SEED_RUN
 from rpcprof.documents.seed_gaps import GAP, gap_rows
 from rpcprof.rundir import load_run

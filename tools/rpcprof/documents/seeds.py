@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import Rules, categorize
 from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
-from rpcprof.report.compare import every_round, ruler_check, ruler_rows
+from rpcprof.report.compare import ruler_check, ruler_rows
 from rpcprof.documents.provenance import generator_command, header
 from rpcprof.documents.results import RATIO_DEFINITION
 from rpcprof.documents.seed_gaps import gap_section, why_lines
