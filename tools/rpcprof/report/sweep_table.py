@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import run_breakdowns
 from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import groups_of
-from rpcprof.report.compare import run_breakdowns
 from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep

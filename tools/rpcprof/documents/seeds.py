@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import Rules, categorize
 from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
-from rpcprof.report.compare import every_round, ruler_check, ruler_rows
-from rpcprof.report.provenance import generator_command, header
-from rpcprof.report.results import RATIO_DEFINITION
-from rpcprof.report.seed_gaps import GAP, gap_section, why_lines
-from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
+from rpcprof.report.compare import ruler_check, ruler_rows
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.results import RATIO_DEFINITION
+from rpcprof.documents.seed_gaps import GAP, gap_section, why_lines
+from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded

@@ -16,9 +16,9 @@ from rpcprof.analyze.rules_file import Groups, groups_of
 from rpcprof.analyze.stall import describe
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.report.provenance import generator_command, header
-from rpcprof.report.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
-from rpcprof.report.seed_gaps import GAP
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
+from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
