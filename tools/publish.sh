@@ -31,7 +31,7 @@ if [[ $1 == --check ]]; then
   source "$here/tools/env.sh"
   [[ -x $RPCPROF_VENV/bin/python ]] || { echo "publish.sh: error: no virtualenv $RPCPROF_VENV: run tools/setup.sh" >&2; exit 2; }
   cd "$here"
-  exec "$RPCPROF_VENV/bin/python" -m rpcprof.report.published "$here"
+  exec "$RPCPROF_VENV/bin/python" -m rpcprof.documents.published "$here"
 fi
 for from in "$@"; do
   [[ -f $from/manifest.json ]] || {

@@ -21,12 +21,13 @@ from click.testing import CliRunner
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.analyze.significance import benjamini_hochberg
+from rpcprof.analyze.sigdiff import build_diff
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack
 from rpcprof.report.one_side import drawn_names
-from rpcprof.report.sigdiff import build_diff, side_of
+from rpcprof.report.sigdiff import side_of
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
                                      or (Path.home() / ".cargo/bin/inferno-flamegraph").exists()),

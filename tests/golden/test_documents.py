@@ -19,8 +19,8 @@ from conftest import ROOT
 from rpcprof.analyze.categorize import open_folded
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.intervals import server_ratio
-from rpcprof.report.results import RATIO_DEFINITION, batching, headline_cell
-from rpcprof.report.seeds import RULER, SEED_FRAMES, correlation_reading
+from rpcprof.documents.results import RATIO_DEFINITION, batching, headline_cell
+from rpcprof.documents.seeds import RULER, SEED_FRAMES, correlation_reading
 
 RUNS = ROOT / "tests" / "data" / "runs"
 SEED_RUN = RUNS / "seed-001"

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import ROOT
 
-from rpcprof.report import published
+from rpcprof.documents import published
 
 DATA = ROOT / "docs" / "data"
 DOCUMENTS = list(published.DOCUMENTS)

@@ -32,7 +32,7 @@ import pytest
 
 from conftest import ROOT
 
-from rpcprof.report import published
+from rpcprof.documents import published
 
 # Pages being rewritten while this test landed: each is removed from here once its own figures come from
 # commands (lines from: / table from: blocks, or the name of the command that prints them).

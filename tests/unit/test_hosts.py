@@ -1,4 +1,4 @@
-"""Runs across hosts (report/hosts.py): the hosts' unit costs side by side and what they predict, on
+"""Runs across hosts (analyze/hosts.py, report/hosts.py): the hosts' unit costs side by side and what they predict, on
 copies of a recorded run given host cards."""
 from __future__ import annotations
 

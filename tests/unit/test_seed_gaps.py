@@ -1,4 +1,4 @@
-"""Seed 001's figures against a recorded run of its setup (report/seed_gaps.py): here ÷ seed, and a reason
+"""Seed 001's figures against a recorded run of its setup (documents/seed_gaps.py): here ÷ seed, and a reason
 only where the gap is over 20 %, each from the run's own figures."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import categorize, load_rules
-from rpcprof.report.compare import every_round
-from rpcprof.report.seed_figures import SEED_RATIO_QUOTED, SEED_RUN
-from rpcprof.report.seed_gaps import GAP, gap_rows
+from rpcprof.documents.seed_figures import SEED_RATIO_QUOTED, SEED_RUN
+from rpcprof.documents.seed_gaps import GAP, gap_rows
 from rpcprof.rundir import load_run
 
 RUN = Path(__file__).resolve().parents[2] / "docs" / "data" / "20261124-074115-seed-001"

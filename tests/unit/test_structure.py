@@ -3,18 +3,26 @@ one owner of the run folder on disk.
 
     measure/   servers, processes, load, kernel accounting, windows, the session owning processes
     capture/   perf and py-spy attached to a PID, folding
-    analyze/   categorize, frame shares, statistics, repeats
-    report/    tables, flame graphs, charts, documents
+    analyze/   the figures: categorize, frame shares, statistics, repeats, and every model and test a report
+               quotes (the runs' agreement, diff's tests across rounds, paces, the what-if, the hosts' model)
+    report/    the renderers: tables, text, flame graphs, SVG, charts, report.html, export formats, and the
+               reports of report.py's commands, each saying analyze/'s figures in rows and lines
+    documents/ the published documents (docs/results.md, docs/seeds.md, their headers and quoted figures)
+               and the check that regenerates them (tools/publish.sh --check)
     jobs/      run, attach, sweep: thin drivers over the steps of measure and capture, on one scaffold
                (jobs/base.py) and their defaults (jobs/defaults.py)
     cli/       both command lines
     rundir.py  the run folder: written and read there only
+The three rooms of the reading side hold one arrow, analyze <- report <- documents: analyze imports
+neither report nor documents, report never imports documents, documents may import both; report holds
+no module that only computes (its figures belong in analyze/), and analyze/ draws nothing.
 Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py, profiler_names.py,
 progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,7 +45,7 @@ def imports_of(path: Path) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("layer", ["analyze", "report"])
+@pytest.mark.parametrize("layer", ["analyze", "report", "documents"])
 def test_analysis_and_reports_never_import_what_measures(layer):
     """Reports run on saved files: they must not pull in servers, load drivers or profilers."""
     for path in sorted((PKG / layer).glob("*.py")):
@@ -48,8 +56,49 @@ def test_analysis_and_reports_never_import_what_measures(layer):
 def test_measurement_never_imports_reports_or_jobs():
     for layer in ("measure", "capture"):
         for path in sorted((PKG / layer).glob("*.py")):
-            bad = {m for m in imports_of(path) if m.split(".")[1:2] and m.split(".")[1] in ("report", "jobs", "cli")}
+            bad = {m for m in imports_of(path) if m.split(".")[1:2] and m.split(".")[1] in ("report", "documents", "jobs",
+                                                                                          "cli")}
             assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+# the reading side's arrow, analyze <- report <- documents: what each room may not import
+NOT_IMPORTED_BY = {"analyze": ("report", "documents"), "report": ("documents",)}
+
+
+@pytest.mark.parametrize("room", sorted(NOT_IMPORTED_BY))
+def test_the_reading_side_imports_one_way(room):
+    """The figures (analyze/) never import what writes them, and the reports (report/) never import the
+    published documents, which are built from both."""
+    for path in sorted((PKG / room).glob("*.py")):
+        bad = {m for m in imports_of(path) if m.split(".")[1:2] and m.split(".")[1] in NOT_IMPORTED_BY[room]}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}: the arrow is analyze <- report <- documents"
+
+
+# a function whose name says it writes: a renderer, a table's columns, a line or text for a reader, a file
+WRITES = re.compile(r"^(render|build|write|draw|recolour|mark|add|to|esc|xml|html|table|terminal)(_|$)"
+                    r"|_(line|lines|text|section|svg|legend|columns|note)$")
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in (PKG / "report").glob("*.py") if p.name != "__init__.py"))
+def test_every_report_module_writes_something(module):
+    """report/ is the renderers' room: each module writes (a table, lines, an SVG, a page, a file); a module
+    of report/ that only computes belongs in analyze/."""
+    names = [n.name.lstrip("_") for n in ast.parse((PKG / "report" / module).read_text()).body
+             if isinstance(n, ast.FunctionDef)]
+    assert any(WRITES.search(n) for n in names), (f"report/{module} only computes ({', '.join(names)}): "
+                                                   "move it to analyze/, or name what writes as it does")
+
+
+def test_the_analysis_draws_nothing():
+    """analyze/ gives figures: no renderer (render_...) and no plotting library."""
+    for path in sorted((PKG / "analyze").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        renders = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("render")]
+        plots = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                 if a.name.split(".")[0] == "matplotlib"]
+        plots += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                  and n.module.split(".")[0] == "matplotlib"]
+        assert not renders and not plots, f"{path.relative_to(PKG)} draws ({renders + plots}): put it in report/"
 
 
 def test_measure_is_below_capture():
@@ -145,7 +194,7 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
-LAYERS = ("measure", "capture", "analyze", "report", "jobs", "cli")
+LAYERS = ("measure", "capture", "analyze", "report", "documents", "jobs", "cli")
 BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
 
 
@@ -160,7 +209,7 @@ PACKAGES = sorted({str(p.parent.relative_to(PKG)) for p in PKG.rglob("*.py")})
 
 
 def test_the_packages_are_all_there():
-    assert {".", "analyze", "capture", "cli", "jobs", "measure", "report", "pprof"} <= set(PACKAGES)
+    assert {".", "analyze", "capture", "cli", "documents", "jobs", "measure", "report", "pprof"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -211,11 +260,11 @@ def holds_numbers(node: ast.AST) -> bool:
 
 
 def test_the_seeds_figures_are_quoted_in_one_module():
-    """A seed's figures (SEED_... holding numbers) are report/seed_figures.py's; a seed's layout (the order of
+    """A seed's figures (SEED_... holding numbers) are documents/seed_figures.py's; a seed's layout (the order of
     its columns) is categorize.yaml's `groups:`."""
     where = sorted({m for m, names in module_definitions().items() for n, node in names.items()
                     if n.startswith("SEED_") and holds_numbers(node)})
-    assert where == ["report/seed_figures.py"], f"seed figures are defined in {where}"
+    assert where == ["documents/seed_figures.py"], f"seed figures are defined in {where}"
 
 
 def test_the_gcd_sample_weight_is_computed_in_one_module():

@@ -1,5 +1,5 @@
 """The unit costs of a host card (tools/hostcard.c prints them; measure/hostcard.py runs it; report/hosts.py
-sets hosts side by side): the one list of their keys, names, units and formats."""
+sets hosts side by side, with analyze/hosts.py's prediction): the one list of their keys, names, units and formats."""
 
 # key, name, unit, format of the median
 HOST_UNITS = (

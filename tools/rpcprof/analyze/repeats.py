@@ -26,6 +26,11 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     out = dict(repeats[0])
     out.update({k: median[k] for k in FIGURES if k in median})
     out["median_of_repeats"] = {"n": len(repeats), "chosen": median["repeat"]}
+    for flag in ("stalled", "too_short"):       # a round's flag stands for the server, whichever round is the median
+        flagged = [r for r in repeats if r.get(flag)]
+        if flagged:
+            out[flag] = flagged[0][flag]
+            out[f"{flag}_rounds"] = [r["repeat"] for r in flagged]
     out["spread"] = {k: [min(r[k] for r in repeats), max(r[k] for r in repeats)] for k in SPREAD}
     for k in ("p99_ms", "avg_ms"):
         out["spread"][k] = [min(r["latency"][k] for r in repeats), max(r["latency"][k] for r in repeats)]

@@ -22,7 +22,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules, categorize, open_folded
 from rpcprof.analyze.sockets import parse_log
 from rpcprof.analyze.wakers import waker_rows
-from rpcprof.rundir import OFFCPU_FOLDED, OFFWAKE_FOLDED, SOCKETS_LOG, count_path, saved_copy
+from rpcprof.rundir import OFFCPU_FOLDED, OFFWAKE_FOLDED, SOCKETS_LOG, count_path, load_run, saved_copy
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
@@ -158,3 +158,21 @@ def asleep_text(asleep: list[dict]) -> str:
         groups[key] = groups.get(key, 0) + 1
     parts = ", ".join(f"{n} x {name} in {wchan}" for (name, wchan), n in sorted(groups.items(), key=lambda kv: -kv[1]))
     return f"{len(asleep)} thread(s) asleep the whole window, not in these figures: {parts}"
+
+
+def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
+    """server -> its off-CPU record, reclassified from the saved files with rules."""
+    run_dir = Path(run_dir)
+    _, metrics = load_run(run_dir)
+    records = {}
+    for name, m in metrics.items():
+        saved = m.get("offcpu")
+        if not saved:
+            continue
+        out = run_dir / name
+        if saved_copy(out / OFFCPU_FOLDED).exists():
+            stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
+            fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
+            saved = {**saved, **fresh}
+        records[name] = saved
+    return records

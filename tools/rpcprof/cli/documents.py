@@ -18,8 +18,8 @@ from rpcprof.rundir import inputs_of, load_run, load_sweep, resolve, write_text
 @document_options("docs/results.md")
 def results(sweep_dir, output, rules_path, runs_dir):
     """The results document of a sweep: table, per-request explanation, seed figures beside them."""
-    from rpcprof.report.provenance import generator_command
-    from rpcprof.report.results import build_results
+    from rpcprof.documents.provenance import generator_command
+    from rpcprof.documents.results import build_results
     sweep_dir = resolve(sweep_dir, runs_dir)
     load_sweep(sweep_dir)
     command = generator_command("results", sweep_dir, output=output, options=rules_flag(rules_path))
@@ -57,8 +57,8 @@ def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
     eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
-    from rpcprof.report.provenance import generator_command
-    from rpcprof.report.seeds import build_seeds
+    from rpcprof.documents.provenance import generator_command
+    from rpcprof.documents.seeds import build_seeds
     first, others = resolve(run_dir, runs_dir), [resolve(a, runs_dir) for a in also]
     seed_002 = [resolve(r, runs_dir) for r in seed_002]
     for folder in [first, *others, *seed_002]:

@@ -23,7 +23,7 @@ from rpcprof.rundir import RESULT_FILE
 def table(folded, rules_path, app, requests, level, view, fmt):
     """Share of each category per profile, plus `other` (stacks no rule matched); with --requests, CPU µs
     per request by category instead. FOLDED: folded stacks, or pprof profiles (.pb.gz)."""
-    from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
+    from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):

@@ -27,7 +27,7 @@ from rpcprof.rundir import RESULT_FILE
 @format_option
 def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
-    from rpcprof.report.per_request import cpu_us_per_req, requests_per_profile
+    from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
     rules = load_rules(rules_path).using(level, view)
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")

@@ -65,6 +65,7 @@ class RunOptions:
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
+    keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
     def resolved_load_cpus(self) -> list[int]:
         return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "

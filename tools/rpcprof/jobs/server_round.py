@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.intervals import PILOT_ROUNDS
+from rpcprof.analyze.stall import describe, stall
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import profile_plan, round_sample_target
+from rpcprof.measure.connections import h2_settings
 from rpcprof.measure.load import make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name
@@ -104,9 +106,13 @@ class ServerRound:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
                                f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
                                f"{log_tail(out / LOAD_LOG, 2)}): see {out / LOAD_LOG}")
-        short = too_short(result, opts.streams)
-        if short:
+        stalled = stalled_window(opts, self.run.scenario.method, subject, result)
+        short = None if stalled else too_short(result, opts.streams)
+        if short and not opts.keep_short:
             raise ServerFailed(f"{spec.name}: {short}")
+        if short:
+            result["too_short"] = short
+            log(f"rpcprof: WARNING: {spec.name}: {short}; its figures are kept, flagged TOO-SHORT")
         if result["requests_non_ok"]:
             log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")
@@ -116,6 +122,9 @@ class ServerRound:
         # Every round: the profile window, counting syscalls on the server's CPUs at the same time (both
         # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
         # state the measured window was in. Without a profile, the counters get a window of their own.
+        if stalled:
+            result["status"] = "ok"     # kept with its flag: the windows below would load a stalled server again
+            return result
         if opts.profile:
             result["profile"] = self._profile(session, spec, server, subject, result)
             if "counted" in result["profile"]:
@@ -163,3 +172,17 @@ class ServerRound:
         code = server.exited()
         if code is not None:
             raise ServerFailed(f"{server.spec.name} exited with status {code} {when}: {log_tail(server.log_path)}")
+
+
+def stalled_window(opts, method: str, subject: steps.Subject, result: dict) -> dict | None:
+    """The stall of the measured window (analyze/stall.py) with its evidence, kept in result and said; the
+    server's HTTP/2 settings are asked of it (one call to method) only when the window stalled."""
+    if not stall(result, opts.connections, opts.streams, None):
+        return None
+    body = getattr(subject.driver, "body", None)
+    message = body.stat().st_size if body is not None and body.exists() else None
+    h2 = h2_settings(opts.port, method, body) if message else None
+    found = stall(result, opts.connections, opts.streams, message, result.get("connections"), h2)
+    result["stalled"] = found
+    log(f"rpcprof: WARNING: {subject.name}: {describe(found)}")
+    return found

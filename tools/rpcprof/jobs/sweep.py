@@ -75,7 +75,7 @@ class Sweep:
         self.folder: RunFolder | None = None
         self.results: dict[str, dict] = {}
         # validate every cell's options before anything starts
-        self.runs = [Run(replace(opts, connections=c, streams=s, label=f"C{c}-S{s}"), command) for c, s in self.cells]
+        self.runs = [Run(replace(opts, connections=c, streams=s, label=f"C{c}-S{s}", keep_short=True), command) for c, s in self.cells]
         self.rules = self.runs[0].rules
 
     @property

@@ -3,9 +3,11 @@ exactly that window; the figures that follow from it and what limited it (client
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from rpcprof.analyze.timeline import timeline
+from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
@@ -14,6 +16,7 @@ from rpcprof.rundir import LOAD_LOG
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
 IN_FLIGHT_SHARE = 0.02        # S in flight at the window's end above 2 % of the requests counted: flagged
+END_EARLY_S = 0.25            # the connections are counted this long before the window's end
 TOO_SHORT_SHARE = 0.25        # ... above 25 %: CPU per request would mean nothing; the window is refused
 SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
                               # above, the run is unsaturated (e.g. server and client taking turns)
@@ -39,12 +42,21 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
     it, and the process's own kernel counters (free to read: measure/proccounters.py).
+    With a driver that marks its timed window (h2load), the server's established connections are
+    counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
+    at the end line h2load is already closing them.
     Returns (load result, CPU ns, memory figures, counters)."""
-    memory, series = {}, []
+    memory, series, conns = {}, [], {}
+    marked = getattr(driver, "WINDOW", None) is not None
+    late = threading.Timer(max(0.0, settings.duration - END_EARLY_S), lambda: conns.update(end=established(port)))
+    late.daemon = True
 
     def start() -> None:
         monitor.start_rss_window()
         monitor.start_series()
+        if marked:
+            conns["start"] = established(port)
+            late.start()
 
     def end() -> None:
         memory.update(monitor.stop_rss_window())
@@ -55,6 +67,9 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
     memory["series"] = series
+    late.cancel()
+    if conns:
+        memory["connections"] = conns
     return load, cpu_ns, memory, own.counts()
 
 
@@ -62,6 +77,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
                    proc: dict | None = None) -> dict:
     """The figures of one measured window; every rate uses the same wall clock around the driver."""
     series = memory.pop("series", None)
+    conns = memory.pop("connections", None)
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
     ok = result.ok
@@ -81,6 +97,7 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
         "proc": proc,
         "proc_per_req": per_request(proc, ok) if proc else None,
         "timeline": timeline(series, result.starts) if series else None,
+        "connections": conns,
         "driver_exit_code": result.exit_code,
         "driver_figures": result.raw,
     }

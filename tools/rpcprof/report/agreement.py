@@ -1,74 +1,24 @@
 """report.py runs: runs of one setup side by side, each ratio with its interval, whether each interval
-holds the other runs' ratios, and the drift between runs that no run's rounds see (analyze/agreement.py)."""
+holds the other runs' ratios, and the drift between runs that no run's rounds see: the figures are
+analyze/agreement.py's, written here."""
 from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta
 from pathlib import Path
 
-from rpcprof.analyze.agreement import Agreement, RunRatio, agreement
-from rpcprof.analyze.intervals import log_ratios, pilot_of, server_ratio
+from rpcprof.analyze.agreement import Agreement, earlier_runs, runs_agreement
 from rpcprof.errors import UserError
 from rpcprof.report.hosts import render_hosts
 from rpcprof.report.summary import idle_text, ratio_text
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_manifest, load_run
-
-# what makes two runs one setup: the same load on the same CPUs for the same windows
-SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params",
-         "idle")
-LATER = {"idle": "halt"}    # keys added since runs were first published: what runs without them did
-
-
-def setup_value(parameters: dict, key: str):
-    """A run's setting, with what a run from before the key existed did."""
-    return parameters.get(key, LATER.get(key))
+from rpcprof.rundir import load_run
 
 
 def _setup_text(p: dict) -> str:
     return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
             f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
             + idle_text(p))
-
-
-def _ok(metrics: dict, server: str) -> dict | None:
-    m = metrics.get(server) or {}
-    return m if m.get("status") == "ok" and m.get("req_per_cpu_s") else None
-
-
-def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
-    """(the setup's parameters, {"B vs A": Agreement}, {run: when it started}) for every server measured
-    in every run, over the first server of the first run. UserError when the runs are not of one setup or
-    share no pair."""
-    if len(run_dirs) < 2:
-        raise UserError("runs: give two run folders or more (of one setup: same servers, load and windows)")
-    loaded = [(Path(d), *load_run(d)) for d in run_dirs]
-    first_dir, first, _ = loaded[0]
-    p0 = first["parameters"]
-    for d, manifest, _ in loaded[1:]:
-        p = manifest["parameters"]
-        for key in SETUP:
-            if setup_value(p, key) != setup_value(p0, key):
-                raise UserError(f"runs: {d.name} differs from {first_dir.name} in {key} ({setup_value(p, key)!r} "
-                                f"against {setup_value(p0, key)!r}): compare runs of one setup")
-    servers = [s for s in p0["servers"] if all(_ok(metrics, s) for _, _, metrics in loaded)]
-    if len(servers) < 2:
-        raise UserError("runs: no two servers were measured in every run given: nothing to compare")
-    base = servers[0]
-    out = {}
-    for other in servers[1:]:
-        ratios = []
-        for d, manifest, metrics in loaded:
-            a, b = _ok(metrics, base), _ok(metrics, other)
-            interval = server_ratio(a, b, pilot=pilot_of(manifest["parameters"]))
-            if interval is None:
-                raise UserError(f"runs: {d.name} has no paired rounds of {base} and {other} (made before rounds): "
-                                "compare runs made with --rounds")
-            ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
-        out[f"{other} vs {base}"] = agreement(ratios)
-    started = {d.name: manifest.get("started") for d, manifest, _ in loaded}
-    return {**{k: setup_value(p0, k) for k in SETUP}, "servers": servers}, out, started
 
 
 def _pct(sd: float | None) -> str:
@@ -134,44 +84,6 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
                       + "\n".join(agreement_lines(name, a)) + "\n")
     return ("" if fmt == "csv" else "\n").join(blocks) + hosts
-
-
-EARLIER_HOURS = 24          # earlier runs taken beside a new one: of the last day,
-EARLIER_MAX = 9             # at most this many, the latest
-
-
-def _same_bench(a: dict, b: dict) -> bool:
-    """Same setup, servers, machine and code (commit and uncommitted changes)."""
-    pa, pb = a["parameters"], b["parameters"]
-    machine = ("hostname", "cpu_model", "cpus", "kernel")
-    return (all(setup_value(pa, k) == setup_value(pb, k) for k in SETUP) and pa.get("servers") == pb.get("servers")
-            and all((a.get("machine") or {}).get(k) == (b.get("machine") or {}).get(k) for k in machine)
-            and a.get("git") == b.get("git") and a.get("mode") == b.get("mode") == "run")
-
-
-def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
-    """The complete runs in runs_base of the same setup, servers, machine and code as run_dir, started in
-    the EARLIER_HOURS before it, the latest EARLIER_MAX, oldest first."""
-    this = load_manifest(run_dir)
-    start = datetime.fromisoformat(this["started"])
-    base = Path(runs_base)
-    # folder names begin with their start time: the latest first
-    candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
-        if base.is_dir() else []
-    found = []
-    for d in candidates:
-        try:
-            m = load_manifest(d)
-            started = datetime.fromisoformat(m["started"])
-        except (UserError, KeyError, TypeError, ValueError):
-            continue                    # not a run folder, or one a reader cannot use: not this run's peer
-        if start - started > timedelta(hours=EARLIER_HOURS):
-            break
-        if m.get("status") == "complete" and _same_bench(this, m):
-            found.append(d)
-            if len(found) == EARLIER_MAX:
-                break
-    return found[::-1]
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:

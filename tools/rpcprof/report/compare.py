@@ -8,36 +8,21 @@ import math
 import statistics
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Breakdown, Rules, open_folded
-from rpcprof.analyze.stack_walk import categorize_file
+from rpcprof.analyze.breakdowns import every_round, round_breakdowns, run_breakdowns
+from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio, t975
-from rpcprof.folded import sample_weight
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.report.paces import run_pace_findings
-from rpcprof.report.sigdiff import round_records
+from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
-
-
-def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None) -> dict[str, Breakdown]:
-    """Breakdown per profiled server of a run, with each server's own app pattern."""
-    manifest, metrics = load_run(run_dir)
-    out = {}
-    for name in manifest["parameters"]["servers"]:
-        m = metrics.get(name) or {}
-        folded = profile_folded(run_dir, name)
-        if m.get("status") not in ("ok", "incomplete") or not folded.exists() or not folded.stat().st_size:
-            continue
-        r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
-        out[name] = categorize_file(folded, r)
-    return out
 
 
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
@@ -102,20 +87,6 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
         columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_share", f"{s} [%]")]
     columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]") for s in servers[1:]]
     return rows, columns, head
-
-
-def round_breakdowns(run_dir: Path, rules: Rules, metrics: dict, name: str,
-                     app_override: str | None = None) -> dict[int, tuple[float, Breakdown]]:
-    """{round: (its unprofiled CPU µs per request, its profile's breakdown)} for the rounds of a server
-    that each had a profile window (runs made before every round had one: only the first)."""
-    m = metrics[name]
-    r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
-    out = {}
-    for row in m.get("repeats") or []:
-        folded = profile_folded(run_dir, name, row["repeat"])
-        if row.get("cpu_us_per_req") and folded.exists() and folded.stat().st_size:
-            out[row["repeat"]] = (row["cpu_us_per_req"], categorize_file(folded, r))
-    return out
 
 
 def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> list[dict]:
@@ -240,20 +211,6 @@ def disagreement(base: dict, row: dict, metrics: dict) -> str:
     if hi is not None and lo is not None:
         return text + f", and not where more syscalls run ({hi:.2f} vs {lo:.2f} per request): the figures give no reason"
     return text + "; no syscall counts to say why"
-
-
-def every_round(run_dir: Path, name: str, m: dict) -> list:
-    """The stacks of every round's profile of a server, together, weighted in samples (a ruler's share
-    needs every sample it can get; rounds may have sampled at different rates, so each round's weights
-    are divided by its own sample period); runs whose later rounds had no profile: the first round's."""
-    rounds = []
-    for k in [r["repeat"] for r in m.get("repeats") or []] or [1]:
-        folded = profile_folded(run_dir, name, k)
-        if folded.exists() and folded.stat().st_size:
-            rounds.append(open_folded(folded))
-    if len(rounds) == 1:
-        return rounds[0]
-    return [(frames, w // sample_weight(stacks)) for stacks in rounds for frames, w in stacks]
 
 
 def ruler_check(base: dict, row: dict, measured: float | None = None, profiled: float | None = None) -> dict:

@@ -17,7 +17,7 @@
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
 counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
-type a pprof profile declares (rpcprof.pprof_in).
+type a pprof profile declares (rpcprof.pprof_in; analyze/per_request.py's weight_unit).
 """
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.per_request import weight_unit
 from rpcprof.errors import UserError
-from rpcprof.pprof_in import is_pprof, sample_type_of
-from rpcprof.rundir import read_profile, write_bytes, write_text
+from rpcprof.pprof_in import is_pprof
+from rpcprof.rundir import write_bytes, write_text
 
 FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -45,20 +46,6 @@ def app_carried(profile: Path) -> str | None:
     if regex is not None:
         UserRegex(regex, f"{profile}: its comment `{APP_COMMENT}...`")
     return regex
-
-
-def weight_unit(folded: Path) -> tuple[str, str]:
-    """(sample type, unit) of a folded file's weights: ("cpu", "nanoseconds") for perf, else ("samples", "count");
-    for a pprof profile, the sample type its weights were read as."""
-    if is_pprof(folded):
-        return sample_type_of(folded)
-    try:
-        prof = read_profile(Path(folded).parent)
-    except UserError:
-        prof = {}
-    if prof.get("profiler") == "perf" or "period in ns" in str(prof.get("weight", "")):
-        return "cpu", "nanoseconds"
-    return "samples", "count"
 
 
 def to_pprof(stacks, rules: Rules, sample_type: tuple[str, str], app: str | None = None) -> bytes:

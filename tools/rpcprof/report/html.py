@@ -63,7 +63,8 @@ def data_uri(path: Path, mime: str) -> str:
 
 def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
     """The off-CPU window, where there is one: wait reasons, notes and verdict, offcpu.svg per server."""
-    from rpcprof.report.waits import COLUMNS, notes, offcpu_records, wait_rows
+    from rpcprof.analyze.waits import offcpu_records
+    from rpcprof.report.waits import COLUMNS, notes, wait_rows
     records = offcpu_records(run_dir, rules)
     if not records:
         return []
@@ -87,7 +88,8 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
 def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) -> list[str]:
     """With the indirect cost: per server after the first, the one of the pair that writes more, predicted
     writing as the other does (report.py whatif), where both have write counts and rounds."""
-    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines, whatif
+    from rpcprof.analyze.whatif import whatif
+    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines
     parts = []
     for other in servers[1:]:
         try:

@@ -21,7 +21,7 @@ from rpcprof.report.svg import _FRAME
 from rpcprof.report.tables import render
 
 if TYPE_CHECKING:
-    from rpcprof.report.sigdiff import Diff, Side
+    from rpcprof.analyze.sigdiff import Diff, Side
 
 SHOWN = 15          # rows of each list in text (json: all)
 NEW_FILL, VANISHED_FILL = "rgb(0,170,170)", "rgb(230,170,0)"

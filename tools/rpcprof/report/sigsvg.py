@@ -1,5 +1,5 @@
 """The differential graph of report.py diff coloured by significance: each box of inferno's SVG matched to
-the tree of boxes the tests ran on (report/sigdiff.py), by its place (the box of depth - 1 that holds it)
+the tree of boxes the tests ran on (analyze/sigdiff.py), by its place (the box of depth - 1 that holds it)
 and its name, so nothing depends on the order inferno lays stacks out in.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rpcprof.report.svg import _ATTR, _FRAME, FRAME_HEIGHT
 from rpcprof.report.text import xml
 
 if TYPE_CHECKING:
-    from rpcprof.report.sigdiff import Diff
+    from rpcprof.analyze.sigdiff import Diff
 
 GREY = "rgb(215,215,215)"                 # a box whose difference is not significant, or not tested
 

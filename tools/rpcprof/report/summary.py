@@ -5,8 +5,10 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.intervals import cv, pilot_of, repeats_by_index, server_ratio
+from rpcprof.analyze.paces import pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, regime_flags
-from rpcprof.report.paces import pace_line, pace_ratio_lines, pace_ratios, server_paces
+from rpcprof.analyze.stall import describe
+from rpcprof.report.paces import pace_line, pace_ratio_lines
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
 
@@ -63,6 +65,8 @@ def run_columns(latency: str = "seed") -> list[tuple[str, str]]:
 def notes_for(m: dict) -> str:
     if m.get("status") != "ok":
         return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
+    if m.get("stalled"):        # the other flags describe the burst and the silence, which this one names
+        return f"STALLED ({m['stalled']['mechanism']})" + (f", {m['requests_non_ok']} non-OK" if m.get("requests_non_ok") else "")
     notes = []
     if m.get("client_bound"):
         notes.append("CLIENT-BOUND")
@@ -70,6 +74,10 @@ def notes_for(m: dict) -> str:
         notes.append("LATENCY-BOUND")
     if m.get("unsaturated"):
         notes.append("UNSATURATED")
+    if m.get("stalled"):
+        notes.append(f"STALLED ({m['stalled']['mechanism']})")
+    if m.get("too_short"):
+        notes.append("TOO-SHORT")
     if m.get("in_flight_flag"):
         notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
@@ -117,6 +125,8 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "waits_verdicts": [v for v in ((f.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if v],
             "in_flight_share": f.get("in_flight_share"),
             "in_flight_flag": f.get("in_flight_flag"),
+            "stalled": f.get("stalled"),
+            "too_short": f.get("too_short"),
             "server_cpu_share": f.get("server_cpu_share"),
             "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
@@ -174,6 +184,10 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         text = r.get("ratio_text") or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
         lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
+        if r.get("stalled"):        # its other flags describe the burst and the silence
+            lines.append(f"{r['server']}: {describe(r['stalled'])}. Its figures are a burst and a silence, not its "
+                         "pace; a longer -d adds only silence.")
+            continue
         if r.get("paces"):
             lines.append(pace_line(r["server"], r["paces"]))
             lines += pace_ratio_lines(r["pace_ratios"])
@@ -189,6 +203,8 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         lines += [f"{r['server']}: {v}" for v in r.get("waits_verdicts") or []]
         for flag in r.get("regime_flags") or []:
             lines.append(regime_line(r, flag))
+        if r.get("too_short"):
+            lines.append(f"{r['server']}: {r['too_short']}; its figures are kept, flagged TOO-SHORT.")
         if r.get("in_flight_flag"):
             lines.append(f"{r['server']}: the requests still in flight when the window ended are "
                          f"{100 * r['in_flight_share']:.1f} % of those counted: partly served, not counted, so CPU per "

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import run_breakdowns
 from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import groups_of
-from rpcprof.report.compare import run_breakdowns
 from rpcprof.report.summary import ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep
@@ -46,8 +46,9 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         base_rows = run_rows(metrics, servers)
         breakdowns = run_breakdowns(run_dir, rules)
         second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") else None
-        ratio = second["relative"] if second else None
-        interval = second.get("ratio_interval") if second else None
+        voided = any(r.get("stalled") for r in base_rows[:2])     # a stalled window's figures are not a pace
+        ratio = second["relative"] if second and not voided else None
+        interval = second.get("ratio_interval") if second and not voided else None
         for r in base_rows:
             m = metrics.get(r["server"], {})
             row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,

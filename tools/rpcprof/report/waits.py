@@ -1,8 +1,8 @@
 """Where each server's threads waited: the off-CPU window's wait reasons, socket figures and verdict.
 
 Read back from the run folder's saved files (SERVER/offcpu.folded, .count, sockets.log) with the rules
-given, so a changed `waits:` section reclassifies a saved run; the window's own figures (waits, time,
-histogram, req/s) come from metrics.json.
+given (analyze/waits.py's offcpu_records), so a changed `waits:` section reclassifies a saved run; the
+window's own figures (waits, time, histogram, req/s) come from metrics.json.
 """
 from __future__ import annotations
 
@@ -10,33 +10,14 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.waits import asleep_text, histogram_text, summarise
+from rpcprof.analyze.waits import asleep_text, histogram_text, offcpu_records
 from rpcprof.analyze.wakers import wakers_text
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
-from rpcprof.rundir import OFFCPU_FOLDED, load_run, saved_copy
 
 COLUMNS = [("server", "server"), ("reason", "wait reason"), ("share_pct", "off-CPU [%]"), ("ms", "off-CPU [ms]"),
            ("waits", "waits"), ("mean_ms", "mean wait [ms]"), ("waits_per_req", "waits/req")]
-
-
-def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
-    """server -> its off-CPU record, reclassified from the saved files with rules."""
-    run_dir = Path(run_dir)
-    _, metrics = load_run(run_dir)
-    records = {}
-    for name, m in metrics.items():
-        saved = m.get("offcpu")
-        if not saved:
-            continue
-        out = run_dir / name
-        if saved_copy(out / OFFCPU_FOLDED).exists():
-            stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
-            fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
-            saved = {**saved, **fresh}
-        records[name] = saved
-    return records
 
 
 def wait_rows(records: dict[str, dict]) -> list[dict]:

@@ -7,7 +7,7 @@ A generated document must come out byte for byte; a quoted block's lines must ea
 prints today (a block may quote some of the lines, in any order); a table from a command must be, line for
 line, one of the tables the command prints with `--format markdown`.
 
-    python -m rpcprof.report.published [ROOT]     # one line per difference; exit 1 if any
+    python -m rpcprof.documents.published [ROOT]     # one line per difference; exit 1 if any
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The seeds' published figures, quoted once for the documents that set rpcprof's beside them
-(report/seeds.py: docs/seeds.md, report/results.py: docs/results.md).
+(documents/seeds.py: docs/seeds.md, documents/results.py: docs/results.md).
 
 seed 000: grpc_bench, ghz 0.114, 16-core EPYC, server on 1 CPU, client on 12; its ^ marks per (C, S) cell.
 seed 001: ghz directly against tonic (tokio multi-thread runtime, one worker) and pajamax, 1 connection,

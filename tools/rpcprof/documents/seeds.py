@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import Rules, categorize
 from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
-from rpcprof.report.compare import every_round, ruler_check, ruler_rows
-from rpcprof.report.provenance import generator_command, header
-from rpcprof.report.results import RATIO_DEFINITION
-from rpcprof.report.seed_gaps import gap_section, why_lines
-from rpcprof.report.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
+from rpcprof.report.compare import ruler_check, ruler_rows
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.results import RATIO_DEFINITION
+from rpcprof.documents.seed_gaps import GAP, gap_section, why_lines
+from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
@@ -357,12 +358,41 @@ def seed_002_section(runs: list[Path]) -> list[str]:
             for pj in by_role["pajamax"]:
                 interval = server_ratio(metrics[t], metrics[pj])
                 if interval:
-                    ratios.append((case, run, t, pj, interval))
+                    ratios.append((case, run, t, pj, interval, metrics))
     out.append("")
-    for case, run, t, pj, interval in ratios:
+    for case, run, t, pj, interval, metrics in ratios:
         seed = [seed_002_cpu_ratio(times, cpus) for _, times, cpus in SEED_002.get(case, [])]
-        seed_text = (f"; seed 002's case {case}: {min(seed):.1f}x to {max(seed):.1f}x" if seed else "")
+        seed_text = (f"; seed 002's case {case}: {min(seed):.1f}x to {max(seed):.1f}x, here ÷ seed "
+                     f"{interval.ratio / max(seed):.1f} to {interval.ratio / min(seed):.1f}" if seed else "")
         out.append(f"- `{run.name}` (case {case}): {t}'s CPU per request over {pj}'s, the ratio of req/s per CPU: "
-                   f"**{interval.text()}** over {interval.n} round{'s' if interval.n != 1 else ''}{seed_text}.")
+                   f"**{interval.text()}** over {interval.n} round{'s' if interval.n != 1 else ''}{seed_text}"
+                   f"{seed_002_why(t, pj, metrics, interval.ratio, seed)}.")
     out.append("")
-    return out
+    return out + seeds_003_004_lines(manifest)
+
+
+def seed_002_why(tonic: str, pajamax: str, metrics: dict, ratio: float, seed: list[float]) -> str:
+    """Why the ratio lies outside seed 002's range by more than GAP, from the run's own figures: the
+    requests each server answered per write, and who set the pace."""
+    if not seed or min(seed) * (1 - GAP) <= ratio <= max(seed) * (1 + GAP):
+        return ""
+    writes = [f"{s} once per {1 / w:.1f}" for s in (pajamax, tonic)
+              if (w := (metrics[s].get("syscalls") or {}).get("writes_per_req"))]
+    bound = [s for s in (pajamax, tonic) if metrics[s].get("client_bound")]
+    parts = [f"requests per write here: {', '.join(writes)}" if writes else "",
+             f"the load generator set {', '.join(bound)}'s pace" if bound else ""]
+    return " (" + "; ".join(x for x in parts if x) + ")" if any(parts) else ""
+
+
+def seeds_003_004_lines(manifest: dict) -> list[str]:
+    """Seeds 003 and 004, one line each: what this machine's CPUs (the manifest's) cannot reproduce, and why."""
+    m, p = manifest.get("machine") or {}, manifest["parameters"]
+    here = f"this machine has {m.get('cpus')} CPUs, the server on CPU {p['server_cpus']} and the load on CPU {p['load_cpus']}"
+    return ["## Seeds 003 and 004", "",
+            f"- Seed 003 (C, C++, Rust, Go, Java and Python servers, each on two cores of a larger machine, the load on "
+            f"others, 100 in flight) reports each server's maximum rate on two cores: {here}, so a server given two "
+            "cores would share them with the load, and its rate on two cores is not reproduced; each server's CPU "
+            "per request on one core is (`profile.sh run` with those servers and `-S 100`).",
+            f"- Seed 004 (grpc-js, grpc and Go servers on a macOS laptop, ghz with 100 in flight) reports CPU as a "
+            "share of all the laptop's CPUs sampled by dtrace, and syscalls per second: neither the laptop's CPU count "
+            f"nor its kernel is known, so its CPU per request cannot be derived to set beside this machine's ({here}).", ""]

@@ -13,10 +13,12 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import Groups, groups_of
+from rpcprof.analyze.stall import describe
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.report.provenance import generator_command, header
-from rpcprof.report.seed_figures import SEED_000_RATIOS, SEED_RATIO_QUOTED
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
+from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
@@ -82,9 +84,9 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
            render_sweep(sweep_dir, rules, "markdown").rstrip(), ""]
     if second:
         out += ["## Set beside the published figures", "",
-                f"| C | S | S/C | seed 000 ^ | this machine ^ | 95 % interval (or range) | {first} client-bound | "
-                f"{second} client-bound | {second} syscalls/req | {first} syscalls/req |",
-                "|---:|---:|---:|---:|---:|---|---|---|---:|---:|"]
+                f"| C | S | S/C | seed 000 ^ | this machine ^ | here ÷ seed | 95 % interval (or range) | {first} client-bound | "
+                f"{second} client-bound | {second} syscalls/req | {first} syscalls/req | why |",
+                "|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---|"]
         for c, s in cells:
             a, b = by.get((c, s, first)), by.get((c, s, second))
             if not a or not b:
@@ -98,13 +100,38 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
             elif a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
                 sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
                 spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
-            out.append(f"| {c} | {s} | {s // c} | {_f(SEED_000_RATIOS.get((c, s)))} | {_f(b['ratio'])} | {spread} | "
+            seed = SEED_000_RATIOS.get((c, s))
+            factor = b["ratio"] / seed if b["ratio"] and seed else None
+            out.append(f"| {c} | {s} | {s // c} | {_f(seed)} | {_f(b['ratio'])} | {_f(factor, 2)} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
-                       f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} |")
+                       f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} | "
+                       f"{cell_gap_reason(first, second, a, b, factor, len(p.get('load_cpus') or []) or 1)} |")
         out += ["", *explain(cells, by, first, second, rules, len(p.get("load_cpus") or []) or None), ""]
         out += guess_by_cell(cells, by, servers, rules, figures)
         out += mechanism_by_cell(sweep_dir, rules)
     return "\n".join(out) + "\n"
+
+
+def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | None, client_cpus: int) -> str:
+    """Why a cell's ratio is more than GAP away from seed 000's, from the cell's own figures: the flags that
+    void the ratio, how many requests each server answered per write, what set the pace (a client of
+    client_cpus CPUs, seed 000's of SEED_CLIENT_CPUS) and the requests in flight on each connection."""
+    flags = [f"{srv} {flag}" for srv, r in ((first, a), (second, b)) for flag in ("STALLED", "TOO-SHORT")
+             if r.get(flag.lower().replace("-", "_"))]
+    if flags:
+        return "no ratio: " + ", ".join(flags) if factor is None else ", ".join(flags)
+    if factor is None or abs(factor - 1) <= GAP:
+        return ""
+    per_conn = b["streams"] // b["connections"]
+    per_write = [f"{srv} once per {1 / r['writes_per_req']:.1f}"
+                 + (" (every request in flight on a connection)" if abs(r["writes_per_req"] * per_conn - 1) <= GAP else "")
+                 for srv, r in ((second, b), (first, a)) if r.get("writes_per_req")]
+    bound = [srv for srv, r in ((first, a), (second, b)) if r.get("client_bound")]
+    return ("; ".join(filter(None, [
+        f"requests per write: {', '.join(per_write)}" if per_write else "",
+        f"{per_conn:,} in flight per connection from a client of {client_cpus} CPU"
+        f"{'s' * (client_cpus != 1)} at {b.get('client_cpu_pct') or 0:.0f} % ({SEED_CLIENT_CPUS} in seed 000)",
+        f"the client set the pace of {', '.join(bound)}" if bound else ""])))
 
 
 def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
@@ -210,8 +237,8 @@ def _pct(part: float, whole: float) -> str:
 
 def flags_of(row: dict) -> list[str]:
     """A measured row's flags: what makes its figures describe something else than the server's capacity."""
-    named = [k.upper().replace("_", "-") for k in ("client_bound", "latency_bound", "unsaturated", "in_flight_flag")
-             if row.get(k)]
+    named = [k.upper().replace("_", "-") for k in ("stalled", "too_short", "client_bound", "latency_bound", "unsaturated",
+                                                   "in_flight_flag") if row.get(k)]
     return named + list(row.get("regime_flags") or [])
 
 
@@ -232,8 +259,10 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     lines = ["## The explanation, in numbers", ""]
     pairs = [(c, s, by[(c, s, first)], by[(c, s, second)]) for c, s in cells
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
+    stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'])}." for c, s in cells for srv in (first, second)
+              if (r := by.get((c, s, srv)) or {}).get("stalled")]
     if not pairs:
-        return lines + ["No cell measured both servers."]
+        return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
     lo = min(pairs, key=lambda x: x[3]["ratio"])
     hi = max(pairs, key=lambda x: x[3]["ratio"])
     lines.append(f"- Across the {len(pairs)} cells, {second} serves {lo[3]['ratio']:.1f}x (C={lo[0]} S={lo[1]}) to "
@@ -267,6 +296,8 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
                      f"CPU µs per request, {second} {b['cpu_us_per_req']:.2f}; the {total:.2f} µs difference is, by "
                      f"category ({first} minus {second}): {parts}.")
     lines += cell_flags(pairs, first, second, client_cpus)
+    if stalls:
+        lines.append("- Stalled, so no ratio in their cells (a longer window adds only silence): " + " ".join(stalls))
     c, s, a, b = headline_cell(pairs)
     io_a, io_b = _sum(a, socket), _sum(b, socket)
     w_a, w_b = _sum(a, above), _sum(b, above)

@@ -1,0 +1,76 @@
+"""A stalled window named by its mechanism (analyze/stall.py) from a real capture: rust_pajamax at
+complex_proto C=1 S=1000 answered 740 requests and then nothing, its connection closed; rust_tonic_mt in
+the same run answered all window long. The server's HTTP/2 settings come from a real `nghttp -v` call
+(measure/connections.py)."""
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from rpcprof.analyze.stall import describe, silent_tail, stall
+from rpcprof.measure.connections import H2_INITIAL_WINDOW, established, parse_nghttp
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "stall"
+
+
+def window(server: str) -> dict:
+    return json.loads((DATA / f"{server}-window.json").read_text())
+
+
+def pajamax_h2() -> dict:
+    return parse_nghttp((DATA / "nghttp-rust_pajamax.txt").read_text())
+
+
+def test_the_servers_settings_are_read_from_nghttp():
+    h2 = pajamax_h2()
+    assert h2["settings"]["MAX_CONCURRENT_STREAMS"] == 1000
+    assert h2["connection_window"] == H2_INITIAL_WINDOW      # it raises no window before its first reply
+
+
+def test_a_window_update_on_stream_0_raises_the_connection_window():
+    text = (DATA / "nghttp-rust_pajamax.txt").read_text()
+    at = text.index("\n[", text.index("recv SETTINGS frame")) + 1      # the next frame's line
+    extra = ("[  0.006] recv WINDOW_UPDATE frame <length=4, flags=0x00, stream_id=0>\n"
+             "          (window_size_increment=1048576)\n")
+    assert parse_nghttp(text[:at] + extra + text[at:])["connection_window"] == H2_INITIAL_WINDOW + 1048576
+
+
+def test_the_stalled_window_is_named_with_its_evidence():
+    m = window("rust_pajamax")
+    assert silent_tail(m["timeline"]) >= 3.0
+    found = stall(m, 1, 1000, 83, m["connections"], pajamax_h2())
+    assert found["mechanism"] == "connections closed under HTTP/2 flow control"
+    text = describe(found)
+    assert "740 requests" in text and "1 of the 1 connection(s)" in text
+    assert "83,000 B against the 65,535 B" in text
+
+
+def test_each_line_of_evidence_goes_with_its_condition():
+    m = window("rust_pajamax")
+    few = stall(m, 1, 100, 83, m["connections"], pajamax_h2())       # 8,300 B in flight: no flow-control line
+    assert few["mechanism"] == "connections closed by the server"
+    assert "flow-control" not in describe(few)
+    capped = stall(m, 1, 2000, 83, m["connections"], pajamax_h2())
+    assert "allows 1,000 concurrent streams on a connection, fewer than the 2,000" in describe(capped)
+    still_open = stall(m, 1, 1000, 83, {"start": 1, "end": 1}, None)
+    assert still_open["mechanism"] == "no answer on open connections"
+
+
+def test_a_window_answered_to_its_end_is_not_stalled():
+    m = window("rust_tonic_mt")
+    assert silent_tail(m["timeline"]) == 0.0
+    assert stall(m, 1, 1000, 83, m["connections"], pajamax_h2()) is None
+
+
+def test_established_counts_the_servers_end_of_a_loopback_connection():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert established(port) == 0
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            peer, _ = listener.accept()
+            with peer:
+                assert established(port) == 1      # the server's end; the client's local port is another
+            client.close()

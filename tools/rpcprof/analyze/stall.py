@@ -1,0 +1,81 @@
+"""A stalled window: the server stopped answering part-way through a measured window, with requests
+still in flight, and its CPU went idle. Its figures describe a burst and a silence, not the server's pace,
+so a run keeps them with the flag STALLED and the evidence, in place of the advice to lengthen -d that a
+merely short window gets (measure/windows.py too_short): a longer window only adds silence.
+
+The test reads the window's timeline (analyze/timeline.py, slices of SLICE_S): the window is stalled when
+its trailing slices, at least IDLE_SHARE of the window and MIN_IDLE_S long, counted no answered request
+and the server's CPU under IDLE_CORES. The evidence, each line said only when its figures hold it:
+  - the connections: how many of the C that h2load opened the server still held just before the window's end
+    (measure/connections.py: fewer means the server closed them, or an error did);
+  - HTTP/2 flow control: the bytes of requests in flight on one connection, S/C times the framed
+    message, against the connection window the server grants (its SETTINGS and any WINDOW_UPDATE on
+    stream 0 before its first reply; 65,535 bytes when it raises none), said when they reach half of it;
+  - max concurrent streams: the server's SETTINGS_MAX_CONCURRENT_STREAMS, said when below S/C.
+"""
+from __future__ import annotations
+
+IDLE_CORES = 0.05        # below this share of a CPU, the server is idle in a slice
+IDLE_SHARE = 0.25        # the silent tail must be at least this share of the window ...
+MIN_IDLE_S = 1.0         # ... and this long
+FLOW_SHARE = 0.5         # in-flight bytes per connection at half the connection window or more: said
+
+
+def silent_tail(timeline: dict | None) -> float:
+    """Seconds at the end of the window in which no answered request started and the server's CPU idled."""
+    if not timeline:
+        return 0.0
+    n = 0
+    for rate, cores in zip(reversed(timeline["req_per_s"]), reversed(timeline["server_cpu_cores"])):
+        if rate or cores >= IDLE_CORES:
+            break
+        n += 1
+    return n * timeline["slice_s"]
+
+
+def stall(m: dict, connections: int, streams: int, message_bytes: int | None, conns: dict | None = None,
+          h2: dict | None = None) -> dict | None:
+    """The stall of a measured window (window_metrics' m), or None. conns: {start, end} established
+    connections (start may already miss one closed in the window's first milliseconds); h2: measure/connections.h2_settings' answer; message_bytes: one request's framed
+    gRPC message."""
+    window = m.get("window_s") or 0.0
+    idle = silent_tail(m.get("timeline"))
+    if not m.get("requests_ok") or idle < max(MIN_IDLE_S, IDLE_SHARE * window):
+        return None
+    per_conn = streams // connections
+    out = {"answered": m["requests_ok"], "silent_s": round(idle, 3), "window_s": window, "connections": conns,
+           "h2": h2, "streams_per_connection": per_conn, "message_bytes": message_bytes}
+    lines = [f"answers stopped within the first {window - idle:.1f} s of the {window:.3g} s window, after {m['requests_ok']:,} "
+             f"requests, the server's CPU idle from then on, with {streams:,} requests in flight"]
+    end = (conns or {}).get("end")
+    closed = end is not None and end < connections
+    if closed:
+        lines.append(f"{connections - end} of the {connections} connection(s) h2load opened were closed by the window's "
+                     "end (h2load closes and reopens none of its own in a timed window)")
+    elif end is not None:
+        lines.append(f"its {end} connection(s) stayed open: it stopped answering on them (where its threads "
+                     "waited: the off-CPU window)")
+    flow = False
+    if h2 and message_bytes:
+        need, grant = per_conn * message_bytes, h2["connection_window"]
+        flow = need >= FLOW_SHARE * grant
+        if flow:
+            raised = "" if grant == 65_535 else " (raised at its start)"
+            lines.append(f"each connection carried {per_conn:,} requests of {message_bytes} B, {need:,} B against the "
+                         f"{grant:,} B connection flow-control window the server grants{raised}, credited back as it "
+                         "reads: the client waits on flow control, and sends a request's message in pieces when "
+                         "the window runs short")
+        most = h2["settings"].get("MAX_CONCURRENT_STREAMS")
+        if most is not None and most < per_conn:
+            lines.append(f"the server allows {most:,} concurrent streams on a connection, fewer than the {per_conn:,} "
+                         "asked: the client queues the rest")
+    out["mechanism"] = ("connections closed under HTTP/2 flow control" if closed and flow else
+                        "connections closed by the server" if closed else
+                        "HTTP/2 flow control" if flow else "no answer on open connections")
+    out["evidence"] = lines
+    return out
+
+
+def describe(s: dict) -> str:
+    """One line: the mechanism, then the evidence."""
+    return f"STALLED ({s['mechanism']}): " + "; ".join(s["evidence"])
