@@ -74,3 +74,18 @@ def test_established_counts_the_servers_end_of_a_loopback_connection():
             with peer:
                 assert established(port) == 1      # the server's end; the client's local port is another
             client.close()
+
+
+def test_answers_before_the_first_slice_are_said_within_one_slice():
+    """Requests answered in the window's first milliseconds may start before its first slice begins: the
+    window is then silent throughout, and the answers are placed within its first slice, never at 0.0 s."""
+    m = window("rust_pajamax")
+    m["timeline"]["req_per_s"] = [0.0] * len(m["timeline"]["req_per_s"])
+    text = describe(stall(m, 1, 1000, 83, m["connections"], pajamax_h2()))
+    assert f"within the window's first {m['timeline']['slice_s']:.1f} s of" in text
+
+
+def test_a_record_is_said_again_from_its_figures():
+    m = window("rust_pajamax")
+    found = json.loads(json.dumps(stall(m, 1, 1000, 83, m["connections"], pajamax_h2())))
+    assert "evidence" not in found and describe(found).startswith(f"STALLED ({found['mechanism']}): answers stopped")

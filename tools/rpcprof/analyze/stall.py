@@ -35,19 +35,29 @@ def silent_tail(timeline: dict | None) -> float:
 
 def stall(m: dict, connections: int, streams: int, message_bytes: int | None, conns: dict | None = None,
           h2: dict | None = None) -> dict | None:
-    """The stall of a measured window (window_metrics' m), or None. conns: {start, end} established
-    connections (start may already miss one closed in the window's first milliseconds); h2: measure/connections.h2_settings' answer; message_bytes: one request's framed
-    gRPC message."""
+    """The stall of a measured window (window_metrics' m), or None: the figures its evidence is said from
+    (evidence()). conns: {start, end} established connections (start may already miss one closed in the
+    window's first milliseconds); h2: measure/connections.h2_settings' answer; message_bytes: one
+    request's framed gRPC message."""
     window = m.get("window_s") or 0.0
-    idle = silent_tail(m.get("timeline"))
+    timeline = m.get("timeline")
+    idle = silent_tail(timeline)
     if not m.get("requests_ok") or idle < max(MIN_IDLE_S, IDLE_SHARE * window):
         return None
-    per_conn = streams // connections
-    out = {"answered": m["requests_ok"], "silent_s": round(idle, 3), "window_s": window, "connections": conns,
-           "h2": h2, "streams_per_connection": per_conn, "message_bytes": message_bytes}
-    lines = [f"answers stopped within the first {window - idle:.1f} s of the {window:.3g} s window, after {m['requests_ok']:,} "
-             f"requests, the server's CPU idle from then on, with {streams:,} requests in flight"]
-    end = (conns or {}).get("end")
+    out = {"answered": m["requests_ok"], "silent_s": round(idle, 3), "window_s": window, "slice_s": timeline["slice_s"],
+           "connections_asked": connections, "streams": streams, "connections": conns, "h2": h2,
+           "streams_per_connection": streams // connections, "message_bytes": message_bytes}
+    out["mechanism"], _ = evidence(out)
+    return out
+
+
+def evidence(s: dict) -> tuple[str, list[str]]:
+    """The mechanism's name and the lines of evidence, each said only when its figures hold it."""
+    window, connections, per_conn = s["window_s"], s["connections_asked"], s["streams_per_connection"]
+    answered_for = max(window - s["silent_s"], s["slice_s"])
+    lines = [f"answers stopped within the window's first {answered_for:.1f} s of {window:.3g} s, after "
+             f"{s['answered']:,} requests, the server's CPU idle from then on, with {s['streams']:,} requests in flight"]
+    end = (s.get("connections") or {}).get("end")
     closed = end is not None and end < connections
     if closed:
         lines.append(f"{connections - end} of the {connections} connection(s) h2load opened were closed by the window's "
@@ -55,7 +65,7 @@ def stall(m: dict, connections: int, streams: int, message_bytes: int | None, co
     elif end is not None:
         lines.append(f"its {end} connection(s) stayed open: it stopped answering on them (where its threads "
                      "waited: the off-CPU window)")
-    flow = False
+    flow, h2, message_bytes = False, s.get("h2"), s.get("message_bytes")
     if h2 and message_bytes:
         need, grant = per_conn * message_bytes, h2["connection_window"]
         flow = need >= FLOW_SHARE * grant
@@ -69,13 +79,13 @@ def stall(m: dict, connections: int, streams: int, message_bytes: int | None, co
         if most is not None and most < per_conn:
             lines.append(f"the server allows {most:,} concurrent streams on a connection, fewer than the {per_conn:,} "
                          "asked: the client queues the rest")
-    out["mechanism"] = ("connections closed under HTTP/2 flow control" if closed and flow else
-                        "connections closed by the server" if closed else
-                        "HTTP/2 flow control" if flow else "no answer on open connections")
-    out["evidence"] = lines
-    return out
+    mechanism = ("connections closed under HTTP/2 flow control" if closed and flow else
+                 "connections closed by the server" if closed else
+                 "HTTP/2 flow control" if flow else "no answer on open connections")
+    return mechanism, lines
 
 
 def describe(s: dict) -> str:
-    """One line: the mechanism, then the evidence."""
-    return f"STALLED ({s['mechanism']}): " + "; ".join(s["evidence"])
+    """One line: the mechanism, then the evidence (a record made before the figures were kept: its own lines)."""
+    mechanism, lines = evidence(s) if "connections_asked" in s else (s["mechanism"], s["evidence"])
+    return f"STALLED ({mechanism}): " + "; ".join(lines)
