@@ -15,6 +15,8 @@ and the server's CPU under IDLE_CORES. The evidence, each line said only when it
 """
 from __future__ import annotations
 
+from rpcprof.analyze.timeline import SLICE_S
+
 IDLE_CORES = 0.05        # below this share of a CPU, the server is idle in a slice
 IDLE_SHARE = 0.25        # the silent tail must be at least this share of the window ...
 MIN_IDLE_S = 1.0         # ... and this long
@@ -85,7 +87,10 @@ def evidence(s: dict) -> tuple[str, list[str]]:
     return mechanism, lines
 
 
-def describe(s: dict) -> str:
-    """One line: the mechanism, then the evidence (a record made before the figures were kept: its own lines)."""
+def describe(s: dict, connections: int | None = None, streams: int | None = None) -> str:
+    """One line: the mechanism, then the evidence. A record made before the figures were kept all is said
+    from them with the run's C and S when the caller knows them, else in its own saved lines."""
+    if "connections_asked" not in s and connections and streams:
+        s = {**s, "connections_asked": connections, "streams": streams, "slice_s": SLICE_S}
     mechanism, lines = evidence(s) if "connections_asked" in s else (s["mechanism"], s["evidence"])
     return f"STALLED ({mechanism}): " + "; ".join(lines)

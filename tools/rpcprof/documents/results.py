@@ -259,7 +259,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     lines = ["## The explanation, in numbers", ""]
     pairs = [(c, s, by[(c, s, first)], by[(c, s, second)]) for c, s in cells
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
-    stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'])}." for c, s in cells for srv in (first, second)
+    stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for c, s in cells for srv in (first, second)
               if (r := by.get((c, s, srv)) or {}).get("stalled")]
     if not pairs:
         return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
