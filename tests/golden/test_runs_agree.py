@@ -87,7 +87,7 @@ def test_the_text_says_what_the_figures_say():
 @pytest.mark.parametrize("args, says", [
     ((str(RUNS[0]),), "give two run folders or more"),
     ((str(RUNS[0]), str(DATA / "20261124-074608-seed-002-A")), "seed-002-A differs from 20261124-073646-rust_tonic_mt-rust_pajamax in streams (100 against 1000)"),
-    ((str(RUNS[0]), str(DATA / "20261124-075456-seed-000")), "a sweep folder, not a run"),
+    ((str(RUNS[0]), str(DATA / "20261126-041905-seed-000")), "a sweep folder, not a run"),
     ((str(RUNS[0]), str(DATA / "20261125-091134-rust_tonic_mt-java_grpc-cpp_grpc")), "no two servers"),
 ])
 def test_runs_that_cannot_be_compared_are_refused_in_one_line(args, says):

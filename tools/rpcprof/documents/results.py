@@ -97,7 +97,7 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
                 spread = f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
                 if i["significant"] is False:
                     spread += " not significant"
-            elif a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
+            elif b["ratio"] and a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
                 sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
                 spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
             seed = SEED_000_RATIOS.get((c, s))
@@ -189,8 +189,8 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
         b = by.get((c, s, second))
         for x in others:
             a = by.get((c, s, x))
-            if not a or not b or not a.get("req_per_cpu_s") or not b.get("req_per_cpu_s"):
-                continue
+            if not a or not b or not a.get("req_per_cpu_s") or not b.get("req_per_cpu_s") or a.get("stalled") or b.get("stalled"):
+                continue        # a stalled window's figures are a burst and a silence, not a pace
             interval = server_ratio(figures[(c, s, x)], figures[(c, s, second)])
             diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
             io_a, io_b = _sum(a, socket), _sum(b, socket)
