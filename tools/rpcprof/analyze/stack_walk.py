@@ -181,7 +181,7 @@ def _new_leaves_at_once(run: list[tuple[str, str, str]], leaf_into: dict, frames
     counted by one dict update, in the run's order as one row at a time would; False, having counted nothing,
     otherwise. leaf_into: callers -> the frames dict their stacks count their leaf into, or False (a frame of
     theirs decides, or no callers); frames_for(callers) puts callers there, in the run's order."""
-    callers = [c for c, _, _ in run]
+    callers, leaves, weights = zip(*run)
     into = list(map(leaf_into.get, callers))
     if None in into:
         for c in callers:
@@ -191,7 +191,7 @@ def _new_leaves_at_once(run: list[tuple[str, str, str]], leaf_into: dict, frames
     frames = into[0]
     if frames is None or frames is False or len(set(map(id, into))) != 1:
         return False
-    new = dict(zip([leaf for _, leaf, _ in run], map(int, [w for _, _, w in run])))
+    new = dict(zip(leaves, map(int, weights)))
     if len(new) != len(run) or not frames.keys().isdisjoint(new):
         return False
     frames.update(new)
