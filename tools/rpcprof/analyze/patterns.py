@@ -14,6 +14,7 @@ Both engines give the same answers for the patterns rules use (`regex` is compat
 """
 from __future__ import annotations
 
+import functools
 import re
 from re import _constants as sre_c      # the parser re itself uses; any surprise counts as "not bounded"
 from re import _parser as sre_parse
@@ -55,6 +56,7 @@ def _unbounded_repeats(items) -> int | None:
     return total
 
 
+@functools.lru_cache(maxsize=4096)
 def bounded_backtracking(source: str) -> bool:
     """True when `re` cannot backtrack catastrophically on this pattern (see the module's docstring)."""
     try:

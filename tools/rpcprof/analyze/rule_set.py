@@ -22,6 +22,8 @@ The answer stays the per-rule loop's, byte for byte:
 """
 from __future__ import annotations
 
+import functools
+
 from re import _constants as sre_c      # the parser re itself uses, as rpcprof.analyze.patterns does
 from re import _parser as sre_parse
 from typing import TYPE_CHECKING
@@ -104,6 +106,7 @@ def _rewrite(items, ignorecase: bool) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def re2_superset(source: str) -> str | None:
     """RE2 syntax for a Python pattern, matching at least what it matches on printable ASCII text; None
     when the pattern holds what the rewriting does not carry (see the module's docstring)."""
