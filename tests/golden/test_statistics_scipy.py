@@ -3,6 +3,7 @@
 compute over the recorded runs (docs/data, tests/data/runs) is the same within 1e-9."""
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -50,22 +51,23 @@ def test_benjamini_hochberg_is_the_hand_written_step_up():
             assert significance.bh_adjusted(p) == pytest.approx(hand.bh_adjusted(p), abs=TOLERANCE)
 
 
-def recorded_commands(runs: list[Path], tmp: Path) -> list[list[str]]:
-    """The reports that compute p-values and intervals (compare, run, diff, whatif, runs) over runs."""
-    out = []
-    for run in runs:
-        servers = [p.name for p in sorted(run.iterdir()) if p.is_dir() and any(p.glob("result.json*"))]
-        out += [["compare", str(run), "--format", "json"], ["run", str(run), "--format", "json"],
-                ["compare", str(run), "--indirect", str(INDIRECT), "--format", "json"]]
-        for a, b in zip(servers, servers[1:]):
-            out += [["diff", f"{run}/{a}", f"{run}/{b}", "-o", str(tmp / "d.svg"), "--format", "json"],
-                    ["whatif", str(run), b, a, "--format", "json"]]
-    pairs = [r for r in runs if r.name.endswith("rust_tonic_mt-rust_pajamax")]
-    for a, b in zip(pairs, pairs[1:]):               # two runs: Welch's t
-        out.append(["diff", f"{a}/rust_pajamax", f"{b}/rust_pajamax", "-o", str(tmp / "d.svg"), "--format", "json"])
-    if len(pairs) > 1:
-        out.append(["runs", *map(str, pairs), "--format", "json"])
+def recorded_commands(run: Path, tmp: Path) -> list[list[str]]:
+    """The reports that compute p-values and intervals over one run (compare, run, diff, whatif)."""
+    servers = [p.name for p in sorted(run.iterdir()) if p.is_dir() and any(p.glob("result.json*"))]
+    out = [["compare", str(run), "--format", "json"], ["run", str(run), "--format", "json"],
+           ["compare", str(run), "--indirect", str(INDIRECT), "--format", "json"]]
+    for a, b in zip(servers, servers[1:]):
+        out += [["diff", f"{run}/{a}", f"{run}/{b}", "-o", str(tmp / "d.svg"), "--format", "json"],
+                ["whatif", str(run), b, a, "--format", "json"]]
     return out
+
+
+def across_runs_commands(runs: list[Path], tmp: Path) -> list[list[str]]:
+    """The reports that test one server across runs: diff of two runs (Welch's t), and runs."""
+    pairs = [r for r in runs if r.name.endswith("rust_tonic_mt-rust_pajamax")]
+    out = [["diff", f"{a}/rust_pajamax", f"{b}/rust_pajamax", "-o", str(tmp / "d.svg"), "--format", "json"]
+           for a, b in zip(pairs, pairs[1:])]
+    return out + [["runs", *map(str, pairs), "--format", "json"]] if len(pairs) > 1 else out
 
 
 def calls_of_the_reports(monkeypatch, commands: list[list[str]]) -> dict[str, list]:
@@ -87,8 +89,10 @@ def calls_of_the_reports(monkeypatch, commands: list[list[str]]) -> dict[str, li
     return recorded
 
 
-def assert_the_same_as_by_hand(recorded: dict[str, list]) -> None:
-    assert recorded["t_two_sided_p"] and recorded["t_quantile"] and recorded["bh_adjusted"]
+def assert_the_same_as_by_hand(recorded: dict[str, list], tested: bool = True) -> None:
+    """Every call recorded gave what the hand-written code gives; tested: the reports made a test at all
+    (a run of one round has none to make)."""
+    assert not tested or (recorded["t_two_sided_p"] and recorded["t_quantile"] and recorded["bh_adjusted"])
     for (t, df), p in set(recorded["t_two_sided_p"]):
         assert abs(p - hand.t_two_sided_p(t, df)) <= TOLERANCE, (t, df)
     for args, q in set(recorded["t_quantile"]):
@@ -101,14 +105,27 @@ def assert_the_same_as_by_hand(recorded: dict[str, list]) -> None:
         assert adjusted == pytest.approx(hand.bh_adjusted(pvalues), abs=TOLERANCE)
 
 
+def recorded_runs() -> list[Path]:
+    runs = sorted(p for p in (ROOT / "docs" / "data").iterdir() if any(p.glob("metrics.json*")))
+    return runs + sorted(p for p in (ROOT / "tests" / "data" / "runs").iterdir() if any(p.glob("metrics.json*")))
+
+
 @pytest.mark.slow
 def test_the_reports_of_a_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path):
-    runs = [ROOT / "tests" / "data" / "runs" / "rounds"]
-    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(runs, tmp_path)))
+    run = ROOT / "tests" / "data" / "runs" / "rounds"
+    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(run, tmp_path)))
 
 
 @pytest.mark.slow
-def test_the_reports_of_every_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path):
-    runs = sorted(p for p in (ROOT / "docs" / "data").iterdir() if any(p.glob("metrics.json*")))
-    runs += sorted(p for p in (ROOT / "tests" / "data" / "runs").iterdir() if any(p.glob("metrics.json*")))
-    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(runs, tmp_path)))
+@pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_reports_of_every_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path, run):
+    """One run at a time, so that the full suite's workers share them out; a run of one round tests nothing."""
+    rounds = int(json.loads((run / "manifest.json").read_text())["parameters"].get("repeat") or 1)
+    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(run, tmp_path)), rounds > 1)
+
+
+@pytest.mark.slow
+def test_the_reports_across_recorded_runs_compute_what_they_did_by_hand(monkeypatch, tmp_path):
+    commands = across_runs_commands(recorded_runs(), tmp_path)
+    assert any(c[0] == "runs" for c in commands)
+    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, commands))
