@@ -1,11 +1,14 @@
 """The default run shape, live and short: every round has a profile window that also counts the
 syscalls on the server's CPU, so the breakdown, the kernel figures and their intervals come from the
-rounds that measured the ratio."""
+rounds that measured the ratio; the rounds run in turn (A B A B ...), each server restarted, and the ratio
+has its interval over the adjacent pairs."""
 from __future__ import annotations
 
 import json
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from rpcprof.rundir import load_run, profile_folded
 
@@ -49,6 +52,20 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
     total = next(r for r in data["rows"] if r["category"] == "total")
     assert total["rust_tonic_mt_pm"] is not None and total["delta_rust_pajamax_sig"] == "*"
     assert "SYSCALL-REGIME" not in done.stdout
+    # the rounds in turn, each server restarted: tonic_mt, pajamax, tonic_mt, ... by each measurement's start
+    started = []
+    for name in ("rust_tonic_mt", "rust_pajamax"):
+        for k in (1, 2, 3):
+            r = json.loads((done.run_dir / name / ("" if k == 1 else f"round-{k}") / "result.json").read_text())
+            assert r["repeat"] == k and r["status"] == "ok"
+            started.append((r["started"], name, k))
+    assert [(name, k) for _, name, k in sorted(started)] == [(n, k) for k in (1, 2, 3)
+                                                             for n in ("rust_tonic_mt", "rust_pajamax")]
+    # and the printed ratio has its interval over the 3 adjacent pairs
+    rows = {r["server"]: r for r in json.loads(report("run", str(done.run_dir), "--format", "json").stdout)["rows"]}
+    interval = rows["rust_pajamax"]["ratio_interval"]
+    assert interval["n"] == 3 and interval["low"] < interval["ratio"] < interval["high"]
+    assert rows["rust_pajamax"]["relative"] == pytest.approx(interval["ratio"])
 
 
 def test_a_run_cards_its_host_and_records_each_window_over_time(profile, port):

@@ -261,30 +261,6 @@ def test_run_records_each_servers_ruler(metrics):
         assert metrics[name]["ruler"] == "alloc::fmt::format::format_inner"
 
 
-# ----- interleaved rounds -------------------------------------------------------------------------
-
-def test_repeats_are_measured_in_turn_and_every_ratio_has_an_interval(profile):
-    """--repeat 3: rust_tonic_st, rust_pajamax, rust_tonic_st, ... each restarted, read back from the
-    run folder's own records (each measurement's start time), and the printed ratio has its interval."""
-    done = profile.run("run", "rust_tonic_st", "rust_pajamax", "--rounds", "3", "-d", "1", "-w", "0",
-                       "--no-profile", "--no-syscalls", "--port", "50161", "--format", "json", "--label", "pytest-rounds")
-    assert done.returncode == 0, done.stderr[-2000:]
-    started = []
-    for server in ("rust_tonic_st", "rust_pajamax"):
-        for k in (1, 2, 3):
-            folder = done.run_dir / server / ("" if k == 1 else f"round-{k}")
-            r = json.loads((folder / "result.json").read_text())
-            assert r["repeat"] == k and r["status"] == "ok"
-            started.append((r["started"], server, k))
-    order = [(server, k) for _, server, k in sorted(started)]
-    assert order == [("rust_tonic_st", 1), ("rust_pajamax", 1), ("rust_tonic_st", 2), ("rust_pajamax", 2),
-                     ("rust_tonic_st", 3), ("rust_pajamax", 3)]
-    rows = {r["server"]: r for r in json.loads(done.stdout)["rows"]}
-    interval = rows["rust_pajamax"]["ratio_interval"]
-    assert interval["n"] == 3 and interval["low"] < interval["ratio"] < interval["high"]
-    assert rows["rust_pajamax"]["relative"] == pytest.approx(interval["ratio"])
-
-
 def test_profile_and_syscall_windows_record_the_figures_their_regime_is_checked_by(metrics):
     for name in SERVERS:
         m = metrics[name]
