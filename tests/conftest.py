@@ -145,6 +145,8 @@ class Profile:
         if args and args[0] in COMMANDS_WITH_RUNS_DIR and not any(a.startswith(("--off-cpu", "--no-off-cpu"))
                                                                   for a in args):
             args = (*args, "--no-off-cpu")   # the off-CPU window is tests/live/test_offcpu_live.py's: it names its options
+        if args and args[0] in COMMANDS_WITH_RUNS_DIR and not {"--pictures", "--no-pictures"} & set(args):
+            args = (*args, "--no-pictures")  # drawn by the tests that read them (run_integration, offcpu): they name --pictures
         if args and args[0] == "run" and not any(a.startswith(("--rounds", "--repeat", "--precision")) for a in args):
             args = (*args, "--rounds", "1")  # rounds triple a run: the tests of rounds name their options
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -62,6 +62,8 @@ def _remove_runs():
 def attach(*args, timeout=300):
     if not any(a.startswith(("--off-cpu", "--no-off-cpu")) for a in args):
         args = (*args, "--no-off-cpu")          # the off-CPU window is tests/live/test_offcpu_live.py's
+    if not {"--pictures", "--no-pictures"} & set(args):
+        args = (*args, "--no-pictures")         # an attach's pictures: test_offcpu_live's and the golden tests'
     return subprocess.run([PROFILE_SH, "attach", "--runs-dir", str(RUNS), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 

@@ -66,7 +66,7 @@ def test_attach_profiles_a_cpp_grpc_started_by_hand_with_grpcs_threads_on_its_cp
             assert allowed.split()[-1] == "0", (task.name, allowed)
         done = subprocess.run([str(ROOT / "profile.sh"), "attach", "--runs-dir", str(runs), "--pid", str(server.pid),
                                "-d", "2", "-w", "1", "--load", "--target", f"127.0.0.1:{port}", "--no-off-cpu",
-                               "--scenario", "complex_proto", "--app", spec.app, "--format", "json"],
+                               "--no-pictures", "--scenario", "complex_proto", "--app", spec.app, "--format", "json"],
                               capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 0, done.stderr[-2000:]
         run_dir = next(runs.iterdir())

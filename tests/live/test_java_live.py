@@ -68,7 +68,7 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
         wait_answering(jvm, port, "helloworld", 60)
         done = subprocess.run([str(ROOT / "profile.sh"), "attach", "--runs-dir", str(runs), "--pid", str(jvm.pid),
                                "-d", "2", "-w", "4", "--load", "--target", f"127.0.0.1:{port}", "--no-off-cpu",
-                               "--app", spec.app, "--format", "json"],
+                               "--no-pictures", "--app", spec.app, "--format", "json"],
                               capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 0, done.stderr[-2000:]
         run_dir = next(runs.iterdir())

@@ -14,7 +14,7 @@ def xml_ok(path: Path) -> None:
 
 def test_pajamax_at_exactly_50_in_flight_gets_an_off_cpu_window_naming_the_stall(profile, port):
     done = profile.run("run", "rust_pajamax", "-S", "50", "-d", "2", "-w", "1", "--no-profile", "--no-syscalls",
-                       "--off-cpu-duration", "3", "--port", str(port))
+                       "--off-cpu-duration", "3", "--port", str(port), "--pictures")
     assert done.returncode == 0, done.stderr
     result = json.loads((done.run_dir / "rust_pajamax" / "result.json").read_text())
     assert result["latency_bound"], "the window should be LATENCY-BOUND: the off-CPU window is automatic then"

@@ -165,7 +165,7 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
             "--profile-duration", str(windows["profile_duration"]),
             "--syscall-duration", str(windows["syscall_duration"]), "--no-off-cpu",
             "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--rounds", "1",
-            "-S", str(STREAMS)]
+            "-S", str(STREAMS), "--no-pictures"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{setting.name}: profile.sh run failed:\n{proc.stderr[-2000:]}"
     return next(runs_dir.glob(f"*-{label}"))

@@ -29,7 +29,7 @@ PORT = 50151
 # profile no test here reads, would otherwise have its window stretched to 9 s to reach 5,000
 ARGS = ["run", *SERVERS, "-d", "2", "-w", "1", "-S", "100", "--io-sizes", "--syscall-duration", "2",
         "--profile-duration", "3", "--min-samples", "1000", "--port", str(PORT), "--format", "json",
-        "--label", "pytest", "--no-off-cpu"]
+        "--label", "pytest", "--no-off-cpu", "--pictures"]
 
 
 def git(*args: str) -> subprocess.CompletedProcess:

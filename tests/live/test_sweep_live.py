@@ -15,7 +15,7 @@ def sweep(tmp_path_factory):
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1",
          "-w", "0.5", "--rounds", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
-         "--no-off-cpu", "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
+         "--no-off-cpu", "--no-pictures", "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
         capture_output=True, text=True, timeout=900)
     folders = list(runs.iterdir())
     assert len(folders) == 1, proc.stderr[-2000:]
@@ -37,6 +37,14 @@ def test_sweep_announces_its_duration_and_progress(sweep):
     proc, _ = sweep
     assert re.search(r"2 cells x 2 server\(s\) x 2 round\(s\): about \d+ min \d+ s", proc.stderr)
     assert "[1/2] C=1 S=1:" in proc.stderr and "[2/2] C=1 S=10:" in proc.stderr and "ETA" in proc.stderr
+
+
+def test_no_cell_draws_its_pictures_when_asked_and_each_says_how_to(sweep):
+    """--no-pictures: the cells' profiles are kept, no SVG and no report.html is drawn, and each cell says so
+    once, naming the commands that draw them from its folder."""
+    proc, folder = sweep
+    assert list(folder.rglob("profile.folded*")) and not list(folder.rglob("*.svg")) + list(folder.rglob("*.html"))
+    assert proc.stderr.count("no pictures drawn (--no-pictures): report.py svg, chart and html") == 2
 
 
 def test_ratio_is_the_mean_of_the_paired_rounds_with_its_interval(sweep):

@@ -135,6 +135,14 @@ def off_cpu_options(default_duration: float, when: str):
     return decorate
 
 
+def pictures_option(default: bool, what: str):
+    """--pictures/--no-pictures: whether the job draws its pictures at the end."""
+    return click.option("--pictures/--no-pictures", default=default, show_default=True,
+                        help=f"Draw the flame graphs, the per-request charts and report.html at the end{what}. "
+                             "Without them the measurement is the same; report.py svg, chart and html draw them "
+                             "later from the folder.")
+
+
 def placement_and_load_options(f):
     """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
     options = [
@@ -200,6 +208,7 @@ def main():
                    "in the profile window; its cost is printed.")
 @off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
 @repeat_options("", RUN["repeat"])
+@pictures_option(RUN["pictures"], "")
 @runs_dir_option
 @format_option
 def run(**params):
@@ -266,6 +275,7 @@ def int_list(ctx, param, value):
 @click.option("--min-samples", default=SWEEP["min_samples"], show_default=True, callback=not_negative,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
 @off_cpu_options(SWEEP["off_cpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
+@pictures_option(SWEEP["pictures"], " of each cell")
 @runs_dir_option
 @format_option
 def sweep(**params):
@@ -319,6 +329,7 @@ def sweep(**params):
 @click.option("--second-profile/--no-second-profile", default=ATTACH["second_profile"], show_default=True,
               help="For CPython: also perf's view after py-spy's.")
 @off_cpu_options(ATTACH["off_cpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
+@pictures_option(ATTACH["pictures"], "")
 @runs_dir_option
 @format_option
 def attach(**params):

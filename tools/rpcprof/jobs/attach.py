@@ -73,6 +73,7 @@ class AttachOptions:
     second_profile: bool = ATTACH["second_profile"]
     off_cpu: bool | None = None       # where its threads wait: None = with --load, when the window says it waited
     off_cpu_duration: float = ATTACH["off_cpu_duration"]
+    pictures: bool = ATTACH["pictures"]   # flame graphs, charts and report.html drawn at the end
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
 
@@ -156,7 +157,7 @@ class Attach:
                                                                      "dwarf", measured)
                 life.failed = any(r["status"] != "ok" for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
-            render_pictures(self.dir, self.rules, list(self.results))
+            render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)
         return self.dir
 
     def gone(self) -> bool:

@@ -90,9 +90,13 @@ def round_sample_target(min_samples: int, rounds: int, earlier: list[tuple[int, 
     return math.ceil(need / left * shortfall * margin)
 
 
-def render_pictures(run_dir: Path, rules, servers: list[str]) -> None:
+def render_pictures(run_dir: Path, rules, servers: list[str], draw_them: bool = True) -> None:
     """flame.svg per profiled server and breakdown.svg for the run; a picture that cannot be drawn is
-    a warning, never a lost run."""
+    a warning, never a lost run. Not draw_them (--no-pictures): one line saying how to draw them later."""
+    if not draw_them:
+        log(f"rpcprof: no pictures drawn (--no-pictures): report.py svg, chart and html draw them from "
+            f"{shown(run_dir)}")
+        return
     from rpcprof.report.chart import render_breakdown_chart
     from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html

@@ -26,10 +26,11 @@ RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scena
        "min_samples": MIN_SAMPLES,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
        "idle": "poll",          # the server's CPUs poll when idle (measure/idle.py); --idle halt: the machine's own way
-       "repeat": 5}             # rounds: an interval for every ratio and category by default
+       "repeat": 5,             # rounds: an interval for every ratio and category by default
+       "pictures": True}        # flame graphs, charts and report.html drawn at the end of a run (and of each cell)
 # a sweep's connections and streams are its grid's lists, as -C and -S take them
 SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
          "profile_duration": 5.0, "syscall_duration": 3.0, "off_cpu_duration": 3.0}
 ATTACH = {"duration": 10.0, "name": "", "frequency": FREQUENCY, "min_samples": MIN_SAMPLES, "driver": "h2load",
           "scenario": "helloworld", "connections": 1, "streams": 100, "warmup": 2.0, "second_profile": True,
-          "off_cpu_duration": 5.0}
+          "off_cpu_duration": 5.0, "pictures": True}

@@ -65,6 +65,7 @@ class RunOptions:
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
+    pictures: bool = RUN["pictures"]    # flame graphs, charts and report.html drawn at the end
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
     def resolved_load_cpus(self) -> list[int]:
@@ -172,7 +173,7 @@ class Run:
 
     def pictures(self) -> None:
         if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
-            render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs])
+            render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs], self.opts.pictures)
 
     def rounds(self) -> None:
         """Rounds of one measurement per server, in turn (A B A B ...), each server restarted: --rounds
