@@ -168,6 +168,27 @@ def stream_collapsed(folded: Path, out: Path) -> int | None:
     return stacks
 
 
+def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> int | None:
+    """export's pprof profile of a folded file, made as it is read (report/pprof_stream.py) and written whole:
+    the number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
+    from rpcprof.report.pprof_stream import to_pprof_blocks
+    from rpcprof.rundir import output_file
+    if is_pprof(folded) or not folded.is_file() or out.is_dir() or out.resolve() == folded.resolve():
+        return None
+    made = to_pprof_blocks(folded, rules, weight_unit(folded), app)
+    if made is None:
+        return None
+    chunks, stacks = made
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with output_file(out) as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except OSError as e:
+        raise UserError(f"-o {out}: cannot write it ({e.strerror or e}); choose a writable place") from None
+    return stacks
+
+
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
     """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
     pattern rules hold (pprof keeps it)."""
@@ -175,6 +196,10 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if fmt == "collapsed":
         n = stream_collapsed(Path(folded), Path(out))
+        if n is not None:
+            return n
+    if fmt == "pprof":
+        n = stream_profile(Path(folded), rules, Path(out), app)
         if n is not None:
             return n
     stacks = open_folded(folded)
