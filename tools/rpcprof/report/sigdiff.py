@@ -23,6 +23,7 @@ from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
+from rpcprof.report.diff_stream import one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.sigsvg import recolour_significant
@@ -51,6 +52,9 @@ def side_of(path: Path, requests: int | None = None) -> Side:
         if found and profile_folded(*found).resolve() == path.resolve():
             run_server = found
     if not run_server:
+        scanned = None if requests else scan(path)
+        if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
+            return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
         stacks = open_folded(path)
         us = cpu_us_per_req(path, sum(w for _, w in stacks), requests) if requests else None
         source = {"file": str(path), "key": f"--requests {requests}"} if requests else {}
@@ -141,6 +145,11 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     import json
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     a, b = side_of(a_path, count_a), side_of(b_path, count_b)
+    streamed = all(r.scanned for s in (a, b) for r in s.rounds)
+    if not streamed:
+        for r in (r for s in (a, b) for r in s.rounds if r.scanned):
+            r.stacks, r.scanned = open_folded(r.folded), None
+            r.displayed = drawn_round(r.k, r.folded, None, r.stacks, {}).displayed
     origin = label_sides(a, b)
     d = build_diff(a, b, absolute=not normalize and not per_request)
     if per_request and not d.per_request:
@@ -156,7 +165,9 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             ", mean over each side's rounds")
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    sig, found = significance_line(d, view), one_side(d, rows)
+    sig = significance_line(d, view)
+    found = one_side_streamed(a.path, b.path, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows) if streamed \
+        else one_side(d, rows)
     vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
                                       "red: more in B, blue: less", sig, scaling,
@@ -171,6 +182,9 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             render_diff_flamegraph(*files, out, title, subtitle, False, legend,
                                    countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
+    elif streamed:
+        render_diff_streamed(a.path, b.path, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, found),
+                             vanished if found["frames_only_in_a"] else set(), (a.rounds[0].scanned, b.rounds[0].scanned))
     else:
         render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
                                recolour=lambda svg: mark_one_side(svg, found),

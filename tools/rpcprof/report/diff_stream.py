@@ -1,0 +1,174 @@
+"""report.py diff of two bare folded files (one round each), made as the files are read: the same tables, lists
+and graph as report/sigdiff.py makes from the stacks held whole, without holding them.
+
+Each side is read in blocks (analyze/folded_blocks.py) several times: once to check it and sum its weights
+(scan), once per rule set for its categories (stack_walk.categorize_file), once for its distinct frames (the
+frames on one side only are found by set difference: one dict of A's distinct frames), once more for the shares
+of the frames on one side only when there are any, and once to write the stacks as inferno draws them. A file
+the block reader does not take (a blank line, a damaged count, a CR) is read whole as before, so its errors and
+its lines are the ones they were.
+"""
+from __future__ import annotations
+
+import re
+from math import gcd
+from pathlib import Path
+
+from rpcprof.analyze.folded_blocks import Irregular, folded_rows
+from rpcprof.analyze.rules import remember
+from rpcprof.pprof_in import is_pprof
+from rpcprof.report.flamegraph import displayable_stack, draw_diff, inferno_tool, run_tool
+
+
+def scan(path: Path) -> tuple[int, int, int] | None:
+    """(total weight, gcd of the weights, stacks) of a folded file the block reader takes whole, with some
+    weight; None otherwise (a pprof profile, an irregular line, an unreadable file, no weight)."""
+    if is_pprof(path) or not path.is_file():
+        return None
+    total = unit = stacks = 0
+    try:
+        for _, rows in folded_rows(path):
+            weights = [int(w) for _, _, w in rows]
+            total += sum(weights)
+            unit = gcd(unit, *set(weights))
+            stacks += len(rows)
+    except (Irregular, OSError, EOFError):
+        return None
+    return (total, unit, stacks) if total else None
+
+
+def _rows(path: Path):
+    for _, rows in folded_rows(path):
+        yield from rows
+
+
+class _Callers:
+    """The frames of each distinct callers text `a;b;`, split once (bounded by CACHE_LIMIT)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, list[str]] = {}
+
+    def __call__(self, callers: str) -> list[str]:
+        frames = self.known.get(callers)
+        if frames is None:
+            frames = remember(self.known, callers, callers[:-1].split(";") if callers else [])
+        return frames
+
+
+def one_sided_frames(a: Path, b: Path) -> tuple[set[str], set[str]]:
+    """(A's frames in no stack of B, B's frames in no stack of A), frames as captured."""
+    in_b: dict[str, bool] = {}          # A's distinct frames -> seen in B
+    split = _Callers()
+    seen: dict[str, None] = {}
+    for callers, leaf, _ in _rows(a):
+        if callers not in seen:
+            remember(seen, callers, None)
+            for f in split(callers):
+                in_b.setdefault(f, False)
+        in_b.setdefault(leaf, False)
+    only_b: set[str] = set()
+    seen.clear()
+    for callers, leaf, _ in _rows(b):
+        if callers not in seen:
+            remember(seen, callers, None)
+            for f in split(callers):
+                if f in in_b:
+                    in_b[f] = True
+                else:
+                    only_b.add(f)
+        if leaf in in_b:
+            in_b[leaf] = True
+        else:
+            only_b.add(leaf)
+    return {f for f, found in in_b.items() if not found}, only_b
+
+
+def shares_of(path: Path, frames: set[str], total: int) -> dict[str, float]:
+    """{frame of frames: share of the file's weight whose stacks hold it}, summed stack by stack as
+    report/one_side.inclusive_shares sums them (one round: the same floats)."""
+    shares: dict[str, float] = {}
+    if not frames:
+        return shares
+    split, hits = _Callers(), {}
+    for callers, leaf, w in _rows(path):
+        held = hits.get(callers)
+        if held is None:
+            held = remember(hits, callers, list({f: None for f in split(callers) if f in frames}))
+        w = int(w)
+        for f in held:
+            shares[f] = shares.get(f, 0.0) + w / total / 1
+        if leaf in frames and leaf not in held:
+            shares[leaf] = shares.get(leaf, 0.0) + w / total / 1
+    return shares
+
+
+def one_side_streamed(a: Path, b: Path, totals: tuple[int, int], rows: list[dict]) -> dict:
+    """report/one_side.one_side's answer for two bare folded files."""
+    only_a, only_b = one_sided_frames(a, b)
+
+    def only(shares: dict[str, float]) -> list[dict]:
+        found = sorted(shares.items(), key=lambda fs: (-fs[1], fs[0]))
+        return [{"frame": f, "share": 100 * s} for f, s in found]
+
+    return {"frames_only_in_a": only(shares_of(a, only_a, totals[0] or 1)),
+            "frames_only_in_b": only(shares_of(b, only_b, totals[1] or 1)),
+            "categories_only_in_a": [r["category"] for r in rows if r["a"] > 0 and not r["b"]],
+            "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
+
+
+# a line displayable_stack would change: one starting with a space or '#', or whose stack ends in a space or
+# in ` 123` / ` 1.5` (inferno would read a second count)
+_REDRAWN = re.compile(r"^[ #]| [0-9]*(\.[0-9]*)? [0-9]+$", re.M)
+
+
+def _drawn_block(text: str, rows, scale=None) -> str:
+    """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale)."""
+    plain = text.isascii() and text.replace("\n", " ").isprintable() and not _REDRAWN.search(text)
+    if scale is None and plain and " 0" not in text:
+        return text + "\n"
+    weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
+    if plain:
+        return "".join([f"{c}{leaf} {w}\n" for (c, leaf, _), w in zip(rows, weights)])
+    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in zip(rows, weights)])
+
+
+def write_drawn(path: Path, out, scale=None) -> None:
+    """The file's stacks as inferno must read them (displayable_stack), a block at a time, to out (text)."""
+    for text, rows in folded_rows(path):
+        out.write(_drawn_block(text, rows, scale))
+
+
+def write_vanished(path: Path, out, vanished: set[str], scale) -> None:
+    """The file's stacks that hold a vanished frame, weights scaled (those rounded to 0 left out), to out."""
+    split, hits = _Callers(), {}
+    for callers, leaf, w in _rows(path):
+        held = hits.get(callers)
+        if held is None:
+            held = remember(hits, callers, not vanished.isdisjoint(split(callers)))
+        if held or leaf in vanished:
+            w = round(int(w) * scale)
+            if w > 0:
+                out.write(f"{displayable_stack((callers + leaf).split(';'))} {w}\n")
+
+
+
+def render_diff_streamed(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool, rows: list[dict],
+                         recolour, vanished: set[str], scans: tuple) -> None:
+    """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: vanished_stacks of vanished), their
+    stacks written to inferno as read; scans: each file's scan()."""
+    import tempfile
+    weight, scale = scans[1][1] or 1, None
+    if vanished:    # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
+        scale = scans[1][0] / scans[0][0] if normalize else 1
+    with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
+        scratch = Path(scratch)
+        with open(scratch / "a.folded", "w", encoding="utf-8") as f:
+            write_drawn(a, f, scale)
+        with open(scratch / "b.folded", "w", encoding="utf-8") as f:
+            write_drawn(b, f)
+            if vanished:
+                write_vanished(a, f, vanished, scale)
+        with open(scratch / "diff.folded", "wb") as f:
+            run_tool([inferno_tool("inferno-diff-folded"), *(["--normalize"] if normalize and not vanished else []),
+                      "a.folded", "b.folded"], scratch, stdout=f)
+        draw_diff(scratch, "diff.folded", out_svg, title, subtitle, weight, rows, "samples", recolour)
