@@ -33,9 +33,12 @@ class Round:
     displayed: list[tuple[list[str], int]] = field(default_factory=list)
     # a bare folded file read as it goes (report/diff_stream.py), stacks and displayed left empty: its scan()
     scanned: tuple | None = None
+    known: tuple | None = None          # (rules, the Breakdown of the file under them), when read already
 
     def breakdown(self, rules: Rules):
         """The round's Breakdown: of its stacks, or of its file read as it goes."""
+        if self.known and self.known[0] is rules:
+            return self.known[1]
         if self.scanned:
             return categorize_file(self.folded, rules, keep_frames=False)
         return categorize(self.stacks, rules)

@@ -11,11 +11,13 @@ its lines are the ones they were.
 from __future__ import annotations
 
 import re
+import tempfile
 from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
-from rpcprof.analyze.rules import remember
+from rpcprof.analyze.rules import Rules, remember
+from rpcprof.analyze.stack_walk import _Tally
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.flamegraph import displayable_stack, draw_diff, inferno_tool, run_tool
 
@@ -55,32 +57,45 @@ class _Callers:
         return frames
 
 
-def one_sided_frames(a: Path, b: Path) -> tuple[set[str], set[str]]:
-    """(A's frames in no stack of B, B's frames in no stack of A), frames as captured."""
-    in_b: dict[str, bool] = {}          # A's distinct frames -> seen in B
-    split = _Callers()
-    seen: dict[str, None] = {}
-    for callers, leaf, _ in _rows(a):
-        if callers not in seen:
-            remember(seen, callers, None)
-            for f in split(callers):
-                in_b.setdefault(f, False)
-        in_b.setdefault(leaf, False)
-    only_b: set[str] = set()
-    seen.clear()
-    for callers, leaf, _ in _rows(b):
-        if callers not in seen:
-            remember(seen, callers, None)
-            for f in split(callers):
-                if f in in_b:
-                    in_b[f] = True
-                else:
-                    only_b.add(f)
-        if leaf in in_b:
-            in_b[leaf] = True
-        else:
-            only_b.add(leaf)
-    return {f for f, found in in_b.items() if not found}, only_b
+class SidesRead:
+    """One pass over each of two bare folded files, A then B: each side's Breakdown under its rules (the walk of
+    stack_walk.categorize_file), its stacks written as inferno draws them into a scratch folder (a.folded,
+    b.folded), and the frames on one side only (A's distinct frames kept, B's looked up in them, a block at a
+    time). cleanup() removes the folder."""
+
+    def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> None:
+        self.paths = a, b
+        self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
+        self.scratch = Path(self._scratch.name)
+        self.in_b: dict[str, bool] = {}          # A's distinct frames -> seen in B
+        self.only_b: set[str] = set()
+        self.breakdowns = self._read(a, rules_a, "a.folded", self._frames_of_a), \
+            self._read(b, rules_b, "b.folded", self._frames_of_b)
+        self.only_a = {f for f, found in self.in_b.items() if not found}
+        del self.in_b
+
+    def _read(self, path: Path, rules: Rules, name: str, frames) -> object:
+        tally, seen, split = _Tally(rules, False), {}, _Callers()
+        with open(self.scratch / name, "w", encoding="utf-8") as out:
+            for text, rows in folded_rows(path):
+                tally.add_rows(rows)
+                out.write(_drawn_block(text, rows))
+                new = {c for c, _, _ in rows if c not in seen}
+                for c in new:
+                    remember(seen, c, None)
+                frames({leaf for _, leaf, _ in rows}.union(*[split(c) for c in new]))
+        return tally.breakdown(path)
+
+    def _frames_of_a(self, frames: set[str]) -> None:
+        self.in_b.update(dict.fromkeys(frames - self.in_b.keys(), False))
+
+    def _frames_of_b(self, frames: set[str]) -> None:
+        seen = frames & self.in_b.keys()
+        self.in_b.update(dict.fromkeys(seen, True))
+        self.only_b |= frames - seen
+
+    def cleanup(self) -> None:
+        self._scratch.cleanup()
 
 
 def shares_of(path: Path, frames: set[str], total: int) -> dict[str, float]:
@@ -102,16 +117,15 @@ def shares_of(path: Path, frames: set[str], total: int) -> dict[str, float]:
     return shares
 
 
-def one_side_streamed(a: Path, b: Path, totals: tuple[int, int], rows: list[dict]) -> dict:
+def one_side_streamed(read: SidesRead, totals: tuple[int, int], rows: list[dict]) -> dict:
     """report/one_side.one_side's answer for two bare folded files."""
-    only_a, only_b = one_sided_frames(a, b)
-
     def only(shares: dict[str, float]) -> list[dict]:
         found = sorted(shares.items(), key=lambda fs: (-fs[1], fs[0]))
         return [{"frame": f, "share": 100 * s} for f, s in found]
 
-    return {"frames_only_in_a": only(shares_of(a, only_a, totals[0] or 1)),
-            "frames_only_in_b": only(shares_of(b, only_b, totals[1] or 1)),
+    a, b = read.paths
+    return {"frames_only_in_a": only(shares_of(a, read.only_a, totals[0] or 1)),
+            "frames_only_in_b": only(shares_of(b, read.only_b, totals[1] or 1)),
             "categories_only_in_a": [r["category"] for r in rows if r["a"] > 0 and not r["b"]],
             "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
 
@@ -152,23 +166,22 @@ def write_vanished(path: Path, out, vanished: set[str], scale) -> None:
 
 
 
-def render_diff_streamed(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool, rows: list[dict],
-                         recolour, vanished: set[str], scans: tuple) -> None:
-    """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: vanished_stacks of vanished), their
-    stacks written to inferno as read; scans: each file's scan()."""
-    import tempfile
-    weight, scale = scans[1][1] or 1, None
-    if vanished:    # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
-        scale = scans[1][0] / scans[0][0] if normalize else 1
-    with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
-        scratch = Path(scratch)
-        with open(scratch / "a.folded", "w", encoding="utf-8") as f:
-            write_drawn(a, f, scale)
-        with open(scratch / "b.folded", "w", encoding="utf-8") as f:
-            write_drawn(b, f)
-            if vanished:
+def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: str, normalize: bool,
+                         rows: list[dict], recolour, vanished: set[str], scans: tuple) -> None:
+    """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: vanished_stacks of vanished), from
+    the stacks read wrote; scans: each file's scan(). Removes read's scratch folder."""
+    a, b = read.paths
+    scratch = read.scratch
+    try:
+        if vanished:    # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
+            scale = scans[1][0] / scans[0][0] if normalize else 1
+            with open(scratch / "a.folded", "w", encoding="utf-8") as f:
+                write_drawn(a, f, scale)
+            with open(scratch / "b.folded", "a", encoding="utf-8") as f:
                 write_vanished(a, f, vanished, scale)
         with open(scratch / "diff.folded", "wb") as f:
             run_tool([inferno_tool("inferno-diff-folded"), *(["--normalize"] if normalize and not vanished else []),
                       "a.folded", "b.folded"], scratch, stdout=f)
-        draw_diff(scratch, "diff.folded", out_svg, title, subtitle, weight, rows, "samples", recolour)
+        draw_diff(scratch, "diff.folded", out_svg, title, subtitle, scans[1][1] or 1, rows, "samples", recolour)
+    finally:
+        read.cleanup()

@@ -23,7 +23,7 @@ from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
-from rpcprof.report.diff_stream import one_side_streamed, render_diff_streamed, scan
+from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.sigsvg import recolour_significant
@@ -69,6 +69,14 @@ def side_of(path: Path, requests: int | None = None) -> Side:
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
+
+
+def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules) -> SidesRead:
+    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown."""
+    read = SidesRead(a.path, b.path, rules_a, rules_b)
+    for side, rules, breakdown in zip((a, b), (rules_a, rules_b), read.breakdowns):
+        side.rounds[0].known = rules, breakdown
+    return read
 
 
 def _run_and_server(folder: Path) -> tuple[Path, str]:
@@ -157,6 +165,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                         "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
     rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
     rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
+    read = stream_sides(a, b, rules_a, rules_b) if streamed else None
     rows = category_rows(d, rules_a, rules_b)
     view = "us" if per_request else "share" if normalize else "abs"
     means = d.tested or per_request or len(a.rounds) > 1 or len(b.rounds) > 1      # drawn: the mean over rounds
@@ -166,8 +175,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
     sig = significance_line(d, view)
-    found = one_side_streamed(a.path, b.path, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows) if streamed \
-        else one_side(d, rows)
+    found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows) if read else one_side(d, rows)
     vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
                                       "red: more in B, blue: less", sig, scaling,
@@ -182,8 +190,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             render_diff_flamegraph(*files, out, title, subtitle, False, legend,
                                    countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
-    elif streamed:
-        render_diff_streamed(a.path, b.path, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, found),
+    elif read:
+        render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, found),
                              vanished if found["frames_only_in_a"] else set(), (a.rounds[0].scanned, b.rounds[0].scanned))
     else:
         render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
