@@ -10,7 +10,6 @@ its lines are the ones they were.
 """
 from __future__ import annotations
 
-import re
 import tempfile
 from math import gcd
 from pathlib import Path
@@ -130,14 +129,12 @@ def one_side_streamed(read: SidesRead, totals: tuple[int, int], rows: list[dict]
             "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
 
 
-# a line displayable_stack would change: one starting with a space or '#', or whose stack ends in a space or
-# in ` 123` / ` 1.5` (inferno would read a second count)
-_REDRAWN = re.compile(r"^[ #]| [0-9]*(\.[0-9]*)? [0-9]+$", re.M)
-
-
 def _drawn_block(text: str, rows, scale=None) -> str:
     """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale)."""
-    plain = text.isascii() and text.replace("\n", " ").isprintable() and not _REDRAWN.search(text)
+    # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
+    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space)
+    plain = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
+             and "\n " not in text and "\n#" not in text and " " not in "".join([leaf for _, leaf, _ in rows]))
     if scale is None and plain and " 0" not in text:
         return text + "\n"
     weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
