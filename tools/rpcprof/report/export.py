@@ -189,6 +189,25 @@ def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> in
     return stacks
 
 
+def stream_speedscope(folded: Path, out: Path) -> int | None:
+    """export's speedscope document of a folded file, written as it is read (report/speedscope_stream.py): the
+    number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
+    from rpcprof.analyze.folded_blocks import Irregular
+    from rpcprof.report.speedscope_stream import write_speedscope
+    from rpcprof.rundir import output_file
+    if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
+            or out.resolve() == folded.resolve()):
+        return None
+    try:
+        with output_file(out) as f:
+            n = write_speedscope(folded, folded.name, weight_unit(folded), f)
+            if n is None:
+                raise Irregular              # nothing written: read whole, as before
+    except Irregular:
+        return None
+    return n
+
+
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
     """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
     pattern rules hold (pprof keeps it)."""
@@ -200,6 +219,10 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
             return n
     if fmt == "pprof":
         n = stream_profile(Path(folded), rules, Path(out), app)
+        if n is not None:
+            return n
+    if fmt == "speedscope":
+        n = stream_speedscope(Path(folded), Path(out))
         if n is not None:
             return n
     stacks = open_folded(folded)
