@@ -189,10 +189,12 @@ def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> in
     return stacks
 
 
-def stream_speedscope(folded: Path, out: Path) -> int | None:
-    """export's speedscope document of a folded file, written as it is read (report/speedscope_stream.py): the
-    number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
+def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | None:
+    """export's speedscope document or OTLP protobuf of a folded file, made as it is read
+    (report/speedscope_stream.py, report/otlp_stream.py): the number of stacks; None, having written nothing,
+    when export must read it whole (as stream_collapsed)."""
     from rpcprof.analyze.folded_blocks import Irregular
+    from rpcprof.report.otlp_stream import write_otlp
     from rpcprof.report.speedscope_stream import write_speedscope
     from rpcprof.rundir import output_file
     if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
@@ -200,7 +202,8 @@ def stream_speedscope(folded: Path, out: Path) -> int | None:
         return None
     try:
         with output_file(out) as f:
-            n = write_speedscope(folded, folded.name, weight_unit(folded), f)
+            n = (write_speedscope(folded, folded.name, weight_unit(folded), f) if fmt == "speedscope"
+                 else write_otlp(folded, rules, weight_unit(folded), f))
             if n is None:
                 raise Irregular              # nothing written: read whole, as before
     except Irregular:
@@ -221,8 +224,8 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
         n = stream_profile(Path(folded), rules, Path(out), app)
         if n is not None:
             return n
-    if fmt == "speedscope":
-        n = stream_speedscope(Path(folded), Path(out))
+    if fmt == "speedscope" or (fmt == "otlp" and Path(out).suffix.lower() != ".json"):
+        n = stream_document(Path(folded), Path(out), fmt, rules)
         if n is not None:
             return n
     stacks = open_folded(folded)

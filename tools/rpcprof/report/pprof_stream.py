@@ -74,6 +74,8 @@ def leaf_counts(path: Path, marked: list[str]) -> bytearray:
 class _Tables:
     """The string, function and location tables, numbered as to_pprof numbers them, kept encoded."""
 
+    STRING = 0x32            # the string table's tag (profile.proto's field 6)
+
     def __init__(self, counts: bytearray) -> None:
         self.counts, self.mask = counts, (1 << ONCE_BITS) - 1
         self.others: dict[str, int] = {"": 0}     # strings that are not (yet) a frame's name
@@ -82,7 +84,7 @@ class _Tables:
         self.count = 1                             # strings so far
         # the tables' encoded bytes, in scratch files until the samples end
         self.strings, self.functions, self.locs = (tempfile.TemporaryFile() for _ in range(3))
-        self.strings.write(b"\x32\x00")
+        self.strings.write(bytes([self.STRING, 0]))
 
     def s(self, text: str) -> int:
         """The string index of text, a new one at its end when not there yet."""
@@ -99,7 +101,7 @@ class _Tables:
     def _add(self, text: str) -> int:
         i = self.count
         self.count += 1
-        self.strings.write(field(0x32, text.encode("utf-8")))
+        self.strings.write(field(self.STRING, text.encode("utf-8")))
         return i
 
     def leaf(self, frame: str) -> int:
@@ -127,6 +129,10 @@ class _Tables:
 
     def _new(self, loc: int, name: int) -> None:
         self.name_of.append(name)
+        self.encode(loc, name)
+
+    def encode(self, loc: int, name: int) -> None:
+        """A new frame's function and location, written to their tables."""
         v = varint(loc)
         self.functions.write(field(0x2a, b"\x08" + v + (b"\x10" + varint(name) + b"\x18" + varint(name) if name else b"")))
         self.locs.write(field(0x22, b"\x08" + v + field(0x22, b"\x08" + v)))
