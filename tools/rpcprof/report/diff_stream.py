@@ -56,42 +56,52 @@ class _Callers:
         return frames
 
 
+PARTS = 16               # a side's distinct frames are written to this many scratch files, by their hash
+
+
 class SidesRead:
     """One pass over each of two bare folded files, A then B: each side's Breakdown under its rules (the walk of
     stack_walk.categorize_file), its stacks written as inferno draws them into a scratch folder (a.folded,
-    b.folded), and the frames on one side only (A's distinct frames kept, B's looked up in them, a block at a
-    time). cleanup() removes the folder."""
+    b.folded), and its distinct frames, each block's written to one of PARTS files by their hash; the frames on
+    one side only are then the set differences of the two sides' files, a pair at a time (no side's frames
+    are held whole). cleanup() removes the folder."""
 
     def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> None:
         self.paths = a, b
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
-        self.in_b: dict[str, bool] = {}          # A's distinct frames -> seen in B
-        self.only_b: set[str] = set()
-        self.breakdowns = self._read(a, rules_a, "a.folded", self._frames_of_a), \
-            self._read(b, rules_b, "b.folded", self._frames_of_b)
-        self.only_a = {f for f, found in self.in_b.items() if not found}
-        del self.in_b
+        self.breakdowns = self._read(a, rules_a, "a"), self._read(b, rules_b, "b")
+        self.only_a, self.only_b = set(), set()
+        for p in range(PARTS):
+            in_a, in_b = self._part("a", p), self._part("b", p)
+            self.only_a |= in_a - in_b
+            self.only_b |= in_b - in_a
 
-    def _read(self, path: Path, rules: Rules, name: str, frames) -> object:
+    def _read(self, path: Path, rules: Rules, side: str) -> object:
         tally, seen, split = _Tally(rules, False), {}, _Callers()
-        with open(self.scratch / name, "w", encoding="utf-8") as out:
-            for text, rows in folded_rows(path):
-                tally.add_rows(rows)
-                out.write(_drawn_block(text, rows))
-                new = {c for c, _, _ in rows if c not in seen}
-                for c in new:
-                    remember(seen, c, None)
-                frames({leaf for _, leaf, _ in rows}.union(*[split(c) for c in new]))
+        parts = [open(self.scratch / f"{side}{p}.frames", "w", encoding="utf-8", newline="\n") for p in range(PARTS)]
+        try:
+            with open(self.scratch / f"{side}.folded", "w", encoding="utf-8") as out:
+                for text, rows in folded_rows(path):
+                    tally.add_rows(rows)
+                    out.write(_drawn_block(text, rows))
+                    new = {c for c, _, _ in rows if c not in seen}
+                    for c in new:
+                        remember(seen, c, None)
+                    by_part = [[] for _ in range(PARTS)]
+                    for f in {leaf for _, leaf, _ in rows}.union(*[split(c) for c in new]):
+                        by_part[hash(f) & (PARTS - 1)].append(f)
+                    for f, frames in zip(parts, by_part):
+                        if frames:
+                            f.write("\n".join(frames) + "\n")
+        finally:
+            for f in parts:
+                f.close()
         return tally.breakdown(path)
 
-    def _frames_of_a(self, frames: set[str]) -> None:
-        self.in_b.update(dict.fromkeys(frames - self.in_b.keys(), False))
-
-    def _frames_of_b(self, frames: set[str]) -> None:
-        seen = frames & self.in_b.keys()
-        self.in_b.update(dict.fromkeys(seen, True))
-        self.only_b |= frames - seen
+    def _part(self, side: str, p: int) -> set[str]:
+        with open(self.scratch / f"{side}{p}.frames", encoding="utf-8", newline="\n") as f:
+            return set(f.read().split("\n")[:-1])
 
     def cleanup(self) -> None:
         self._scratch.cleanup()
