@@ -1,7 +1,7 @@
 """export --format otlp (protobuf) made as the file is read (report/otlp_stream.py) is the ProfilesData
 report/export.to_otlp makes of the whole file, byte for byte: on the captures, hostile frame names, and the leaves
 shape with repeated, empty and label-named frames, with and without an app pattern; report.py export writes it
-so (JSON, for -o FILE.json, is still made whole)."""
+so, and the JSON (-o FILE.json) too (report/otlp_json_stream.py)."""
 from __future__ import annotations
 
 import io
@@ -12,6 +12,7 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.report.export import export, to_otlp
+from rpcprof.report.otlp_json_stream import write_otlp_json
 from rpcprof.report.otlp_stream import write_otlp
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -22,9 +23,10 @@ TYPES = [("samples", "count"), ("cpu", "nanoseconds")]
 
 
 def same_data(path: Path, rules, sample_type) -> None:
-    out = io.BytesIO()
-    assert write_otlp(path, rules, sample_type, out) == len(open_folded(path))
-    assert out.getvalue() == to_otlp(open_folded(path), rules, sample_type, False)
+    for writer, as_json in ((write_otlp, False), (write_otlp_json, True)):
+        out = io.BytesIO()
+        assert writer(path, rules, sample_type, out) == len(open_folded(path))
+        assert out.getvalue() == to_otlp(open_folded(path), rules, sample_type, as_json)
 
 
 @pytest.mark.parametrize("app", [None, APP])
@@ -53,3 +55,6 @@ def test_export_streams_otlp(tmp_path):
     bad = tmp_path / "bad.folded"
     bad.write_text("a;b 1\r\n\nc 2\n")
     assert write_otlp(bad, RULES, TYPES[0], io.BytesIO()) is None
+    assert write_otlp_json(bad, RULES, TYPES[0], io.BytesIO()) is None
+    assert export(bad, RULES, "otlp", tmp_path / "bad.json") == 2
+    assert (tmp_path / "bad.json").read_bytes() == to_otlp(open_folded(bad), RULES, TYPES[0], True)

@@ -81,7 +81,7 @@ class SidesRead:
         tally, seen, split = _Tally(rules, False), {}, _Callers()
         parts = [open(self.scratch / f"{side}{p}.frames", "w", encoding="utf-8", newline="\n") for p in range(PARTS)]
         try:
-            with open(self.scratch / f"{side}.folded", "w", encoding="utf-8") as out:
+            with open(self.scratch / ("a.folded" if side == "a" else "b.folded"), "w", encoding="utf-8") as out:
                 for text, rows in folded_rows(path):
                     tally.add_rows(rows)
                     out.write(_drawn_block(text, rows))

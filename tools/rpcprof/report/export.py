@@ -190,10 +190,11 @@ def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> in
 
 
 def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | None:
-    """export's speedscope document or OTLP protobuf of a folded file, made as it is read
-    (report/speedscope_stream.py, report/otlp_stream.py): the number of stacks; None, having written nothing,
+    """export's speedscope document or OTLP profile (protobuf, or JSON for -o FILE.json) of a folded file, made as
+    it is read (report/speedscope_stream.py, report/otlp_stream.py, report/otlp_json_stream.py): the number of stacks; None, having written nothing,
     when export must read it whole (as stream_collapsed)."""
     from rpcprof.analyze.folded_blocks import Irregular
+    from rpcprof.report.otlp_json_stream import write_otlp_json
     from rpcprof.report.otlp_stream import write_otlp
     from rpcprof.report.speedscope_stream import write_speedscope
     from rpcprof.rundir import output_file
@@ -202,8 +203,11 @@ def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | No
         return None
     try:
         with output_file(out) as f:
-            n = (write_speedscope(folded, folded.name, weight_unit(folded), f) if fmt == "speedscope"
-                 else write_otlp(folded, rules, weight_unit(folded), f))
+            if fmt == "speedscope":
+                n = write_speedscope(folded, folded.name, weight_unit(folded), f)
+            else:
+                writer = write_otlp_json if out.suffix.lower() == ".json" else write_otlp
+                n = writer(folded, rules, weight_unit(folded), f)
             if n is None:
                 raise Irregular              # nothing written: read whole, as before
     except Irregular:
@@ -224,7 +228,7 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
         n = stream_profile(Path(folded), rules, Path(out), app)
         if n is not None:
             return n
-    if fmt == "speedscope" or (fmt == "otlp" and Path(out).suffix.lower() != ".json"):
+    if fmt in ("speedscope", "otlp"):
         n = stream_document(Path(folded), Path(out), fmt, rules)
         if n is not None:
             return n
