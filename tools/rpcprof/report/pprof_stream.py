@@ -13,7 +13,9 @@ encoded once per distinct callers; any other stack is asked as Rules.classify_st
 """
 from __future__ import annotations
 
+import queue
 import tempfile
+import threading
 import zlib
 from array import array
 from pathlib import Path
@@ -170,6 +172,45 @@ class _Labels:
         return found
 
 
+class Compressor:
+    """gzip.compress(data, 9, mtime=0) of the data written, in order, on a thread of its own: zlib lets go of the
+    GIL while it compresses, so the next block is encoded meanwhile (the same bytes: one zlib stream)."""
+
+    def __init__(self) -> None:
+        self.z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        self.out: list[bytes] = []
+        self.queue: queue.Queue = queue.Queue(maxsize=4)
+        self.failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while (data := self.queue.get()) is not None:
+                chunk = self.z.compress(data)
+                if chunk:
+                    self.out.append(chunk)
+        except BaseException as e:          # noqa: BLE001 - given to close(), in the caller's thread
+            self.failed = e
+            while self.queue.get() is not None:
+                pass
+
+    def write(self, data: bytes) -> None:
+        self.queue.put(data)
+
+    def close(self) -> list[bytes]:
+        """The compressed chunks, the stream ended."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.failed:
+            raise self.failed
+        self.out.append(self.z.flush())
+        return self.out
+
+    def abandon(self) -> None:
+        self.queue.put(None)
+
+
 class PprofWriter:
     """A gzip'd profile.proto written a block of folded rows at a time; chunks() gives its bytes so far."""
 
@@ -177,8 +218,7 @@ class PprofWriter:
         from rpcprof.pprof_in import APP_COMMENT
         self.tables = t = _Tables(counts)
         self.labels = _Labels(rules, t)
-        self.z = zlib.compressobj(9, zlib.DEFLATED, 31)
-        self.out: list[bytes] = []
+        self.gzip = Compressor()
         kind, unit = t.s(sample_type[0]), t.s(sample_type[1])
         head = field(0x0a, (b"\x08" + varint(kind) if kind else b"") + (b"\x10" + varint(unit) if unit else b""))
         self.comment = field(0x6a, varint(t.s(APP_COMMENT + app))) if app else b""
@@ -190,9 +230,7 @@ class PprofWriter:
         self.total = self.stacks = 0
 
     def _write(self, data: bytes) -> None:
-        chunk = self.z.compress(data)
-        if chunk:
-            self.out.append(chunk)
+        self.gzip.write(data)
 
     def _callers(self, callers: str) -> list:
         known = self.callers.get(callers)
@@ -239,8 +277,7 @@ class PprofWriter:
                 self._write(data)
             table.close()
         self._write(self.comment)
-        self.out.append(self.z.flush())
-        return self.out
+        return self.gzip.close()
 
 
 def to_pprof_blocks(folded: Path, rules: Rules, sample_type: tuple[str, str], app: str | None):
@@ -250,11 +287,20 @@ def to_pprof_blocks(folded: Path, rules: Rules, sample_type: tuple[str, str], ap
     groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
     marked = ["", *sample_type, APP_COMMENT + (app or ""), "category", "subcategory", "tax", *groups]
     try:
-        writer = PprofWriter(rules, sample_type, app, leaf_counts(Path(folded), marked))
+        counts = leaf_counts(Path(folded), marked)
+    except (Irregular, OSError, EOFError):
+        return None
+    writer = PprofWriter(rules, sample_type, app, counts)
+    try:
         for _, rows in folded_rows(Path(folded)):
             writer.add_rows(rows)
     except (Irregular, OSError, EOFError, Unsure):
+        writer.gzip.abandon()
         return None
+    except BaseException:
+        writer.gzip.abandon()
+        raise
     if not writer.total:
+        writer.gzip.abandon()
         return None
     return writer.finish(), writer.stacks
