@@ -16,7 +16,7 @@ from pathlib import Path
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.rules import Rules
 from rpcprof.analyze.stack_walk import ROWS_AT_ONCE
-from rpcprof.report.pprof_stream import Unsure, _Labels, _Tables, field, leaf_counts, varint
+from rpcprof.report.pprof_stream import _VT, Unsure, _Labels, _Tables, field, leaf_counts, varint
 
 
 class _OtlpTables(_Tables):
@@ -28,8 +28,15 @@ class _OtlpTables(_Tables):
         self.functions.write(b"\x1a\x00")
 
     def encode(self, loc: int, name: int) -> None:
-        self.functions.write(field(0x1a, b"\x08" + varint(name) + b"\x10" + varint(name) if name else b""))
-        self.locs.write(field(0x12, field(0x1a, b"\x08" + varint(loc))))
+        if name:
+            n = varint(name)
+            body = b"\x08" + n + b"\x10" + n
+            self.functions.write(b"\x1a" + _VT[len(body)] + body)
+        else:
+            self.functions.write(b"\x1a\x00")
+        line = b"\x08" + varint(loc)
+        body = b"\x1a" + _VT[len(line)] + line
+        self.locs.write(b"\x12" + _VT[len(body)] + body)
 
 
 class _Attributes(_Labels):
@@ -82,11 +89,13 @@ class OtlpWriter:
         r = rules
         self.filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
         self.callers: dict[str, list] = {}
+        self.values: dict[str, bytes] = {}          # a count as written -> its packed values field
         self.total = self.stacks = 0
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         leaf_of, labels, callers_of = self.tables.leaf, self.attributes, self._callers
         samples, stacks, n = [], [], self.stacks
+        values = self.values if len(self.values) < 4096 else {}
         for i in range(0, len(rows), ROWS_AT_ONCE):
             run = rows[i:i + ROWS_AT_ONCE]
             plain = self.filter.none_match("\n".join([leaf for _, leaf, _ in run]))
@@ -102,7 +111,10 @@ class OtlpWriter:
                     tags = labels.of_stack(callers + leaf)
                 n += 1
                 stacks.append(field(0x3a, field(0x0a, ids)))
-                samples.append(field(0x12, b"\x08" + varint(n) + tags + field(0x22, varint(int(w)))))
+                value = values.get(w)
+                if value is None:
+                    value = values[w] = field(0x22, varint(int(w)))
+                samples.append(field(0x12, b"\x08" + varint(n) + tags + value))
         data = b"".join(samples)
         self.samples.write(data)
         self.samples_size += len(data)

@@ -24,13 +24,7 @@ from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
 from rpcprof.analyze.stack_walk import ROWS_AT_ONCE, _Tally
 
-_VARINT = [bytes([i]) for i in range(128)]
-
-
-def varint(n: int) -> bytes:
-    """n (0 <= n < 2^64) as a protobuf varint."""
-    if n < 128:
-        return _VARINT[n]
+def _varint(n: int) -> bytes:
     out = bytearray()
     while n >= 128:
         out.append(n & 127 | 128)
@@ -39,9 +33,20 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+SMALL = 1 << 14
+_VT = [_varint(i) for i in range(SMALL)]        # the varints of one and two bytes, made once
+_TAGS = [bytes([i]) for i in range(256)]
+
+
+def varint(n: int) -> bytes:
+    """n (0 <= n < 2^64) as a protobuf varint."""
+    return _VT[n] if n < SMALL else _varint(n)
+
+
 def field(tag: int, body: bytes) -> bytes:
     """A length-delimited field: its tag byte, its length, its bytes."""
-    return bytes([tag]) + varint(len(body)) + body
+    n = len(body)
+    return _TAGS[tag] + (_VT[n] if n < SMALL else _varint(n)) + body
 
 
 ONCE_BITS = 24           # buckets of the pre-pass's counts: 16 MB
@@ -87,6 +92,7 @@ class _Tables:
         # the tables' encoded bytes, in scratch files until the samples end
         self.strings, self.functions, self.locs = (tempfile.TemporaryFile() for _ in range(3))
         self.strings.write(bytes([self.STRING, 0]))
+        self._string_tag = _TAGS[self.STRING]
 
     def s(self, text: str) -> int:
         """The string index of text, a new one at its end when not there yet."""
@@ -103,7 +109,9 @@ class _Tables:
     def _add(self, text: str) -> int:
         i = self.count
         self.count += 1
-        self.strings.write(field(self.STRING, text.encode("utf-8")))
+        data = text.encode("utf-8")
+        n = len(data)
+        self.strings.write(self._string_tag + (_VT[n] if n < SMALL else _varint(n)) + data)
         return i
 
     def leaf(self, frame: str) -> int:
@@ -135,9 +143,16 @@ class _Tables:
 
     def encode(self, loc: int, name: int) -> None:
         """A new frame's function and location, written to their tables."""
-        v = varint(loc)
-        self.functions.write(field(0x2a, b"\x08" + v + (b"\x10" + varint(name) + b"\x18" + varint(name) if name else b"")))
-        self.locs.write(field(0x22, b"\x08" + v + field(0x22, b"\x08" + v)))
+        v = _VT[loc] if loc < SMALL else _varint(loc)
+        if name:
+            n = _VT[name] if name < SMALL else _varint(name)
+            body = b"\x08" + v + b"\x10" + n + b"\x18" + n
+        else:
+            body = b"\x08" + v
+        self.functions.write(b"\x2a" + _VT[len(body)] + body)
+        line = b"\x08" + v
+        body = line + b"\x22" + _VT[len(line)] + line
+        self.locs.write(b"\x22" + _VT[len(body)] + body)
 
 
 class _Labels:
@@ -262,8 +277,10 @@ class PprofWriter:
                     value = field(0x12, varint(int(w)))
                     if len(values) < CACHE_LIMIT:
                         values[w] = value
-                body = b"\x0a" + varint(len(ids)) + ids + value + tags
-                parts.append(b"\x12" + varint(len(body)) + body)
+                n = len(ids)
+                body = b"\x0a" + (_VT[n] if n < SMALL else _varint(n)) + ids + value + tags
+                n = len(body)
+                parts.append(b"\x12" + (_VT[n] if n < SMALL else _varint(n)) + body)
         self._write(b"".join(parts))
         self.stacks += len(rows)
         self.total += sum(map(int, {w for _, _, w in rows}))
