@@ -68,3 +68,15 @@ def test_a_block_is_written_as_displayable_stack_writes_it():
             assert _drawn_block(text, rows) == want
             assert _drawn_block(text, rows, 0.5) == "".join(
                 f"{displayable_stack((c + leaf).split(';'))} {round(int(w) * 0.5)}\n" for c, leaf, w in rows)
+
+
+def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):
+    from rpcprof.errors import UserError
+    a, b = leaves_pair(tmp_path)
+
+    def gone(*args):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(sigdiff, "SidesRead", gone)
+    with pytest.raises(UserError, match="run the command again"):
+        sigdiff.render_diff(a, b, tmp_path / "x.svg", RULES, None, True, False, "t", "table")

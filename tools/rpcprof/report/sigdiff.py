@@ -72,8 +72,14 @@ def side_of(path: Path, requests: int | None = None) -> Side:
 
 
 def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules) -> SidesRead:
-    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown."""
-    read = SidesRead(a.path, b.path, rules_a, rules_b)
+    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown; a UserError
+    when one cannot be read again (changed or removed since it was scanned) or the scratch folder written."""
+    from rpcprof.analyze.folded_blocks import Irregular
+    try:
+        read = SidesRead(a.path, b.path, rules_a, rules_b)
+    except (OSError, EOFError, Irregular) as e:
+        raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch files "
+                        f"written ({e or 'a line changed'}); run the command again") from None
     for side, rules, breakdown in zip((a, b), (rules_a, rules_b), read.breakdowns):
         side.rounds[0].known = rules, breakdown
     return read
