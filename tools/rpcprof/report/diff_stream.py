@@ -1,11 +1,12 @@
 """report.py diff of two bare folded files (one round each), made as the files are read: the same tables, lists
 and graph as report/sigdiff.py makes from the stacks held whole, without holding them.
 
-Each side is read in blocks (analyze/folded_blocks.py) several times: once to check it and sum its weights
-(scan), once per rule set for its categories (stack_walk.categorize_file), once for its distinct frames (the
-frames on one side only are found by set difference: one dict of A's distinct frames), once more for the shares
-of the frames on one side only when there are any, and once to write the stacks as inferno draws them. A file
-the block reader does not take (a blank line, a damaged count, a CR) is read whole as before, so its errors and
+Each side is read in blocks (analyze/folded_blocks.py): once to check it and sum its weights (scan), once for
+its categories (the walk of stack_walk.categorize_file), its stacks written as inferno draws them and its
+distinct frames written to scratch files by hash (SidesRead: the frames on one side only are the set differences
+of the two sides' files, a pair at a time), and once more for the shares of the frames on one side only when
+there are any (and, when A has some, to draw A scaled and its stacks that hold them in B). A file the block
+reader does not take (a blank line, a damaged count, a CR) is read whole as before, so its errors and
 its lines are the ones they were.
 """
 from __future__ import annotations

@@ -5,7 +5,8 @@ profile.proto's fields are written by hand in the order the protobuf library ser
 order: sample_type, the samples, the locations, the functions, the string table, the comment), each sample as
 it is read; the locations, functions and strings, numbered in the order to_pprof numbers them (a stack's frames
 from its leaf, then its labels), are kept as their encoded bytes until the samples end. The gzip stream is
-zlib's at level 9 with a gzip header (gzip.compress with mtime=0), fed a block at a time.
+zlib's at level 9 with a gzip header (gzip.compress with mtime=0), fed a block at a time, on a thread of its
+own (Compressor).
 
 A sample's labels come from the walk report.py table makes (analyze/stack_walk.py), one per question (the
 category, the sub-category, the tax group): a run of leaves that no rule matches takes its callers' labels,
@@ -227,7 +228,7 @@ class Compressor:
 
 
 class PprofWriter:
-    """A gzip'd profile.proto written a block of folded rows at a time; chunks() gives its bytes so far."""
+    """A gzip'd profile.proto made a block of folded rows at a time; finish() gives its bytes."""
 
     def __init__(self, rules: Rules, sample_type: tuple[str, str], app: str | None, counts: bytearray) -> None:
         from rpcprof.pprof_in import APP_COMMENT
