@@ -14,6 +14,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules, categorize
 from rpcprof.analyze.significance import (FrameTree, benjamini_hochberg, bh_adjusted, boxes_to_test, frame_tests, gap,
                                           sampling_variance)
+from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
 from rpcprof.rundir import RESULT_FILE, profile_folded
 
@@ -30,6 +31,17 @@ class Round:
     # the stacks with their frames as the graph draws them, so boxes match by name (the loader's:
     # report/sigdiff.py gives them as inferno reads them back)
     displayed: list[tuple[list[str], int]] = field(default_factory=list)
+    # a bare folded file read as it goes (report/diff_stream.py), stacks and displayed left empty: its scan()
+    scanned: tuple | None = None
+    known: tuple | None = None          # (rules, the Breakdown of the file under them), when read already
+
+    def breakdown(self, rules: Rules):
+        """The round's Breakdown: of its stacks, or of its file read as it goes."""
+        if self.known and self.known[0] is rules:
+            return self.known[1]
+        if self.scanned:
+            return categorize_file(self.folded, rules, keep_frames=False)
+        return categorize(self.stacks, rules)
 
     @cached_property
     def samples(self) -> int:
@@ -117,7 +129,7 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
     interval then excludes 0), `n.s.` elsewhere (every gap whose interval contains 0 among them)."""
     per = {}
     for side, rules in ((d.a, rules_a), (d.b, rules_b)):
-        per[side.label] = {r.k: (categorize(r.stacks, rules), r.cpu_us_per_req) for r in side.rounds}
+        per[side.label] = {r.k: (r.breakdown(rules), r.cpu_us_per_req) for r in side.rounds}
     rows = [{"category": c} for c in rules_a.all_categories]
     for view in ("us", "share") if d.per_request else ("share",):
         names = ("a", "b", "delta") if view == "share" else ("a_us", "b_us", "delta_us")

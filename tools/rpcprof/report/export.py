@@ -168,6 +168,53 @@ def stream_collapsed(folded: Path, out: Path) -> int | None:
     return stacks
 
 
+def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> int | None:
+    """export's pprof profile of a folded file, made as it is read (report/pprof_stream.py) and written whole:
+    the number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
+    from rpcprof.report.pprof_stream import to_pprof_blocks
+    from rpcprof.rundir import output_file
+    if is_pprof(folded) or not folded.is_file() or out.is_dir() or out.resolve() == folded.resolve():
+        return None
+    made = to_pprof_blocks(folded, rules, weight_unit(folded), app)
+    if made is None:
+        return None
+    chunks, stacks = made
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with output_file(out) as f:
+            for chunk in chunks:
+                f.write(chunk)
+    except OSError as e:
+        raise UserError(f"-o {out}: cannot write it ({e.strerror or e}); choose a writable place") from None
+    return stacks
+
+
+def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | None:
+    """export's speedscope document or OTLP profile (protobuf, or JSON for -o FILE.json) of a folded file, made as
+    it is read (report/speedscope_stream.py, report/otlp_stream.py, report/otlp_json_stream.py): the number of stacks; None, having written nothing,
+    when export must read it whole (as stream_collapsed)."""
+    from rpcprof.analyze.folded_blocks import Irregular
+    from rpcprof.report.otlp_json_stream import write_otlp_json
+    from rpcprof.report.otlp_stream import write_otlp
+    from rpcprof.report.speedscope_stream import write_speedscope
+    from rpcprof.rundir import output_file
+    if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
+            or out.resolve() == folded.resolve()):
+        return None
+    try:
+        with output_file(out) as f:
+            if fmt == "speedscope":
+                n = write_speedscope(folded, folded.name, weight_unit(folded), f)
+            else:
+                writer = write_otlp_json if out.suffix.lower() == ".json" else write_otlp
+                n = writer(folded, rules, weight_unit(folded), f)
+            if n is None:
+                raise Irregular              # nothing written: read whole, as before
+    except Irregular:
+        return None
+    return n
+
+
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
     """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
     pattern rules hold (pprof keeps it)."""
@@ -175,6 +222,14 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if fmt == "collapsed":
         n = stream_collapsed(Path(folded), Path(out))
+        if n is not None:
+            return n
+    if fmt == "pprof":
+        n = stream_profile(Path(folded), rules, Path(out), app)
+        if n is not None:
+            return n
+    if fmt in ("speedscope", "otlp"):
+        n = stream_document(Path(folded), Path(out), fmt, rules)
         if n is not None:
             return n
     stacks = open_folded(folded)

@@ -104,8 +104,10 @@ def inferno_tool(name: str) -> str:
     return found
 
 
-def run_tool(argv: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
-    proc = subprocess.run(argv, cwd=cwd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def run_tool(argv: list[str], cwd: Path, stdin: bytes | None = None, stdout=None) -> bytes:
+    """The tool's output (or b"", written to stdout, a file, when given); a UserError with its last line of
+    error when it fails."""
+    proc = subprocess.run(argv, cwd=cwd, input=stdin, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         err = proc.stderr.decode(errors="replace").strip().splitlines()
         raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {err[-1] if err else 'no message'}")
@@ -215,8 +217,19 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
         for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
             write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
         diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
-        svg = run_tool([flame_tool, *inferno_options(title, subtitle, weight, countname), "-"],
-                       scratch, stdin=diff).decode("utf-8")
+        draw_diff(scratch, diff, out_svg, title, subtitle, weight, rows, countname, recolour, flame_tool)
+
+
+def draw_diff(scratch: Path, diff: bytes | str, out_svg: Path, title: str, subtitle: str, weight: int,
+              rows: list[dict] | None, countname: str, recolour, flame_tool: str | None = None) -> None:
+    """inferno-flamegraph of inferno-diff-folded's lines (diff: them, or the name of their file in scratch),
+    recoloured, given headings and the legend of rows, checked and written to out_svg."""
+    flame_tool = flame_tool or inferno_tool("inferno-flamegraph")
+    options = inferno_options(title, subtitle, weight, countname)
+    if isinstance(diff, str):
+        svg = run_tool([flame_tool, *options, diff], scratch).decode("utf-8")
+    else:
+        svg = run_tool([flame_tool, *options, "-"], scratch, stdin=diff).decode("utf-8")
     if recolour:
         svg = recolour(svg)
     svg = fit_headings(search_names_only(svg), title, subtitle)

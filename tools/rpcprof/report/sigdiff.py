@@ -23,6 +23,7 @@ from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
+from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.sigsvg import recolour_significant
@@ -51,6 +52,9 @@ def side_of(path: Path, requests: int | None = None) -> Side:
         if found and profile_folded(*found).resolve() == path.resolve():
             run_server = found
     if not run_server:
+        scanned = None if requests else scan(path)
+        if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
+            return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
         stacks = open_folded(path)
         us = cpu_us_per_req(path, sum(w for _, w in stacks), requests) if requests else None
         source = {"file": str(path), "key": f"--requests {requests}"} if requests else {}
@@ -65,6 +69,20 @@ def side_of(path: Path, requests: int | None = None) -> Side:
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
+
+
+def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules) -> SidesRead:
+    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown; a UserError
+    when one cannot be read again (changed or removed since it was scanned) or the scratch folder written."""
+    from rpcprof.analyze.folded_blocks import Irregular
+    try:
+        read = SidesRead(a.path, b.path, rules_a, rules_b)
+    except (OSError, EOFError, Irregular) as e:
+        raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch files "
+                        f"written ({e or 'a line changed'}); run the command again") from None
+    for side, rules, breakdown in zip((a, b), (rules_a, rules_b), read.breakdowns):
+        side.rounds[0].known = rules, breakdown
+    return read
 
 
 def _run_and_server(folder: Path) -> tuple[Path, str]:
@@ -141,6 +159,11 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     import json
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     a, b = side_of(a_path, count_a), side_of(b_path, count_b)
+    streamed = all(r.scanned for s in (a, b) for r in s.rounds)
+    if not streamed:
+        for r in (r for s in (a, b) for r in s.rounds if r.scanned):
+            r.stacks, r.scanned = open_folded(r.folded), None
+            r.displayed = drawn_round(r.k, r.folded, None, r.stacks, {}).displayed
     origin = label_sides(a, b)
     d = build_diff(a, b, absolute=not normalize and not per_request)
     if per_request and not d.per_request:
@@ -148,6 +171,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                         "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
     rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
     rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
+    read = stream_sides(a, b, rules_a, rules_b) if streamed else None
     rows = category_rows(d, rules_a, rules_b)
     view = "us" if per_request else "share" if normalize else "abs"
     means = d.tested or per_request or len(a.rounds) > 1 or len(b.rounds) > 1      # drawn: the mean over rounds
@@ -156,7 +180,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             ", mean over each side's rounds")
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    sig, found = significance_line(d, view), one_side(d, rows)
+    sig = significance_line(d, view)
+    found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows) if read else one_side(d, rows)
     vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
                                       "red: more in B, blue: less", sig, scaling,
@@ -171,6 +196,9 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             render_diff_flamegraph(*files, out, title, subtitle, False, legend,
                                    countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
+    elif read:
+        render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, found),
+                             vanished if found["frames_only_in_a"] else set(), (a.rounds[0].scanned, b.rounds[0].scanned))
     else:
         render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
                                recolour=lambda svg: mark_one_side(svg, found),

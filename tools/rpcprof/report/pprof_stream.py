@@ -1,0 +1,324 @@
+"""export --format pprof of a folded file, written as it is read (analyze/folded_blocks.py): the same bytes as
+report/export.to_pprof gives of the whole file, without holding its stacks.
+
+profile.proto's fields are written by hand in the order the protobuf library serialises them (field number
+order: sample_type, the samples, the locations, the functions, the string table, the comment), each sample as
+it is read; the locations, functions and strings, numbered in the order to_pprof numbers them (a stack's frames
+from its leaf, then its labels), are kept as their encoded bytes until the samples end. The gzip stream is
+zlib's at level 9 with a gzip header (gzip.compress with mtime=0), fed a block at a time, on a thread of its
+own (Compressor).
+
+A sample's labels come from the walk report.py table makes (analyze/stack_walk.py), one per question (the
+category, the sub-category, the tax group): a run of leaves that no rule matches takes its callers' labels,
+encoded once per distinct callers; any other stack is asked as Rules.classify_stack would answer it.
+"""
+from __future__ import annotations
+
+import queue
+import tempfile
+import threading
+import zlib
+from array import array
+from pathlib import Path
+
+from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
+from rpcprof.analyze.stack_walk import ROWS_AT_ONCE, _Tally
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 128:
+        out.append(n & 127 | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+SMALL = 1 << 14
+_VT = [_varint(i) for i in range(SMALL)]        # the varints of one and two bytes, made once
+_TAGS = [bytes([i]) for i in range(256)]
+
+
+def varint(n: int) -> bytes:
+    """n (0 <= n < 2^64) as a protobuf varint."""
+    return _VT[n] if n < SMALL else _varint(n)
+
+
+def field(tag: int, body: bytes) -> bytes:
+    """A length-delimited field: its tag byte, its length, its bytes."""
+    n = len(body)
+    return _TAGS[tag] + (_VT[n] if n < SMALL else _varint(n)) + body
+
+
+ONCE_BITS = 24           # buckets of the pre-pass's counts: 16 MB
+
+
+class Unsure(Exception):
+    """A string may be a frame the tables did not keep: make the profile in memory instead."""
+
+
+def leaf_counts(path: Path, marked: list[str]) -> bytearray:
+    """Per bucket of the strings' hash, 0, 1 or 2 (more): how many times a leaf frame of the file falls there,
+    2 where a caller frame or one of marked does. A leaf whose bucket holds 1 is seen once in the whole
+    file, as that leaf, and is never asked for again: its location need not be kept by name. Irregular,
+    OSError, EOFError as folded_rows raises them."""
+    mask = (1 << ONCE_BITS) - 1
+    counts = bytearray(1 << ONCE_BITS)
+    for text in marked:
+        counts[hash(text) & mask] = 2
+    seen: dict[str, None] = {}
+    for _, rows in folded_rows(path):
+        for callers, leaf, _ in rows:
+            i = hash(leaf) & mask
+            if counts[i] < 2:
+                counts[i] += 1
+            if callers not in seen:
+                remember(seen, callers, None)
+                for frame in callers[:-1].split(";"):
+                    counts[hash(frame) & mask] = 2
+    return counts
+
+
+class _Tables:
+    """The string, function and location tables, numbered as to_pprof numbers them, kept encoded."""
+
+    STRING = 0x32            # the string table's tag (profile.proto's field 6)
+
+    def __init__(self, counts: bytearray) -> None:
+        self.counts, self.mask = counts, (1 << ONCE_BITS) - 1
+        self.others: dict[str, int] = {"": 0}     # strings that are not (yet) a frame's name
+        self.locations: dict[str, int] = {}        # frame -> its location and function id
+        self.name_of = array("q")                  # location id - 1 -> its frame's string index
+        self.count = 1                             # strings so far
+        # the tables' encoded bytes, in scratch files until the samples end
+        self.strings, self.functions, self.locs = (tempfile.TemporaryFile() for _ in range(3))
+        self.strings.write(bytes([self.STRING, 0]))
+        self._string_tag = _TAGS[self.STRING]
+
+    def s(self, text: str) -> int:
+        """The string index of text, a new one at its end when not there yet."""
+        i = self.others.get(text)
+        if i is None:
+            loc = self.locations.get(text)
+            if loc is not None:
+                return self.name_of[loc - 1]
+            if self.counts[hash(text) & self.mask] == 1:
+                raise Unsure
+            i = self.others[text] = self._add(text)
+        return i
+
+    def _add(self, text: str) -> int:
+        i = self.count
+        self.count += 1
+        data = text.encode("utf-8")
+        n = len(data)
+        self.strings.write(self._string_tag + (_VT[n] if n < SMALL else _varint(n)) + data)
+        return i
+
+    def leaf(self, frame: str) -> int:
+        """The location id of a leaf frame: one seen once in the file is numbered without being kept."""
+        if self.counts[hash(frame) & self.mask] != 1:
+            return self.location(frame)
+        loc = len(self.name_of) + 1
+        self._new(loc, self._add(frame))
+        return loc
+
+    def location(self, frame: str) -> int:
+        """The location (and function) id of a frame, new ones numbered on."""
+        loc = self.locations.get(frame)
+        if loc is not None:
+            return loc
+        name = self.others.pop(frame, None)
+        if name is None:
+            name = self._add(frame)
+        elif frame == "":
+            self.others[""] = 0
+        loc = len(self.name_of) + 1
+        self.locations[frame] = loc
+        self._new(loc, name)
+        return loc
+
+    def _new(self, loc: int, name: int) -> None:
+        self.name_of.append(name)
+        self.encode(loc, name)
+
+    def encode(self, loc: int, name: int) -> None:
+        """A new frame's function and location, written to their tables."""
+        v = _VT[loc] if loc < SMALL else _varint(loc)
+        if name:
+            n = _VT[name] if name < SMALL else _varint(name)
+            body = b"\x08" + v + b"\x10" + n + b"\x18" + n
+        else:
+            body = b"\x08" + v
+        self.functions.write(b"\x2a" + _VT[len(body)] + body)
+        line = b"\x08" + v
+        body = line + b"\x22" + _VT[len(line)] + line
+        self.locs.write(b"\x22" + _VT[len(body)] + body)
+
+
+class _Labels:
+    """A stack's labels (category, subcategory, tax), as to_pprof's labels_of gives them, encoded."""
+
+    def __init__(self, rules: Rules, tables: _Tables) -> None:
+        self.tallies = [_Tally(rules, False), _Tally(rules.using(level=2), False)]
+        if rules.tax_groups:
+            self.tallies.append(_Tally(rules.using(view="tax"), False))
+        self.tables = tables
+        self.encoded: dict[tuple, bytes] = {}
+
+    def of_stack(self, stack: str) -> bytes:
+        return self.encode(tuple(t.answer(stack)[0] for t in self.tallies))
+
+    def of_callers(self, callers: str) -> bytes:
+        """The labels of a stack under callers `a;b;` whose leaf answers no question."""
+        return self.encode(tuple(t.callers_answer(callers)[0] for t in self.tallies))
+
+    def encode(self, groups: tuple) -> bytes:
+        found = self.encoded.get(groups)
+        if found is None:
+            labels = [("category", groups[0])]
+            if "/" in groups[1]:
+                labels.append(("subcategory", groups[1]))
+            if len(groups) > 2:
+                labels.append(("tax", groups[2]))
+            s = self.tables.s
+            found = b"".join(field(0x1a, (b"\x08" + varint(k) if k else b"") + (b"\x10" + varint(v) if v else b""))
+                             for k, v in ((s(key), s(value)) for key, value in labels))
+            self.encoded[groups] = found
+        return found
+
+
+class Compressor:
+    """gzip.compress(data, 9, mtime=0) of the data written, in order, on a thread of its own: zlib lets go of the
+    GIL while it compresses, so the next block is encoded meanwhile (the same bytes: one zlib stream)."""
+
+    def __init__(self) -> None:
+        self.z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        self.out: list[bytes] = []
+        self.queue: queue.Queue = queue.Queue(maxsize=4)
+        self.failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while (data := self.queue.get()) is not None:
+                chunk = self.z.compress(data)
+                if chunk:
+                    self.out.append(chunk)
+        except BaseException as e:          # noqa: BLE001 - given to close(), in the caller's thread
+            self.failed = e
+            while self.queue.get() is not None:
+                pass
+
+    def write(self, data: bytes) -> None:
+        self.queue.put(data)
+
+    def close(self) -> list[bytes]:
+        """The compressed chunks, the stream ended."""
+        self.queue.put(None)
+        self.thread.join()
+        if self.failed:
+            raise self.failed
+        self.out.append(self.z.flush())
+        return self.out
+
+    def abandon(self) -> None:
+        self.queue.put(None)
+
+
+class PprofWriter:
+    """A gzip'd profile.proto made a block of folded rows at a time; finish() gives its bytes."""
+
+    def __init__(self, rules: Rules, sample_type: tuple[str, str], app: str | None, counts: bytearray) -> None:
+        from rpcprof.pprof_in import APP_COMMENT
+        self.tables = t = _Tables(counts)
+        self.labels = _Labels(rules, t)
+        self.gzip = Compressor()
+        kind, unit = t.s(sample_type[0]), t.s(sample_type[1])
+        head = field(0x0a, (b"\x08" + varint(kind) if kind else b"") + (b"\x10" + varint(unit) if unit else b""))
+        self.comment = field(0x6a, varint(t.s(APP_COMMENT + app))) if app else b""
+        self._write(head)
+        r = rules
+        self.filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
+        self.callers: dict[str, list] = {}       # callers `a;b;` -> [their location ids leaf-first, encoded; labels]
+        self.values: dict[str, bytes] = {}
+        self.total = self.stacks = 0
+
+    def _write(self, data: bytes) -> None:
+        self.gzip.write(data)
+
+    def _callers(self, callers: str) -> list:
+        known = self.callers.get(callers)
+        if known is None:
+            location = self.tables.location
+            ids = b"".join([varint(location(f)) for f in reversed(callers[:-1].split(";"))]) if callers else b""
+            known = remember(self.callers, callers, [ids, None])
+        return known
+
+    def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
+        """folded_rows' rows, in their order, as samples."""
+        location, values, callers_of, labels = self.tables.leaf, self.values, self._callers, self.labels
+        none_match, parts = self.filter.none_match, []
+        for i in range(0, len(rows), ROWS_AT_ONCE):
+            run = rows[i:i + ROWS_AT_ONCE]
+            plain = none_match("\n".join([leaf for _, leaf, _ in run]))
+            for callers, leaf, w in run:
+                ids = varint(location(leaf))
+                known = callers_of(callers)
+                ids += known[0]
+                if plain and callers:
+                    tags = known[1]
+                    if tags is None:
+                        tags = known[1] = labels.of_callers(callers)
+                else:
+                    tags = labels.of_stack(callers + leaf)
+                value = values.get(w)
+                if value is None:
+                    value = field(0x12, varint(int(w)))
+                    if len(values) < CACHE_LIMIT:
+                        values[w] = value
+                n = len(ids)
+                body = b"\x0a" + (_VT[n] if n < SMALL else _varint(n)) + ids + value + tags
+                n = len(body)
+                parts.append(b"\x12" + (_VT[n] if n < SMALL else _varint(n)) + body)
+        self._write(b"".join(parts))
+        self.stacks += len(rows)
+        self.total += sum(map(int, {w for _, _, w in rows}))
+
+    def finish(self) -> list[bytes]:
+        """The whole gzip'd profile, as chunks."""
+        t = self.tables
+        for table in (t.locs, t.functions, t.strings):
+            table.seek(0)
+            while data := table.read(1 << 20):
+                self._write(data)
+            table.close()
+        self._write(self.comment)
+        return self.gzip.close()
+
+
+def to_pprof_blocks(folded: Path, rules: Rules, sample_type: tuple[str, str], app: str | None):
+    """(the gzip'd profile's chunks, stacks) of a folded file, as to_pprof writes it, read a block at a time;
+    None when it must be read whole (a line the block reader does not take, an unreadable file, no weight)."""
+    from rpcprof.pprof_in import APP_COMMENT
+    groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
+    marked = ["", *sample_type, APP_COMMENT + (app or ""), "category", "subcategory", "tax", *groups]
+    try:
+        counts = leaf_counts(Path(folded), marked)
+    except (Irregular, OSError, EOFError):
+        return None
+    writer = PprofWriter(rules, sample_type, app, counts)
+    try:
+        for _, rows in folded_rows(Path(folded)):
+            writer.add_rows(rows)
+    except (Irregular, OSError, EOFError, Unsure):
+        writer.gzip.abandon()
+        return None
+    except BaseException:
+        writer.gzip.abandon()
+        raise
+    if not writer.total:
+        writer.gzip.abandon()
+        return None
+    return writer.finish(), writer.stacks
