@@ -12,10 +12,9 @@ import tempfile
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
-from rpcprof.analyze.rules import Rules, remember
-from rpcprof.analyze.stack_walk import ROWS_AT_ONCE
-from rpcprof.report.pprof_stream import Unsure, _Labels, _Tables, leaf_counts
+from rpcprof.analyze.rules import Rules
+from rpcprof.report.otlp_stream import write_streamed
+from rpcprof.report.pprof_stream import LabelledRows, _Labels, _Tables, labels_of
 
 
 def _names(name: int) -> bytes:
@@ -54,11 +53,7 @@ class _JsonAttributes(_Labels):
     def encode(self, groups: tuple) -> str:
         found = self.encoded.get(groups)
         if found is None:
-            labels = [("category", groups[0])]
-            if "/" in groups[1]:
-                labels.append(("subcategory", groups[1]))
-            if len(groups) > 2:
-                labels.append(("tax", groups[2]))
+            labels = labels_of(groups)
             ids = []
             for label in labels:
                 i = self.index.get(label)
@@ -83,41 +78,18 @@ class OtlpJsonWriter:
                                            + ([f'"unitStrindex": {unit}'] if unit else [])) + "}"
         self.samples, self.stack_table = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         self.stack_table.write(b"{}")
-        r = rules
-        self.filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
-        self.callers: dict[str, list] = {}
-        self.total = self.stacks = 0
+        self.rows = LabelledRows(rules, t, self.attributes, encode_ids)
+        self.stacks = 0
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
-        leaf_of, labels, callers_of = self.tables.leaf, self.attributes, self._callers
         samples, stacks, n = [], [], self.stacks
-        for i in range(0, len(rows), ROWS_AT_ONCE):
-            run = rows[i:i + ROWS_AT_ONCE]
-            plain = self.filter.none_match("\n".join([leaf for _, leaf, _ in run]))
-            for callers, leaf, w in run:
-                leaf_id = leaf_of(leaf)
-                known = callers_of(callers)
-                if plain and callers:
-                    tags = known[1]
-                    if tags is None:
-                        tags = known[1] = labels.of_callers(callers)
-                else:
-                    tags = labels.of_stack(callers + leaf)
-                n += 1
-                stacks.append(f', {{"locationIndices": [{leaf_id}{known[0]}]}}')
-                samples.append(f'{tags}"stackIndex": {n}, "values": ["{int(w)}"]}}')
+        for leaf_id, callers_ids, tags, w in self.rows.rows(rows):
+            n += 1
+            stacks.append(f', {{"locationIndices": [{leaf_id}{callers_ids}]}}')
+            samples.append(f'{tags}"stackIndex": {n}, "values": ["{int(w)}"]}}')
         self.samples.write(((", " if self.stacks else "") + ", ".join(samples)).encode())
         self.stack_table.write("".join(stacks).encode())
         self.stacks = n
-        self.total += sum(map(int, {w for _, _, w in rows}))
-
-    def _callers(self, callers: str) -> list:
-        known = self.callers.get(callers)
-        if known is None:
-            location = self.tables.location
-            ids = "".join([f", {location(f)}" for f in reversed(callers[:-1].split(";"))]) if callers else ""
-            known = remember(self.callers, callers, [ids, None])
-        return known
 
     def write(self, out) -> None:
         """The whole document to out (a binary file)."""
@@ -138,18 +110,10 @@ class OtlpJsonWriter:
             part.close()
 
 
+def encode_ids(ids: list[int]) -> str:
+    return "".join([f", {i}" for i in ids])
+
+
 def write_otlp_json(folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:
-    """to_otlp's JSON of a folded file written to out (binary), read a block at a time: the number of stacks;
-    None, having written nothing, when it must be read whole (as pprof_stream's)."""
-    groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
-    marked = ["", *sample_type, "category", "subcategory", "tax", *groups]
-    try:
-        writer = OtlpJsonWriter(rules, sample_type, leaf_counts(Path(folded), marked))
-        for _, rows in folded_rows(Path(folded)):
-            writer.add_rows(rows)
-    except (Irregular, OSError, EOFError, Unsure):
-        return None
-    if not writer.total:
-        return None
-    writer.write(out)
-    return writer.stacks
+    """to_otlp's JSON of a folded file written to out (binary), read a block at a time (write_streamed)."""
+    return write_streamed(OtlpJsonWriter, folded, rules, sample_type, out)

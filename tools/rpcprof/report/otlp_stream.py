@@ -13,10 +13,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules
-from rpcprof.analyze.stack_walk import ROWS_AT_ONCE
-from rpcprof.report.pprof_stream import _VT, Unsure, _Labels, _Tables, field, leaf_counts, varint
+from rpcprof.report.pprof_stream import (_VT, LabelledRows, Unsure, _Labels, _Tables, encode_ids, field, labels_of,
+                                         leaf_counts, varint)
 
 
 class _OtlpTables(_Tables):
@@ -50,11 +50,7 @@ class _Attributes(_Labels):
     def encode(self, groups: tuple) -> bytes:
         found = self.encoded.get(groups)
         if found is None:
-            labels = [("category", groups[0])]
-            if "/" in groups[1]:
-                labels.append(("subcategory", groups[1]))
-            if len(groups) > 2:
-                labels.append(("tax", groups[2]))
+            labels = labels_of(groups)
             ids = b""
             for label in labels:
                 i = self.index.get(label)
@@ -86,50 +82,25 @@ class OtlpWriter:
         self.samples, self.stack_table = tempfile.TemporaryFile(), tempfile.TemporaryFile()
         self.stack_table.write(b"\x3a\x00")
         self.samples_size = 0
-        r = rules
-        self.filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
-        self.callers: dict[str, list] = {}
+        self.rows = LabelledRows(rules, t, self.attributes, encode_ids)
         self.values: dict[str, bytes] = {}          # a count as written -> its packed values field
-        self.total = self.stacks = 0
+        self.stacks = 0
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
-        leaf_of, labels, callers_of = self.tables.leaf, self.attributes, self._callers
         samples, stacks, n = [], [], self.stacks
         values = self.values if len(self.values) < 4096 else {}
-        for i in range(0, len(rows), ROWS_AT_ONCE):
-            run = rows[i:i + ROWS_AT_ONCE]
-            plain = self.filter.none_match("\n".join([leaf for _, leaf, _ in run]))
-            for callers, leaf, w in run:
-                ids = varint(leaf_of(leaf))
-                known = callers_of(callers)
-                ids += known[0]
-                if plain and callers:
-                    tags = known[1]
-                    if tags is None:
-                        tags = known[1] = labels.of_callers(callers)
-                else:
-                    tags = labels.of_stack(callers + leaf)
-                n += 1
-                stacks.append(field(0x3a, field(0x0a, ids)))
-                value = values.get(w)
-                if value is None:
-                    value = values[w] = field(0x22, varint(int(w)))
-                samples.append(field(0x12, b"\x08" + varint(n) + tags + value))
+        for leaf_id, callers_ids, tags, w in self.rows.rows(rows):
+            n += 1
+            stacks.append(field(0x3a, field(0x0a, varint(leaf_id) + callers_ids)))
+            value = values.get(w)
+            if value is None:
+                value = values[w] = field(0x22, varint(int(w)))
+            samples.append(field(0x12, b"\x08" + varint(n) + tags + value))
         data = b"".join(samples)
         self.samples.write(data)
         self.samples_size += len(data)
         self.stack_table.write(b"".join(stacks))
         self.stacks = n
-        self.total += sum(map(int, {w for _, _, w in rows}))
-
-    def _callers(self, callers: str) -> list:
-        from rpcprof.analyze.rules import remember
-        known = self.callers.get(callers)
-        if known is None:
-            location = self.tables.location
-            ids = b"".join([varint(location(f)) for f in reversed(callers[:-1].split(";"))]) if callers else b""
-            known = remember(self.callers, callers, [ids, None])
-        return known
 
     def write(self, out) -> None:
         """The whole ProfilesData to out (a binary file)."""
@@ -151,18 +122,28 @@ class OtlpWriter:
         _copy(self.stack_table, out)
 
 
-def write_otlp(folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:
-    """to_otlp's protobuf of a folded file written to out (binary), read a block at a time: the number of
-    stacks; None, having written nothing, when it must be read whole (as pprof_stream's)."""
+def marked_strings(rules: Rules, sample_type: tuple[str, str]) -> list[str]:
+    """The strings an OTLP document names besides its frames (leaf_counts keeps them apart)."""
     groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
-    marked = ["", *sample_type, "category", "subcategory", "tax", *groups]
+    return ["", *sample_type, "category", "subcategory", "tax", *groups]
+
+
+def write_streamed(make_writer, folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:
+    """make_writer(rules, sample_type, leaf counts)'s document of a folded file written to out (binary), read a
+    block at a time: the number of stacks; None, having written nothing, when it must be read whole (as
+    pprof_stream's)."""
     try:
-        writer = OtlpWriter(rules, sample_type, leaf_counts(Path(folded), marked))
+        writer = make_writer(rules, sample_type, leaf_counts(Path(folded), marked_strings(rules, sample_type)))
         for _, rows in folded_rows(Path(folded)):
             writer.add_rows(rows)
     except (Irregular, OSError, EOFError, Unsure):
         return None
-    if not writer.total:
+    if not writer.rows.weighed:
         return None
     writer.write(out)
     return writer.stacks
+
+
+def write_otlp(folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:
+    """to_otlp's protobuf of a folded file written to out (binary), read a block at a time (write_streamed)."""
+    return write_streamed(OtlpWriter, folded, rules, sample_type, out)

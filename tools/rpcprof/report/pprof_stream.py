@@ -156,6 +156,16 @@ class _Tables:
         self.locs.write(b"\x22" + _VT[len(body)] + body)
 
 
+def labels_of(groups: tuple) -> list[tuple[str, str]]:
+    """A stack's (category, sub-category[, tax group]) as its labels: the sub-category only where it is one."""
+    labels = [("category", groups[0])]
+    if "/" in groups[1]:
+        labels.append(("subcategory", groups[1]))
+    if len(groups) > 2:
+        labels.append(("tax", groups[2]))
+    return labels
+
+
 class _Labels:
     """A stack's labels (category, subcategory, tax), as to_pprof's labels_of gives them, encoded."""
 
@@ -176,11 +186,7 @@ class _Labels:
     def encode(self, groups: tuple) -> bytes:
         found = self.encoded.get(groups)
         if found is None:
-            labels = [("category", groups[0])]
-            if "/" in groups[1]:
-                labels.append(("subcategory", groups[1]))
-            if len(groups) > 2:
-                labels.append(("tax", groups[2]))
+            labels = labels_of(groups)
             s = self.tables.s
             found = b"".join(field(0x1a, (b"\x08" + varint(k) if k else b"") + (b"\x10" + varint(v) if v else b""))
                              for k, v in ((s(key), s(value)) for key, value in labels))
@@ -227,6 +233,48 @@ class Compressor:
         self.queue.put(None)
 
 
+class LabelledRows:
+    """What the stream writers (pprof, OTLP, OTLP's JSON) share: the leaf filter, each caller text's location
+    ids (leaf first, encoded by encode_ids) and labels, asked once, and whether any row weighed anything."""
+
+    def __init__(self, rules: Rules, tables, labels, encode_ids) -> None:
+        self.tables, self.labels, self.encode_ids = tables, labels, encode_ids
+        self.filter = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules)
+        self.callers: dict[str, list] = {}       # callers `a;b;` -> [their location ids leaf-first, encoded; labels]
+        self.weighed = False
+
+    def _callers(self, callers: str) -> list:
+        known = self.callers.get(callers)
+        if known is None:
+            location = self.tables.location
+            ids = self.encode_ids([location(f) for f in reversed(callers[:-1].split(";"))] if callers else [])
+            known = remember(self.callers, callers, [ids, None])
+        return known
+
+    def rows(self, rows: list[tuple[str, str, str]]):
+        """(its leaf's location id, its callers' ids encoded, its labels, its count as written) of each of
+        folded_rows' rows, in order; the leaf is numbered before its callers, as the whole-file path does."""
+        leaf_of, callers_of, labels, none_match = self.tables.leaf, self._callers, self.labels, self.filter.none_match
+        for i in range(0, len(rows), ROWS_AT_ONCE):
+            run = rows[i:i + ROWS_AT_ONCE]
+            plain = none_match("\n".join([leaf for _, leaf, _ in run]))
+            for callers, leaf, w in run:
+                leaf_id = leaf_of(leaf)
+                known = callers_of(callers)
+                if plain and callers:
+                    tags = known[1]
+                    if tags is None:
+                        tags = known[1] = labels.of_callers(callers)
+                else:
+                    tags = labels.of_stack(callers + leaf)
+                yield leaf_id, known[0], tags, w
+        self.weighed = self.weighed or any(map(int, {w for _, _, w in rows}))
+
+
+def encode_ids(ids: list[int]) -> bytes:
+    return b"".join([varint(i) for i in ids])
+
+
 class PprofWriter:
     """A gzip'd profile.proto made a block of folded rows at a time; finish() gives its bytes."""
 
@@ -239,52 +287,29 @@ class PprofWriter:
         head = field(0x0a, (b"\x08" + varint(kind) if kind else b"") + (b"\x10" + varint(unit) if unit else b""))
         self.comment = field(0x6a, varint(t.s(APP_COMMENT + app))) if app else b""
         self._write(head)
-        r = rules
-        self.filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
-        self.callers: dict[str, list] = {}       # callers `a;b;` -> [their location ids leaf-first, encoded; labels]
+        self.rows = LabelledRows(rules, t, self.labels, encode_ids)
         self.values: dict[str, bytes] = {}
-        self.total = self.stacks = 0
+        self.stacks = 0
 
     def _write(self, data: bytes) -> None:
         self.gzip.write(data)
 
-    def _callers(self, callers: str) -> list:
-        known = self.callers.get(callers)
-        if known is None:
-            location = self.tables.location
-            ids = b"".join([varint(location(f)) for f in reversed(callers[:-1].split(";"))]) if callers else b""
-            known = remember(self.callers, callers, [ids, None])
-        return known
-
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         """folded_rows' rows, in their order, as samples."""
-        location, values, callers_of, labels = self.tables.leaf, self.values, self._callers, self.labels
-        none_match, parts = self.filter.none_match, []
-        for i in range(0, len(rows), ROWS_AT_ONCE):
-            run = rows[i:i + ROWS_AT_ONCE]
-            plain = none_match("\n".join([leaf for _, leaf, _ in run]))
-            for callers, leaf, w in run:
-                ids = varint(location(leaf))
-                known = callers_of(callers)
-                ids += known[0]
-                if plain and callers:
-                    tags = known[1]
-                    if tags is None:
-                        tags = known[1] = labels.of_callers(callers)
-                else:
-                    tags = labels.of_stack(callers + leaf)
-                value = values.get(w)
-                if value is None:
-                    value = field(0x12, varint(int(w)))
-                    if len(values) < CACHE_LIMIT:
-                        values[w] = value
-                n = len(ids)
-                body = b"\x0a" + (_VT[n] if n < SMALL else _varint(n)) + ids + value + tags
-                n = len(body)
-                parts.append(b"\x12" + (_VT[n] if n < SMALL else _varint(n)) + body)
+        values, parts = self.values, []
+        for leaf_id, callers_ids, tags, w in self.rows.rows(rows):
+            ids = varint(leaf_id) + callers_ids
+            value = values.get(w)
+            if value is None:
+                value = field(0x12, varint(int(w)))
+                if len(values) < CACHE_LIMIT:
+                    values[w] = value
+            n = len(ids)
+            body = b"\x0a" + (_VT[n] if n < SMALL else _varint(n)) + ids + value + tags
+            n = len(body)
+            parts.append(b"\x12" + (_VT[n] if n < SMALL else _varint(n)) + body)
         self._write(b"".join(parts))
         self.stacks += len(rows)
-        self.total += sum(map(int, {w for _, _, w in rows}))
 
     def finish(self) -> list[bytes]:
         """The whole gzip'd profile, as chunks."""
@@ -318,7 +343,7 @@ def to_pprof_blocks(folded: Path, rules: Rules, sample_type: tuple[str, str], ap
     except BaseException:
         writer.gzip.abandon()
         raise
-    if not writer.total:
+    if not writer.rows.weighed:
         writer.gzip.abandon()
         return None
     return writer.finish(), writer.stacks
