@@ -89,7 +89,7 @@ def test_the_stall_goes_when_either_half_of_it_is_taken_away(tmp_path, port):
     ACKed at once: no delayed ACK), and with TCP_NODELAY set on the server's accepted sockets by an
     LD_PRELOAD shim (no Nagle), the same run has no stall to name."""
     done = subprocess.run([str(Path(__file__).parents[2] / "bench" / "nagle"), "-d", "1", "-w", "1",
-                           "--port", str(port), "--runs-dir", str(tmp_path)], capture_output=True, text=True,
+                           "--off-cpu-duration", "2", "--no-pictures", "--port", str(port), "--runs-dir", str(tmp_path)], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     verdicts = re.findall(r"verdict: (.*)", done.stdout)
