@@ -16,7 +16,7 @@ from pathlib import Path
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules
 from rpcprof.report.pprof_stream import (_VT, LabelledRows, Unsure, _Labels, _Tables, encode_ids, field, labels_of,
-                                         leaf_counts, varint)
+                                         leaf_counts, marked_strings, varint)
 
 
 class _OtlpTables(_Tables):
@@ -120,12 +120,6 @@ class OtlpWriter:
         _copy(t.strings, out)
         out.write(bytes(self.attributes.table))
         _copy(self.stack_table, out)
-
-
-def marked_strings(rules: Rules, sample_type: tuple[str, str]) -> list[str]:
-    """The strings an OTLP document names besides its frames (leaf_counts keeps them apart)."""
-    groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
-    return ["", *sample_type, "category", "subcategory", "tax", *groups]
 
 
 def write_streamed(make_writer, folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:

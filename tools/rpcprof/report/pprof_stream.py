@@ -57,6 +57,13 @@ class Unsure(Exception):
     """A string may be a frame the tables did not keep: make the profile in memory instead."""
 
 
+def marked_strings(rules: Rules, sample_type: tuple[str, str], *more: str) -> list[str]:
+    """The strings a profile names besides its frames (the labels' keys and values, the sample type, more),
+    which leaf_counts keeps apart from the leaves."""
+    groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
+    return ["", *sample_type, *more, "category", "subcategory", "tax", *groups]
+
+
 def leaf_counts(path: Path, marked: list[str]) -> bytearray:
     """Per bucket of the strings' hash, 0, 1 or 2 (more): how many times a leaf frame of the file falls there,
     2 where a caller frame or one of marked does. A leaf whose bucket holds 1 is seen once in the whole
@@ -327,10 +334,8 @@ def to_pprof_blocks(folded: Path, rules: Rules, sample_type: tuple[str, str], ap
     """(the gzip'd profile's chunks, stacks) of a folded file, as to_pprof writes it, read a block at a time;
     None when it must be read whole (a line the block reader does not take, an unreadable file, no weight)."""
     from rpcprof.pprof_in import APP_COMMENT
-    groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
-    marked = ["", *sample_type, APP_COMMENT + (app or ""), "category", "subcategory", "tax", *groups]
     try:
-        counts = leaf_counts(Path(folded), marked)
+        counts = leaf_counts(Path(folded), marked_strings(rules, sample_type, APP_COMMENT + (app or "")))
     except (Irregular, OSError, EOFError):
         return None
     writer = PprofWriter(rules, sample_type, app, counts)
