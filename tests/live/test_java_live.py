@@ -31,10 +31,19 @@ def unnamed_jit(folded: Path) -> float:
     return bad / total if total else 0.0
 
 
+# the JVM's own threads (perf's 15-character names, spaces made underscores): the JIT compilers, the
+# collector and the VM's housekeeping run no Netty or grpc-java code, and how much CPU they take in a short
+# window depends on how far the JIT has got (C2 alone: 5.6 % of the golden capture's samples)
+JVM_OWN_THREADS = ("C1_CompilerThre", "C2_CompilerThre", "VM_Thread", "VM_Periodic_Tas", "GC_Thread", "G1_",
+                   "Monitor_Deflati", "Reference_Handl", "Finalizer", "Signal_Dispatch", "Service_Thread",
+                   "Sweeper_thread", "Common-Cleaner", "Notification_Th")
+
+
 def java_frames(folded: Path) -> float:
-    """The share of samples with a frame of Netty or grpc-java named from the JVM's perf map."""
+    """The share of the application threads' samples (all but the JVM's own threads) with a frame of Netty
+    or grpc-java named from the JVM's perf map."""
     from rpcprof.analyze.categorize import open_folded
-    stacks = open_folded(folded)
+    stacks = [(frames, w) for frames, w in open_folded(folded) if not frames[0].startswith(JVM_OWN_THREADS)]
     total = sum(w for _, w in stacks)
     named = sum(w for frames, w in stacks if any(f.split(" ")[-1].startswith(("io.netty.", "io.grpc.")) for f in frames))
     return named / total if total else 0.0
@@ -49,7 +58,7 @@ def test_a_run_warms_the_jit_up_and_names_its_frames(profile, port):
     assert result["warmup_s"] == spec.warmup_s
     profile_json = json.loads((done.run_dir / "java_grpc" / "profile.json").read_text())
     assert profile_json["after_profile"]["exit_code"] == 0, profile_json["after_profile"]
-    assert java_frames(done.run_dir / "java_grpc" / "profile.folded") > 0.8
+    assert java_frames(done.run_dir / "java_grpc" / "profile.folded") > 0.9
     assert unnamed_jit(done.run_dir / "java_grpc" / "profile.folded") < 0.01
     shares = category_shares(done.run_dir, "java_grpc")
     assert shares["other"] <= OTHER_MAX and shares["protocol"] > 0.3 and shares["app"] > 0, shares
