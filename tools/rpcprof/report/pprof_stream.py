@@ -5,7 +5,7 @@ profile.proto's fields are written by hand in the order the protobuf library ser
 order: sample_type, the samples, the locations, the functions, the string table, the comment), each sample as
 it is read; the locations, functions and strings, numbered in the order to_pprof numbers them (a stack's frames
 from its leaf, then its labels), are kept as their encoded bytes until the samples end. The gzip stream is
-zlib's at level 9 with a gzip header (gzip.compress with mtime=0), fed a block at a time, on a thread of its
+zlib's at export.GZIP_LEVEL with a gzip header (gzip.compress with mtime=0), fed a block at a time, on a thread of its
 own (Compressor).
 
 A sample's labels come from the walk report.py table makes (analyze/stack_walk.py), one per question (the
@@ -24,8 +24,9 @@ from pathlib import Path
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
 from rpcprof.analyze.stack_walk import ROWS_AT_ONCE, _Tally
+from rpcprof.report.export import GZIP_LEVEL
 
-def _varint(n: int) -> bytes:
+def _slow_varint(n: int) -> bytes:
     out = bytearray()
     while n >= 128:
         out.append(n & 127 | 128)
@@ -35,8 +36,16 @@ def _varint(n: int) -> bytes:
 
 
 SMALL = 1 << 14
-_VT = [_varint(i) for i in range(SMALL)]        # the varints of one and two bytes, made once
+_VT = [_slow_varint(i) for i in range(SMALL)]   # the varints of one and two bytes, made once
 _TAGS = [bytes([i]) for i in range(256)]
+_LOW = [bytes([i | 128]) for i in range(128)]   # a varint's leading bytes: 7 bits and "more follows"
+
+
+def _varint(n: int) -> bytes:
+    """n >= SMALL as a varint: its low 14 bits, then the varint of the rest (from the table below 2^28)."""
+    if n < 1 << 28:
+        return _LOW[n & 127] + _LOW[n >> 7 & 127] + _VT[n >> 14]
+    return _slow_varint(n)
 
 
 def varint(n: int) -> bytes:
@@ -86,6 +95,39 @@ def leaf_counts(path: Path, marked: list[str]) -> bytearray:
     return counts
 
 
+class Spool:
+    """A scratch file whose writes are gathered in a list (write is the list's append) and written at once by
+    flush(), which LabelledRows.rows calls after each block; seek, truncate and tell flush first."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+        self.parts: list[bytes] = []
+        self.write = self.parts.append
+
+    def flush(self) -> None:
+        if self.parts:
+            self.file.write(b"".join(self.parts))
+            self.parts.clear()
+
+    def seek(self, offset: int) -> int:
+        self.flush()
+        return self.file.seek(offset)
+
+    def truncate(self) -> int:
+        self.flush()
+        return self.file.truncate()
+
+    def tell(self) -> int:
+        self.flush()
+        return self.file.tell()
+
+    def read(self, size: int) -> bytes:
+        return self.file.read(size)
+
+    def close(self) -> None:
+        self.file.close()
+
+
 class _Tables:
     """The string, function and location tables, numbered as to_pprof numbers them, kept encoded."""
 
@@ -98,9 +140,13 @@ class _Tables:
         self.name_of = array("q")                  # location id - 1 -> its frame's string index
         self.count = 1                             # strings so far
         # the tables' encoded bytes, in scratch files until the samples end
-        self.strings, self.functions, self.locs = (tempfile.TemporaryFile() for _ in range(3))
+        self.strings, self.functions, self.locs = Spool(), Spool(), Spool()
         self.strings.write(bytes([self.STRING, 0]))
         self._string_tag = _TAGS[self.STRING]
+
+    def flush(self) -> None:
+        for spool in (self.strings, self.functions, self.locs):
+            spool.flush()
 
     def s(self, text: str) -> int:
         """The string index of text, a new one at its end when not there yet."""
@@ -202,11 +248,11 @@ class _Labels:
 
 
 class Compressor:
-    """gzip.compress(data, 9, mtime=0) of the data written, in order, on a thread of its own: zlib lets go of the
+    """gzip.compress(data, GZIP_LEVEL, mtime=0) of the data written, in order, on a thread of its own: zlib lets go of the
     GIL while it compresses, so the next block is encoded meanwhile (the same bytes: one zlib stream)."""
 
     def __init__(self) -> None:
-        self.z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        self.z = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
         self.out: list[bytes] = []
         self.queue: queue.Queue = queue.Queue(maxsize=4)
         self.failed: BaseException | None = None
@@ -275,6 +321,7 @@ class LabelledRows:
                 else:
                     tags = labels.of_stack(callers + leaf)
                 yield leaf_id, known[0], tags, w
+        self.tables.flush()
         self.weighed = self.weighed or any(map(int, {w for _, _, w in rows}))
 
 
