@@ -105,9 +105,8 @@ class Spool:
         self.write = self.parts.append
 
     def flush(self) -> None:
-        if self.parts:
-            self.file.write(b"".join(self.parts))
-            self.parts.clear()
+        self.file.write(b"".join(self.parts))
+        self.parts.clear()
 
     def seek(self, offset: int) -> int:
         self.flush()
