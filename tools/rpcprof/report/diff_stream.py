@@ -18,6 +18,7 @@ from pathlib import Path
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import _Tally
+from rpcprof.forked import Forked
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.flamegraph import displayable_stack, draw_diff, inferno_tool, run_tool
 
@@ -61,17 +62,22 @@ PARTS = 16               # a side's distinct frames are written to this many scr
 
 
 class SidesRead:
-    """One pass over each of two bare folded files, A then B: each side's Breakdown under its rules (the walk of
-    stack_walk.categorize_file), its stacks written as inferno draws them into a scratch folder (a.folded,
-    b.folded), and its distinct frames, each block's written to one of PARTS files by their hash; the frames on
-    one side only are then the set differences of the two sides' files, a pair at a time (no side's frames
-    are held whole). cleanup() removes the folder."""
+    """One pass over each of two bare folded files, A in a forked child (forked.py) while B is read here: each
+    side's Breakdown under its rules (the walk of stack_walk.categorize_file), its stacks written as inferno
+    draws them into a scratch folder (a.folded, b.folded), and its distinct frames, each block's written to one
+    of PARTS files by their hash; the frames on one side only are then the set differences of the two sides'
+    files, a pair at a time (no side's frames are held whole). cleanup() removes the folder."""
 
     def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> None:
         self.paths = a, b
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
-        self.breakdowns = self._read(a, rules_a, "a"), self._read(b, rules_b, "b")
+        side_a = Forked(self._read, a, rules_a, "a")      # A on the other CPU while B is read here
+        try:
+            read_b = self._read(b, rules_b, "b")
+            self.breakdowns = side_a.result(), read_b
+        finally:
+            side_a.stop()
         self.only_a, self.only_b = set(), set()
         for p in range(PARTS):
             in_a, in_b = self._part("a", p), self._part("b", p)
