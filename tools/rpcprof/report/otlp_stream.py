@@ -14,9 +14,10 @@ import tempfile
 from pathlib import Path
 
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
+from rpcprof.analyze.once_leaves import leaf_counts
 from rpcprof.analyze.rules import Rules
 from rpcprof.report.pprof_stream import (_VT, LabelledRows, Unsure, _Labels, _Tables, encode_ids, field, labels_of,
-                                         leaf_counts, marked_strings, varint)
+                                         marked_strings, varint)
 
 
 class _OtlpTables(_Tables):

@@ -22,6 +22,7 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.once_leaves import ONCE_BITS, leaf_counts
 from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
 from rpcprof.analyze.stack_walk import ROWS_AT_ONCE, _Tally
 from rpcprof.report.export import GZIP_LEVEL
@@ -59,40 +60,15 @@ def field(tag: int, body: bytes) -> bytes:
     return _TAGS[tag] + (_VT[n] if n < SMALL else _varint(n)) + body
 
 
-ONCE_BITS = 24           # buckets of the pre-pass's counts: 16 MB
-
-
 class Unsure(Exception):
     """A string may be a frame the tables did not keep: make the profile in memory instead."""
 
 
 def marked_strings(rules: Rules, sample_type: tuple[str, str], *more: str) -> list[str]:
     """The strings a profile names besides its frames (the labels' keys and values, the sample type, more),
-    which leaf_counts keeps apart from the leaves."""
+    which leaf_counts (analyze/once_leaves.py) keeps apart from the leaves."""
     groups = {g for r in (rules, rules.using(level=2), rules.using(view="tax")) for g in r.all_categories}
     return ["", *sample_type, *more, "category", "subcategory", "tax", *groups]
-
-
-def leaf_counts(path: Path, marked: list[str]) -> bytearray:
-    """Per bucket of the strings' hash, 0, 1 or 2 (more): how many times a leaf frame of the file falls there,
-    2 where a caller frame or one of marked does. A leaf whose bucket holds 1 is seen once in the whole
-    file, as that leaf, and is never asked for again: its location need not be kept by name. Irregular,
-    OSError, EOFError as folded_rows raises them."""
-    mask = (1 << ONCE_BITS) - 1
-    counts = bytearray(1 << ONCE_BITS)
-    for text in marked:
-        counts[hash(text) & mask] = 2
-    seen: dict[str, None] = {}
-    for _, rows in folded_rows(path):
-        for callers, leaf, _ in rows:
-            i = hash(leaf) & mask
-            if counts[i] < 2:
-                counts[i] += 1
-            if callers not in seen:
-                remember(seen, callers, None)
-                for frame in callers[:-1].split(";"):
-                    counts[hash(frame) & mask] = 2
-    return counts
 
 
 class Spool:

@@ -3,7 +3,7 @@ as report/export.to_speedscope gives of the whole file, without holding its stac
 
 The document's parts are written as the stacks are read into scratch files (the shared frames, numbered in the
 order to_speedscope numbers them, root first; the samples; the weights) and put together, in json.dumps's
-order and spelling, once the file ends. A leaf seen once in the whole file (report/pprof_stream.leaf_counts)
+order and spelling, once the file ends. A leaf seen once in the whole file (analyze/once_leaves.py)
 is numbered without being kept by name.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
+from rpcprof.analyze.once_leaves import ONCE_BITS, leaf_counts
 from rpcprof.analyze.rules import remember
-from rpcprof.report.pprof_stream import ONCE_BITS, leaf_counts
 
 _MARK = "\x00"       # a list's place in the skeleton json.dumps writes (no file name holds a NUL)
 
