@@ -18,11 +18,13 @@ import tempfile
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.once_leaves import HALVES_FROM
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
+from rpcprof.forked import Forked
 from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
@@ -39,10 +41,10 @@ def drawn_round(k: int, folded: Path, cpu_us: float | None, stacks: list, source
     return Round(k, folded, cpu_us, stacks, source, [(displayable_stack(frames).split(";"), w) for frames, w in stacks])
 
 
-def side_of(path: Path, requests: int | None = None) -> Side:
+def side_of(path: Path, requests: int | None = None, scanner=scan) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
     profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
-    with requests, its CPU µs per request from its CPU nanoseconds)."""
+    with requests, its CPU µs per request from its CPU nanoseconds). scanner(path): diff_stream.scan's answer."""
     path = Path(path)
     run_server = None
     if path.is_dir():
@@ -52,7 +54,7 @@ def side_of(path: Path, requests: int | None = None) -> Side:
         if found and profile_folded(*found).resolve() == path.resolve():
             run_server = found
     if not run_server:
-        scanned = None if requests else scan(path)
+        scanned = None if requests else scanner(path)
         if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
             return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
         stacks = open_folded(path)
@@ -69,6 +71,18 @@ def side_of(path: Path, requests: int | None = None) -> Side:
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
+
+
+def sides_of(a_path: Path, b_path: Path, count_a: int | None, count_b: int | None) -> tuple[Side, Side]:
+    """side_of A and B; a large bare folded file A scanned in a forked child while B is."""
+    big = not count_a and Path(a_path).is_file() and Path(a_path).stat().st_size >= HALVES_FROM
+    ahead = Forked(scan, Path(a_path)) if big else None
+    try:
+        b = side_of(b_path, count_b)
+        return side_of(a_path, count_a, (lambda _: ahead.result()) if ahead else scan), b
+    finally:
+        if ahead:
+            ahead.stop()
 
 
 def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules) -> SidesRead:
@@ -158,7 +172,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     requests: A's and B's request counts, for two profiles without a run folder (per_request.py)."""
     import json
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
-    a, b = side_of(a_path, count_a), side_of(b_path, count_b)
+    a, b = sides_of(a_path, b_path, count_a, count_b)
     streamed = all(r.scanned for s in (a, b) for r in s.rounds)
     if not streamed:
         for r in (r for s in (a, b) for r in s.rounds if r.scanned):
