@@ -1,40 +1,43 @@
 """The commands behind report.py, each in a module of its own (cli/table.py for `report.py table`, ...):
-this module only registers them. A new command is a new module with a click.command, added here."""
+this module only registers them. A new command is a new module with a click.command, named here.
+
+A command's module is imported when the command runs (or when --help lists them all), not at every start:
+each command then starts without importing what the others need (matplotlib's charts, jsonschema, ...)."""
 from __future__ import annotations
+
+import importlib
 
 import click
 
-from rpcprof.cli.chart import chart
-from rpcprof.cli.check_rules import check_rules
 from rpcprof.cli.common import run_click
-from rpcprof.cli.compare import compare
-from rpcprof.cli.diff import diff
-from rpcprof.cli.documents import results, seeds
-from rpcprof.cli.explain import explain
-from rpcprof.cli.export import export
-from rpcprof.cli.fold import fold
-from rpcprof.cli.html import html_report
-from rpcprof.cli.run import run_table
-from rpcprof.cli.runs import runs
-from rpcprof.cli.svg import svg
-from rpcprof.cli.sweep import sweep_table
-from rpcprof.cli.table import table
-from rpcprof.cli.top import top
-from rpcprof.cli.waits import waits
-from rpcprof.cli.whatif import whatif
+
+# command -> its module under cli/ and the click command there, in the order they were written
+COMMANDS = {
+    "table": "table:table", "compare": "compare:compare", "top": "top:top", "explain": "explain:explain",
+    "check-rules": "check_rules:check_rules", "svg": "svg:svg", "chart": "chart:chart", "html": "html:html_report",
+    "export": "export:export", "diff": "diff:diff", "run": "run:run_table", "waits": "waits:waits",
+    "sweep": "sweep:sweep_table", "whatif": "whatif:whatif", "fold": "fold:fold",
+    "results": "documents:results", "seeds": "documents:seeds",      # the generated documents
+    "runs": "runs:runs",                                                # runs of one setup side by side
+}
 
 
-@click.group(name="report.py", context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """A click group whose commands are imported from COMMANDS when asked for; click lists them by name."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, command = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(f"rpcprof.cli.{module}"), command)
+
+
+@click.group(name="report.py", cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 def main():
     """Explain profiles: category shares, per-request CPU by category, and the rules behind them."""
-
-
-# in the order they were written; click lists them by name
-for command in (table, compare, top, explain, check_rules, svg, chart, html_report, export, diff, run_table, waits,
-                sweep_table, whatif, fold,
-                results, seeds,         # the generated documents: cli/documents.py
-                runs):                  # runs of one setup side by side
-    main.add_command(command)
 
 
 def entry(args: list[str] | None = None) -> None:
