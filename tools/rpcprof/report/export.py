@@ -32,8 +32,8 @@ from rpcprof.pprof_in import is_pprof
 from rpcprof.rundir import write_bytes, write_text
 
 # pprof's gzip at zlib's fastest level, as Go's runtime/pprof writes its profiles (gzip.BestSpeed): on a
-# million-stack file (bench/distinct_stacks -s leaves) the export took 17.6 s at level 9 and 5.7 s at level 1, for
-# a file 2.5 % larger; the profile inside is the same byte for byte
+# million-stack file (bench/distinct_stacks -s leaves), one after the other on one 2-vCPU host, the export took
+# 3.1x as long at level 9 as at level 1, for a file 2.5 % smaller; the profile inside is the same byte for byte
 GZIP_LEVEL = 1
 
 FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
@@ -154,31 +154,46 @@ def to_collapsed(stacks) -> str:
     return "".join(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
 
 
+def _streamable(folded: Path, out: Path, parent_made: bool = True) -> bool:
+    """Whether an export of folded to out may be made as the file is read: a folded file (not a pprof
+    profile) written to another file, in a folder that exists (unless the export makes it: parent_made=False)."""
+    return not (is_pprof(folded) or not folded.is_file() or out.is_dir() or (parent_made and not out.parent.is_dir())
+                or out.resolve() == folded.resolve())
+
+
+def _write_streamed(out: Path, write) -> int | None:
+    """write(f) into out, whole or not at all (rundir.output_file): the stacks it gives; None, out left as it
+    was, when it gives None or the block reader raises Irregular (export then reads the file whole, as before)."""
+    from rpcprof.analyze.folded_blocks import Irregular
+    from rpcprof.rundir import output_file
+    try:
+        with output_file(out) as f:
+            stacks = write(f)
+            if stacks is None:
+                raise Irregular              # nothing written: read whole, as before
+    except Irregular:
+        return None
+    return stacks
+
+
 def stream_collapsed(folded: Path, out: Path) -> int | None:
     """export's collapsed stacks of a folded file, written as it is read (analyze/folded_blocks.py): the number
     of stacks written; None, having written nothing, when export must read it whole (a pprof profile, a line
     it does not take, an output it would refuse, a file whose weights are all 0: its error comes from there)."""
-    from rpcprof.analyze.folded_blocks import Irregular, write_collapsed
-    from rpcprof.rundir import output_file
-    if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
-            or out.resolve() == folded.resolve()):
-        return None
-    try:
-        with output_file(out) as f:
-            stacks, total = write_collapsed(folded, f)
-            if not total:
-                raise Irregular              # nothing written: open_folded names the file
-    except Irregular:
-        return None
-    return stacks
+    from rpcprof.analyze.folded_blocks import write_collapsed
+
+    def write(f) -> int | None:
+        stacks, total = write_collapsed(folded, f)
+        return stacks if total else None     # open_folded names the file
+
+    return _write_streamed(out, write) if _streamable(folded, out) else None
 
 
 def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> int | None:
     """export's pprof profile of a folded file, made as it is read (report/pprof_stream.py) and written whole:
     the number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
     from rpcprof.report.pprof_stream import to_pprof_blocks
-    from rpcprof.rundir import output_file
-    if is_pprof(folded) or not folded.is_file() or out.is_dir() or out.resolve() == folded.resolve():
+    if not _streamable(folded, out, parent_made=False):
         return None
     made = to_pprof_blocks(folded, rules, weight_unit(folded), app)
     if made is None:
@@ -186,38 +201,24 @@ def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> in
     chunks, stacks = made
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with output_file(out) as f:
-            for chunk in chunks:
-                f.write(chunk)
     except OSError as e:
         raise UserError(f"-o {out}: cannot write it ({e.strerror or e}); choose a writable place") from None
-    return stacks
+    return _write_streamed(out, lambda f: (f.writelines(chunks), stacks)[1])
 
 
 def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | None:
     """export's speedscope document or OTLP profile (protobuf, or JSON for -o FILE.json) of a folded file, made as
-    it is read (report/speedscope_stream.py, report/otlp_stream.py, report/otlp_json_stream.py): the number of stacks; None, having written nothing,
-    when export must read it whole (as stream_collapsed)."""
-    from rpcprof.analyze.folded_blocks import Irregular
+    it is read (report/speedscope_stream.py, otlp_stream.py, otlp_json_stream.py): the number of stacks; None,
+    having written nothing, when export must read it whole (as stream_collapsed)."""
     from rpcprof.report.otlp_json_stream import write_otlp_json
     from rpcprof.report.otlp_stream import write_otlp
     from rpcprof.report.speedscope_stream import write_speedscope
-    from rpcprof.rundir import output_file
-    if (is_pprof(folded) or not folded.is_file() or out.is_dir() or not out.parent.is_dir()
-            or out.resolve() == folded.resolve()):
+    if not _streamable(folded, out):
         return None
-    try:
-        with output_file(out) as f:
-            if fmt == "speedscope":
-                n = write_speedscope(folded, folded.name, weight_unit(folded), f)
-            else:
-                writer = write_otlp_json if out.suffix.lower() == ".json" else write_otlp
-                n = writer(folded, rules, weight_unit(folded), f)
-            if n is None:
-                raise Irregular              # nothing written: read whole, as before
-    except Irregular:
-        return None
-    return n
+    if fmt == "speedscope":
+        return _write_streamed(out, lambda f: write_speedscope(folded, folded.name, weight_unit(folded), f))
+    writer = write_otlp_json if out.suffix.lower() == ".json" else write_otlp
+    return _write_streamed(out, lambda f: writer(folded, rules, weight_unit(folded), f))
 
 
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
