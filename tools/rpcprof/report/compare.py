@@ -13,7 +13,7 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
-from rpcprof.analyze.intervals import profiled_ratio, server_ratio, t975
+from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio, t975
 from rpcprof.analyze.mechanism import explain_gap, kernel_table
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
@@ -53,7 +53,9 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
     for s in servers:
         m = metrics[s]
         prof = m.get("profile") or {}
-        ratio = m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
+        # the run table's ratio: from the rounds' adjacent pairs when there are some, else of the means
+        interval = server_ratio(metrics[base], m, pilot=pilot_of(manifest["parameters"])) if s != base else None
+        ratio = interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
         note = "  TOO FEW SAMPLES" if few else ""
