@@ -31,7 +31,9 @@
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
-#       (Debian) for the headless test of report.html. Servers are built on demand by profile.sh.
+#       (Debian) for the headless test of report.html; rpcprof-encode, export's encoder of large files
+#       (tools/encode: cargo build, Rust's standard library only, linked to the system's zlib: Debian
+#       zlib1g-dev), into the virtualenv. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -51,7 +53,7 @@ for arg in "$@"; do
     --java) with_java=1 ;;
     --cpp) with_cpp=1 ;;
     --for-tests) for_tests=1; with_ghz=1; with_java=1; with_cpp=1 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -67,11 +69,12 @@ note() { echo "setup: $*"; }
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium
                     [java]=openjdk-17-jdk-headless [jcmd]=openjdk-17-jdk-headless [mvn]=maven
                     [grpc_cpp_plugin]=protobuf-compiler-grpc [g++]=g++ [make]=make [pkg-config]=pkg-config [ccache]=ccache
-                    [/usr/include/grpcpp/grpcpp.h]=libgrpc++-dev)
+                    [/usr/include/grpcpp/grpcpp.h]=libgrpc++-dev [/usr/include/zlib.h]=zlib1g-dev)
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
-needed=(perf h2load protoc taskset ss)
+# zlib's headers and link library: rpcprof-encode's gzip (below) is the system's zlib, as Python's is
+needed=(perf h2load protoc taskset ss /usr/include/zlib.h)
 ((for_tests)) && needed+=(shellcheck chromium)
 # the Java servers: only when one is asked for (or for the tests)
 ((with_java)) && needed+=(java jcmd mvn)
@@ -139,6 +142,23 @@ if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash
   fi
 fi
 
+# --- rpcprof-encode (cargo build) ----------------------------------------------------
+# export's encoder of large folded files (report/encoder.py), built into the virtualenv: again when its
+# source changes (the stamp holds a hash of it). Standard library only: no download.
+enc_hash=$(cat tools/encode/Cargo.toml tools/encode/Cargo.lock tools/encode/src/*.rs | sha256sum | cut -c1-16)
+enc_stamp="$RPCPROF_VENV/.rpcprof-encode"
+if [[ ! -x $RPCPROF_VENV/bin/rpcprof-encode || $(cat "$enc_stamp" 2>/dev/null) != "$enc_hash" ]]; then
+  missing+=("rpcprof-encode (tools/encode)")
+  if ((!check_only)); then
+    command -v cargo >/dev/null || { echo "setup: ERROR: cargo not found: install Rust (rustup) first." >&2; exit 1; }
+    note "building rpcprof-encode (tools/encode, cargo build --release, about 10 s)"
+    cargo build --release --offline --locked --quiet --manifest-path tools/encode/Cargo.toml \
+      --target-dir "$RPCPROF_VENV/encode-target"
+    install -m 755 "$RPCPROF_VENV/encode-target/release/rpcprof-encode" "$RPCPROF_VENV/bin/rpcprof-encode"
+    echo "$enc_hash" > "$enc_stamp"
+  fi
+fi
+
 if ((${#missing[@]})); then
   if ((check_only)); then
     printf 'setup: missing: %s\n' "${missing[@]}"
@@ -147,5 +167,5 @@ if ((${#missing[@]})); then
   fi
   note "done."
 else
-  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn")$( ((with_cpp)) && echo ", gRPC C++"), .venv)."
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION, rpcprof-encode$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn")$( ((with_cpp)) && echo ", gRPC C++"), .venv)."
 fi

@@ -176,6 +176,13 @@ def _write_streamed(out: Path, write) -> int | None:
     return stacks
 
 
+def _encoded(out: Path, write) -> int | None:
+    """_write_streamed(out, write) with the compiled encoder's write (report/encoder.py), when it is there and
+    out's folder is (export makes it only once the input is known good); None, out left as it was, otherwise."""
+    from rpcprof.report import encoder
+    return _write_streamed(out, write) if encoder.available() and out.parent.is_dir() else None
+
+
 def stream_collapsed(folded: Path, out: Path) -> int | None:
     """export's collapsed stacks of a folded file, written as it is read (analyze/folded_blocks.py): the number
     of stacks written; None, having written nothing, when export must read it whole (a pprof profile, a line
@@ -192,9 +199,13 @@ def stream_collapsed(folded: Path, out: Path) -> int | None:
 def stream_profile(folded: Path, rules: Rules, out: Path, app: str | None) -> int | None:
     """export's pprof profile of a folded file, made as it is read (report/pprof_stream.py) and written whole:
     the number of stacks; None, having written nothing, when export must read it whole (as stream_collapsed)."""
+    from rpcprof.report import encoder
     from rpcprof.report.pprof_stream import to_pprof_blocks
     if not _streamable(folded, out, parent_made=False):
         return None
+    n = _encoded(out, lambda f: encoder.write_pprof(folded, rules, weight_unit(folded), app, f))
+    if n is not None:
+        return n
     made = to_pprof_blocks(folded, rules, weight_unit(folded), app)
     if made is None:
         return None
@@ -210,15 +221,20 @@ def stream_document(folded: Path, out: Path, fmt: str, rules: Rules) -> int | No
     """export's speedscope document or OTLP profile (protobuf, or JSON for -o FILE.json) of a folded file, made as
     it is read (report/speedscope_stream.py, otlp_stream.py, otlp_json_stream.py): the number of stacks; None,
     having written nothing, when export must read it whole (as stream_collapsed)."""
+    from rpcprof.report import encoder
     from rpcprof.report.otlp_json_stream import write_otlp_json
     from rpcprof.report.otlp_stream import write_otlp
     from rpcprof.report.speedscope_stream import write_speedscope
     if not _streamable(folded, out):
         return None
+    unit = weight_unit(folded)
     if fmt == "speedscope":
-        return _write_streamed(out, lambda f: write_speedscope(folded, folded.name, weight_unit(folded), f))
-    writer = write_otlp_json if out.suffix.lower() == ".json" else write_otlp
-    return _write_streamed(out, lambda f: writer(folded, rules, weight_unit(folded), f))
+        n = _encoded(out, lambda f: encoder.write_speedscope(folded, folded.name, unit, f))
+        return n if n is not None else _write_streamed(out, lambda f: write_speedscope(folded, folded.name, unit, f))
+    if out.suffix.lower() == ".json":
+        return _write_streamed(out, lambda f: write_otlp_json(folded, rules, unit, f))
+    n = _encoded(out, lambda f: encoder.write_otlp(folded, rules, unit, f))
+    return n if n is not None else _write_streamed(out, lambda f: write_otlp(folded, rules, unit, f))
 
 
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:

@@ -1,0 +1,105 @@
+//! gzip through the system's zlib (libz, the library Python's zlib module calls): the same bytes as
+//! zlib.compressobj(level, DEFLATED, 31) gives of the same data, as report/pprof_stream.py's Compressor writes.
+
+use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use std::io::{self, Write};
+
+#[repr(C)]
+struct ZStream {
+    next_in: *const u8,
+    avail_in: c_uint,
+    total_in: c_ulong,
+    next_out: *mut u8,
+    avail_out: c_uint,
+    total_out: c_ulong,
+    msg: *const c_char,
+    state: *mut c_void,
+    zalloc: *const c_void,
+    zfree: *const c_void,
+    opaque: *mut c_void,
+    data_type: c_int,
+    adler: c_ulong,
+    reserved: c_ulong,
+}
+
+#[link(name = "z")]
+extern "C" {
+    fn zlibVersion() -> *const c_char;
+    fn deflateInit2_(strm: *mut ZStream, level: c_int, method: c_int, window_bits: c_int, mem_level: c_int,
+                     strategy: c_int, version: *const c_char, stream_size: c_int) -> c_int;
+    fn deflate(strm: *mut ZStream, flush: c_int) -> c_int;
+    fn deflateEnd(strm: *mut ZStream) -> c_int;
+}
+
+const Z_NO_FLUSH: c_int = 0;
+const Z_FINISH: c_int = 4;
+const Z_STREAM_END: c_int = 1;
+const Z_BUF_ERROR: c_int = -5;
+
+/// A gzip stream (a gzip header with mtime 0, as window bits 31 write it) of what is written, to inner.
+pub struct Gzip<W: Write> {
+    z: Box<ZStream>,
+    inner: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Gzip<W> {
+    pub fn new(inner: W, level: i32) -> io::Result<Gzip<W>> {
+        // SAFETY: a zeroed z_stream is what deflateInit2 asks for (Z_NULL zalloc, zfree and opaque)
+        let mut z: Box<ZStream> = Box::new(unsafe { std::mem::zeroed() });
+        let status = unsafe {
+            deflateInit2_(&mut *z, level, 8, 31, 8, 0, zlibVersion(), std::mem::size_of::<ZStream>() as c_int)
+        };
+        if status != 0 {
+            return Err(io::Error::other(format!("zlib's deflateInit2 failed ({status})")));
+        }
+        Ok(Gzip { z, inner, buf: vec![0u8; 1 << 18] })
+    }
+
+    fn run(&mut self, data: &[u8], flush: c_int) -> io::Result<()> {
+        self.z.next_in = data.as_ptr();
+        self.z.avail_in = data.len() as c_uint;
+        loop {
+            self.z.next_out = self.buf.as_mut_ptr();
+            self.z.avail_out = self.buf.len() as c_uint;
+            // SAFETY: next_in/avail_in point into data and next_out/avail_out into buf, both alive for the call
+            let status = unsafe { deflate(&mut *self.z, flush) };
+            if status < 0 && status != Z_BUF_ERROR {
+                return Err(io::Error::other(format!("zlib's deflate failed ({status})")));
+            }
+            let made = self.buf.len() - self.z.avail_out as usize;
+            self.inner.write_all(&self.buf[..made])?;
+            let ended = if flush == Z_FINISH { status == Z_STREAM_END } else { self.z.avail_out != 0 };
+            if ended {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The stream ended (its trailer written), inner flushed.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.run(&[], Z_FINISH)?;
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> Write for Gzip<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        // deflate takes at most 4 GiB at a call (avail_in is a u32)
+        for part in data.chunks(1 << 30) {
+            self.run(part, Z_NO_FLUSH)?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: Write> Drop for Gzip<W> {
+    fn drop(&mut self) {
+        // SAFETY: the stream was set up by deflateInit2_; deflateEnd frees what it holds
+        unsafe { deflateEnd(&mut *self.z) };
+    }
+}

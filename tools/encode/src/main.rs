@@ -1,0 +1,60 @@
+//! rpcprof-encode - report.py export's encoder of large folded files, the same bytes as its Python writers.
+//!
+//! USAGE: rpcprof-encode pprof FOLDED TYPE UNIT LEVEL [COMMENT]   a Profile, gzip'd at zlib's LEVEL, to stdout
+//!        rpcprof-encode otlp FOLDED TYPE UNIT                     a ProfilesData to stdout
+//!        rpcprof-encode speedscope FOLDED NAME_JSON UNIT          a speedscope document to stdout
+//!
+//! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
+//! FOLDED is a folded file that is not gzip'd. Exit 0 when the document is written, `stacks N` on stderr; 3,
+//! with one line on
+//! stderr, when the file holds what this encoder does not take (report.py then writes it its own way); 4 when
+//! the document cannot be written; 2 on a usage error.
+
+mod gzip;
+mod intern;
+mod labels;
+mod out;
+mod profile;
+mod rows;
+mod speedscope;
+
+use std::io::{self, BufWriter};
+use std::process::ExitCode;
+
+use profile::Format;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let stdout = io::stdout().lock();
+    let mut out = BufWriter::with_capacity(1 << 20, stdout);
+    let done = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["pprof", path, kind, unit, level, rest @ ..] if rest.len() <= 1 && level.parse::<i32>().is_ok() => {
+            gzip::Gzip::new(&mut out, level.parse().unwrap()).map_err(rows::Stop::from).and_then(|mut gz| {
+                let stacks = profile::encode(Format::Pprof, path, kind, unit, rest.first().copied(),
+                                             io::stdin().lock(), &mut gz)?;
+                gz.finish()?;
+                Ok(stacks)
+            })
+        }
+        ["otlp", path, kind, unit] => profile::encode(Format::Otlp, path, kind, unit, None, io::stdin().lock(), &mut out),
+        ["speedscope", path, name, unit] => speedscope::encode(path, name, unit, &mut out),
+        _ => {
+            eprintln!("rpcprof-encode: usage: rpcprof-encode pprof|otlp|speedscope FOLDED ... (see its source's header)");
+            return ExitCode::from(2);
+        }
+    };
+    match done {
+        Ok(stacks) => {
+            eprintln!("stacks {stacks}");
+            ExitCode::SUCCESS
+        }
+        Err(rows::Stop::Refused(why)) => {
+            eprintln!("rpcprof-encode: {why}");
+            ExitCode::from(3)
+        }
+        Err(rows::Stop::CannotWrite(e)) => {
+            eprintln!("rpcprof-encode: cannot write: {e}");
+            ExitCode::from(4)
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! pprof's Profile and OTLP's ProfilesData of a folded file, as report/pprof_stream.py and otlp_stream.py write
+//! them: the strings, functions and locations numbered in the order first met (a stack's leaf, its callers from
+//! the leaf up, then its labels' strings), each stack's labels the set report.py names for it on stdin.
+
+use std::io::{self, Read, Write};
+
+use crate::intern::Interner;
+use crate::labels::Labels;
+use crate::out::{field, uint_field, varint, Spool};
+use crate::rows::{each_row, refused, Stop};
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Format {
+    Pprof,
+    Otlp,
+}
+
+pub struct Tables {
+    pub format: Format,
+    pub strings: Interner,
+    loc_of: Vec<u32>, // string number -> its frame's location id, 0 for none yet
+    locations: u32,
+    pub string_table: Spool,
+    functions: Spool,
+    locs: Spool,
+    scratch: Vec<u8>,
+}
+
+
+impl Tables {
+    fn new(format: Format) -> io::Result<Tables> {
+        let mut t = Tables {
+            format,
+            strings: Interner::default(),
+            loc_of: Vec::new(),
+            locations: 0,
+            string_table: Spool::new()?,
+            functions: Spool::new()?,
+            locs: Spool::new()?,
+            scratch: Vec::new(),
+        };
+        t.s(b"")?;
+        if format == Format::Otlp {
+            t.locs.write(b"\x12\x00")?; // the zero values of location_table and function_table
+            t.functions.write(b"\x1a\x00")?;
+        }
+        Ok(t)
+    }
+
+    /// The string number of text, a new one written to the string table.
+    pub fn s(&mut self, text: &[u8]) -> io::Result<u32> {
+        let (i, new) = self.strings.intern(text);
+        if new {
+            self.scratch.clear();
+            field(&mut self.scratch, if self.format == Format::Pprof { 0x32 } else { 0x2a }, text);
+            self.string_table.write(&self.scratch)?;
+            self.loc_of.push(0);
+        }
+        Ok(i)
+    }
+
+    /// The location (and function) id of a frame, a new one written to the tables.
+    pub fn location(&mut self, frame: &[u8]) -> io::Result<u32> {
+        let name = self.s(frame)?;
+        let known = self.loc_of[name as usize];
+        if known != 0 {
+            return Ok(known);
+        }
+        self.locations += 1;
+        let loc = self.locations;
+        self.loc_of[name as usize] = loc;
+        let (mut body, mut line) = (Vec::with_capacity(16), Vec::with_capacity(8));
+        let (function_tag, location_tag, line_tag) = match self.format {
+            Format::Pprof => {
+                varint_field(&mut body, 0x08, loc as u64);
+                uint_field(&mut body, 0x10, name as u64);
+                uint_field(&mut body, 0x18, name as u64);
+                varint_field(&mut line, 0x08, loc as u64);
+                (0x2a, 0x22, 0x22)
+            }
+            Format::Otlp => {
+                uint_field(&mut body, 0x08, name as u64);
+                uint_field(&mut body, 0x10, name as u64);
+                varint_field(&mut line, 0x08, loc as u64);
+                (0x1a, 0x12, 0x1a)
+            }
+        };
+        self.scratch.clear();
+        field(&mut self.scratch, function_tag, &body);
+        self.functions.write(&self.scratch)?;
+        let mut location = Vec::with_capacity(24);
+        if self.format == Format::Pprof {
+            location.extend_from_slice(&line);
+        }
+        field(&mut location, line_tag, &line);
+        self.scratch.clear();
+        field(&mut self.scratch, location_tag, &location);
+        self.locs.write(&self.scratch)?;
+        Ok(loc)
+    }
+}
+
+fn varint_field(out: &mut Vec<u8>, tag: u8, n: u64) {
+    out.push(tag);
+    varint(out, n);
+}
+
+/// The sample type's field: its type and unit as string numbers.
+fn sample_type(t: &mut Tables, kind: &str, unit: &str) -> io::Result<Vec<u8>> {
+    let (kind, unit) = (t.s(kind.as_bytes())?, t.s(unit.as_bytes())?);
+    let mut body = Vec::new();
+    uint_field(&mut body, 0x08, kind as u64);
+    uint_field(&mut body, 0x10, unit as u64);
+    let mut out = Vec::new();
+    field(&mut out, 0x0a, &body);
+    Ok(out)
+}
+
+/// The document of the folded file at path to out, the labels of its stacks read from input: its stacks.
+/// comment: pprof's comment string (the app rule), if any. Refused("no weight") when every count is 0, before
+/// OTLP's document is written (pprof's is on its way: report.py drops it).
+pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Option<&str>, input: impl Read,
+              out: &mut impl Write) -> Result<u64, Stop> {
+    let mut t = Tables::new(format)?;
+    let head = sample_type(&mut t, kind, unit)?;
+    let mut tail = Vec::new();
+    if let Some(c) = comment {
+        let mut packed = Vec::new();
+        varint(&mut packed, t.s(c.as_bytes())? as u64);
+        field(&mut tail, 0x6a, &packed);
+    }
+    let mut labels = Labels::new(format, input);
+    let mut samples = Spool::new()?;
+    let mut stack_table = Spool::new()?;
+    if format == Format::Pprof {
+        out.write_all(&head)?;
+    } else {
+        stack_table.write(b"\x3a\x00")?;
+    }
+    let (mut last_callers, mut callers_ids): (Vec<u8>, Vec<u8>) = (vec![0xff], Vec::new());
+    let (mut ids, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::with_capacity(64));
+    let mut n: u64 = 0;
+    let mut weighed = false;
+    let mut rows: Vec<u8> = Vec::with_capacity(1 << 20);
+    each_row(path, |row| {
+        let set = labels.next()?;
+        let leaf = t.location(row.leaf)?;
+        if row.callers != last_callers.as_slice() {
+            callers_ids.clear();
+            if !row.callers.is_empty() {
+                for frame in row.callers[..row.callers.len() - 1].rsplit(|&b| b == b';') {
+                    varint(&mut callers_ids, t.location(frame)? as u64);
+                }
+            }
+            last_callers.clear();
+            last_callers.extend_from_slice(row.callers);
+        }
+        let tags = labels.encoded(set, &mut t)?;
+        ids.clear();
+        varint(&mut ids, leaf as u64);
+        ids.extend_from_slice(&callers_ids);
+        body.clear();
+        sample.clear();
+        n += 1;
+        weighed |= row.count != 0;
+        if format == Format::Pprof {
+            field(&mut body, 0x0a, &ids);
+            body.extend_from_slice(&[0x12, varint_len(row.count)]);
+            varint(&mut body, row.count);
+            body.extend_from_slice(tags);
+            field(&mut sample, 0x12, &body);
+            rows.extend_from_slice(&sample);
+        } else {
+            let mut stack = Vec::with_capacity(ids.len() + 4);
+            field(&mut stack, 0x0a, &ids);
+            field(&mut sample, 0x3a, &stack);
+            stack_table.write(&sample)?;
+            sample.clear();
+            varint_field(&mut body, 0x08, n);
+            body.extend_from_slice(tags);
+            body.extend_from_slice(&[0x22, varint_len(row.count)]);
+            varint(&mut body, row.count);
+            field(&mut sample, 0x12, &body);
+            rows.extend_from_slice(&sample);
+        }
+        if rows.len() >= 1 << 20 {
+            if format == Format::Pprof { out.write_all(&rows) } else { samples.write(&rows) }?;
+            rows.clear();
+        }
+        Ok(())
+    })?;
+    labels.finish()?;
+    if !weighed {
+        return Err(refused("no weight"));
+    }
+    if format == Format::Pprof { out.write_all(&rows) } else { samples.write(&rows) }?;
+    match format {
+        Format::Pprof => pprof_tables(t, &tail, out),
+        Format::Otlp => otlp_document(t, &head, samples, stack_table, labels.attribute_table(), out),
+    }?;
+    Ok(n)
+}
+
+fn varint_len(n: u64) -> u8 {
+    let mut len = 1;
+    let mut n = n >> 7;
+    while n != 0 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> {
+    t.locs.copy_to(out)?;
+    t.functions.copy_to(out)?;
+    t.string_table.copy_to(out)?;
+    out.write_all(tail)?;
+    out.flush()
+}
+
+fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, stack_table: Spool, attributes: &[u8],
+                 out: &mut impl Write) -> io::Result<()> {
+    let mut scope = Vec::new();
+    let mut name = Vec::new();
+    field(&mut name, 0x0a, b"rpcprof");
+    field(&mut scope, 0x0a, &name);
+    let profile_size = sample_type.len() as u64 + samples.size;
+    let mut scope_profiles = scope;
+    scope_profiles.push(0x12);
+    varint(&mut scope_profiles, profile_size);
+    let scope_size = scope_profiles.len() as u64 + profile_size;
+    let mut resource = vec![0x12];
+    varint(&mut resource, scope_size);
+    let mut head = vec![0x0a];
+    varint(&mut head, resource.len() as u64 + scope_size);
+    head.extend_from_slice(&resource);
+    head.extend_from_slice(&scope_profiles);
+    head.extend_from_slice(sample_type);
+    out.write_all(&head)?;
+    samples.copy_to(out)?;
+    let tables = t.locs.size + t.functions.size + t.string_table.size + stack_table.size;
+    let mut dictionary = vec![0x12];
+    varint(&mut dictionary, 2 + 2 + tables + attributes.len() as u64);
+    dictionary.extend_from_slice(b"\x0a\x00");
+    out.write_all(&dictionary)?;
+    t.locs.copy_to(out)?;
+    t.functions.copy_to(out)?;
+    out.write_all(b"\x22\x00")?;
+    t.string_table.copy_to(out)?;
+    out.write_all(attributes)?;
+    stack_table.copy_to(out)?;
+    out.flush()
+}

@@ -1,0 +1,75 @@
+//! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time, as folded_blocks.folded_rows
+//! takes them; a line it would not take (no count, a count that is not 1-15 ASCII digits) ends the encoding with
+//! Stop::Refused, and report.py reads the file its own way.
+
+use std::fs::File;
+use std::io::Read;
+
+pub const BLOCK: usize = 1 << 21;
+
+/// Why the encoding stopped: the input is not what it takes (report.py then writes the document its own way),
+/// or the output could not be written.
+#[derive(Debug)]
+pub enum Stop {
+    Refused(String),
+    CannotWrite(std::io::Error),
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Stop {
+        Stop::CannotWrite(e)
+    }
+}
+
+pub fn refused(why: impl Into<String>) -> Stop {
+    Stop::Refused(why.into())
+}
+
+pub struct Row<'a> {
+    pub callers: &'a [u8], // with its last ';', or empty for a stack of one frame
+    pub leaf: &'a [u8],
+    pub count: u64,
+}
+
+pub fn parse(line: &[u8]) -> Result<Row<'_>, Stop> {
+    let space = line.iter().rposition(|&b| b == b' ').ok_or_else(|| refused("a line without a count"))?;
+    let digits = &line[space + 1..];
+    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(refused("a count that is not 1-15 digits"));
+    }
+    let count = digits.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
+    let stack = &line[..space];
+    let cut = stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1);
+    Ok(Row { callers: &stack[..cut], leaf: &stack[cut..], count })
+}
+
+/// Calls each(row) for every row of the file, in order.
+pub fn each_row(path: &str, mut each: impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
+    let mut file = File::open(path).map_err(|e| refused(format!("{path}: {e}")))?;
+    let mut data: Vec<u8> = Vec::with_capacity(2 * BLOCK);
+    let mut buf = vec![0u8; BLOCK];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| refused(format!("{path}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        data.extend_from_slice(&buf[..n]);
+        let Some(last) = data.iter().rposition(|&b| b == b'\n') else { continue };
+        block(&data[..last], &mut each)?;
+        data.drain(..=last);
+    }
+    if !data.is_empty() {
+        block(&data, &mut each)?;
+    }
+    Ok(())
+}
+
+fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
+    // bytes that are not UTF-8 read as U+FFFD, as Python's "replace" reads them (both replace each maximal
+    // subpart of an ill-formed sequence, Unicode's recommended practice)
+    let text = String::from_utf8_lossy(text);
+    for line in text.as_bytes().split(|&b| b == b'\n') {
+        each(parse(line)?)?;
+    }
+    Ok(())
+}

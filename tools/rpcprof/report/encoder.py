@@ -1,0 +1,172 @@
+"""export's compiled encoder (tools/encode, which tools/setup.sh builds into the virtualenv as rpcprof-encode):
+the pprof profile, the OTLP profile (protobuf) and the speedscope document of a folded file that is not gzip'd,
+the same bytes as report/pprof_stream.py, otlp_stream.py and speedscope_stream.py write, in a fraction of their
+time. It reads the file itself, numbers the frames and strings and encodes every stack; what it cannot know, each
+stack's labels (the category, sub-category and tax group report.py's rules give it), it reads from its stdin as
+this module asks them, a block of rows at a time, on the other CPU meanwhile.
+
+Each function gives None when the encoder is not there (or RPCPROF_NO_ENCODER is set, to time the Python
+writers) or refuses the file (a line folded_blocks does not take, no weight): export then drops what it wrote
+and writes the file its own way, which says what is wrong with it. An OSError the encoder met writing is raised
+here (export names the file). The encoder is stopped (by PID) on every way out.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from array import array
+from pathlib import Path
+
+from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.rules import Rules, remember
+from rpcprof.analyze.stack_walk import ROWS_AT_ONCE
+from rpcprof.paths import VENV
+from rpcprof.report.export import GZIP_LEVEL
+from rpcprof.report.pprof_stream import _Labels, labels_of
+
+ENCODER = VENV / "bin" / "rpcprof-encode"
+REFUSED = 3           # its exit status for a file it does not take
+CANNOT_WRITE = 4      # for an output it cannot write (the OS's error on its one line of stderr)
+
+
+def available() -> bool:
+    return os.access(ENCODER, os.X_OK) and not os.environ.get("RPCPROF_NO_ENCODER")
+
+
+class LabelSets(_Labels):
+    """Each stack's labels as the number of their set, each new set's record (`L`, labels.rs) kept in `new`."""
+
+    def __init__(self, rules: Rules) -> None:
+        super().__init__(rules, None)
+        self.numbers: dict[tuple, int] = {}
+        self.by_callers: dict[str, int] = {}
+        self.new: list[bytes] = []
+
+    def encode(self, groups: tuple) -> int:
+        n = self.numbers.get(groups)
+        if n is None:
+            n = self.numbers[groups] = len(self.numbers) + 1       # from 1: a number is never falsy
+            labels = labels_of(groups)
+            record = array("I", [n, len(labels)]).tobytes()
+            for pair in labels:
+                for text in pair:
+                    data = text.encode("utf-8")
+                    record += array("I", [len(data)]).tobytes() + data
+            self.new.append(b"L" + record)
+        return n
+
+    def of_callers(self, callers: str) -> int:
+        n = self.by_callers.get(callers)
+        if n is None:
+            n = remember(self.by_callers, callers, super().of_callers(callers))
+        return n
+
+
+def _send_labels(folded: Path, rules: Rules, stdin) -> tuple[int, bool]:
+    """Every stack's label set, a block of rows at a time, to the encoder's stdin: (stacks, whether any
+    weighs anything). Irregular as folded_rows raises it; BrokenPipeError when the encoder has stopped."""
+    sets = LabelSets(rules)
+    none_match = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
+    of_stack, of_callers, known = sets.of_stack, sets.of_callers, sets.by_callers.get
+    stacks, weighed = 0, False
+    for _, rows in folded_rows(folded):
+        ids = array("I")
+        for i in range(0, len(rows), ROWS_AT_ONCE):
+            run = rows[i:i + ROWS_AT_ONCE]
+            if none_match("\n".join([leaf for _, leaf, _ in run])):
+                ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
+            else:
+                ids.extend([of_stack(c + leaf) for c, leaf, _ in run])
+        if sys.byteorder == "big":
+            ids.byteswap()
+        stdin.write(b"".join(sets.new) + b"R" + array("I", [len(ids)]).tobytes() + ids.tobytes())
+        sets.new.clear()
+        stacks += len(rows)
+        weighed = weighed or any(map(int, {w for _, _, w in rows}))
+    return stacks, weighed
+
+
+class _Run:
+    """One run of the encoder, stopped on the way out of the with block whatever happens."""
+
+    def __init__(self, args: list[str], stdin, stdout) -> None:
+        self.proc = subprocess.Popen([str(ENCODER), *args], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+
+    def __enter__(self) -> subprocess.Popen:
+        return self.proc
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if f is not None:
+                f.close()
+
+
+def _ended(proc: subprocess.Popen) -> bool:
+    """True when the encoder wrote its document (its stderr then `stacks N`); False when it refused the file;
+    the OSError it met writing."""
+    status = proc.wait()
+    if status == 0:
+        return True
+    why = proc.stderr.read().decode("utf-8", "replace").strip()
+    if status == CANNOT_WRITE:
+        errno = re.search(r"os error (\d+)", why)
+        raise OSError(int(errno.group(1)), os.strerror(int(errno.group(1)))) if errno else OSError(why)
+    return False
+
+
+def _labelled(fmt: str, folded: Path, rules: Rules, args: list[str], out) -> int | None:
+    """The encoder's fmt document of folded to out (a binary file), the labels sent from here: the stacks, or
+    None when it refused the file (or the file is not what folded_rows takes)."""
+    if not _takes(folded):
+        return None
+    out.flush()
+    try:
+        with _Run([fmt, str(folded), *args], subprocess.PIPE, out) as proc:
+            try:
+                stacks, weighed = _send_labels(folded, rules, proc.stdin)
+                proc.stdin.close()
+            except BrokenPipeError:
+                stacks, weighed = None, False
+            return stacks if _ended(proc) and weighed else None
+    except (Irregular, ValueError, EOFError):
+        return None
+
+
+def write_pprof(folded: Path, rules: Rules, sample_type: tuple[str, str], app: str | None, out) -> int | None:
+    """pprof_stream.to_pprof_blocks's gzip'd profile of folded written to out (a binary file): the stacks; None
+    when the encoder is not there or refused the file (out then holds what it wrote: drop it)."""
+    from rpcprof.pprof_in import APP_COMMENT
+    return _labelled("pprof", folded, rules, [*sample_type, str(GZIP_LEVEL), *([APP_COMMENT + app] if app else [])],
+                     out)
+
+
+def write_otlp(folded: Path, rules: Rules, sample_type: tuple[str, str], out) -> int | None:
+    """otlp_stream.write_otlp's document of folded written to out (a binary file): the stacks; None, having
+    written nothing, when the encoder is not there or refused the file."""
+    return _labelled("otlp", folded, rules, list(sample_type), out)
+
+
+def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out) -> int | None:
+    """speedscope_stream.write_speedscope's document of folded written to out (a binary file): the stacks; None,
+    having written nothing, when the encoder is not there or refused the file."""
+    if not _takes(folded):
+        return None
+    out.flush()
+    unit = "nanoseconds" if sample_type[1] == "nanoseconds" else "none"
+    try:
+        with _Run(["speedscope", str(folded), json.dumps(name), unit], subprocess.DEVNULL, out) as proc:
+            if not _ended(proc):
+                return None
+            return int(proc.stderr.read().split()[-1])
+    except ValueError:
+        return None
+
+
+def _takes(folded: Path) -> bool:
+    return available() and Path(folded).suffix != ".gz" and Path(folded).is_file()
