@@ -65,18 +65,21 @@ class LabelSets(_Labels):
         return n
 
 
-def _send_labels(folded: Path, rules: Rules, stdin) -> tuple[int, bool]:
-    """Every stack's label set, a block of rows at a time, to the encoder's stdin: (stacks, whether any
-    weighs anything). Irregular as folded_rows raises it; BrokenPipeError when the encoder has stopped."""
+def _send_labels(folded: Path, rules: Rules, stdin) -> int:
+    """Every stack's label set, a block of rows at a time, to the encoder's stdin: the stacks (whether any
+    weighs anything, the encoder checks). Irregular as folded_rows raises it; BrokenPipeError when the encoder
+    has stopped."""
     sets = LabelSets(rules)
     none_match = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
     of_stack, of_callers, known = sets.of_stack, sets.of_callers, sets.by_callers.get
-    stacks, weighed = 0, False
+    stacks = 0
     for _, rows in folded_rows(folded):
         ids = array("I")
-        for i in range(0, len(rows), ROWS_AT_ONCE):
-            run = rows[i:i + ROWS_AT_ONCE]
-            if none_match("\n".join([leaf for _, leaf, _ in run])):
+        # a block whose leaves no rule matches at once, as one run; else runs of ROWS_AT_ONCE, as the table's walk
+        step = len(rows) if none_match("\n".join([leaf for _, leaf, _ in rows])) else ROWS_AT_ONCE
+        for i in range(0, len(rows), step):
+            run = rows[i:i + step]
+            if step > ROWS_AT_ONCE or none_match("\n".join([leaf for _, leaf, _ in run])):
                 ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
             else:
                 ids.extend([of_stack(c + leaf) for c, leaf, _ in run])
@@ -85,8 +88,7 @@ def _send_labels(folded: Path, rules: Rules, stdin) -> tuple[int, bool]:
         stdin.write(b"".join(sets.new) + b"R" + array("I", [len(ids)]).tobytes() + ids.tobytes())
         sets.new.clear()
         stacks += len(rows)
-        weighed = weighed or any(map(int, {w for _, _, w in rows}))
-    return stacks, weighed
+    return stacks
 
 
 class _Run:
@@ -129,11 +131,11 @@ def _labelled(fmt: str, folded: Path, rules: Rules, args: list[str], out) -> int
     try:
         with _Run([fmt, str(folded), *args], subprocess.PIPE, out) as proc:
             try:
-                stacks, weighed = _send_labels(folded, rules, proc.stdin)
+                stacks = _send_labels(folded, rules, proc.stdin)
                 proc.stdin.close()
             except BrokenPipeError:
-                stacks, weighed = None, False
-            return stacks if _ended(proc) and weighed else None
+                stacks = None
+            return stacks if _ended(proc) else None
     except (Irregular, ValueError, EOFError):
         return None
 

@@ -21,6 +21,7 @@ import zlib
 from array import array
 from pathlib import Path
 
+from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.once_leaves import ONCE_BITS, leaf_counts
 from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
@@ -203,13 +204,14 @@ class _Labels:
             self.tallies.append(_Tally(rules.using(view="tax"), False))
         self.tables = tables
         self.encoded: dict[tuple, bytes] = {}
+        self.callers_groups = CallersGroups(self.tallies)
 
     def of_stack(self, stack: str) -> bytes:
         return self.encode(tuple(t.answer(stack)[0] for t in self.tallies))
 
     def of_callers(self, callers: str) -> bytes:
         """The labels of a stack under callers `a;b;` whose leaf answers no question."""
-        return self.encode(tuple(t.callers_answer(callers)[0] for t in self.tallies))
+        return self.encode(self.callers_groups.groups(callers))
 
     def encode(self, groups: tuple) -> bytes:
         found = self.encoded.get(groups)
