@@ -68,6 +68,9 @@ def test_a_block_is_written_as_displayable_stack_writes_it():
             assert _drawn_block(text, rows) == want
             assert _drawn_block(text, rows, 0.5) == "".join(
                 f"{displayable_stack((c + leaf).split(';'))} {round(int(w) * 0.5)}\n" for c, leaf, w in rows)
+            assert _drawn_block(text, rows, 0.5, weighed=True) == "".join(
+                f"{displayable_stack((c + leaf).split(';'))} {round(int(w) * 0.5)}\n" for c, leaf, w in rows
+                if round(int(w) * 0.5) > 0)
 
 
 def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):

@@ -30,17 +30,34 @@ impl Interner {
         &self.arena[start..self.ends[i]]
     }
 
-    /// (its number, whether it is new) of s.
-    pub fn intern(&mut self, s: &[u8]) -> (u32, bool) {
+    pub fn len(&self) -> u32 {
+        self.ends.len() as u32
+    }
+
+    /// s's number, if it has one; else the empty slot where it would go (Err).
+    fn slot(&self, s: &[u8]) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
         let mut at = fnv1a(s) as usize & mask;
         loop {
             match self.slots[at] {
-                0 => break,
-                n if self.get(n - 1) == s => return (n - 1, false),
+                0 => return Err(at),
+                n if self.get(n - 1) == s => return Ok(n - 1),
                 _ => at = (at + 1) & mask,
             }
         }
+    }
+
+    /// s's number, if it has one.
+    pub fn find(&self, s: &[u8]) -> Option<u32> {
+        self.slot(s).ok()
+    }
+
+    /// (its number, whether it is new) of s.
+    pub fn intern(&mut self, s: &[u8]) -> (u32, bool) {
+        let at = match self.slot(s) {
+            Ok(n) => return (n, false),
+            Err(at) => at,
+        };
         self.arena.extend_from_slice(s);
         self.ends.push(self.arena.len());
         let n = self.ends.len() as u32;

@@ -3,6 +3,7 @@
 //! USAGE: rpcprof-encode pprof FOLDED TYPE UNIT LEVEL [COMMENT]   a Profile, gzip'd at zlib's LEVEL, to stdout
 //!        rpcprof-encode otlp FOLDED TYPE UNIT                     a ProfilesData to stdout
 //!        rpcprof-encode speedscope FOLDED NAME_JSON UNIT          a speedscope document to stdout
+//!        rpcprof-encode one-side A B LISTED NAMES VANISHED       diff's frames on one side only (one_side.rs)
 //!
 //! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
 //! FOLDED is a folded file that is not gzip'd. Exit 0 when the document is written, `stacks N` on stderr; 3,
@@ -13,6 +14,7 @@
 mod gzip;
 mod intern;
 mod labels;
+mod one_side;
 mod out;
 mod profile;
 mod rows;
@@ -38,6 +40,9 @@ fn main() -> ExitCode {
         }
         ["otlp", path, kind, unit] => profile::encode(Format::Otlp, path, kind, unit, None, io::stdin().lock(), &mut out),
         ["speedscope", path, name, unit] => speedscope::encode(path, name, unit, &mut out),
+        ["one-side", a, b, listed, names, vanished] if listed.parse::<usize>().is_ok() => {
+            one_side::encode(a, b, listed.parse().unwrap(), names, vanished, &mut out)
+        }
         _ => {
             eprintln!("rpcprof-encode: usage: rpcprof-encode pprof|otlp|speedscope FOLDED ... (see its source's header)");
             return ExitCode::from(2);

@@ -63,55 +63,105 @@ PARTS = 16               # a side's distinct frames are written to this many scr
 
 class SidesRead:
     """One pass over each of two bare folded files, A in a forked child (forked.py) while B is read here: each
-    side's Breakdown under its rules (the walk of stack_walk.categorize_file), its stacks written as inferno
-    draws them into a scratch folder (a.folded, b.folded), and its distinct frames, each block's written to one
-    of PARTS files by their hash; the frames on one side only are then the set differences of the two sides'
-    files, a pair at a time (no side's frames are held whole). cleanup() removes the folder."""
+    side's Breakdown under its rules (the walk of stack_walk.categorize_file) and its stacks written as inferno
+    draws them into a scratch folder (a.folded, b.folded). The frames on one side only come from the compiled
+    encoder (report/encoder.py's OneSide), run beside them, when it takes the files; else each side's distinct
+    frames are written too, each block's to one of PARTS files by their hash, and the frames on one side only
+    are the set differences of the two sides' files, a pair at a time. cleanup() removes the folder."""
 
     def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> None:
+        from rpcprof.report import encoder
+        from rpcprof.report.one_side import LISTED
         self.paths = a, b
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
-        side_a = Forked(self._read, a, rules_a, "a")      # A on the other CPU while B is read here
+        self.encoded = encoder.OneSide(a, b, self.scratch, LISTED) if encoder.takes(a, b) else None
         try:
-            read_b = self._read(b, rules_b, "b")
-            self.breakdowns = side_a.result(), read_b
+            side_a = Forked(self._read, a, rules_a, "a", self.encoded is None)   # A on the other CPU while B is read here
+            try:
+                read_b = self._read(b, rules_b, "b", self.encoded is None)
+                self.breakdowns = side_a.result(), read_b
+            finally:
+                side_a.stop()
+            self.found = self.encoded.result() if self.encoded else None
         finally:
-            side_a.stop()
+            if self.encoded:
+                self.encoded.stop()
+        if self.encoded and self.found is None:          # refused: the frames found here after all
+            self.encoded = None
+            for path, side in ((a, "a"), (b, "b")):
+                self._frames(path, side)
+        if self.found is None:
+            self._only()
+
+    def _only(self) -> None:
         self.only_a, self.only_b = set(), set()
         for p in range(PARTS):
             in_a, in_b = self._part("a", p), self._part("b", p)
             self.only_a |= in_a - in_b
             self.only_b |= in_b - in_a
 
-    def _read(self, path: Path, rules: Rules, side: str) -> object:
-        tally, seen, split = _Tally(rules, False), {}, _Callers()
-        parts = [open(self.scratch / f"{side}{p}.frames", "w", encoding="utf-8", newline="\n") for p in range(PARTS)]
-        try:
-            with open(self.scratch / ("a.folded" if side == "a" else "b.folded"), "w", encoding="utf-8") as out:
+    def _read(self, path: Path, rules: Rules, side: str, frames: bool) -> object:
+        tally = _Tally(rules, False)
+        with open(self.scratch / ("a.folded" if side == "a" else "b.folded"), "w", encoding="utf-8") as out:
+            parts = _FrameParts(self.scratch, side) if frames else None
+            try:
                 for text, rows in folded_rows(path):
                     tally.add_rows(rows)
                     out.write(_drawn_block(text, rows))
-                    new = {c for c, _, _ in rows if c not in seen}
-                    for c in new:
-                        remember(seen, c, None)
-                    by_part = [[] for _ in range(PARTS)]
-                    for f in {leaf for _, leaf, _ in rows}.union(*[split(c) for c in new]):
-                        by_part[hash(f) & (PARTS - 1)].append(f)
-                    for f, frames in zip(parts, by_part):
-                        if frames:
-                            f.write("\n".join(frames) + "\n")
-        finally:
-            for f in parts:
-                f.close()
+                    if parts:
+                        parts.add(rows)
+            finally:
+                if parts:
+                    parts.close()
         return tally.breakdown(path)
+
+    def _frames(self, path: Path, side: str) -> None:
+        parts = _FrameParts(self.scratch, side)
+        try:
+            for _, rows in folded_rows(path):
+                parts.add(rows)
+        finally:
+            parts.close()
 
     def _part(self, side: str, p: int) -> set[str]:
         with open(self.scratch / f"{side}{p}.frames", encoding="utf-8", newline="\n") as f:
             return set(f.read().split("\n")[:-1])
 
+    def names(self) -> dict:
+        """{"a", "b": the frames on that side only}, each an iterable read once (the encoder's file, a line at a
+        time, or the sets found here)."""
+        if self.found is None:
+            return {"a": self.only_a, "b": self.only_b}
+        return {"a": self.encoded.names("a"), "b": self.encoded.names("b")}
+
     def cleanup(self) -> None:
         self._scratch.cleanup()
+
+
+class _FrameParts:
+    """A side's distinct frames, each block's written to one of PARTS scratch files by their hash."""
+
+    def __init__(self, scratch: Path, side: str) -> None:
+        self.files = [open(scratch / f"{side}{p}.frames", "w", encoding="utf-8", newline="\n") for p in range(PARTS)]
+        self.seen: dict[str, None] = {}
+        self.split = _Callers()
+
+    def add(self, rows) -> None:
+        seen, split = self.seen, self.split
+        new = {c for c, _, _ in rows if c not in seen}
+        for c in new:
+            remember(seen, c, None)
+        by_part = [[] for _ in range(PARTS)]
+        for f in {leaf for _, leaf, _ in rows}.union(*[split(c) for c in new]):
+            by_part[hash(f) & (PARTS - 1)].append(f)
+        for f, frames in zip(self.files, by_part):
+            if frames:
+                f.write("\n".join(frames) + "\n")
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
 
 
 def shares_of(path: Path, frames: set[str], total: int) -> dict[str, float]:
@@ -134,20 +184,19 @@ def shares_of(path: Path, frames: set[str], total: int) -> dict[str, float]:
 
 
 def one_side_streamed(read: SidesRead, totals: tuple[int, int], rows: list[dict]) -> dict:
-    """report/one_side.one_side's answer for two bare folded files."""
-    def only(shares: dict[str, float]) -> list[dict]:
-        found = sorted(shares.items(), key=lambda fs: (-fs[1], fs[0]))
-        return [{"frame": f, "share": 100 * s} for f, s in found]
-
-    a, b = read.paths
-    return {"frames_only_in_a": only(shares_of(a, read.only_a, totals[0] or 1)),
-            "frames_only_in_b": only(shares_of(b, read.only_b, totals[1] or 1)),
-            "categories_only_in_a": [r["category"] for r in rows if r["a"] > 0 and not r["b"]],
-            "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
+    """report/one_side.one_side's found for two bare folded files."""
+    from rpcprof.report.one_side import one_side_found
+    if read.found is not None:
+        a, b = read.found["a"], read.found["b"]
+        return one_side_found((dict(a["frames"]), a["count"]), (dict(b["frames"]), b["count"]), rows)
+    pa, pb = read.paths
+    return one_side_found((shares_of(pa, read.only_a, totals[0] or 1), len(read.only_a)),
+                          (shares_of(pb, read.only_b, totals[1] or 1), len(read.only_b)), rows)
 
 
-def _drawn_block(text: str, rows, scale=None) -> str:
-    """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale)."""
+def _drawn_block(text: str, rows, scale=None, weighed=False) -> str:
+    """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale; weighed:
+    the lines whose weight is then 0 left out)."""
     # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
     # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space)
     plain = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
@@ -155,9 +204,10 @@ def _drawn_block(text: str, rows, scale=None) -> str:
     if scale is None and plain and " 0" not in text:
         return text + "\n"
     weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
+    kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
     if plain:
-        return "".join([f"{c}{leaf} {w}\n" for (c, leaf, _), w in zip(rows, weights)])
-    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in zip(rows, weights)])
+        return "".join([f"{c}{leaf} {w}\n" for (c, leaf, _), w in kept])
+    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
 
 
 def write_drawn(path: Path, out, scale=None) -> None:
@@ -166,8 +216,13 @@ def write_drawn(path: Path, out, scale=None) -> None:
         out.write(_drawn_block(text, rows, scale))
 
 
-def write_vanished(path: Path, out, vanished: set[str], scale) -> None:
-    """The file's stacks that hold a vanished frame, weights scaled (those rounded to 0 left out), to out."""
+def write_vanished(path: Path, out, vanished: set[str] | None, scale) -> None:
+    """The file's stacks that hold a vanished frame, weights scaled (those rounded to 0 left out), to out;
+    vanished None: every stack of the file (the encoder's VANISHED file holds those stacks alone)."""
+    if vanished is None:
+        for text, rows in folded_rows(path):
+            out.write(_drawn_block(text, rows, scale, weighed=True))
+        return
     split, hits = _Callers(), {}
     for callers, leaf, w in _rows(path):
         held = hits.get(callers)
@@ -181,9 +236,10 @@ def write_vanished(path: Path, out, vanished: set[str], scale) -> None:
 
 
 def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: str, normalize: bool,
-                         rows: list[dict], recolour, vanished: set[str], scans: tuple) -> None:
-    """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: vanished_stacks of vanished), from
-    the stacks read wrote; scans: each file's scan(). Removes read's scratch folder."""
+                         rows: list[dict], recolour, vanished: bool, scans: tuple) -> None:
+    """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: the stacks of A that hold a frame
+    of A's alone, when vanished), from the stacks read wrote; scans: each file's scan(). Removes read's scratch
+    folder."""
     a, b = read.paths
     scratch = read.scratch
     try:
@@ -192,7 +248,11 @@ def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: s
             with open(scratch / "a.folded", "w", encoding="utf-8") as f:
                 write_drawn(a, f, scale)
             with open(scratch / "b.folded", "a", encoding="utf-8") as f:
-                write_vanished(a, f, vanished, scale)
+                if read.found is not None:
+                    from rpcprof.report.encoder import OneSide
+                    write_vanished(scratch / OneSide.VANISHED, f, None, scale)
+                else:
+                    write_vanished(a, f, read.only_a, scale)
         with open(scratch / "diff.folded", "wb") as f:
             run_tool([inferno_tool("inferno-diff-folded"), *(["--normalize"] if normalize and not vanished else []),
                       "a.folded", "b.folded"], scratch, stdout=f)

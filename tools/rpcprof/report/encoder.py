@@ -172,3 +172,38 @@ def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out)
 
 def _takes(folded: Path) -> bool:
     return available() and Path(folded).suffix != ".gz" and Path(folded).is_file()
+
+
+class OneSide:
+    """The encoder's frames on one side only of two folded files (report/diff_stream.py's), started at once to
+    run beside report.py's reading of the same files; result() waits for it. It writes into scratch: NAMES, every
+    frame on one side only (`a\\tNAME` or `b\\tNAME` a line), and VANISHED, A's lines that hold one of A's."""
+
+    NAMES, VANISHED = "one_side.names", "vanished.folded"
+
+    def __init__(self, a: Path, b: Path, scratch: Path, listed: int) -> None:
+        self.scratch = scratch
+        self.run = _Run(["one-side", str(a), str(b), str(listed), str(scratch / self.NAMES),
+                         str(scratch / self.VANISHED)], subprocess.DEVNULL, subprocess.PIPE)
+
+    def result(self) -> dict | None:
+        """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest}}; None
+        when the encoder refused the files (report.py then finds them its own way)."""
+        with self.run as proc:
+            out = proc.stdout.read()
+            return json.loads(out) if _ended(proc) else None
+
+    def stop(self) -> None:
+        self.run.__exit__()
+
+    def names(self, side: str):
+        """Every frame on side ("a" or "b") only, read from NAMES a line at a time."""
+        with open(self.scratch / self.NAMES, encoding="utf-8", newline="\n") as f:
+            for line in f:
+                if line[0] == side:
+                    yield line[2:-1]
+
+
+def takes(*folded: Path) -> bool:
+    """Whether the encoder is there and takes these files (not gzip'd)."""
+    return all(_takes(f) for f in folded)

@@ -11,6 +11,7 @@ rounds already differ in their thinnest frames).
 """
 from __future__ import annotations
 
+import heapq
 import html
 import re
 from collections import defaultdict
@@ -23,7 +24,8 @@ from rpcprof.report.tables import render
 if TYPE_CHECKING:
     from rpcprof.analyze.sigdiff import Diff, Side
 
-SHOWN = 15          # rows of each list in text (json: all)
+SHOWN = 15          # rows of each list in text
+LISTED = 1000       # rows of each list in json (its count says how many there are in all)
 NEW_FILL, VANISHED_FILL = "rgb(0,170,170)", "rgb(230,170,0)"
 MARKS = "teal: in B only; amber: in A only, drawn at A's width"
 
@@ -39,16 +41,24 @@ def inclusive_shares(side: Side) -> dict[str, float]:
     return shares
 
 
-def one_side(d: Diff, rows: list[dict]) -> dict:
-    """{"frames_only_in_a"/"_b": [{"frame", "share" [%]}], largest first, "categories_only_in_a"/"_b": [names]};
-    rows: the diff's category rows (shares of A and B in %)."""
+def one_side(d: Diff, rows: list[dict]) -> tuple[dict, dict[str, set[str]]]:
+    """(found, names): found as one_side_found gives it; names: {"a", "b": every frame on that side only}."""
     a, b = inclusive_shares(d.a), inclusive_shares(d.b)
+    names = {"a": {f for f in a if f not in b}, "b": {f for f in b if f not in a}}
+    return one_side_found(({f: a[f] for f in names["a"]}, len(names["a"])),
+                          ({f: b[f] for f in names["b"]}, len(names["b"])), rows), names
 
-    def only(here: dict[str, float], there: dict[str, float]) -> list[dict]:
-        found = sorted(((f, s) for f, s in here.items() if f not in there), key=lambda fs: (-fs[1], fs[0]))
+
+def one_side_found(a: tuple[dict[str, float], int], b: tuple[dict[str, float], int], rows: list[dict]) -> dict:
+    """{"frames_only_in_a"/"_b": [{"frame", "share" [%]}], the LISTED largest first, "frames_only_in_a_count"/
+    "_b_count": how many in all, "categories_only_in_a"/"_b": [names]}; a, b: ({frame: its share (0-1)} holding
+    at least the LISTED largest, how many in all); rows: the diff's category rows (shares of A and B in %)."""
+    def only(shares: dict[str, float]) -> list[dict]:
+        found = heapq.nsmallest(LISTED, shares.items(), key=lambda fs: (-fs[1], fs[0]))
         return [{"frame": f, "share": 100 * s} for f, s in found]
 
-    return {"frames_only_in_a": only(a, b), "frames_only_in_b": only(b, a),
+    return {"frames_only_in_a": only(a[0]), "frames_only_in_a_count": a[1],
+            "frames_only_in_b": only(b[0]), "frames_only_in_b_count": b[1],
             "categories_only_in_a": [r["category"] for r in rows if r["a"] > 0 and not r["b"]],
             "categories_only_in_b": [r["category"] for r in rows if r["b"] > 0 and not r["a"]]}
 
@@ -58,9 +68,9 @@ def one_side_text(found: dict, fmt: str) -> str:
     text = ""
     for side, what, other in (("b", "new in B", "A"), ("a", "vanished from A", "B")):
         categories = found[f"categories_only_in_{side}"]
-        frames = found[f"frames_only_in_{side}"]
+        frames, count = found[f"frames_only_in_{side}"], found[f"frames_only_in_{side}_count"]
         text += (f"\nCategories {what} (share 0 in {other}): {', '.join(categories) or 'none'}. Frames {what} (in no "
-                 f"stack of {other}): {len(frames):,}" + (f", the {SHOWN} largest" if len(frames) > SHOWN else "")
+                 f"stack of {other}): {count:,}" + (f", the {SHOWN} largest" if count > SHOWN else "")
                  + (":\n\n" + render(frames[:SHOWN], [("share", f"share of {'B' if side == 'b' else 'A'} [%]"),
                                                       ("frame", "frame")], fmt) if frames else ".\n"))
     return text
@@ -77,14 +87,31 @@ def vanished_stacks(stacks, vanished: set[str]) -> list:
     return [(frames, w) for frames, w in stacks if not vanished.isdisjoint(frames)]
 
 
-def mark_one_side(svg: str, found: dict) -> str:
-    """svg with the boxes of frames on one side only filled apart and named so in their hover text."""
-    marks = {name: (NEW_FILL, "in B only") for name in drawn_names(r["frame"] for r in found["frames_only_in_b"])}
-    marks |= {name: (VANISHED_FILL, "in A only") for name in drawn_names(r["frame"] for r in found["frames_only_in_a"])}
+def _box_name(m: re.Match) -> str:
+    title = html.unescape(m.group(1))
+    return title[:title.rfind(" (")] if " (" in title else title
+
+
+def _drawn_in(names, boxes: set[str]):
+    """The names' drawn names (drawn_names) that are names of boxes, a name at a time (a fleet's side may have
+    a million frames of its own: only those drawn are kept)."""
+    for name in names:
+        if name.isascii() and name.isprintable():
+            drawn = (name, re.sub(r"_\[[kwij]\]$", "", name)) if name.endswith("]") else (name,)
+        else:
+            drawn = drawn_names([name])
+        yield from (n for n in drawn if n in boxes)
+
+
+def mark_one_side(svg: str, names: dict) -> str:
+    """svg with the boxes of frames on one side only filled apart and named so in their hover text; names:
+    {"a", "b": the frames on that side only, an iterable read once}."""
+    boxes = {_box_name(m) for m in _FRAME.finditer(svg)}
+    marks = {name: (NEW_FILL, "in B only") for name in _drawn_in(names["b"], boxes)}
+    marks |= {name: (VANISHED_FILL, "in A only") for name in _drawn_in(names["a"], boxes)}
 
     def fix(m: re.Match) -> str:
-        title = html.unescape(m.group(1))
-        hit = marks.get(title[:title.rfind(" (")] if " (" in title else title)
+        hit = marks.get(_box_name(m))
         if hit is None:
             return m.group(0)
         rect = re.sub(r'fill="[^"]*"', f'fill="{hit[0]}"', m.group(2))

@@ -195,12 +195,14 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
     sig = significance_line(d, view)
-    found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows) if read else one_side(d, rows)
-    vanished = drawn_names(r["frame"] for r in found["frames_only_in_a"]) | {r["frame"] for r in found["frames_only_in_a"]}
+    if read:
+        found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows)
+    else:
+        found, held = one_side(d, rows)      # held: every frame on each side only
+    one_sided = found["frames_only_in_a_count"] or found["frames_only_in_b_count"]
     subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
                                       "red: more in B, blue: less", sig, scaling,
-                                      MARKS if not means and (found["frames_only_in_a"] or found["frames_only_in_b"])
-                                      else "") if x)
+                                      MARKS if not means and one_sided else "") if x)
     legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
     if means:
         with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
@@ -211,12 +213,12 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                                    countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                    recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
     elif read:
-        render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, found),
-                             vanished if found["frames_only_in_a"] else set(), (a.rounds[0].scanned, b.rounds[0].scanned))
+        render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, read.names()),
+                             bool(found["frames_only_in_a_count"]), (a.rounds[0].scanned, b.rounds[0].scanned))
     else:
         render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
-                               recolour=lambda svg: mark_one_side(svg, found),
-                               also_in_b=lambda stacks: vanished_stacks(stacks, vanished))
+                               recolour=lambda svg: mark_one_side(svg, held),
+                               also_in_b=lambda stacks: vanished_stacks(stacks, drawn_names(held["a"]) | held["a"]))
     frames = frame_rows(d)
     if fmt == "json":
         return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,
