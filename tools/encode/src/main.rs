@@ -4,6 +4,7 @@
 //!        rpcprof-encode otlp FOLDED TYPE UNIT                     a ProfilesData to stdout
 //!        rpcprof-encode speedscope FOLDED NAME_JSON UNIT          a speedscope document to stdout
 //!        rpcprof-encode one-side A B LISTED NAMES VANISHED       diff's frames on one side only (one_side.rs)
+//!        rpcprof-encode diff-folded A B [--normalize]            inferno-diff-folded's lines (diff_folded.rs)
 //!
 //! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
 //! FOLDED is a folded file that is not gzip'd. Exit 0 when the document is written, `stacks N` on stderr; 3,
@@ -11,6 +12,7 @@
 //! stderr, when the file holds what this encoder does not take (report.py then writes it its own way); 4 when
 //! the document cannot be written; 2 on a usage error.
 
+mod diff_folded;
 mod gzip;
 mod intern;
 mod labels;
@@ -40,6 +42,9 @@ fn main() -> ExitCode {
         }
         ["otlp", path, kind, unit] => profile::encode(Format::Otlp, path, kind, unit, None, io::stdin().lock(), &mut out),
         ["speedscope", path, name, unit] => speedscope::encode(path, name, unit, &mut out),
+        ["diff-folded", a, b, rest @ ..] if rest.len() <= 1 && rest.iter().all(|r| *r == "--normalize") => {
+            diff_folded::encode(a, b, !rest.is_empty(), &mut out)
+        }
         ["one-side", a, b, listed, names, vanished] if listed.parse::<usize>().is_ok() => {
             one_side::encode(a, b, listed.parse().unwrap(), names, vanished, &mut out)
         }

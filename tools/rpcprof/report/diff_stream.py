@@ -253,9 +253,11 @@ def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: s
                     write_vanished(scratch / OneSide.VANISHED, f, None, scale)
                 else:
                     write_vanished(a, f, read.only_a, scale)
-        with open(scratch / "diff.folded", "wb") as f:
-            run_tool([inferno_tool("inferno-diff-folded"), *(["--normalize"] if normalize and not vanished else []),
-                      "a.folded", "b.folded"], scratch, stdout=f)
+        from rpcprof.report import encoder
+        norm = ["--normalize"] if normalize and not vanished else []
+        with open(scratch / "diff.folded", "wb") as f:      # inferno-diff-folded's lines, from the encoder when there
+            run_tool([str(encoder.ENCODER), "diff-folded", "a.folded", "b.folded", *norm] if encoder.available()
+                     else [inferno_tool("inferno-diff-folded"), *norm, "a.folded", "b.folded"], scratch, stdout=f)
         draw_diff(scratch, "diff.folded", out_svg, title, subtitle, scans[1][1] or 1, rows, "samples", recolour)
     finally:
         read.cleanup()
