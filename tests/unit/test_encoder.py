@@ -144,3 +144,22 @@ def test_a_full_disk_is_one_line(tmp_path, fmt):
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "/dev/full" in lines[0] and "No space left" in lines[0], done.stderr
+
+
+LINES = ["a;b 1", "a;b 0", " lead 2", "# c;d 3", "e;f 12 4", "g;h 1.5", "i;j  6", "k;é 7", "m; 9", "n;o 010", ";r 1",
+         "s;;t 2", "u 1\r", "", " ", "v", "w 1234567890123456", "x 123456789012345", "y;z 1 ", "z 1\x0b", "a\rb 3",
+         "\ufeffbom 4", "q;w -1", "q;w +1", "tab\t5", "a 1;2"]
+
+
+@pytest.mark.parametrize("i", range(len(LINES)))
+def test_the_encoder_takes_the_lines_folded_rows_takes(tmp_path, i):
+    from rpcprof.analyze.folded_blocks import Irregular, folded_rows
+    path = tmp_path / "f.folded"
+    path.write_bytes(("x;y 3\n" + LINES[i] + "\nz 4\n").encode())
+    try:
+        weights = [int(w) for _, rows in folded_rows(path) for _, _, w in rows]
+        from math import gcd
+        want = (sum(weights), gcd(*weights), len(weights))
+    except Irregular:
+        want = None
+    assert encoder.scan(path) == want

@@ -5,6 +5,7 @@
 //!        rpcprof-encode speedscope FOLDED NAME_JSON UNIT          a speedscope document to stdout
 //!        rpcprof-encode one-side A B LISTED NAMES VANISHED       diff's frames on one side only (one_side.rs)
 //!        rpcprof-encode diff-folded A B [--normalize]            inferno-diff-folded's lines (diff_folded.rs)
+//!        rpcprof-encode scan FOLDED                               `TOTAL GCD STACKS` of its counts (rows.rs)
 //!
 //! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
 //! FOLDED is a folded file that is not gzip'd. Exit 0 when the document is written, `stacks N` on stderr; 3,
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         ["diff-folded", a, b, rest @ ..] if rest.len() <= 1 && rest.iter().all(|r| *r == "--normalize") => {
             diff_folded::encode(a, b, !rest.is_empty(), &mut out)
         }
+        ["scan", path] => rows::scan(path, &mut out),
         ["one-side", a, b, listed, names, vanished] if listed.parse::<usize>().is_ok() => {
             one_side::encode(a, b, listed.parse().unwrap(), names, vanished, &mut out)
         }

@@ -73,3 +73,21 @@ fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<
     }
     Ok(())
 }
+
+/// `TOTAL GCD STACKS` to out: the sum of the file's counts, their greatest common divisor (0 for none but 0)
+/// and its stacks, as diff_stream.scan sums them.
+pub fn scan(path: &str, out: &mut impl std::io::Write) -> Result<u64, Stop> {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    let (mut total, mut unit, mut stacks) = (0u128, 0u64, 0u64);
+    each_row(path, |row| {
+        total += row.count as u128;
+        unit = gcd(unit, row.count);
+        stacks += 1;
+        Ok(())
+    })?;
+    writeln!(out, "{total} {unit} {stacks}")?;
+    out.flush()?;
+    Ok(stacks)
+}

@@ -25,9 +25,15 @@ from rpcprof.report.flamegraph import displayable_stack, draw_diff, inferno_tool
 
 def scan(path: Path) -> tuple[int, int, int] | None:
     """(total weight, gcd of the weights, stacks) of a folded file the block reader takes whole, with some
-    weight; None otherwise (a pprof profile, an irregular line, an unreadable file, no weight)."""
+    weight; None otherwise (a pprof profile, an irregular line, an unreadable file, no weight). The encoder
+    counts them when it takes the file (report/encoder.py's scan: it refuses the lines folded_rows does not
+    take); when it refuses, the file is read here."""
+    from rpcprof.report import encoder
     if is_pprof(path) or not path.is_file():
         return None
+    counted = encoder.scan(path) if encoder.takes(path) else None
+    if counted is not None:
+        return counted if counted[0] else None
     total = unit = stacks = 0
     try:
         for _, rows in folded_rows(path):

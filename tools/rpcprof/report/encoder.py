@@ -204,6 +204,17 @@ class OneSide:
                     yield line[2:-1]
 
 
+def scan(folded: Path) -> tuple[int, int, int] | None:
+    """(total count, their gcd, stacks) of a folded file, as diff_stream.scan sums them; None when the encoder
+    refused it."""
+    try:
+        with _Run(["scan", str(folded)], subprocess.DEVNULL, subprocess.PIPE) as proc:
+            out = proc.stdout.read()
+            return tuple(map(int, out.split())) if _ended(proc) else None
+    except ValueError:
+        return None
+
+
 def takes(*folded: Path) -> bool:
     """Whether the encoder is there and takes these files (not gzip'd)."""
     return all(_takes(f) for f in folded)
