@@ -23,37 +23,39 @@ VIEWS = ("category", "tax", "waits")
 OTHER = "other"
 _IDENT = re.compile(r"[A-Za-z0-9_]")
 
+_ANGLE = re.compile(r"[<>]")
+
+
 def strip_generics(name: str) -> str:
     """Remove generic argument lists (`Vec<u8>`, `::<T>`) but keep qualified paths `<X as Trait>` and
-    `<impl Trait for X>`, whose contents are stripped in turn."""
+    `<impl Trait for X>`, whose contents are stripped in turn. A `<` is a list's when it follows an identifier
+    character, or `::` without `impl ` after it; the list ends at its matching `>` (one of `->` is no bracket).
+    The text between brackets is copied a piece at a time (tests/unit/test_categorize.py checks it against
+    the character-by-character reading of this rule)."""
     if "<" not in name:
         return name
-    out = []
-    i, n = 0, len(name)
-    while i < n:
-        ch = name[i]
-        if ch == "<":
-            prev = name[i - 1] if i else ""
-            after_colons = name.endswith("::", 0, i)
-            generic = bool(_IDENT.match(prev)) or (after_colons and not name.startswith("impl ", i + 1))
-            if generic:
-                depth, j = 0, i
-                while j < n:
-                    c = name[j]
-                    if c == "<":
-                        depth += 1
-                    elif c == ">" and name[j - 1] != "-":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
-                i = j + 1
-                if after_colons and out[-2:] == [":", ":"]:
-                    del out[-2:]          # `collect::<T>` -> `collect`
-                continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    out, i, n = "", 0, len(name)
+    while (k := name.find("<", i)) >= 0:
+        out += name[i:k]
+        after_colons = name.endswith("::", 0, k)
+        if not ((k and _IDENT.match(name, k - 1)) or (after_colons and not name.startswith("impl ", k + 1))):
+            out += "<"
+            i = k + 1
+            continue
+        depth, end = 0, n
+        for m in _ANGLE.finditer(name, k):
+            j = m.start()
+            if name[j] == "<":
+                depth += 1
+            elif name[j - 1] != "-":
+                depth -= 1
+                if depth == 0:
+                    end = j
+                    break
+        i = end + 1
+        if after_colons and out.endswith("::"):
+            out = out[:-2]          # `collect::<T>` -> `collect`
+    return out + name[i:]
 
 
 def normalize_frame(raw: str) -> tuple[str, bool]:
