@@ -11,6 +11,7 @@ from __future__ import annotations
 import colorsys
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,8 +59,10 @@ def strip_generics(name: str) -> str:
     return out + name[i:]
 
 
+@lru_cache(maxsize=1 << 16)
 def normalize_frame(raw: str) -> tuple[str, bool]:
-    """(frame name ready for matching, is_kernel). inferno marks kernel frames `_[k]`, JIT `_[j]`."""
+    """(frame name ready for matching, is_kernel). inferno marks kernel frames `_[k]`, JIT `_[j]`. Kept for
+    the last frames asked: each question (category, sub-category, tax group) asks a frame's in turn."""
     kernel = raw.endswith("_[k]")
     if kernel or raw.endswith("_[j]"):
         raw = raw[:-4]
