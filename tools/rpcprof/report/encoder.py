@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
 from rpcprof.analyze.rules import Rules, remember
-from rpcprof.analyze.stack_walk import ROWS_AT_ONCE
+from rpcprof.analyze.stack_walk import NEUTRAL, ROWS_AT_ONCE
 from rpcprof.paths import VENV
 from rpcprof.report.export import GZIP_LEVEL
 from rpcprof.report.pprof_stream import _Labels, labels_of
@@ -43,7 +43,19 @@ class LabelSets(_Labels):
         super().__init__(rules, None)
         self.numbers: dict[tuple, int] = {}
         self.by_callers: dict[str, int] = {}
+        self.by_leaf: dict[str, int] = {}         # a leaf that decides every question alone -> its stacks' set
+        self.neutral: dict[str, None] = {}        # a leaf that answers no question: its stacks take their callers'
         self.new: list[bytes] = []
+
+    def of_stack(self, stack: str) -> int:
+        n = super().of_stack(stack)
+        leaf = stack[stack.rfind(";") + 1:]
+        answers = [t.answers.by_leaf.get(leaf) for t in self.tallies]
+        if all(a is NEUTRAL for a in answers):
+            remember(self.neutral, leaf, None)
+        elif all(isinstance(a, tuple) and a is not NEUTRAL for a in answers):
+            remember(self.by_leaf, leaf, n)
+        return n
 
     def encode(self, groups: tuple) -> int:
         n = self.numbers.get(groups)
@@ -71,7 +83,8 @@ def _send_labels(folded: Path, rules: Rules, stdin) -> int:
     has stopped."""
     sets = LabelSets(rules)
     none_match = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
-    of_stack, of_callers, known = sets.of_stack, sets.of_callers, sets.by_callers.get
+    of_stack, of_callers, known, decided = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get
+    neutral = sets.neutral
     stacks = 0
     for _, rows in folded_rows(folded):
         ids = array("I")
@@ -82,7 +95,8 @@ def _send_labels(folded: Path, rules: Rules, stdin) -> int:
             if step > ROWS_AT_ONCE or none_match("\n".join([leaf for _, leaf, _ in run])):
                 ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
             else:
-                ids.extend([of_stack(c + leaf) for c, leaf, _ in run])
+                ids.extend([decided(leaf) or (known(c) or of_callers(c) if c and leaf in neutral else of_stack(c + leaf))
+                            for c, leaf, _ in run])
         if sys.byteorder == "big":
             ids.byteswap()
         stdin.write(b"".join(sets.new) + b"R" + array("I", [len(ids)]).tobytes() + ids.tobytes())
