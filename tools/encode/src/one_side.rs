@@ -15,6 +15,7 @@ use crate::speedscope::json_string;
 struct Side {
     frames: Interner,
     total: u128,
+    stacks: u64,
 }
 
 /// Each frame of a row, callers root first, then the leaf, as its bytes.
@@ -25,12 +26,13 @@ fn frames<'a>(row: &Row<'a>) -> impl Iterator<Item = &'a [u8]> {
 }
 
 fn read_side(path: &str) -> Result<Side, Stop> {
-    let mut side = Side { frames: Interner::default(), total: 0 };
+    let mut side = Side { frames: Interner::default(), total: 0, stacks: 0 };
     each_row(path, |row| {
         for f in frames(&row) {
             side.frames.intern(f);
         }
         side.total += row.count as u128;
+        side.stacks += 1;
         Ok(())
     })?;
     if side.total >= 1 << 53 {
@@ -112,5 +114,5 @@ pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, o
     doc.extend_from_slice(b"}\n");
     out.write_all(&doc)?;
     out.flush()?;
-    Ok(0)
+    Ok(side_a.stacks + side_b.stacks)
 }
