@@ -59,3 +59,18 @@ def test_what_is_not_streamed_is_drawn_in_memory(tmp_path, monkeypatch, capture)
     path = next(DATA.glob(f"{capture}.folded*"))
     streamed, got, want = both(path, RULES, tmp_path)
     assert not streamed or got == want
+
+
+@pytest.mark.parametrize("level, view", GROUPINGS)
+def test_names_inferno_draws_otherwise_are_piped_as_drawn_and_streamed(tmp_path, monkeypatch, level, view):
+    """Kernel frames (`_[k]`, which inferno leaves out of a box's name), leaves ending in a space or in ` 12`,
+    non-ASCII and `# ` names: the file is piped to inferno as drawn, and each box's weights found by the names
+    inferno gives it; the graph is the one drawn in memory."""
+    monkeypatch.setattr(flame_stream, "STREAM_FROM", 0)
+    stacks = [frames for frames, _ in open_folded(DATA / "rust_tonic_mt.folded.gz") if all(frames)]
+    assert any(f.endswith("_[k]") for frames in stacks for f in frames)
+    odd = ["StubRoutines ", "[unknown] ", "foo 12", "bar 1.5", "é", "tab x", "x_[k]", "y_[j]"]
+    path = fleet_folded(tmp_path / "fleet.folded", 30_000, stacks, odd)
+    streamed, got, want = both(path, RULES.using(level, view).with_app(r"Greeter"), tmp_path)
+    assert streamed, "the fleet file was drawn in memory"
+    assert got == want

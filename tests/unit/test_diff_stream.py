@@ -59,7 +59,7 @@ def test_streamed_diff_of_captures(tmp_path, monkeypatch, pair, normalize):
 
 def test_a_block_is_written_as_displayable_stack_writes_it():
     lines = ["a;b 1", " lead 2", "# c;d 3", "e;f 12 4", "g;h 1.5 5", "i;j  6", "k;é 7", "l;\x7f 8", "m; 9",
-             "n;o 010", "p;q 0", ";r 1", "s;;t 2"]
+             "n;o 010", "p;q 0", ";r 1", "s;;t 2", "u;v (w.py:12) 3", "u;v w 4", "x;y  z 5", "x;y z. 6", "x;y z 1.5 7"]
     from rpcprof.analyze.folded_blocks import _rows
     for i in range(len(lines)):
         for j in range(i + 1, len(lines) + 1):

@@ -11,6 +11,7 @@ its lines are the ones they were.
 """
 from __future__ import annotations
 
+import re
 import tempfile
 from math import gcd
 from pathlib import Path
@@ -64,6 +65,7 @@ class _Callers:
         return frames
 
 
+_SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
 PARTS = 16               # a side's distinct frames are written to this many scratch files, by their hash
 
 
@@ -200,19 +202,27 @@ def one_side_streamed(read: SidesRead, totals: tuple[int, int], rows: list[dict]
                           (shares_of(pb, read.only_b, totals[1] or 1), len(read.only_b)), rows)
 
 
+def _odd_leaves(leaves: str) -> set[str]:
+    """The leaves (joined by newlines) that displayable_stack trims or whose end it rewrites."""
+    return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in _SPACE_AT_END.finditer(leaves)}
+
+
 def _drawn_block(text: str, rows, scale=None, weighed=False) -> str:
     """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale; weighed:
     the lines whose weight is then 0 left out)."""
     # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
-    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space)
-    plain = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
-             and "\n " not in text and "\n#" not in text and " " not in "".join([leaf for _, leaf, _ in rows]))
-    if scale is None and plain and " 0" not in text:
+    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
+    # only such lines are rewritten when the block is otherwise printable ASCII)
+    printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
+                 and "\n " not in text and "\n#" not in text)
+    odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
+    if scale is None and printable and not odd and " 0" not in text:
         return text + "\n"
     weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
     kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
-    if plain:
-        return "".join([f"{c}{leaf} {w}\n" for (c, leaf, _), w in kept])
+    if printable:
+        return "".join([f"{displayable_stack((c + leaf).split(';')) if leaf in odd else c + leaf} {w}\n"
+                        for (c, leaf, _), w in kept])
     return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
 
 

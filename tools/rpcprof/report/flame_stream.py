@@ -22,21 +22,22 @@ import subprocess
 import tempfile
 from bisect import bisect_right
 from collections import defaultdict
+from itertools import chain
 from pathlib import Path
 from typing import Callable
 
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
-from rpcprof.analyze.rules import Rules
+from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import _Tally
 from rpcprof.pprof_in import is_pprof
-from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, displayable_frame, finish_flamegraph,
-                                       inferno_options, inferno_tool)
+from rpcprof.report.diff_stream import _SPACE_AT_END, _drawn_block
+from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, displayable_frame, displayable_stack,
+                                       finish_flamegraph, inferno_options, inferno_tool)
 from rpcprof.report.svg import _ATTR, _ATTR_Y, _FRAME, FRAME_HEIGHT, Box, recolour_frames
 
 STREAM_FROM = 8 << 20            # bytes: a smaller file is drawn in memory, as before
 PLACEHOLDER = "rpcprof-subtitle-to-come"
 _XML_SPECIAL = set("&<>\"'")
-_SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a stack that displayable_stack trims or whose end it rewrites
 
 
 def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
@@ -45,6 +46,46 @@ def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
             and "\n " not in text and "\n#" not in text and " 0" not in text and "_[" not in text
             and (text.count(" ") == len(rows)            # no space but before each count: no leaf ends in one
                  or not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows]))))
+
+
+def _box_name(frame: str) -> str:
+    """The name inferno gives the box of a frame as displayable_frame writes it: without a `_[k]`-style
+    annotation (inferno's deannotate)."""
+    return frame[:-4] if frame.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else frame
+
+
+class _DrawnNames:
+    """The path of boxes (`a;b`, as inferno names them) a stack's frames are drawn under, for a file piped to
+    inferno as displayable_stack writes it: each frame displayable and deannotated, the root's leading and the
+    leaf's trailing blanks stripped, a root `# ` and a leaf's ` 123` rewritten as displayable_stack rewrites
+    them. Each distinct callers text and leaf is worked out once (bounded by the rules' cache limit)."""
+
+    def __init__(self) -> None:
+        self.callers: dict[str, str] = {}
+        self.leaves: dict[str, str] = {}
+
+    def of_callers(self, callers: str) -> str:
+        """The box path of callers `a;b;` (their last ';' kept) at the head of a longer stack."""
+        found = self.callers.get(callers)
+        if found is None:
+            frames = [_box_name(displayable_frame(f)) for f in callers[:-1].split(";")]
+            head = ";".join(frames).lstrip()
+            head = "#\u00a0" + head[2:] if head.startswith("# ") else head
+            found = remember(self.callers, callers, head + ";")
+        return found
+
+    def of_stack(self, callers: str, leaf: str) -> str:
+        """The box path of the whole stack: the drawn stack, as displayable_stack writes it, deannotated."""
+        if not callers:
+            return ";".join(_box_name(f) for f in displayable_stack([leaf]).split(";"))
+        return self.of_callers(callers) + self.leaf(leaf)
+
+    def leaf(self, leaf: str) -> str:
+        """The box name of a leaf under callers."""
+        drawn = self.leaves.get(leaf)
+        if drawn is None:
+            drawn = remember(self.leaves, leaf, _box_name(displayable_stack(["x", leaf])[2:]))
+        return drawn
 
 
 def _drawn_boxes(svg: str) -> list[tuple[int, int, int, str]]:
@@ -76,16 +117,21 @@ def _paths(boxes: list[tuple[int, int, int, str]]) -> dict[tuple[int, int, int],
     return paths
 
 
-def _prefix_weights(tally: _Tally) -> dict[tuple[str, str], int]:
+def _prefix_weights(tally: _Tally, names: _DrawnNames | None) -> dict[tuple[str, str], int]:
     """(caller's frames with their last ';', group) -> weight of the stacks under them, for every prefix of every
-    caller (`a;`, `a;b;`), from the sums kept per caller, deepest first; worked out while inferno lays out."""
+    caller (`a;`, `a;b;`), from the sums kept per caller, deepest first; worked out while inferno lays out.
+    names: the callers' frames as the boxes name them (a file piped as drawn), else as read."""
     depths: dict[int, dict[tuple[str, str], int]] = defaultdict(dict)
+    drawn = names.of_callers if names else str
     for callers, w in tally.under_callers.items():
-        depths[callers.count(";")][callers, tally.callers_answer(callers)[0]] = w
+        level = depths[callers.count(";")]
+        key = drawn(callers), tally.callers_answer(callers)[0]
+        level[key] = level.get(key, 0) + w
     for (callers, group), w in tally.others.items():
         if callers:
             level = depths[callers.count(";")]
-            level[callers, group] = level.get((callers, group), 0) + w
+            key = drawn(callers), group
+            level[key] = level.get(key, 0) + w
     weights: dict[tuple[str, str], int] = {}
     for depth in range(max(depths, default=0), 0, -1):
         up = depths[depth - 1]
@@ -97,17 +143,22 @@ def _prefix_weights(tally: _Tally) -> dict[tuple[str, str], int]:
     return weights
 
 
-def _add_own_weights(folded: Path, tally: _Tally, weights: dict[str, dict[str, int]], boxes: set[str]) -> bool:
-    """The weights of the stacks that end at one of these boxes (`a;b`, as drawn: the file was read as drawn)
-    added to theirs, from a second reading; False when the file changed under it."""
+def _add_own_weights(folded: Path, tally: _Tally, weights: dict[str, dict[str, int]], boxes: set[str],
+                     names: _DrawnNames | None) -> bool:
+    """The weights of the stacks that end at one of these boxes (`a;b`, as drawn) added to theirs, from a second
+    reading; False when the file changed under it. names: as _prefix_weights's."""
     if not boxes:
         return True
     leaves = {box[box.rfind(";") + 1:] for box in boxes}
     try:
         for _, rows in folded_rows(folded):
             for callers, leaf, w in rows:
-                if leaf in leaves and (stack := callers + leaf) in boxes:
-                    weights[stack][tally.answer(stack)[0]] += int(w)
+                if names is None:
+                    if leaf in leaves and (stack := callers + leaf) in boxes:
+                        weights[stack][tally.answer(stack)[0]] += int(w)
+                elif ((not callers or names.leaf(leaf) in leaves)
+                      and (drawn := names.of_stack(callers, leaf)) in boxes):
+                    weights[drawn][tally.answer(callers + leaf)[0]] += int(w)
     except (Irregular, OSError, EOFError):
         return False
     return True
@@ -125,21 +176,29 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
         (Path(scratch) / PALETTE_MAP).touch()
         head = subtitle if isinstance(subtitle, str) else PLACEHOLDER
-        # a plain file is drawn by inferno from the file itself, on the other CPU, while it is categorised here
-        # (every block then found drawn as read: the same lines inferno would have been given); gzip'd, piped
-        piped = folded.suffix == ".gz"
+        # a plain file whose first block is drawn as read is drawn by inferno from the file itself, on the other
+        # CPU, while it is categorised here (every block then found drawn as read: the same lines inferno would
+        # have been given); any other (gzip'd, or names inferno draws otherwise than written) is piped to it as
+        # displayable_stack writes it, and its boxes' names worked out from the frames' (_DrawnNames)
+        blocks = folded_rows(folded)
+        try:
+            first = next(blocks, None)
+        except (Irregular, OSError, EOFError):
+            return False
+        piped = folded.suffix == ".gz" or first is None or not _drawn_as_read(*first)
+        names = _DrawnNames() if piped else None
         with open(Path(scratch) / "out.svg", "wb+") as out, open(Path(scratch) / "err", "wb") as err:
             proc = subprocess.Popen([inferno_tool("inferno-flamegraph"), "--cp", *inferno_options(title, head, 1, countname),
                                      "-" if piped else str(folded.resolve())], cwd=scratch,
                                     stdin=subprocess.PIPE if piped else subprocess.DEVNULL, stdout=out, stderr=err)
             read = True
             try:
-                for text, rows in folded_rows(folded):
-                    if not _drawn_as_read(text, rows):
+                for text, rows in chain([first] if first else [], blocks):
+                    if piped:
+                        proc.stdin.write(_drawn_block(text, rows).encode())
+                    elif not _drawn_as_read(text, rows):
                         read = False
                         break
-                    if piped:
-                        proc.stdin.write(text.encode() + b"\n")
                     tally.add_rows(rows)
             except (Irregular, OSError, EOFError):
                 read = False
@@ -148,7 +207,7 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
                     proc.kill()
                 if piped:
                     proc.stdin.close()
-            under = _prefix_weights(tally) if read else {}
+            under = _prefix_weights(tally, names) if read else {}
             if proc.wait() or not read:
                 return False
             out.seek(0)
@@ -172,7 +231,7 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
     weights = {p: defaultdict(int, {g: under[p + ";", g] for g in groups if (p + ";", g) in under})
                for p in paths.values() if p}
     ends = {c.count(";") + 1 for c in tally.under_callers} | {c.count(";") + 1 for c, _ in tally.others}
-    if not _add_own_weights(folded, tally, weights, {paths[d, x, w] for d, x, w, _ in boxes if d in ends}):
+    if not _add_own_weights(folded, tally, weights, {paths[d, x, w] for d, x, w, _ in boxes if d in ends}, names):
         return False
     weights[""] = defaultdict(int, group_weights)
     if any(sum(weights[paths[d, x, w]].values()) != w for d, x, w, _ in boxes):
