@@ -1,18 +1,20 @@
 """The annotated flame graph of a fleet's folded file (a million distinct stacks), drawn without holding its
-stacks: inferno-flamegraph draws the file itself (a gzip'd one piped to it) while it is read in blocks and
-categorised here (analyze/folded_blocks.py), and each box inferno draws gets its category weights from the sums
-kept per caller.
+stacks: inferno-flamegraph draws the file while it is read in blocks and categorised here
+(analyze/folded_blocks.py), and each box inferno draws gets its category weights from the sums kept per caller.
 
 The graph is report/flamegraph.render_flamegraph's, byte for byte, or this path gives way to it:
-- a block is piped as it was read only when every line is drawn as written (printable ASCII, no line that
-  displayable_stack rewrites, no count with a leading zero) and names its boxes as inferno does (no `_[k]`-style
-  annotation, which inferno drops from a box's name); otherwise the file is drawn in memory;
+- a plain file whose lines are all drawn as written (printable ASCII, no line that displayable_stack rewrites,
+  no count with a leading zero, no `_[k]`-style annotation, which inferno drops from a box's name) is read by
+  inferno itself; any other (gzip'd, or names inferno draws otherwise than written) is piped to it as
+  displayable_stack writes it, and each box's weights are looked up by the names inferno gives its frames
+  (_DrawnNames: displayable, deannotated, the stack's ends as displayable_stack trims and rewrites them);
+  a plain file found, past its first block, not drawn as written is drawn in memory;
 - inferno runs with a placeholder subtitle (the samples are counted as it reads) and a factor of one: each
   box's hover text, the only place the factor shows, is written again below; the palette map is empty, since
   every box is recoloured (a box not matched would keep its function's colour: the file is drawn in memory);
 - a box's category weights are the weights of every stack under its frames: this holds when the stacks
   under a box are all adjacent in inferno's sorted order, which each box's width, equal to their sum, proves
-  (else, in memory); and when no stack ends at a box (its own weight then is not under any caller: in memory).
+  (else, in memory); the stacks that end at a box add their own weight, from a second reading.
 """
 from __future__ import annotations
 
