@@ -1,6 +1,6 @@
 """export's compiled encoder (tools/encode, report/encoder.py) writes the same bytes as report/export.py's
 in-memory writers (to_pprof, to_otlp, to_speedscope), which the Python streamed writers match too: on the real
-captures, hostile frame names, the leaves shape with repeated, empty, label-named and non-ASCII frames, with and
+captures (gzip'd, in one member or two, or not), hostile frame names, the leaves shape with repeated, empty, label-named and non-ASCII frames, with and
 without an app pattern, and bytes that are not UTF-8 read as Python reads them. A file it does not take (a CR,
 no weight) leaves it to the Python writers, with nothing written and no encoder left running; an output it
 cannot write is one line."""
@@ -72,6 +72,28 @@ def same_everywhere(path: Path, rules, sample_type, app=None) -> None:
 def test_encoder_writes_what_python_writes_on_real_captures(tmp_path, capture, app):
     rules = RULES.with_app(app, "--app") if app else RULES
     same_everywhere(plain(capture, tmp_path), rules, TYPES[capture.name.startswith("go")], app)
+
+
+@pytest.mark.parametrize("capture", CAPTURES[:3] + [DATA / "hostile.folded"], ids=lambda p: p.name.split(".")[0])
+def test_encoder_reads_gzipd_files_as_python_does(tmp_path, capture):
+    """A gzip'd capture as it is, and one of two gzip members (Python's gzip module reads them one after the
+    other)."""
+    data = plain(capture, tmp_path).read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    two = tmp_path / f"two-{capture.name.split('.')[0]}.folded.gz"
+    two.write_bytes(gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+    for path in ([capture] if capture.suffix == ".gz" else []) + [two]:
+        same_everywhere(path, RULES, TYPES[0])
+
+
+def test_a_gzipd_file_cut_short_is_left_to_python(tmp_path):
+    path = tmp_path / "cut.folded.gz"
+    whole = gzip.compress("".join(f"main;fn_{i % 13};leaf_{i} 3\n" for i in range(50_000)).encode())
+    path.write_bytes(whole[:len(whole) // 2])
+    for fmt in ("pprof", "otlp", "speedscope"):
+        assert encoded(fmt, path, RULES, TYPES[0])[0] is None
+    assert encoder.scan(path) is None
+    assert encoders_running() == []
 
 
 @pytest.mark.parametrize("app", [None, APP])

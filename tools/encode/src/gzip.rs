@@ -1,8 +1,9 @@
 //! gzip through the system's zlib (libz, the library Python's zlib module calls): the same bytes as
-//! zlib.compressobj(level, DEFLATED, 31) gives of the same data, as report/pprof_stream.py's Compressor writes.
+//! zlib.compressobj(level, DEFLATED, 31) gives of the same data, as report/pprof_stream.py's Compressor writes;
+//! and a gzip'd file read back as Python's gzip.open reads it (every member in turn).
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 #[repr(C)]
 struct ZStream {
@@ -29,6 +30,10 @@ extern "C" {
                      strategy: c_int, version: *const c_char, stream_size: c_int) -> c_int;
     fn deflate(strm: *mut ZStream, flush: c_int) -> c_int;
     fn deflateEnd(strm: *mut ZStream) -> c_int;
+    fn inflateInit2_(strm: *mut ZStream, window_bits: c_int, version: *const c_char, stream_size: c_int) -> c_int;
+    fn inflate(strm: *mut ZStream, flush: c_int) -> c_int;
+    fn inflateReset(strm: *mut ZStream) -> c_int;
+    fn inflateEnd(strm: *mut ZStream) -> c_int;
 }
 
 const Z_NO_FLUSH: c_int = 0;
@@ -101,5 +106,77 @@ impl<W: Write> Drop for Gzip<W> {
     fn drop(&mut self) {
         // SAFETY: the stream was set up by deflateInit2_; deflateEnd frees what it holds
         unsafe { deflateEnd(&mut *self.z) };
+    }
+}
+
+/// The data of a gzip'd stream read from inner: its members one after the other, as Python's gzip module reads
+/// them; an error (InvalidData) for bytes that are not gzip or a stream cut short.
+pub struct Gunzip<R: Read> {
+    z: Box<ZStream>,
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    in_member: bool,
+}
+
+impl<R: Read> Gunzip<R> {
+    pub fn new(inner: R) -> io::Result<Gunzip<R>> {
+        // SAFETY: as Gzip::new's; window bits 31 read one gzip member
+        let mut z: Box<ZStream> = Box::new(unsafe { std::mem::zeroed() });
+        let status = unsafe { inflateInit2_(&mut *z, 31, zlibVersion(), std::mem::size_of::<ZStream>() as c_int) };
+        if status != 0 {
+            return Err(io::Error::other(format!("zlib's inflateInit2 failed ({status})")));
+        }
+        Ok(Gunzip { z, inner, buf: vec![0u8; 1 << 18], start: 0, end: 0, in_member: false })
+    }
+
+    fn bad(why: &str) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, why.to_string())
+    }
+}
+
+impl<R: Read> Read for Gunzip<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.start == self.end {
+                self.start = 0;
+                self.end = self.inner.read(&mut self.buf)?;
+                if self.end == 0 {
+                    return if self.in_member { Err(Self::bad("a gzip stream cut short")) } else { Ok(0) };
+                }
+            }
+            self.in_member = true;
+            self.z.next_in = self.buf[self.start..].as_ptr();
+            self.z.avail_in = (self.end - self.start) as c_uint;
+            self.z.next_out = out.as_mut_ptr();
+            self.z.avail_out = out.len().min(1 << 30) as c_uint;
+            // SAFETY: next_in/avail_in point into buf and next_out/avail_out into out, both alive for the call
+            let status = unsafe { inflate(&mut *self.z, 0) };
+            self.start = self.end - self.z.avail_in as usize;
+            let made = out.len().min(1 << 30) - self.z.avail_out as usize;
+            match status {
+                Z_STREAM_END => {
+                    self.in_member = false;
+                    // SAFETY: the stream was set up by inflateInit2_
+                    unsafe { inflateReset(&mut *self.z) };
+                }
+                0 | Z_BUF_ERROR => {}
+                _ => return Err(Self::bad("bytes that are not gzip")),
+            }
+            if made > 0 {
+                return Ok(made);
+            }
+        }
+    }
+}
+
+impl<R: Read> Drop for Gunzip<R> {
+    fn drop(&mut self) {
+        // SAFETY: the stream was set up by inflateInit2_
+        unsafe { inflateEnd(&mut *self.z) };
     }
 }

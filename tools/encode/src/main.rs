@@ -8,7 +8,8 @@
 //!        rpcprof-encode scan FOLDED                               `TOTAL GCD STACKS` of its counts (rows.rs)
 //!
 //! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
-//! FOLDED is a folded file that is not gzip'd. Exit 0 when the document is written, `stacks N` on stderr; 3,
+//! FOLDED is a folded file, gzip'd when its name ends in .gz. Exit 0 when the document is written, `stacks N` on
+//! stderr; 3,
 //! with one line on
 //! stderr, when the file holds what this encoder does not take (report.py then writes it its own way); 4 when
 //! the document cannot be written; 2 on a usage error.

@@ -1,5 +1,5 @@
 """export's compiled encoder (tools/encode, which tools/setup.sh builds into the virtualenv as rpcprof-encode):
-the pprof profile, the OTLP profile (protobuf) and the speedscope document of a folded file that is not gzip'd,
+the pprof profile, the OTLP profile (protobuf) and the speedscope document of a folded file (gzip'd or not),
 the same bytes as report/pprof_stream.py, otlp_stream.py and speedscope_stream.py write, in a fraction of their
 time. It reads the file itself, numbers the frames and strings and encodes every stack; what it cannot know, each
 stack's labels (the category, sub-category and tax group report.py's rules give it), it reads from its stdin as
@@ -185,7 +185,7 @@ def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out)
 
 
 def _takes(folded: Path) -> bool:
-    return available() and Path(folded).suffix != ".gz" and Path(folded).is_file()
+    return available() and Path(folded).is_file()
 
 
 class OneSide:
@@ -230,5 +230,5 @@ def scan(folded: Path) -> tuple[int, int, int] | None:
 
 
 def takes(*folded: Path) -> bool:
-    """Whether the encoder is there and takes these files (not gzip'd)."""
+    """Whether the encoder is there and these files are."""
     return all(_takes(f) for f in folded)
