@@ -89,7 +89,7 @@ class Child:
                 try:
                     with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
                         states.append(f.read().rsplit(")", 1)[1].split()[0])
-                except FileNotFoundError:
+                except (FileNotFoundError, ProcessLookupError):    # the thread exited between listdir and read
                     continue
             if states and "R" not in states:
                 return
