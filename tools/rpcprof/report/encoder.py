@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 from array import array
@@ -28,8 +29,8 @@ from rpcprof.report.export import GZIP_LEVEL
 from rpcprof.report.pprof_stream import _Labels, labels_of
 
 ENCODER = VENV / "bin" / "rpcprof-encode"
-REFUSED = 3           # its exit status for a file it does not take
-CANNOT_WRITE = 4      # for an output it cannot write (the OS's error on its one line of stderr)
+CANNOT_WRITE = 4      # its exit status for an output it cannot write (the OS's error on its one line of stderr);
+                      # any other but 0 (3: a file it does not take) leaves the file to the Python writers
 
 
 def available() -> bool:
@@ -62,12 +63,11 @@ class LabelSets(_Labels):
         if n is None:
             n = self.numbers[groups] = len(self.numbers) + 1       # from 1: a number is never falsy
             labels = labels_of(groups)
-            record = array("I", [n, len(labels)]).tobytes()
+            record = b"L" + struct.pack("<II", n, len(labels))
             for pair in labels:
-                for text in pair:
-                    data = text.encode("utf-8")
-                    record += array("I", [len(data)]).tobytes() + data
-            self.new.append(b"L" + record)
+                for data in (text.encode("utf-8") for text in pair):
+                    record += struct.pack("<I", len(data)) + data
+            self.new.append(record)
         return n
 
     def of_callers(self, callers: str) -> int:
@@ -89,17 +89,18 @@ def _send_labels(folded: Path, rules: Rules, stdin) -> int:
     for _, rows in folded_rows(folded):
         ids = array("I")
         # a block whose leaves no rule matches at once, as one run; else runs of ROWS_AT_ONCE, as the table's walk
-        step = len(rows) if none_match("\n".join([leaf for _, leaf, _ in rows])) else ROWS_AT_ONCE
+        whole = none_match("\n".join([leaf for _, leaf, _ in rows]))
+        step = len(rows) if whole else ROWS_AT_ONCE
         for i in range(0, len(rows), step):
             run = rows[i:i + step]
-            if step > ROWS_AT_ONCE or none_match("\n".join([leaf for _, leaf, _ in run])):
+            if whole or none_match("\n".join([leaf for _, leaf, _ in run])):
                 ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
             else:
                 ids.extend([decided(leaf) or (known(c) or of_callers(c) if c and leaf in neutral else of_stack(c + leaf))
                             for c, leaf, _ in run])
         if sys.byteorder == "big":
             ids.byteswap()
-        stdin.write(b"".join(sets.new) + b"R" + array("I", [len(ids)]).tobytes() + ids.tobytes())
+        stdin.write(b"".join(sets.new) + b"R" + struct.pack("<I", len(ids)) + ids.tobytes())
         sets.new.clear()
         stacks += len(rows)
     return stacks
@@ -139,7 +140,7 @@ def _ended(proc: subprocess.Popen) -> bool:
 def _labelled(fmt: str, folded: Path, rules: Rules, args: list[str], out) -> int | None:
     """The encoder's fmt document of folded to out (a binary file), the labels sent from here: the stacks, or
     None when it refused the file (or the file is not what folded_rows takes)."""
-    if not _takes(folded):
+    if not takes(folded):
         return None
     out.flush()
     try:
@@ -171,7 +172,7 @@ def write_otlp(folded: Path, rules: Rules, sample_type: tuple[str, str], out) ->
 def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out) -> int | None:
     """speedscope_stream.write_speedscope's document of folded written to out (a binary file): the stacks; None,
     having written nothing, when the encoder is not there or refused the file."""
-    if not _takes(folded):
+    if not takes(folded):
         return None
     out.flush()
     unit = "nanoseconds" if sample_type[1] == "nanoseconds" else "none"
@@ -182,10 +183,6 @@ def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out)
             return int(proc.stderr.read().split()[-1])
     except ValueError:
         return None
-
-
-def _takes(folded: Path) -> bool:
-    return available() and Path(folded).is_file()
 
 
 class OneSide:
@@ -231,4 +228,4 @@ def scan(folded: Path) -> tuple[int, int, int] | None:
 
 def takes(*folded: Path) -> bool:
     """Whether the encoder is there and these files are."""
-    return all(_takes(f) for f in folded)
+    return available() and all(Path(f).is_file() for f in folded)

@@ -33,8 +33,8 @@ from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import _Tally
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.diff_stream import _SPACE_AT_END, _drawn_block
-from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, displayable_frame, displayable_stack,
-                                       finish_flamegraph, inferno_options, inferno_tool)
+from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, deannotated, displayable_frame,
+                                       displayable_stack, finish_flamegraph, inferno_options, inferno_tool)
 from rpcprof.report.svg import _ATTR, _ATTR_Y, _FRAME, FRAME_HEIGHT, Box, recolour_frames
 
 STREAM_FROM = 8 << 20            # bytes: a smaller file is drawn in memory, as before
@@ -48,12 +48,6 @@ def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
             and "\n " not in text and "\n#" not in text and " 0" not in text and "_[" not in text
             and (text.count(" ") == len(rows)            # no space but before each count: no leaf ends in one
                  or not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows]))))
-
-
-def _box_name(frame: str) -> str:
-    """The name inferno gives the box of a frame as displayable_frame writes it: without a `_[k]`-style
-    annotation (inferno's deannotate)."""
-    return frame[:-4] if frame.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else frame
 
 
 class _DrawnNames:
@@ -70,7 +64,7 @@ class _DrawnNames:
         """The box path of callers `a;b;` (their last ';' kept) at the head of a longer stack."""
         found = self.callers.get(callers)
         if found is None:
-            frames = [_box_name(displayable_frame(f)) for f in callers[:-1].split(";")]
+            frames = [deannotated(displayable_frame(f)) for f in callers[:-1].split(";")]
             head = ";".join(frames).lstrip()
             head = "#\u00a0" + head[2:] if head.startswith("# ") else head
             found = remember(self.callers, callers, head + ";")
@@ -79,14 +73,14 @@ class _DrawnNames:
     def of_stack(self, callers: str, leaf: str) -> str:
         """The box path of the whole stack: the drawn stack, as displayable_stack writes it, deannotated."""
         if not callers:
-            return ";".join(_box_name(f) for f in displayable_stack([leaf]).split(";"))
+            return ";".join(deannotated(f) for f in displayable_stack([leaf]).split(";"))
         return self.of_callers(callers) + self.leaf(leaf)
 
     def leaf(self, leaf: str) -> str:
         """The box name of a leaf under callers."""
         drawn = self.leaves.get(leaf)
         if drawn is None:
-            drawn = remember(self.leaves, leaf, _box_name(displayable_stack(["x", leaf])[2:]))
+            drawn = remember(self.leaves, leaf, deannotated(displayable_stack(["x", leaf])[2:]))
         return drawn
 
 

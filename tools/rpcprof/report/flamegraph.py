@@ -51,6 +51,12 @@ def displayable_frame(name: str) -> str:
     return xml_chars(name, lines=True)
 
 
+def deannotated(name: str) -> str:
+    """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation (inferno's
+    deannotate)."""
+    return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
+
+
 def displayable_stack(frames: list[str]) -> str:
     """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
     lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""

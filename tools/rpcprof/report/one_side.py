@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from rpcprof.report.flamegraph import displayable_frame
+from rpcprof.report.flamegraph import deannotated, displayable_frame
 from rpcprof.report.svg import _FRAME
 from rpcprof.report.tables import render
 
@@ -79,7 +79,7 @@ def one_side_text(found: dict, fmt: str) -> str:
 def drawn_names(frames) -> set[str]:
     """The names frames are drawn under (inferno leaves out a _[k]-style annotation from some)."""
     names = {displayable_frame(f) for f in frames}
-    return names | {re.sub(r"_\[[kwij]\]$", "", n) for n in names}
+    return names | {deannotated(n) for n in names}
 
 
 def vanished_stacks(stacks, vanished: set[str]) -> list:
@@ -97,7 +97,7 @@ def _drawn_in(names, boxes: set[str]):
     a million frames of its own: only those drawn are kept)."""
     for name in names:
         if name.isascii() and name.isprintable():
-            drawn = (name, re.sub(r"_\[[kwij]\]$", "", name)) if name.endswith("]") else (name,)
+            drawn = (name, deannotated(name))
         else:
             drawn = drawn_names([name])
         yield from (n for n in drawn if n in boxes)

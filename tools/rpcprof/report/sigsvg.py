@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from rpcprof.analyze.significance import FrameTree
+from rpcprof.report.flamegraph import deannotated
 from rpcprof.report.svg import _ATTR, _FRAME, FRAME_HEIGHT
 from rpcprof.report.text import xml
 
@@ -80,7 +81,7 @@ def _child(tree: FrameTree, parent: int, name: str) -> int | None:
     kids = tree.children[parent]
     if name in kids:
         return kids[name]
-    hits = [n for k, n in kids.items() if re.sub(r"_\[[kwij]\]$", "", k) == name]
+    hits = [n for k, n in kids.items() if deannotated(k) == name]
     return hits[0] if len(hits) == 1 else None
 
 
