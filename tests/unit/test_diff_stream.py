@@ -50,6 +50,27 @@ def test_streamed_diff_of_leaves_files(tmp_path, monkeypatch, normalize, fmt):
     both_ways(a, a, tmp_path, monkeypatch, normalize, fmt)
 
 
+@pytest.mark.parametrize("encoded", [True, False])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_streamed_diff_of_leaves_files_drawn_as_written(tmp_path, monkeypatch, normalize, encoded):
+    """Lines inferno draws as written, frames on both sides only: the encoder merges them and the graph is drawn
+    while the sides are read; without the encoder, the drawn files are merged."""
+    if not encoded:
+        monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
+    stacks = [frames for frames, _ in open_folded(CAPTURES[0])[:30]]
+    a = fleet_folded(tmp_path / "a.folded", 3000, stacks, ["x_[k]", "send"])
+    b = fleet_folded(tmp_path / "b.folded", 2500, stacks[:20] + [["main", "only_b"]])
+    both_ways(a, b, tmp_path, monkeypatch, normalize, "json")
+    both_ways(b, a, tmp_path, monkeypatch, normalize, "table")
+
+
+@pytest.mark.parametrize("pair", [(0, 1), (7, -1)])
+def test_streamed_diff_without_the_encoder(tmp_path, monkeypatch, pair):
+    monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
+    files = CAPTURES + [DATA / "hostile.folded"]
+    both_ways(files[pair[0]], files[pair[1]], tmp_path, monkeypatch, True, "json")
+
+
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("pair", [(0, 1), (2, 3), (4, 4), (5, 6), (7, -1)])
 def test_streamed_diff_of_captures(tmp_path, monkeypatch, pair, normalize):

@@ -8,7 +8,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         h ^= b as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    h ^ (h >> 29)
+    // FNV's low bits follow its input's low bits: a multiply spreads every bit into the high ones, which the table
+    // takes
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(32)
 }
 
 pub struct Interner {
@@ -79,5 +81,71 @@ impl Interner {
             slots[at] = n;
         }
         self.slots = slots;
+    }
+}
+
+/// Pairs of numbers (a callers text's and a leaf's) numbered in the order first seen: an open-addressing table of
+/// 8-byte keys, no string hashed or compared.
+pub struct Pairs {
+    keys: Vec<u64>,   // each pair, by its number
+    slots: Vec<u32>,  // a pair's number + 1, or 0 for an empty slot; a power of two, at most half full
+}
+
+impl Default for Pairs {
+    fn default() -> Self {
+        Pairs { keys: Vec::new(), slots: vec![0; 1 << 10] }
+    }
+}
+
+fn mix(key: u64) -> usize {
+    let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h ^ (h >> 32)) as usize
+}
+
+impl Pairs {
+    pub fn get(&self, i: u32) -> (u32, u32) {
+        let key = self.keys[i as usize];
+        ((key >> 32) as u32, key as u32)
+    }
+
+    fn slot(&self, key: u64) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut at = mix(key) & mask;
+        loop {
+            match self.slots[at] {
+                0 => return Err(at),
+                n if self.keys[n as usize - 1] == key => return Ok(n - 1),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    pub fn find(&self, first: u32, second: u32) -> Option<u32> {
+        self.slot((first as u64) << 32 | second as u64).ok()
+    }
+
+    /// (its number, whether it is new) of the pair.
+    pub fn intern(&mut self, first: u32, second: u32) -> (u32, bool) {
+        let key = (first as u64) << 32 | second as u64;
+        let at = match self.slot(key) {
+            Ok(n) => return (n, false),
+            Err(at) => at,
+        };
+        self.keys.push(key);
+        let n = self.keys.len() as u32;
+        self.slots[at] = n;
+        if 2 * self.keys.len() > self.slots.len() {
+            let mut slots = vec![0u32; 2 * self.slots.len()];
+            let mask = slots.len() - 1;
+            for (i, &key) in self.keys.iter().enumerate() {
+                let mut at = mix(key) & mask;
+                while slots[at] != 0 {
+                    at = (at + 1) & mask;
+                }
+                slots[at] = i as u32 + 1;
+            }
+            self.slots = slots;
+        }
+        (n - 1, true)
     }
 }

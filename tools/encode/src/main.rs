@@ -3,7 +3,9 @@
 //! USAGE: rpcprof-encode pprof FOLDED TYPE UNIT LEVEL [COMMENT]   a Profile, gzip'd at zlib's LEVEL, to stdout
 //!        rpcprof-encode otlp FOLDED TYPE UNIT                     a ProfilesData to stdout
 //!        rpcprof-encode speedscope FOLDED NAME_JSON UNIT          a speedscope document to stdout
-//!        rpcprof-encode one-side A B LISTED NAMES VANISHED       diff's frames on one side only (one_side.rs)
+//!        rpcprof-encode one-side A B LISTED NAMES VANISHED [MERGED raw|normalize]
+//!                                                                 diff's frames on one side only, and the lines
+//!                                                                 it draws (one_side.rs)
 //!        rpcprof-encode diff-folded A B [--normalize]            inferno-diff-folded's lines (diff_folded.rs)
 //!        rpcprof-encode scan FOLDED                               `TOTAL GCD STACKS` of its counts (rows.rs)
 //!
@@ -48,8 +50,10 @@ fn main() -> ExitCode {
             diff_folded::encode(a, b, !rest.is_empty(), &mut out)
         }
         ["scan", path] => rows::scan(path, &mut out),
-        ["one-side", a, b, listed, names, vanished] if listed.parse::<usize>().is_ok() => {
-            one_side::encode(a, b, listed.parse().unwrap(), names, vanished, &mut out)
+        ["one-side", a, b, listed, names, vanished, rest @ ..] if listed.parse::<usize>().is_ok()
+            && matches!(rest, [] | [_, "raw" | "normalize"]) => {
+            let merged = rest.first().map(|path| (*path, rest[1] == "normalize"));
+            one_side::encode(a, b, listed.parse().unwrap(), names, vanished, merged, &mut out)
         }
         _ => {
             eprintln!("rpcprof-encode: usage: rpcprof-encode pprof|otlp|speedscope FOLDED ... (see its source's header)");

@@ -2,80 +2,179 @@
 //! in B's stacks and in none of A's is new, one in A's and in none of B's has vanished. Each comes with the share
 //! of its side's weight whose stacks hold it, summed stack by stack in the file's order as diff_stream.shares_of
 //! sums them (the same floats). Writes to stdout, as JSON, each side's count and its `listed` largest (share,
-//! then name); to names_out every such frame, `a\tNAME` or `b\tNAME` a line; to vanished_out A's lines that hold
-//! a vanished frame, as written.
+//! then name), and whether the files' lines are drawn as written ("as_written"); to names_out every such frame,
+//! `a\tNAME` or `b\tNAME` a line; to vanished_out A's lines that hold a vanished frame, as written.
+//!
+//! Given a merged file, it also writes there the lines inferno-flamegraph draws the diff from, as
+//! diff_stream.render_diff_streamed makes them (diff_folded.rs's lines of the drawn files, A scaled and its
+//! stacks that hold a vanished frame added to B's when there are any), when every line of both files is drawn as
+//! written (displayable_stack leaves it as it is): an empty file otherwise, and report.py makes them its own way.
+//!
+//! Each side is read once: a distinct callers text is split into its frames once, and a stack is numbered by
+//! its (callers, leaf) pair, so a million stacks under a hundred thousand callers cost a million leaves' look-ups.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use crate::intern::Interner;
+use crate::intern::{Interner, Pairs};
 use crate::rows::{each_row, refused, Row, Stop};
 use crate::speedscope::json_string;
 
-struct Side {
+/// Both files' frames, callers texts and stacks, numbered together in the order first seen (A, then B).
+#[derive(Default)]
+struct Both {
     frames: Interner,
-    total: u128,
-    stacks: u64,
+    seen: Vec<u8>, // per frame: 1 when A holds it, 2 when B does
+    callers: Interner,
+    callers_at: Vec<u32>, // callers text i's frames are callers_frames[callers_at[i]..callers_at[i + 1]]
+    callers_frames: Vec<u32>,
+    callers_seen: Vec<u8>,
+    stacks: Pairs,       // (callers, leaf) -> stack number
+    counts: Vec<[u64; 2]>,
+    totals: [u128; 2],
+    rows: [u64; 2],
+    as_written: bool,
 }
 
-/// Each frame of a row, callers root first, then the leaf, as its bytes.
-fn frames<'a>(row: &Row<'a>) -> impl Iterator<Item = &'a [u8]> {
-    let callers = if row.callers.is_empty() { &b""[..0] } else { &row.callers[..row.callers.len() - 1] };
-    let head = (!row.callers.is_empty()).then(|| callers.split(|&b| b == b';'));
-    head.into_iter().flatten().chain(std::iter::once(row.leaf))
+/// Whether displayable_stack draws the row's stack as written: printable ASCII, not starting with a space or a
+/// '#', and a leaf that does not end in a space followed by digits and dots (a count to inferno).
+fn as_written(row: &Row) -> bool {
+    let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
+    let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
+    let odd_end = match row.leaf.iter().rposition(|&b| b == b' ') {
+        Some(at) => row.leaf[at + 1..].iter().all(|&b| b.is_ascii_digit() || b == b'.'),
+        None => false,
+    };
+    printable(row.callers) && printable(row.leaf) && !matches!(first, None | Some(b' ') | Some(b'#')) && !odd_end
 }
 
-fn read_side(path: &str) -> Result<Side, Stop> {
-    let mut side = Side { frames: Interner::default(), total: 0, stacks: 0 };
-    each_row(path, |row| {
-        for f in frames(&row) {
-            side.frames.intern(f);
+impl Both {
+    fn callers_of(&mut self, callers: &[u8], bit: u8) -> u32 {
+        let (c, new) = self.callers.intern(callers);
+        if new {
+            self.callers_at.push(self.callers_frames.len() as u32);
+            if !callers.is_empty() {
+                for f in callers[..callers.len() - 1].split(|&b| b == b';') {
+                    let (i, new) = self.frames.intern(f);
+                    if new {
+                        self.seen.push(0);
+                    }
+                    self.callers_frames.push(i);
+                }
+            }
+            self.callers_seen.push(0);
         }
-        side.total += row.count as u128;
-        side.stacks += 1;
-        Ok(())
-    })?;
-    if side.total >= 1 << 53 {
-        return Err(refused("a total weight of 2^53 or more (Python divides it exactly, f64 does not)"));
-    }
-    Ok(side)
-}
-
-/// Per frame of `side` (by its number there) that `other` lacks, the share of side's weight whose stacks hold
-/// it; each row of side holding one written to vanished, when given.
-fn shares(path: &str, side: &Side, only: &[bool], mut vanished: Option<&mut BufWriter<File>>) -> Result<Vec<f64>, Stop> {
-    let mut sums = vec![0.0f64; only.len()];
-    let total = side.total.max(1) as f64;
-    let mut held: Vec<u32> = Vec::new();
-    each_row(path, |row| {
-        held.clear();
-        for f in frames(&row) {
-            let i = side.frames.find(f).expect("read before");
-            if only[i as usize] && !held.contains(&i) {
-                held.push(i);
+        if self.callers_seen[c as usize] & bit == 0 {
+            self.callers_seen[c as usize] |= bit;
+            let (start, end) = self.span(c);
+            for &f in &self.callers_frames[start..end] {
+                self.seen[f as usize] |= bit;
             }
         }
-        if held.is_empty() {
-            return Ok(());
-        }
-        let share = row.count as f64 / total;
-        for &i in &held {
-            sums[i as usize] += share;
-        }
-        if let Some(out) = vanished.as_deref_mut() {
-            out.write_all(row.callers)?;
-            out.write_all(row.leaf)?;
-            writeln!(out, " {}", row.count)?;
+        c
+    }
+
+    fn span(&self, c: u32) -> (usize, usize) {
+        let start = self.callers_at[c as usize] as usize;
+        (start, self.callers_at.get(c as usize + 1).map_or(self.callers_frames.len(), |&e| e as usize))
+    }
+
+    fn frames_of(&self, c: u32) -> &[u32] {
+        let (start, end) = self.span(c);
+        &self.callers_frames[start..end]
+    }
+
+    fn read(&mut self, path: &str, side: usize) -> Result<(), Stop> {
+        let bit = 1u8 << side;
+        each_row(path, |row| {
+            let c = self.callers_of(row.callers, bit);
+            let (leaf, new) = self.frames.intern(row.leaf);
+            if new {
+                self.seen.push(0);
+            }
+            self.seen[leaf as usize] |= bit;
+            let (s, new) = self.stacks.intern(c, leaf);
+            if new {
+                self.counts.push([0, 0]);
+            }
+            self.counts[s as usize][side] += row.count;
+            self.totals[side] += row.count as u128;
+            self.rows[side] += 1;
+            self.as_written = self.as_written && as_written(&row);
+            Ok(())
+        })?;
+        if self.totals[side] >= 1 << 53 {
+            return Err(refused("a total weight of 2^53 or more (Python divides it exactly, f64 does not)"));
         }
         Ok(())
-    })?;
-    Ok(sums)
+    }
+
+    fn only(&self, side: usize) -> Vec<bool> {
+        let bit = 1u8 << side;
+        self.seen.iter().map(|&s| s == bit).collect()
+    }
 }
 
-fn listed(side: &Side, only: &[bool], sums: &[f64], n: usize, out: &mut Vec<u8>) {
-    let mut found: Vec<u32> = (0..side.frames.len()).filter(|&i| only[i as usize]).collect();
+/// A side's second pass, when it holds frames the other lacks: per frame (by its number) the share of the side's
+/// weight whose stacks hold it; each row of A that holds one written to vanished and, when scale is given, its
+/// weight scaled (A's weights drawn at B's scale) added to B's count of its stack as the drawn files have it.
+struct Again<'a> {
+    both: &'a mut Both,
+    side: usize,
+    only: &'a [bool],
+    held: Vec<Option<Vec<u32>>>, // per callers text: its frames on this side only, once each
+}
+
+impl Again<'_> {
+    fn shares(&mut self, path: &str, mut vanished: Option<&mut BufWriter<File>>, scale: Option<f64>)
+              -> Result<Vec<f64>, Stop> {
+        let mut sums = vec![0.0f64; self.only.len()];
+        let total = self.both.totals[self.side].max(1) as f64;
+        let mut held: Vec<u32> = Vec::new();
+        each_row(path, |row| {
+            let c = self.both.callers.find(row.callers).expect("read before");
+            let leaf = self.both.frames.find(row.leaf).expect("read before");
+            if self.held[c as usize].is_none() {
+                let mut mine: Vec<u32> = Vec::new();
+                for &f in self.both.frames_of(c) {
+                    if self.only[f as usize] && !mine.contains(&f) {
+                        mine.push(f);
+                    }
+                }
+                self.held[c as usize] = Some(mine);
+            }
+            held.clear();
+            held.extend_from_slice(self.held[c as usize].as_deref().unwrap_or_default());
+            if self.only[leaf as usize] && !held.contains(&leaf) {
+                held.push(leaf);
+            }
+            if held.is_empty() {
+                return Ok(());
+            }
+            let share = row.count as f64 / total;
+            for &i in &held {
+                sums[i as usize] += share;
+            }
+            if let Some(out) = vanished.as_deref_mut() {
+                out.write_all(row.callers)?;
+                out.write_all(row.leaf)?;
+                writeln!(out, " {}", row.count)?;
+            }
+            if let Some(scale) = scale {
+                let w = (row.count as f64 * scale).round_ties_even() as u64;
+                let s = self.both.stacks.find(c, leaf).expect("read before");
+                self.both.counts[s as usize][1] += w;
+            }
+            Ok(())
+        })?;
+        Ok(sums)
+    }
+}
+
+fn listed(both: &Both, only: &[bool], sums: &[f64], n: usize, out: &mut Vec<u8>) {
+    let mut found: Vec<u32> = (0..both.frames.len()).filter(|&i| only[i as usize]).collect();
     found.sort_by(|&x, &y| {
-        sums[y as usize].total_cmp(&sums[x as usize]).then_with(|| side.frames.get(x).cmp(side.frames.get(y)))
+        sums[y as usize].total_cmp(&sums[x as usize]).then_with(|| both.frames.get(x).cmp(both.frames.get(y)))
     });
     out.extend_from_slice(format!("{{\"count\":{},\"frames\":[", found.len()).as_bytes());
     for (k, &i) in found.iter().take(n).enumerate() {
@@ -83,36 +182,98 @@ fn listed(side: &Side, only: &[bool], sums: &[f64], n: usize, out: &mut Vec<u8>)
             out.push(b',');
         }
         out.push(b'[');
-        json_string(out, std::str::from_utf8(side.frames.get(i)).expect("rows are UTF-8"));
+        json_string(out, std::str::from_utf8(both.frames.get(i)).expect("rows are UTF-8"));
         out.extend_from_slice(format!(",{:?}]", sums[i as usize]).as_bytes());
     }
     out.extend_from_slice(b"]}");
 }
 
-pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, out: &mut impl Write)
-              -> Result<u64, Stop> {
-    let (side_a, side_b) = (read_side(a)?, read_side(b)?);
-    let only_a: Vec<bool> = (0..side_a.frames.len()).map(|i| side_b.frames.find(side_a.frames.get(i)).is_none()).collect();
-    let only_b: Vec<bool> = (0..side_b.frames.len()).map(|i| side_a.frames.find(side_b.frames.get(i)).is_none()).collect();
+/// The drawn files' lines merged as diff_folded.rs merges them: with vanished frames, A's counts drawn at B's
+/// scale row by row (read_again added A's stacks that hold one to B's counts), else A's raw counts, normalised
+/// to B's total at the end as --normalize does.
+fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bool) -> Result<(), Stop> {
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    if both.as_written {
+        let (t1, t2) = (both.totals[0] as u64, both.totals[1] as u64);
+        for (s, [first, second]) in both.counts.iter().enumerate() {
+            let first = match scaled_a {
+                Some(scaled) => scaled[s],
+                None if normalize && t1 != t2 => (*first as f64 * t2 as f64 / t1 as f64) as u64,
+                None => *first,
+            };
+            let (c, leaf) = both.stacks.get(s as u32);
+            out.write_all(both.callers.get(c))?;
+            out.write_all(both.frames.get(leaf))?;
+            writeln!(out, " {first} {second}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// merged: (the file to write the merged lines to, whether A is normalised to B's total).
+pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, merged: Option<(&str, bool)>,
+              out: &mut impl Write) -> Result<u64, Stop> {
+    let mut both = Both { as_written: true, ..Both::default() };
+    both.read(a, 0)?;
+    both.read(b, 1)?;
+    let (only_a, only_b) = (both.only(0), both.only(1));
+    let normalize = merged.is_some_and(|(_, norm)| norm);
     let mut vanished = BufWriter::with_capacity(1 << 20, File::create(vanished_out)?);
-    let sums_a = if only_a.contains(&true) { shares(a, &side_a, &only_a, Some(&mut vanished))? } else { vec![] };
-    let sums_b = if only_b.contains(&true) { shares(b, &side_b, &only_b, None)? } else { vec![] };
+    let mut scaled_a = None;
+    let sums_a = if only_a.contains(&true) {
+        // A scaled to B's own total, as --normalize would, before B grows by A's stacks (render_diff_streamed)
+        let scale = if normalize { both.totals[1] as f64 / both.totals[0] as f64 } else { 1.0 };
+        let counts_a: Vec<u64> = both.counts.iter().map(|c| c[0]).collect();
+        let held = vec![None; both.callers.len() as usize];
+        let mut again = Again { both: &mut both, side: 0, only: &only_a, held };
+        let sums = again.shares(a, Some(&mut vanished), merged.map(|_| scale))?;
+        if merged.is_some() {
+            scaled_a = Some(scale_rows(a, &both, scale, counts_a.len())?);
+        }
+        sums
+    } else {
+        vec![]
+    };
+    let sums_b = if only_b.contains(&true) {
+        let held = vec![None; both.callers.len() as usize];
+        Again { both: &mut both, side: 1, only: &only_b, held }.shares(b, None, None)?
+    } else {
+        vec![]
+    };
     vanished.flush()?;
+    if let Some((path, normalize)) = merged {
+        write_merged(&both, path, scaled_a.as_deref(), normalize)?;
+    }
     let mut names = BufWriter::with_capacity(1 << 20, File::create(names_out)?);
-    for (tag, side, only) in [(b'a', &side_a, &only_a), (b'b', &side_b, &only_b)] {
-        for i in (0..side.frames.len()).filter(|&i| only[i as usize]) {
+    for (tag, only) in [(b'a', &only_a), (b'b', &only_b)] {
+        for i in (0..both.frames.len()).filter(|&i| only[i as usize]) {
             names.write_all(&[tag, b'\t'])?;
-            names.write_all(side.frames.get(i))?;
+            names.write_all(both.frames.get(i))?;
             names.write_all(b"\n")?;
         }
     }
     names.flush()?;
     let mut doc = b"{\"a\":".to_vec();
-    listed(&side_a, &only_a, &sums_a, n, &mut doc);
+    listed(&both, &only_a, &sums_a, n, &mut doc);
     doc.extend_from_slice(b",\"b\":");
-    listed(&side_b, &only_b, &sums_b, n, &mut doc);
-    doc.extend_from_slice(b"}\n");
+    listed(&both, &only_b, &sums_b, n, &mut doc);
+    doc.extend_from_slice(format!(",\"as_written\":{}}}\n", both.as_written).as_bytes());
     out.write_all(&doc)?;
     out.flush()?;
-    Ok(side_a.stacks + side_b.stacks)
+    Ok(both.rows[0] + both.rows[1])
+}
+
+/// A's count of each stack as the drawn file scaled by scale has it: each row's weight scaled and rounded (half
+/// to even, as Python's round), then summed.
+fn scale_rows(a: &str, both: &Both, scale: f64, stacks: usize) -> Result<Vec<u64>, Stop> {
+    let mut scaled = vec![0u64; stacks];
+    each_row(a, |row| {
+        let c = both.callers.find(row.callers).expect("read before");
+        let leaf = both.frames.find(row.leaf).expect("read before");
+        let s = both.stacks.find(c, leaf).expect("read before");
+        scaled[s as usize] += (row.count as f64 * scale).round_ties_even() as u64;
+        Ok(())
+    })?;
+    Ok(scaled)
 }

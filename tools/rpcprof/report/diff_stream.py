@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from contextlib import nullcontext
 from math import gcd
 from pathlib import Path
 
@@ -71,36 +72,52 @@ PARTS = 16               # a side's distinct frames are written to this many scr
 
 class SidesRead:
     """One pass over each of two bare folded files, A in a forked child (forked.py) while B is read here: each
-    side's Breakdown under its rules (the walk of stack_walk.categorize_file) and its stacks written as inferno
-    draws them into a scratch folder (a.folded, b.folded). The frames on one side only come from the compiled
-    encoder (report/encoder.py's OneSide), run beside them, when it takes the files; else each side's distinct
-    frames are written too, each block's to one of PARTS files by their hash, and the frames on one side only
-    are the set differences of the two sides' files, a pair at a time. cleanup() removes the folder."""
+    side's Breakdown under its rules (the walk of stack_walk.categorize_file). The frames on one side only, and the
+    lines the diff is drawn from, come from the compiled encoder (report/encoder.py's OneSide), run beside them,
+    when it takes the files: once it ends, draw(scratch, found) (given, and called between B's blocks) starts the drawing
+    (flamegraph.Drawing) while the sides are still read, when its lines are drawn as written. Else each side's
+    stacks are written as inferno draws them into a scratch folder (a.folded, b.folded), and its distinct frames
+    too, each block's to one of PARTS files by their hash; the frames on one side only are the set differences of
+    the two sides' files, a pair at a time. cleanup() stops the drawing and removes the folder."""
 
-    def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> None:
+    def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules, normalize: bool = True, draw=None) -> None:
         from rpcprof.report import encoder
         from rpcprof.report.one_side import LISTED
         self.paths = a, b
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
-        self.encoded = encoder.OneSide(a, b, self.scratch, LISTED) if encoder.takes(a, b) else None
+        self.drawing, self._draw = None, draw
+        self.encoded = encoder.OneSide(a, b, self.scratch, LISTED, normalize) if encoder.takes(a, b) else None
         try:
-            side_a = Forked(self._read, a, rules_a, "a", self.encoded is None)   # A on the other CPU while B is read here
+            own = self.encoded is None
+            side_a = Forked(self._read, a, rules_a, "a", own)    # A on the other CPU while B is read here
             try:
-                read_b = self._read(b, rules_b, "b", self.encoded is None)
+                read_b = self._read(b, rules_b, "b", own, self._poll)
                 self.breakdowns = side_a.result(), read_b
             finally:
                 side_a.stop()
             self.found = self.encoded.result() if self.encoded else None
+            self._poll()
+        except BaseException:
+            self.cleanup()
+            raise
         finally:
             if self.encoded:
                 self.encoded.stop()
-        if self.encoded and self.found is None:          # refused: the frames found here after all
-            self.encoded = None
+        self.merged = bool(self.found and self.found["as_written"])
+        if self.encoded and not self.merged:   # refused, or lines inferno reads otherwise: drawn here after all
             for path, side in ((a, "a"), (b, "b")):
-                self._frames(path, side)
+                self._drawn(path, side, self.found is None)
+            self.encoded = None if self.found is None else self.encoded
         if self.found is None:
             self._only()
+
+    def _poll(self) -> None:
+        """Start the drawing once the encoder has ended, when its lines are drawn as written."""
+        if self.drawing is None and self._draw and self.encoded and self.encoded.done():
+            found = self.encoded.result()
+            if found and found["as_written"]:
+                self.drawing = self._draw(self.scratch, found)
 
     def _only(self) -> None:
         self.only_a, self.only_b = set(), set()
@@ -109,28 +126,36 @@ class SidesRead:
             self.only_a |= in_a - in_b
             self.only_b |= in_b - in_a
 
-    def _read(self, path: Path, rules: Rules, side: str, frames: bool) -> object:
+    def _read(self, path: Path, rules: Rules, side: str, own: bool, poll=None) -> object:
+        """The side's Breakdown; own: its drawn stacks and its frames written here (no encoder)."""
         tally = _Tally(rules, False)
-        with open(self.scratch / ("a.folded" if side == "a" else "b.folded"), "w", encoding="utf-8") as out:
-            parts = _FrameParts(self.scratch, side) if frames else None
+        with open(self.scratch / (side + ".folded"), "w", encoding="utf-8") if own else nullcontext() as out:
+            parts = _FrameParts(self.scratch, side) if own else None
             try:
                 for text, rows in folded_rows(path):
                     tally.add_rows(rows)
+                    if own:
+                        out.write(_drawn_block(text, rows))
+                        parts.add(rows)
+                    elif poll:
+                        poll()
+            finally:
+                if parts:
+                    parts.close()
+        return tally.breakdown(path)
+
+    def _drawn(self, path: Path, side: str, frames: bool) -> None:
+        """The side's stacks as inferno draws them written to the scratch folder (and its frames, when frames)."""
+        with open(self.scratch / (side + ".folded"), "w", encoding="utf-8") as out:
+            parts = _FrameParts(self.scratch, side) if frames else None
+            try:
+                for text, rows in folded_rows(path):
                     out.write(_drawn_block(text, rows))
                     if parts:
                         parts.add(rows)
             finally:
                 if parts:
                     parts.close()
-        return tally.breakdown(path)
-
-    def _frames(self, path: Path, side: str) -> None:
-        parts = _FrameParts(self.scratch, side)
-        try:
-            for _, rows in folded_rows(path):
-                parts.add(rows)
-        finally:
-            parts.close()
 
     def _part(self, side: str, p: int) -> set[str]:
         with open(self.scratch / f"{side}{p}.frames", encoding="utf-8", newline="\n") as f:
@@ -144,6 +169,8 @@ class SidesRead:
         return {"a": self.encoded.names("a"), "b": self.encoded.names("b")}
 
     def cleanup(self) -> None:
+        if self.drawing:
+            self.drawing.stop()
         self._scratch.cleanup()
 
 
@@ -254,26 +281,34 @@ def write_vanished(path: Path, out, vanished: set[str] | None, scale) -> None:
 def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: str, normalize: bool,
                          rows: list[dict], recolour, vanished: bool, scans: tuple) -> None:
     """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: the stacks of A that hold a frame
-    of A's alone, when vanished), from the stacks read wrote; scans: each file's scan(). Removes read's scratch
-    folder."""
+    of A's alone, when vanished), from the lines the encoder merged (read.merged: drawn already, or drawn now) or
+    the stacks read wrote; scans: each file's scan(). Removes read's scratch folder."""
     a, b = read.paths
     scratch = read.scratch
     try:
-        if vanished:    # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
-            scale = scans[1][0] / scans[0][0] if normalize else 1
-            with open(scratch / "a.folded", "w", encoding="utf-8") as f:
-                write_drawn(a, f, scale)
-            with open(scratch / "b.folded", "a", encoding="utf-8") as f:
-                if read.found is not None:
-                    from rpcprof.report.encoder import OneSide
-                    write_vanished(scratch / OneSide.VANISHED, f, None, scale)
-                else:
-                    write_vanished(a, f, read.only_a, scale)
-        from rpcprof.report import encoder
-        norm = ["--normalize"] if normalize and not vanished else []
-        with open(scratch / "diff.folded", "wb") as f:      # inferno-diff-folded's lines, from the encoder when there
-            run_tool([str(encoder.ENCODER), "diff-folded", "a.folded", "b.folded", *norm] if encoder.available()
-                     else [inferno_tool("inferno-diff-folded"), *norm, "a.folded", "b.folded"], scratch, stdout=f)
-        draw_diff(scratch, "diff.folded", out_svg, title, subtitle, scans[1][1] or 1, rows, "samples", recolour)
+        if not read.merged:
+            merge_drawn(read, normalize, vanished, scans)
+        draw_diff(scratch, "diff.folded", out_svg, title, subtitle, scans[1][1] or 1, rows, "samples", recolour,
+                  drawing=read.drawing)
     finally:
         read.cleanup()
+
+
+def merge_drawn(read: SidesRead, normalize: bool, vanished: bool, scans: tuple) -> None:
+    """inferno-diff-folded's lines of the stacks read wrote, into its scratch folder's diff.folded (A scaled and
+    its stacks that hold a vanished frame added to B's, when vanished)."""
+    from rpcprof.report import encoder
+    a, scratch = read.paths[0], read.scratch
+    if vanished:    # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
+        scale = scans[1][0] / scans[0][0] if normalize else 1
+        with open(scratch / "a.folded", "w", encoding="utf-8") as f:
+            write_drawn(a, f, scale)
+        with open(scratch / "b.folded", "a", encoding="utf-8") as f:
+            if read.found is not None:
+                write_vanished(scratch / encoder.OneSide.VANISHED, f, None, scale)
+            else:
+                write_vanished(a, f, read.only_a, scale)
+    norm = ["--normalize"] if normalize and not vanished else []
+    with open(scratch / "diff.folded", "wb") as f:      # inferno-diff-folded's lines, from the encoder when there
+        run_tool([str(encoder.ENCODER), "diff-folded", "a.folded", "b.folded", *norm] if encoder.available()
+                 else [inferno_tool("inferno-diff-folded"), *norm, "a.folded", "b.folded"], scratch, stdout=f)

@@ -188,21 +188,34 @@ def write_speedscope(folded: Path, name: str, sample_type: tuple[str, str], out)
 class OneSide:
     """The encoder's frames on one side only of two folded files (report/diff_stream.py's), started at once to
     run beside report.py's reading of the same files; result() waits for it. It writes into scratch: NAMES, every
-    frame on one side only (`a\\tNAME` or `b\\tNAME` a line), and VANISHED, A's lines that hold one of A's."""
+    frame on one side only (`a\\tNAME` or `b\\tNAME` a line), VANISHED, A's lines that hold one of A's, and
+    MERGED, the lines the diff is drawn from (A normalised to B's total or not), when both files' lines are drawn
+    as written (its result's "as_written")."""
 
-    NAMES, VANISHED = "one_side.names", "vanished.folded"
+    NAMES, VANISHED, MERGED = "one_side.names", "vanished.folded", "diff.folded"
 
-    def __init__(self, a: Path, b: Path, scratch: Path, listed: int) -> None:
+    def __init__(self, a: Path, b: Path, scratch: Path, listed: int, normalize: bool) -> None:
         self.scratch = scratch
         self.run = _Run(["one-side", str(a), str(b), str(listed), str(scratch / self.NAMES),
-                         str(scratch / self.VANISHED)], subprocess.DEVNULL, subprocess.PIPE)
+                         str(scratch / self.VANISHED), str(scratch / self.MERGED), "normalize" if normalize else "raw"],
+                        subprocess.DEVNULL, subprocess.PIPE)
+        self.found: dict | None = None
+        self.ended = False
+
+    def done(self) -> bool:
+        """Whether the encoder has ended (result() then does not wait)."""
+        return self.ended or self.run.proc.poll() is not None
 
     def result(self) -> dict | None:
-        """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest}}; None
-        when the encoder refused the files (report.py then finds them its own way)."""
-        with self.run as proc:
-            out = proc.stdout.read()
-            return json.loads(out) if _ended(proc) else None
+        """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest},
+        "as_written": whether MERGED was written}; None when the encoder refused the files (report.py then finds
+        them its own way)."""
+        if not self.ended:
+            with self.run as proc:
+                out = proc.stdout.read()
+                self.found = json.loads(out) if _ended(proc) else None
+            self.ended = True
+        return self.found
 
     def stop(self) -> None:
         self.run.__exit__()

@@ -226,13 +226,46 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
         draw_diff(scratch, diff, out_svg, title, subtitle, weight, rows, countname, recolour, flame_tool)
 
 
+class Drawing:
+    """inferno-flamegraph of a file of scratch (inferno-diff-folded's lines), started now to run beside what
+    report.py does meanwhile; svg() waits for it and gives its SVG, or a UserError as run_tool says it. The
+    caller owns the process: stop(), in a `finally`, kills it (by PID) if it still runs."""
+
+    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None) -> None:
+        self.name = Path(flame_tool or inferno_tool("inferno-flamegraph")).name
+        self.out = open(scratch / (name + ".svg"), "w+b")
+        self.err = open(scratch / (name + ".err"), "w+b")
+        self.proc = subprocess.Popen([flame_tool or inferno_tool("inferno-flamegraph"), *options, name], cwd=scratch,
+                                     stdout=self.out, stderr=self.err)
+
+    def svg(self) -> str:
+        status = self.proc.wait()
+        if status != 0:
+            self.err.seek(0)
+            err = self.err.read().decode(errors="replace").strip().splitlines()
+            raise UserError(f"{self.name} failed (exit {status}): {err[-1] if err else 'no message'}")
+        self.out.seek(0)
+        return self.out.read().decode("utf-8")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.out.close()
+        self.err.close()
+
+
 def draw_diff(scratch: Path, diff: bytes | str, out_svg: Path, title: str, subtitle: str, weight: int,
-              rows: list[dict] | None, countname: str, recolour, flame_tool: str | None = None) -> None:
-    """inferno-flamegraph of inferno-diff-folded's lines (diff: them, or the name of their file in scratch),
-    recoloured, given headings and the legend of rows, checked and written to out_svg."""
+              rows: list[dict] | None, countname: str, recolour, flame_tool: str | None = None,
+              drawing: Drawing | None = None) -> None:
+    """inferno-flamegraph of inferno-diff-folded's lines (diff: them, or the name of their file in scratch;
+    drawing: inferno-flamegraph already drawing them), recoloured, given headings and the legend of rows, checked
+    and written to out_svg."""
     flame_tool = flame_tool or inferno_tool("inferno-flamegraph")
     options = inferno_options(title, subtitle, weight, countname)
-    if isinstance(diff, str):
+    if drawing is not None:
+        svg = drawing.svg()
+    elif isinstance(diff, str):
         svg = run_tool([flame_tool, *options, diff], scratch).decode("utf-8")
     else:
         svg = run_tool([flame_tool, *options, "-"], scratch, stdin=diff).decode("utf-8")

@@ -26,7 +26,7 @@ from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, c
 from rpcprof.errors import UserError
 from rpcprof.forked import Forked
 from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
-from rpcprof.report.flamegraph import displayable_stack, render_diff_flamegraph
+from rpcprof.report.flamegraph import Drawing, displayable_stack, inferno_options, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
@@ -85,12 +85,13 @@ def sides_of(a_path: Path, b_path: Path, count_a: int | None, count_b: int | Non
             ahead.stop()
 
 
-def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules) -> SidesRead:
-    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown; a UserError
-    when one cannot be read again (changed or removed since it was scanned) or the scratch folder written."""
+def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules, normalize: bool, draw) -> SidesRead:
+    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown (draw: as
+    SidesRead takes it); a UserError when one cannot be read again (changed or removed since it was scanned) or the
+    scratch folder written."""
     from rpcprof.analyze.folded_blocks import Irregular
     try:
-        read = SidesRead(a.path, b.path, rules_a, rules_b)
+        read = SidesRead(a.path, b.path, rules_a, rules_b, normalize, draw)
     except (OSError, EOFError, Irregular) as e:
         raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch files "
                         f"written ({e or 'a line changed'}); run the command again") from None
@@ -170,7 +171,6 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                 per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = ()) -> str:
     """Write the differential graph of B against A to out and return the report of the differences.
     requests: A's and B's request counts, for two profiles without a run folder (per_request.py)."""
-    import json
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     a, b = sides_of(a_path, b_path, count_a, count_b)
     streamed = all(r.scanned for s in (a, b) for r in s.rounds)
@@ -185,8 +185,6 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                         "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
     rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
     rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
-    read = stream_sides(a, b, rules_a, rules_b) if streamed else None
-    rows = category_rows(d, rules_a, rules_b)
     view = "us" if per_request else "share" if normalize else "abs"
     means = d.tested or per_request or len(a.rounds) > 1 or len(b.rounds) > 1      # drawn: the mean over rounds
     if means:
@@ -195,30 +193,48 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     else:
         scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
     sig = significance_line(d, view)
-    if read:
-        found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows)
-    else:
-        found, held = one_side(d, rows)      # held: every frame on each side only
-    one_sided = found["frames_only_in_a_count"] or found["frames_only_in_b_count"]
-    subtitle = " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
+
+    def subtitle_of(one_sided) -> str:
+        return " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
                                       "red: more in B, blue: less", sig, scaling,
                                       MARKS if not means and one_sided else "") if x)
-    legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
-    if means:
-        with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
-            files = [Path(scratch) / "a.folded", Path(scratch) / "b.folded"]
-            for side, f in zip((a, b), files):
-                write_stacks(mean_stacks(d, side, view), f)
-            render_diff_flamegraph(*files, out, title, subtitle, False, legend,
-                                   countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
-                                   recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
-    elif read:
-        render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, read.names()),
-                             bool(found["frames_only_in_a_count"]), (a.rounds[0].scanned, b.rounds[0].scanned))
-    else:
-        render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
-                               recolour=lambda svg: mark_one_side(svg, held),
-                               also_in_b=lambda stacks: vanished_stacks(stacks, drawn_names(held["a"]) | held["a"]))
+    def draw(scratch: Path, found: dict) -> Drawing:     # two bare files: drawn once merged, while categorised
+        one_sided = found["a"]["count"] or found["b"]["count"]
+        return Drawing(scratch, "diff.folded", inferno_options(title, subtitle_of(one_sided), b.rounds[0].scanned[1] or 1))
+    read = stream_sides(a, b, rules_a, rules_b, normalize, draw) if streamed else None
+    try:
+        rows = category_rows(d, rules_a, rules_b)
+        if read:
+            found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows)
+        else:
+            found, held = one_side(d, rows)      # held: every frame on each side only
+        subtitle = subtitle_of(found["frames_only_in_a_count"] or found["frames_only_in_b_count"])
+        legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
+        if means:
+            with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
+                files = [Path(scratch) / "a.folded", Path(scratch) / "b.folded"]
+                for side, f in zip((a, b), files):
+                    write_stacks(mean_stacks(d, side, view), f)
+                render_diff_flamegraph(*files, out, title, subtitle, False, legend,
+                                       countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
+                                       recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
+        elif read:
+            render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, read.names()),
+                                 bool(found["frames_only_in_a_count"]), (a.rounds[0].scanned, b.rounds[0].scanned))
+        else:
+            render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
+                                   recolour=lambda svg: mark_one_side(svg, held),
+                                   also_in_b=lambda stacks: vanished_stacks(stacks, drawn_names(held["a"]) | held["a"]))
+    finally:
+        if read:
+            read.cleanup()
+    return diff_report(a, b, d, rows, found, out, fmt, origin, sig or scaling)
+
+
+def diff_report(a: Side, b: Side, d: Diff, rows: list[dict], found: dict, out: Path, fmt: str, origin: str,
+                said: str) -> str:
+    """render_diff's report in fmt: the categories, the significant frames, the frames on one side only."""
+    import json
     frames = frame_rows(d)
     if fmt == "json":
         return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,
@@ -244,7 +260,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         text += render(frames[:FRAMES_SHOWN], cols, fmt) if frames else "(none)\n"
     else:
         text += rounds_note(d) + "\n"
-    return text + one_side_text(found, fmt) + f"\nWrote {out} ({sig or scaling}).\n"
+    return text + one_side_text(found, fmt) + f"\nWrote {out} ({said}).\n"
 
 
 def side_record(s: Side) -> dict:
