@@ -1,99 +1,149 @@
-//! Strings numbered in the order first seen, kept in one arena: a million distinct frames cost their bytes, an
-//! end offset and a slot of an open-addressing table (4 bytes, half of them empty), not a String and a hash
-//! map entry each. Exact: a slot's string is compared byte for byte.
+//! Strings numbered in the order first seen, kept in one arena: a million distinct frames cost their bytes, a
+//! record's header and an 8-byte slot of an open-addressing table (half of them empty), not a String and a hash
+//! map entry each. Exact: a string is compared byte for byte with the one its slot points to.
+//!
+//! A slot holds a tag of the string's hash and where its record starts in the arena (`NUMBER LEN NOTE BYTES`,
+//! 4, 4 and 8 bytes then the string's), so a look-up reads the slot and, when the tags agree, that one record: two
+//! places in memory for a string found, one for a string new, which is what a million distinct frames cost. A
+//! record's note is the caller's (one_side.rs keeps there the stack a leaf was first seen in), read and written
+//! where the look-up has just been.
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// A hash of the bytes, 8 at a time.
+fn hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(K);
     }
-    // FNV's low bits follow its input's low bits: a multiply spreads every bit into the high ones, which the table
-    // takes
-    h.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(32)
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K);
+    h ^ (h >> 29)
 }
 
 pub struct Interner {
     arena: Vec<u8>,
-    ends: Vec<usize>, // string i is arena[ends[i - 1]..ends[i]] (from 0 for the first)
-    slots: Vec<u32>,  // a string's number + 1, or 0 for an empty slot; a power of two, at most half full
+    starts: Vec<u32>, // string i's record starts at arena[starts[i]]
+    slots: Vec<u64>,  // (tag | 1) << 32 | the record's start, or 0 for an empty slot; a power of two, at most half full
 }
 
 impl Default for Interner {
     fn default() -> Self {
-        Interner { arena: Vec::new(), ends: Vec::new(), slots: vec![0; 1 << 10] }
+        Interner { arena: Vec::new(), starts: Vec::new(), slots: vec![0; 1 << 10] }
     }
 }
 
+const HEAD: usize = 16;
+
 impl Interner {
+    fn record(&self, at: usize) -> (u32, &[u8]) {
+        let number = u32::from_le_bytes(self.arena[at..at + 4].try_into().unwrap());
+        let len = u32::from_le_bytes(self.arena[at + 4..at + 8].try_into().unwrap()) as usize;
+        (number, &self.arena[at + HEAD..at + HEAD + len])
+    }
+
     pub fn get(&self, i: u32) -> &[u8] {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.arena[start..self.ends[i]]
+        self.record(self.starts[i as usize] as usize).1
     }
 
     pub fn len(&self) -> u32 {
-        self.ends.len() as u32
+        self.starts.len() as u32
     }
 
-    /// s's number, if it has one; else the empty slot where it would go (Err).
-    fn slot(&self, s: &[u8]) -> Result<u32, usize> {
+    /// The note of the record at `at` (0 until set).
+    pub fn note(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.arena[at + 8..at + 16].try_into().unwrap())
+    }
+
+    pub fn set_note(&mut self, at: usize, note: u64) {
+        self.arena[at + 8..at + 16].copy_from_slice(&note.to_le_bytes());
+    }
+
+    /// s's number and where its record starts, if it has one; else the empty slot where it would go (Err).
+    fn slot(&self, s: &[u8], h: u64) -> Result<(u32, usize), usize> {
         let mask = self.slots.len() - 1;
-        let mut at = fnv1a(s) as usize & mask;
+        let tag = (h >> 32 | 1) << 32;
+        let mut at = h as usize & mask;
         loop {
-            match self.slots[at] {
-                0 => return Err(at),
-                n if self.get(n - 1) == s => return Ok(n - 1),
-                _ => at = (at + 1) & mask,
+            let slot = self.slots[at];
+            if slot == 0 {
+                return Err(at);
             }
+            if slot & !0xffff_ffff == tag {
+                let (number, bytes) = self.record((slot & 0xffff_ffff) as usize);
+                if bytes == s {
+                    return Ok((number, (slot & 0xffff_ffff) as usize));
+                }
+            }
+            at = (at + 1) & mask;
         }
     }
 
     /// s's number, if it has one.
     pub fn find(&self, s: &[u8]) -> Option<u32> {
-        self.slot(s).ok()
+        self.find_at(s).map(|(n, _)| n)
+    }
+
+    /// s's number and where its record starts, if it has one.
+    pub fn find_at(&self, s: &[u8]) -> Option<(u32, usize)> {
+        self.slot(s, hash(s)).ok()
     }
 
     /// (its number, whether it is new) of s.
     pub fn intern(&mut self, s: &[u8]) -> (u32, bool) {
-        let at = match self.slot(s) {
-            Ok(n) => return (n, false),
+        let (n, new, _) = self.intern_at(s);
+        (n, new)
+    }
+
+    /// (its number, whether it is new, where its record starts) of s.
+    pub fn intern_at(&mut self, s: &[u8]) -> (u32, bool, usize) {
+        let h = hash(s);
+        let at = match self.slot(s, h) {
+            Ok((n, start)) => return (n, false, start),
             Err(at) => at,
         };
+        let n = self.starts.len() as u32;
+        let start = self.arena.len();
+        assert!(start + HEAD + s.len() <= u32::MAX as usize, "distinct strings of 4 GiB or more");
+        self.arena.extend_from_slice(&n.to_le_bytes());
+        self.arena.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.arena.extend_from_slice(&0u64.to_le_bytes());
         self.arena.extend_from_slice(s);
-        self.ends.push(self.arena.len());
-        let n = self.ends.len() as u32;
-        self.slots[at] = n;
-        if 2 * self.ends.len() > self.slots.len() {
+        self.starts.push(start as u32);
+        self.slots[at] = (h >> 32 | 1) << 32 | start as u64;
+        if 2 * self.starts.len() > self.slots.len() {
             self.grow();
         }
-        (n - 1, true)
+        (n, true, start)
     }
 
     fn grow(&mut self) {
-        let mut slots = vec![0u32; 2 * self.slots.len()];
+        let mut slots = vec![0u64; 2 * self.slots.len()];
         let mask = slots.len() - 1;
-        for n in 1..=self.ends.len() as u32 {
-            let mut at = fnv1a(self.get(n - 1)) as usize & mask;
+        for &start in &self.starts {
+            let (_, bytes) = self.record(start as usize);
+            let h = hash(bytes);
+            let mut at = h as usize & mask;
             while slots[at] != 0 {
                 at = (at + 1) & mask;
             }
-            slots[at] = n;
+            slots[at] = (h >> 32 | 1) << 32 | start as u64;
         }
         self.slots = slots;
     }
 }
 
-/// Pairs of numbers (a callers text's and a leaf's) numbered in the order first seen: an open-addressing table of
-/// 8-byte keys, no string hashed or compared.
+/// A number for each pair of numbers (a callers text's and a leaf's) given one: an open-addressing table whose
+/// slots hold the pair and its number, no string hashed or compared.
 pub struct Pairs {
-    keys: Vec<u64>,   // each pair, by its number
-    slots: Vec<u32>,  // a pair's number + 1, or 0 for an empty slot; a power of two, at most half full
+    len: usize,
+    slots: Vec<(u64, u32)>, // (a pair, its number + 1), or number 0 for an empty slot; a power of two, at most half full
 }
 
 impl Default for Pairs {
     fn default() -> Self {
-        Pairs { keys: Vec::new(), slots: vec![0; 1 << 10] }
+        Pairs { len: 0, slots: vec![(0, 0); 1 << 10] }
     }
 }
 
@@ -103,49 +153,42 @@ fn mix(key: u64) -> usize {
 }
 
 impl Pairs {
-    pub fn get(&self, i: u32) -> (u32, u32) {
-        let key = self.keys[i as usize];
-        ((key >> 32) as u32, key as u32)
-    }
-
     fn slot(&self, key: u64) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
         let mut at = mix(key) & mask;
         loop {
             match self.slots[at] {
-                0 => return Err(at),
-                n if self.keys[n as usize - 1] == key => return Ok(n - 1),
+                (_, 0) => return Err(at),
+                (k, n) if k == key => return Ok(n - 1),
                 _ => at = (at + 1) & mask,
             }
         }
     }
 
-    pub fn find(&self, first: u32, second: u32) -> Option<u32> {
-        self.slot((first as u64) << 32 | second as u64).ok()
+    pub fn get(&self, key: u64) -> Option<u32> {
+        self.slot(key).ok()
     }
 
-    /// (its number, whether it is new) of the pair.
-    pub fn intern(&mut self, first: u32, second: u32) -> (u32, bool) {
-        let key = (first as u64) << 32 | second as u64;
+    /// The pair's number, given it when it has none (new: true).
+    pub fn get_or(&mut self, key: u64, number: u32) -> (u32, bool) {
         let at = match self.slot(key) {
             Ok(n) => return (n, false),
             Err(at) => at,
         };
-        self.keys.push(key);
-        let n = self.keys.len() as u32;
-        self.slots[at] = n;
-        if 2 * self.keys.len() > self.slots.len() {
-            let mut slots = vec![0u32; 2 * self.slots.len()];
+        self.slots[at] = (key, number + 1);
+        self.len += 1;
+        if 2 * self.len > self.slots.len() {
+            let mut slots = vec![(0u64, 0u32); 2 * self.slots.len()];
             let mask = slots.len() - 1;
-            for (i, &key) in self.keys.iter().enumerate() {
+            for &(key, n) in self.slots.iter().filter(|s| s.1 != 0) {
                 let mut at = mix(key) & mask;
-                while slots[at] != 0 {
+                while slots[at].1 != 0 {
                     at = (at + 1) & mask;
                 }
-                slots[at] = i as u32 + 1;
+                slots[at] = (key, n);
             }
             self.slots = slots;
         }
-        (n - 1, true)
+        (number, true)
     }
 }

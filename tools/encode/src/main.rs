@@ -8,6 +8,8 @@
 //!                                                                 it draws (one_side.rs)
 //!        rpcprof-encode diff-folded A B [--normalize]            inferno-diff-folded's lines (diff_folded.rs)
 //!        rpcprof-encode scan FOLDED                               `TOTAL GCD STACKS` of its counts (rows.rs)
+//!        rpcprof-encode rows FOLDED                               its rows for report.py's categorisation
+//!                                                                 (grouped.rs)
 //!
 //! pprof and otlp read each stack's labels from stdin (labels.rs says how); speedscope reads nothing there.
 //! FOLDED is a folded file, gzip'd when its name ends in .gz. Exit 0 when the document is written, `stacks N` on
@@ -17,6 +19,7 @@
 //! the document cannot be written; 2 on a usage error.
 
 mod diff_folded;
+mod grouped;
 mod gzip;
 mod intern;
 mod labels;
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
             diff_folded::encode(a, b, !rest.is_empty(), &mut out)
         }
         ["scan", path] => rows::scan(path, &mut out),
+        ["rows", path] => grouped::encode(path, &mut out),
         ["one-side", a, b, listed, names, vanished, rest @ ..] if listed.parse::<usize>().is_ok()
             && matches!(rest, [] | [_, "raw" | "normalize"]) => {
             let merged = rest.first().map(|path| (*path, rest[1] == "normalize"));

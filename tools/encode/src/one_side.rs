@@ -29,7 +29,8 @@ struct Both {
     callers_at: Vec<u32>, // callers text i's frames are callers_frames[callers_at[i]..callers_at[i + 1]]
     callers_frames: Vec<u32>,
     callers_seen: Vec<u8>,
-    stacks: Pairs,       // (callers, leaf) -> stack number
+    stacks: Vec<u64>,    // each stack's (callers << 32 | leaf), by its number
+    others: Pairs,       // the number of each stack whose leaf's record notes another (stack_of)
     counts: Vec<[u64; 2]>,
     totals: [u128; 2],
     rows: [u64; 2],
@@ -88,12 +89,12 @@ impl Both {
         let bit = 1u8 << side;
         each_row(path, |row| {
             let c = self.callers_of(row.callers, bit);
-            let (leaf, new) = self.frames.intern(row.leaf);
+            let (leaf, new, at) = self.frames.intern_at(row.leaf);
             if new {
                 self.seen.push(0);
             }
             self.seen[leaf as usize] |= bit;
-            let (s, new) = self.stacks.intern(c, leaf);
+            let (s, new) = self.stack_of(c, leaf, at);
             if new {
                 self.counts.push([0, 0]);
             }
@@ -107,6 +108,40 @@ impl Both {
             return Err(refused("a total weight of 2^53 or more (Python divides it exactly, f64 does not)"));
         }
         Ok(())
+    }
+
+    /// (the number, whether it is new) of the stack (c, leaf), at: where the leaf's record starts. A leaf notes in
+    /// its record the first stack it ends, (callers + 1, stack), read with the leaf itself; any other stack it ends
+    /// is numbered in others.
+    fn stack_of(&mut self, c: u32, leaf: u32, at: usize) -> (u32, bool) {
+        let note = self.frames.note(at);
+        if note >> 32 == c as u64 + 1 {
+            return (note as u32, false);
+        }
+        let key = (c as u64) << 32 | leaf as u64;
+        let (s, new) = if note == 0 {
+            self.frames.set_note(at, (c as u64 + 1) << 32 | self.stacks.len() as u64);
+            (self.stacks.len() as u32, true)
+        } else {
+            self.others.get_or(key, self.stacks.len() as u32)
+        };
+        if new {
+            self.stacks.push(key);
+        }
+        (s, new)
+    }
+
+    /// The number of the stack of a row read before.
+    fn stack_read(&self, row: &Row) -> (u32, u32, u32) {
+        let c = self.callers.find(row.callers).expect("read before");
+        let (leaf, at) = self.frames.find_at(row.leaf).expect("read before");
+        let note = self.frames.note(at);
+        let s = if note >> 32 == c as u64 + 1 {
+            note as u32
+        } else {
+            self.others.get((c as u64) << 32 | leaf as u64).expect("read before")
+        };
+        (c, leaf, s)
     }
 
     fn only(&self, side: usize) -> Vec<bool> {
@@ -132,8 +167,7 @@ impl Again<'_> {
         let total = self.both.totals[self.side].max(1) as f64;
         let mut held: Vec<u32> = Vec::new();
         each_row(path, |row| {
-            let c = self.both.callers.find(row.callers).expect("read before");
-            let leaf = self.both.frames.find(row.leaf).expect("read before");
+            let (c, leaf, s) = self.both.stack_read(&row);
             if self.held[c as usize].is_none() {
                 let mut mine: Vec<u32> = Vec::new();
                 for &f in self.both.frames_of(c) {
@@ -162,7 +196,6 @@ impl Again<'_> {
             }
             if let Some(scale) = scale {
                 let w = (row.count as f64 * scale).round_ties_even() as u64;
-                let s = self.both.stacks.find(c, leaf).expect("read before");
                 self.both.counts[s as usize][1] += w;
             }
             Ok(())
@@ -201,7 +234,7 @@ fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bo
                 None if normalize && t1 != t2 => (*first as f64 * t2 as f64 / t1 as f64) as u64,
                 None => *first,
             };
-            let (c, leaf) = both.stacks.get(s as u32);
+            let (c, leaf) = ((both.stacks[s] >> 32) as u32, both.stacks[s] as u32);
             out.write_all(both.callers.get(c))?;
             out.write_all(both.frames.get(leaf))?;
             writeln!(out, " {first} {second}")?;
@@ -269,9 +302,7 @@ pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, m
 fn scale_rows(a: &str, both: &Both, scale: f64, stacks: usize) -> Result<Vec<u64>, Stop> {
     let mut scaled = vec![0u64; stacks];
     each_row(a, |row| {
-        let c = both.callers.find(row.callers).expect("read before");
-        let leaf = both.frames.find(row.leaf).expect("read before");
-        let s = both.stacks.find(c, leaf).expect("read before");
+        let (_, _, s) = both.stack_read(&row);
         scaled[s as usize] += (row.count as f64 * scale).round_ties_even() as u64;
         Ok(())
     })?;

@@ -131,3 +131,16 @@ class LeafFilter:
                 or not leaves.replace("\n", " ").isprintable()):
             return False
         return self._match(leaves.encode()) == [self._sentinel]
+
+
+_FILTERS: dict[tuple[str, ...], LeafFilter] = {}
+
+
+def leaf_filter(rules: list) -> LeafFilter:
+    """The LeafFilter of these rules, made once per process for the same patterns (its RE2 set costs a parse of
+    every pattern)."""
+    key = tuple(r.pattern.pattern for r in rules)
+    found = _FILTERS.get(key)
+    if found is None:
+        found = _FILTERS[key] = LeafFilter(rules)
+    return found

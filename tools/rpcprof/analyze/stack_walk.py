@@ -20,7 +20,8 @@ from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.encoded_rows import read_into
+from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows, leaf_filter
 from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
@@ -164,8 +165,10 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     try:
         tally = _Tally(rules, keep_frames)
-        for _, rows in folded_rows(Path(path)):
-            tally.add_rows(rows)
+        if keep_frames or not read_into(tally, Path(path)):      # the encoder's rows (encoded_rows.py), or read here
+            tally = _Tally(rules, keep_frames)
+            for _, rows in folded_rows(Path(path)):
+                tally.add_rows(rows)
     except (Irregular, OSError, EOFError):
         tally = _Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
         for stack, w in stream_folded(path):
@@ -308,13 +311,17 @@ class _Tally:
                 frames = self.by_frame[group] = {}
             frames[frame] = frames.get(frame, 0) + w
 
+    def leaf_filter(self) -> LeafFilter:
+        """The LeafFilter of every question's rules, made when first asked."""
+        if self._filter is None:
+            r = self.rules
+            self._filter = leaf_filter(r.rules + r.tax_rules + r.waits.rules)
+        return self._filter
+
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
         its callers' answers alone; any other row as add() counts it."""
-        if self._filter is None:
-            r = self.rules
-            self._filter = LeafFilter(r.rules + r.tax_rules + r.waits.rules)
-        none_match = self._filter.none_match
+        none_match = self.leaf_filter().none_match
         add, frames_of = self._add, self._frames_of
         keep_frames, under = self.keep_frames, self.under_callers
         for i in range(0, len(rows), ROWS_AT_ONCE):

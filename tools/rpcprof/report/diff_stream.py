@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from math import gcd
 from pathlib import Path
 
+from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import _Tally
@@ -48,6 +49,16 @@ def scan(path: Path) -> tuple[int, int, int] | None:
     return (total, unit, stacks) if total else None
 
 
+def start_sides(a: Path, b: Path, normalize: bool) -> SidesRead | None:
+    """SidesRead of two files that may be bare folded files the encoder takes, its encoder started now (report.py
+    diff calls it before it reads the rules, so the encoder's pass runs meanwhile); None for any other pair. The
+    caller stops it (cleanup()), used or not."""
+    from rpcprof.report import encoder
+    if not encoder.takes(a, b) or is_pprof(a) or is_pprof(b):
+        return None
+    return SidesRead(a, b, normalize)
+
+
 def _rows(path: Path):
     for _, rows in folded_rows(path):
         yield from rows
@@ -73,21 +84,30 @@ PARTS = 16               # a side's distinct frames are written to this many scr
 class SidesRead:
     """One pass over each of two bare folded files, A in a forked child (forked.py) while B is read here: each
     side's Breakdown under its rules (the walk of stack_walk.categorize_file). The frames on one side only, and the
-    lines the diff is drawn from, come from the compiled encoder (report/encoder.py's OneSide), run beside them,
-    when it takes the files: once it ends, draw(scratch, found) (given, and called between B's blocks) starts the drawing
-    (flamegraph.Drawing) while the sides are still read, when its lines are drawn as written. Else each side's
-    stacks are written as inferno draws them into a scratch folder (a.folded, b.folded), and its distinct frames
-    too, each block's to one of PARTS files by their hash; the frames on one side only are the set differences of
-    the two sides' files, a pair at a time. cleanup() stops the drawing and removes the folder."""
+    lines the diff is drawn from, come from the compiled encoder (report/encoder.py's OneSide), started with the
+    object (report.py diff starts it before it reads the rules) and run beside the reading, when it takes the
+    files: once it ends, draw(scratch, found) (given to categorize(), and called between B's chunks) starts the
+    drawing (flamegraph.Drawing) while the sides are still read, when its lines are drawn as written. Else each
+    side's stacks are written as inferno draws them into a scratch folder (a.folded, b.folded), and its distinct
+    frames too, each block's to one of PARTS files by their hash; the frames on one side only are the set
+    differences of the two sides' files, a pair at a time. cleanup() stops the encoder and the drawing and removes
+    the folder."""
 
-    def __init__(self, a: Path, b: Path, rules_a: Rules, rules_b: Rules, normalize: bool = True, draw=None) -> None:
+    def __init__(self, a: Path, b: Path, normalize: bool = True) -> None:
         from rpcprof.report import encoder
         from rpcprof.report.one_side import LISTED
-        self.paths = a, b
+        self.paths, self.normalize = (a, b), normalize
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
-        self.drawing, self._draw = None, draw
+        self.drawing = self._draw = None
         self.encoded = encoder.OneSide(a, b, self.scratch, LISTED, normalize) if encoder.takes(a, b) else None
+
+    def categorize(self, rules_a: Rules, rules_b: Rules, draw=None) -> None:
+        """Each side's Breakdown (breakdowns), and the frames on one side only."""
+        a, b = self.paths
+        self._draw = draw
+        for rules in (rules_a, rules_b):      # made once, here, for both sides: the child inherits it
+            _Tally(rules, False).leaf_filter()
         try:
             own = self.encoded is None
             side_a = Forked(self._read, a, rules_a, "a", own)    # A on the other CPU while B is read here
@@ -127,7 +147,11 @@ class SidesRead:
             self.only_b |= in_b - in_a
 
     def _read(self, path: Path, rules: Rules, side: str, own: bool, poll=None) -> object:
-        """The side's Breakdown; own: its drawn stacks and its frames written here (no encoder)."""
+        """The side's Breakdown (from the encoder's rows, when it is there); own: its drawn stacks and its frames
+        written here (no encoder)."""
+        tally = _Tally(rules, False)
+        if not own and read_into(tally, path, poll):
+            return tally.breakdown(path)
         tally = _Tally(rules, False)
         with open(self.scratch / (side + ".folded"), "w", encoding="utf-8") if own else nullcontext() as out:
             parts = _FrameParts(self.scratch, side) if own else None
@@ -169,6 +193,8 @@ class SidesRead:
         return {"a": self.encoded.names("a"), "b": self.encoded.names("b")}
 
     def cleanup(self) -> None:
+        if self.encoded:
+            self.encoded.stop()
         if self.drawing:
             self.drawing.stop()
         self._scratch.cleanup()

@@ -21,20 +21,19 @@ import sys
 from array import array
 from pathlib import Path
 
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.folded_blocks import Irregular, folded_rows, leaf_filter
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, ROWS_AT_ONCE
-from rpcprof.paths import VENV
+from rpcprof.paths import ENCODER, encoder_ready
 from rpcprof.report.export import GZIP_LEVEL
 from rpcprof.report.pprof_stream import _Labels, labels_of
 
-ENCODER = VENV / "bin" / "rpcprof-encode"
 CANNOT_WRITE = 4      # its exit status for an output it cannot write (the OS's error on its one line of stderr);
                       # any other but 0 (3: a file it does not take) leaves the file to the Python writers
 
 
 def available() -> bool:
-    return os.access(ENCODER, os.X_OK) and not os.environ.get("RPCPROF_NO_ENCODER")
+    return encoder_ready()
 
 
 class LabelSets(_Labels):
@@ -82,7 +81,7 @@ def _send_labels(folded: Path, rules: Rules, stdin) -> int:
     weighs anything, the encoder checks). Irregular as folded_rows raises it; BrokenPipeError when the encoder
     has stopped."""
     sets = LabelSets(rules)
-    none_match = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
+    none_match = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
     of_stack, of_callers, known, decided = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get
     neutral = sets.neutral
     stacks = 0

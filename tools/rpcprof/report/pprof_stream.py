@@ -22,7 +22,7 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows
+from rpcprof.analyze.folded_blocks import Irregular, folded_rows, leaf_filter
 from rpcprof.analyze.once_leaves import ONCE_BITS, leaf_counts
 from rpcprof.analyze.rules import CACHE_LIMIT, Rules, remember
 from rpcprof.analyze.stack_walk import ROWS_AT_ONCE, _Tally
@@ -269,7 +269,7 @@ class LabelledRows:
 
     def __init__(self, rules: Rules, tables, labels, encode_ids) -> None:
         self.tables, self.labels, self.encode_ids = tables, labels, encode_ids
-        self.filter = LeafFilter(rules.rules + rules.tax_rules + rules.waits.rules)
+        self.filter = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules)
         self.callers: dict[str, list] = {}       # callers `a;b;` -> [their location ids leaf-first, encoded; labels]
         self.weighed = False
 

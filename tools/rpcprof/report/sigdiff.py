@@ -85,13 +85,15 @@ def sides_of(a_path: Path, b_path: Path, count_a: int | None, count_b: int | Non
             ahead.stop()
 
 
-def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules, normalize: bool, draw) -> SidesRead:
-    """Two bare folded files read once each (report/diff_stream.py), each round given its Breakdown (draw: as
-    SidesRead takes it); a UserError when one cannot be read again (changed or removed since it was scanned) or the
-    scratch folder written."""
+def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules, normalize: bool, draw,
+                 started: SidesRead | None = None) -> SidesRead:
+    """Two bare folded files read once each (report/diff_stream.py: started, or started here), each round given
+    its Breakdown (draw: as SidesRead.categorize takes it); a UserError when one cannot be read again (changed or
+    removed since it was scanned) or the scratch folder written."""
     from rpcprof.analyze.folded_blocks import Irregular
     try:
-        read = SidesRead(a.path, b.path, rules_a, rules_b, normalize, draw)
+        read = started or SidesRead(a.path, b.path, normalize)
+        read.categorize(rules_a, rules_b, draw)
     except (OSError, EOFError, Irregular) as e:
         raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch files "
                         f"written ({e or 'a line changed'}); run the command again") from None
@@ -168,9 +170,11 @@ def rounds_note(d: Diff) -> str:
 
 
 def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | None, normalize: bool,
-                per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = ()) -> str:
+                per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = (),
+                started: SidesRead | None = None) -> str:
     """Write the differential graph of B against A to out and return the report of the differences.
-    requests: A's and B's request counts, for two profiles without a run folder (per_request.py)."""
+    requests: A's and B's request counts, for two profiles without a run folder (per_request.py); started:
+    start_sides' of A and B, used when they are read as they go (the caller stops it)."""
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     a, b = sides_of(a_path, b_path, count_a, count_b)
     streamed = all(r.scanned for s in (a, b) for r in s.rounds)
@@ -201,7 +205,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     def draw(scratch: Path, found: dict) -> Drawing:     # two bare files: drawn once merged, while categorised
         one_sided = found["a"]["count"] or found["b"]["count"]
         return Drawing(scratch, "diff.folded", inferno_options(title, subtitle_of(one_sided), b.rounds[0].scanned[1] or 1))
-    read = stream_sides(a, b, rules_a, rules_b, normalize, draw) if streamed else None
+    read = stream_sides(a, b, rules_a, rules_b, normalize, draw, started) if streamed else None
     try:
         rows = category_rows(d, rules_a, rules_b)
         if read:

@@ -1,0 +1,65 @@
+"""The encoder's rows (analyze/encoded_rows.py) are counted as folded_rows' rows are: the same tally, whether a
+chunk is summed by callers at once or given to add_rows row by row; and a file the block reader does not take
+is refused, so that categorize_file reads it its own way."""
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import fleet_folded
+
+from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.analyze.encoded_rows import read_into
+from rpcprof.analyze.folded_blocks import folded_rows
+from rpcprof.analyze.stack_walk import _Tally
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CAPTURES = sorted(DATA.glob("*.folded.gz"))
+RULES = load_rules()
+
+
+def tallies(path: Path, rules=RULES) -> tuple[_Tally, _Tally, bool]:
+    encoded, read = _Tally(rules, False), _Tally(rules, False)
+    took = read_into(encoded, path)
+    for _, rows in folded_rows(path):
+        read.add_rows(rows)
+    return encoded, read, took
+
+
+def same(encoded: _Tally, read: _Tally) -> None:
+    assert encoded.breakdown("x") == read.breakdown("x")
+    assert (encoded.stacks, encoded.unit) == (read.stacks, read.unit)
+
+
+@pytest.mark.parametrize("capture", CAPTURES[:3], ids=lambda p: p.name.split(".")[0])
+def test_a_capture_gzip_d_or_not(capture, tmp_path):
+    plain = tmp_path / "plain.folded"
+    with gzip.open(capture, "rb") as f, open(plain, "wb") as out:
+        shutil.copyfileobj(f, out)
+    for path in (capture, plain):
+        encoded, read, took = tallies(path)
+        assert took
+        same(encoded, read)
+
+
+@pytest.mark.parametrize("view", ["category", "tax", "waits"])
+def test_the_leaves_shape_with_lone_frames_and_zeros_over_several_chunks(tmp_path, view):
+    stacks = [frames for frames, _ in open_folded(CAPTURES[0])[:30]]
+    path = fleet_folded(tmp_path / "leaves.folded", 40_000, stacks, ["send", "x_[k]", "lone"])
+    encoded, read, took = tallies(path, RULES.using(1, view))
+    assert took and encoded.under_callers         # some chunks were summed by callers at once
+    same(encoded, read)
+
+
+def test_a_file_the_block_reader_does_not_take_is_refused(tmp_path):
+    path = tmp_path / "bad.folded"
+    path.write_text("a;b 1\n\nc 2\n", encoding="utf-8")
+    assert not read_into(_Tally(RULES, False), path)
+
+
+def test_without_the_encoder_nothing_is_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
+    tally = _Tally(RULES, False)
+    assert not read_into(tally, CAPTURES[0]) and tally.stacks == 0

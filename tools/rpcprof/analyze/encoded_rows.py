@@ -1,0 +1,104 @@
+"""A folded file's rows read by the compiled encoder (`rpcprof-encode rows`, tools/encode/src/grouped.rs) for the
+categorisation without its frames (`table`, diff's sides): report.py reads no line itself. The encoder numbers
+each distinct callers text (`a;b;`) and sends, a chunk of rows at a time, the texts new in it, the rows' leaves
+joined by newlines, and each row's callers number and count. A chunk whose leaves no rule may match
+(LeafFilter, one RE2 call over them all) is summed by callers number at once (numpy's add.at, exact on
+integers), as _Tally.add_rows sums such a run by callers text; any other chunk is given to add_rows as rows.
+At the end, the sums join the tally's weights by callers text: the same Breakdown as folded_rows' rows give.
+
+read_into() gives False, having counted nothing that stays, when the encoder is not there or refuses the
+file (a line folded_blocks does not take): the caller then reads the file its own way, which says what is
+wrong with it. The encoder is stopped (by PID) on every way out.
+"""
+from __future__ import annotations
+
+import struct
+import subprocess
+from math import gcd
+from pathlib import Path
+
+from rpcprof.paths import ENCODER, encoder_ready
+
+_HEAD = struct.Struct("<4I")
+
+
+class _Sums:
+    """Per callers number: the weight of the rows summed at once, and whether any was."""
+
+    def __init__(self, np) -> None:
+        self.np = np
+        self.weights = np.zeros(1 << 12, np.uint64)
+        self.hit = np.zeros(1 << 12, np.bool_)
+
+    def add(self, ids, counts, known: int) -> None:
+        if known > len(self.weights):
+            size = 1 << (known - 1).bit_length()
+            self.weights = self.np.concatenate([self.weights, self.np.zeros(size - len(self.weights), self.np.uint64)])
+            self.hit = self.np.concatenate([self.hit, self.np.zeros(size - len(self.hit), self.np.bool_)])
+        self.np.add.at(self.weights, ids, counts)
+        self.hit[ids] = True
+
+    def into(self, under: dict[str, int], callers: list[str]) -> None:
+        """The sums added to under (callers text -> weight), as add_rows adds them."""
+        hit = self.np.flatnonzero(self.hit)
+        for i, w in zip(hit.tolist(), self.weights[hit].tolist()):
+            text = callers[i]
+            under[text] = under.get(text, 0) + w
+
+
+def _chunks(stdout):
+    """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
+    stream stops short (the encoder refused the file, or was stopped)."""
+    import numpy as np
+
+    def exactly(n: int) -> bytes:
+        data = stdout.read(n)
+        if len(data) != n:
+            raise EOFError
+        return data
+
+    while True:
+        kind = exactly(1)
+        if kind == b"E":
+            return
+        rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
+        texts = exactly(new_len).decode("utf-8").split("\n") if new else []
+        leaves = exactly(leaves_len).decode("utf-8")
+        ids = np.frombuffer(exactly(4 * rows), np.uint32)
+        counts = np.frombuffer(exactly(8 * rows), np.uint64)
+        yield texts, leaves, ids, counts, rows
+
+
+def read_into(tally, path: Path, between=None) -> bool:
+    """Every row of the folded file counted into tally (a stack_walk._Tally without frames) by the encoder's
+    chunks, between() called after each when given; False when the encoder is not there or refused the file
+    (tally then holds what it counted)."""
+    if not encoder_ready() or not Path(path).is_file():
+        return False
+    import numpy as np
+    proc = subprocess.Popen([str(ENCODER), "rows", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        callers: list[str] = []
+        sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
+        for texts, leaves, ids, counts, rows in _chunks(proc.stdout):
+            if empty is None and "" in texts:
+                empty = len(callers) + texts.index("")
+            callers += texts
+            if none_match(leaves) and (empty is None or not (ids == empty).any()):
+                sums.add(ids, counts, len(callers))
+                tally.stacks += rows
+                tally.unit = gcd(tally.unit, int(np.gcd.reduce(counts)))
+            else:
+                tally.add_rows(list(zip(map(callers.__getitem__, ids.tolist()), leaves.split("\n"), counts.tolist())))
+            if between:
+                between()
+        sums.into(tally.under_callers, callers)
+        return proc.wait() == 0
+    except EOFError:
+        return False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
