@@ -63,3 +63,21 @@ def test_without_the_encoder_nothing_is_read(tmp_path, monkeypatch):
     monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
     tally = _Tally(RULES, False)
     assert not read_into(tally, CAPTURES[0]) and tally.stacks == 0
+
+
+@pytest.mark.parametrize("keep_frames", [True, False])
+def test_chunks_counted_at_once_give_the_rows_answer(tmp_path, keep_frames):
+    """Chunks of leaves no rule matches: summed by callers (without frames), or each leaf counted under itself in
+    one update (with them), in the same order as the rows give it."""
+    path = tmp_path / "leaves.folded"
+    lines = [f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 7 + 1}\n" for i in range(40_000)]
+    lines[35_000] = "main;worker_1;tcp_sendmsg 2\n"       # a chunk with a leaf a rule decides: its rows one by one
+    path.write_text("".join(lines), encoding="utf-8")
+    encoded, read = _Tally(RULES, keep_frames), _Tally(RULES, keep_frames)
+    assert read_into(encoded, path)
+    for _, rows in folded_rows(path):
+        read.add_rows(rows)
+    same(encoded, read)
+    got, want = encoded.breakdown("x"), read.breakdown("x")
+    assert [(g, list(f.items())) for g, f in got.by_frame.items()] == [(g, list(f.items())) for g, f in want.by_frame.items()]
+    assert bool(got.by_frame) == keep_frames

@@ -1,9 +1,10 @@
 """A folded file's rows read by the compiled encoder (`rpcprof-encode rows`, tools/encode/src/grouped.rs) for the
-categorisation without its frames (`table`, diff's sides): report.py reads no line itself. The encoder numbers
+categorisation (`table`, `top`, diff's sides): report.py reads no line itself. The encoder numbers
 each distinct callers text (`a;b;`) and sends, a chunk of rows at a time, the texts new in it, the rows' leaves
 joined by newlines, and each row's callers number and count. A chunk whose leaves no rule may match
 (LeafFilter, one RE2 call over them all) is summed by callers number at once (numpy's add.at, exact on
-integers), as _Tally.add_rows sums such a run by callers text; any other chunk is given to add_rows as rows.
+integers), as _Tally.add_rows sums such a run by callers text, or, when the frames are kept, counted under its
+own leaves at once (stack_walk.new_leaves_at_once) when it can be; any other chunk is given to add_rows as rows.
 At the end, the sums join the tally's weights by callers text: the same Breakdown as folded_rows' rows give.
 
 read_into() gives False, having counted nothing that stays, when the encoder is not there or refuses the
@@ -70,10 +71,10 @@ def _chunks(stdout):
 
 
 def read_into(tally, path: Path, between=None) -> bool:
-    """Every row of the folded file counted into tally (a stack_walk._Tally without frames) by the encoder's
-    chunks, between() called after each when given; False when the encoder is not there or refused the file
-    (tally then holds what it counted)."""
-    if not encoder_ready() or not Path(path).is_file():
+    """Every row of the folded file counted into tally (a stack_walk._Tally whose others are not kept) by the
+    encoder's chunks, between() called after each when given; False when the encoder is not there or refused the
+    file (tally then holds what it counted)."""
+    if not encoder_ready() or not Path(path).is_file() or tally.others is not None:
         return False
     import numpy as np
     proc = subprocess.Popen([str(ENCODER), "rows", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -85,12 +86,14 @@ def read_into(tally, path: Path, between=None) -> bool:
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts
-            if none_match(leaves) and (empty is None or not (ids == empty).any()):
+            at_once = none_match(leaves) and (empty is None or not (ids == empty).any())   # no stack of one frame
+            if at_once and not tally.keep_frames:
                 sums.add(ids, counts, len(callers))
-                tally.stacks += rows
-                tally.unit = gcd(tally.unit, int(np.gcd.reduce(counts)))
+                tally.counted(rows, int(np.gcd.reduce(counts)))
             else:
-                tally.add_rows(list(zip(map(callers.__getitem__, ids.tolist()), leaves.split("\n"), counts.tolist())))
+                rows = list(map(callers.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist()
+                if not (at_once and tally.leaves_at_once(*rows)):
+                    tally.add_rows(list(zip(*rows)))
             if between:
                 between()
         sums.into(tally.under_callers, callers)

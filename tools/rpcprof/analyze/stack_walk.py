@@ -165,7 +165,7 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     try:
         tally = _Tally(rules, keep_frames)
-        if keep_frames or not read_into(tally, Path(path)):      # the encoder's rows (encoded_rows.py), or read here
+        if not read_into(tally, Path(path)):      # the encoder's rows (encoded_rows.py), or read here
             tally = _Tally(rules, keep_frames)
             for _, rows in folded_rows(Path(path)):
                 tally.add_rows(rows)
@@ -179,12 +179,12 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
 ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
 
 
-def _new_leaves_at_once(run: list[tuple[str, str, str]], leaf_into: dict, frames_for) -> bool:
-    """A run of rows whose stacks all count under their own leaf in one group's frames, each leaf new there:
-    counted by one dict update, in the run's order as one row at a time would; False, having counted nothing,
-    otherwise. leaf_into: callers -> the frames dict their stacks count their leaf into, or False (a frame of
-    theirs decides, or no callers); frames_for(callers) puts callers there, in the run's order."""
-    callers, leaves, weights = zip(*run)
+def new_leaves_at_once(callers, leaves, weights, leaf_into: dict, frames_for) -> bool:
+    """A run of rows (their callers, leaves and weights, in order) whose stacks all count under their own leaf
+    in one group's frames, each leaf new there: counted by one dict update, in the run's order as one row at a
+    time would; False, having counted nothing, otherwise. leaf_into: callers -> the frames dict their stacks
+    count their leaf into, or False (a frame of theirs decides, or no callers); frames_for(callers) puts callers
+    there, in the run's order."""
     into = list(map(leaf_into.get, callers))
     if None in into:
         for c in callers:
@@ -195,7 +195,7 @@ def _new_leaves_at_once(run: list[tuple[str, str, str]], leaf_into: dict, frames
     if frames is None or frames is False or len(set(map(id, into))) != 1:
         return False
     new = dict(zip(leaves, map(int, weights)))
-    if len(new) != len(run) or not frames.keys().isdisjoint(new):
+    if len(new) != len(callers) or not frames.keys().isdisjoint(new):
         return False
     frames.update(new)
     return True
@@ -240,14 +240,13 @@ class _Tally:
         self.weights: dict[str, int] = {}
         self.by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
         self.unit = self.stacks = 0
-        self._filter = None
         # without the deciding frames, the stacks whose leaf no rule answers are summed by their callers (`a;b;`)
         # alone, and their callers' answers asked once at the end: under_callers, emptied into weights when it
         # grows past CACHE_LIMIT, unless a flame graph keeps it whole, with the others' sums by (callers, group)
         self.under_callers: dict[str, int] = {}
         self.others: dict[tuple[str, str], int] | None = None
         self._frames_of: dict[str, tuple[dict[str, int], str | None]] = {}    # callers -> (by_frame[group], frame)
-        self._leaf_into: dict[str, dict[str, int] | bool] = {"": False}        # see _new_leaves_at_once
+        self._leaf_into: dict[str, dict[str, int] | bool] = {"": False}        # see new_leaves_at_once
 
     def by_callers_weights(self) -> None:
         """Keep the weights under each caller whole (under_callers), and those of the other stacks by their
@@ -312,11 +311,18 @@ class _Tally:
             frames[frame] = frames.get(frame, 0) + w
 
     def leaf_filter(self) -> LeafFilter:
-        """The LeafFilter of every question's rules, made when first asked."""
-        if self._filter is None:
-            r = self.rules
-            self._filter = leaf_filter(r.rules + r.tax_rules + r.waits.rules)
-        return self._filter
+        """The LeafFilter of every question's rules (made once per process: folded_blocks.leaf_filter)."""
+        return leaf_filter(self.rules.rules + self.rules.tax_rules + self.rules.waits.rules)
+
+    def leaves_at_once(self, callers: list[str], leaves: list[str], weights: list[int]) -> bool:
+        """new_leaves_at_once of rows given as their callers, leaves and weights (counted in stacks and unit too)."""
+        done = new_leaves_at_once(callers, leaves, weights, self._leaf_into, self._frames_for)
+        return done and self.counted(len(callers), gcd(*set(weights)))
+
+    def counted(self, rows: int, unit: int) -> bool:
+        """rows stacks more, whose weights' gcd is unit."""
+        self.stacks, self.unit = self.stacks + rows, gcd(self.unit, unit)
+        return True
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
@@ -337,7 +343,7 @@ class _Tally:
                     else:
                         add(leaf, int(w))
                 continue
-            if _new_leaves_at_once(run, self._leaf_into, self._frames_for):
+            if new_leaves_at_once(*zip(*run), self._leaf_into, self._frames_for):
                 continue
             for callers, leaf, w in run:       # summed into by_frame alone: the weights are its sums
                 w = int(w)
