@@ -14,8 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.paths import VENV
 from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
 
+CHECKED = VENV / ".rpcprof-checked"     # hashes of the data found valid (check)
+CHECKED_MAX = 1 << 20                     # bytes of it, past which nothing more is kept
 MODES = ("run", "attach", "sweep")
 STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 
@@ -201,9 +204,49 @@ def _message(error, data) -> str:
 
 
 def check(data, schema: dict, path: Path | str, fix: str = "re-run or fix the file"):
-    """data, if it has schema's types; else UserError `PATH: key 'K' must be T, got U; FIX`."""
+    """data, if it has schema's types; else UserError `PATH: key 'K' must be T, got U; FIX`. Data found valid
+    once (the same data under the same schema, by a hash of both) is not checked again: CHECKED keeps the hashes,
+    and a report reading the same categorize.yaml again skips jsonschema's import and its walk."""
+    key = _hash(data, schema)
+    if key is not None and key in _checked():
+        return data
     import jsonschema                      # here: its import costs a report that reads no run file 70 ms
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if error is not None:
         raise UserError(f"{path}: {_message(error, data)}; {fix}")
+    if key is not None:
+        _remember(key)
     return data
+
+
+def _hash(data, schema: dict) -> str | None:
+    import hashlib
+    import json
+    try:
+        text = json.dumps([data, schema], sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):        # what JSON cannot say exactly (a date, NaN): checked every time
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+_CHECKED: set[str] | None = None
+
+
+def _checked() -> set[str]:
+    global _CHECKED
+    if _CHECKED is None:
+        try:
+            _CHECKED = set(CHECKED.read_text(encoding="ascii").split())
+        except (OSError, UnicodeDecodeError):
+            _CHECKED = set()
+    return _CHECKED
+
+
+def _remember(key: str) -> None:
+    _checked().add(key)
+    try:
+        if CHECKED.parent.is_dir() and (not CHECKED.exists() or CHECKED.stat().st_size < CHECKED_MAX):
+            with open(CHECKED, "a", encoding="ascii") as f:     # one short line: appended whole
+                f.write(key + "\n")
+    except OSError:
+        pass
