@@ -50,15 +50,20 @@ def test_streamed_diff_of_leaves_files(tmp_path, monkeypatch, normalize, fmt):
     both_ways(a, a, tmp_path, monkeypatch, normalize, fmt)
 
 
+PRINTABLE_ODD = ["", "a b", "# c", "n 12", "m 1.5", "x .", "y 1.2.3", "trail ", " lead", "#x", "# ", "z 7."]
+
+
+@pytest.mark.parametrize("odd", [["x_[k]", "send"], PRINTABLE_ODD], ids=["as-written", "printable"])
 @pytest.mark.parametrize("encoded", [True, False])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_streamed_diff_of_leaves_files_drawn_as_written(tmp_path, monkeypatch, normalize, encoded):
-    """Lines inferno draws as written, frames on both sides only: the encoder merges them and the graph is drawn
-    while the sides are read; without the encoder, the drawn files are merged."""
+def test_streamed_diff_of_printable_leaves_files(tmp_path, monkeypatch, normalize, encoded, odd):
+    """Printable ASCII lines, some drawn otherwise than written (a leaf ending in a space or in ` 12`, a stack
+    starting with a space or `# `, none at all), frames on both sides only: the encoder draws and merges them
+    and the graph is drawn while the sides are read; without the encoder, the drawn files are merged."""
     if not encoded:
         monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
     stacks = [frames for frames, _ in open_folded(CAPTURES[0])[:30]]
-    a = fleet_folded(tmp_path / "a.folded", 3000, stacks, ["x_[k]", "send"])
+    a = fleet_folded(tmp_path / "a.folded", 3000, stacks, odd)
     b = fleet_folded(tmp_path / "b.folded", 2500, stacks[:20] + [["main", "only_b"]])
     both_ways(a, b, tmp_path, monkeypatch, normalize, "json")
     both_ways(b, a, tmp_path, monkeypatch, normalize, "table")

@@ -2,13 +2,14 @@
 //! in B's stacks and in none of A's is new, one in A's and in none of B's has vanished. Each comes with the share
 //! of its side's weight whose stacks hold it, summed stack by stack in the file's order as diff_stream.shares_of
 //! sums them (the same floats). Writes to stdout, as JSON, each side's count and its `listed` largest (share,
-//! then name), and whether the files' lines are drawn as written ("as_written"); to names_out every such frame,
+//! then name), and whether the merged lines below were written ("merged"); to names_out every such frame,
 //! `a\tNAME` or `b\tNAME` a line; to vanished_out A's lines that hold a vanished frame, as written.
 //!
 //! Given a merged file, it also writes there the lines inferno-flamegraph draws the diff from, as
 //! diff_stream.render_diff_streamed makes them (diff_folded.rs's lines of the drawn files, A scaled and its
-//! stacks that hold a vanished frame added to B's when there are any), when every line of both files is drawn as
-//! written (displayable_stack leaves it as it is): an empty file otherwise, and report.py makes them its own way.
+//! stacks that hold a vanished frame added to B's when there are any), each stack as displayable_stack draws it,
+//! when every line of both files is printable ASCII (drawn: what displayable_stack does to such a line): an
+//! empty file otherwise, and report.py makes them its own way.
 //!
 //! Each side is read once: a distinct callers text is split into its frames once, and a stack is numbered by
 //! its (callers, leaf) pair, so a million stacks under a hundred thousand callers cost a million leaves' look-ups.
@@ -34,23 +35,55 @@ struct Both {
     counts: Vec<[u64; 2]>,
     totals: [u128; 2],
     rows: [u64; 2],
-    as_written: bool,
+    merged: bool, // every line drawn here: the merged lines are written
 }
 
-/// Whether displayable_stack draws the row's stack as written: printable ASCII, not starting with a space or a
-/// '#', and a leaf that does not end in a space followed by digits and dots (a count to inferno).
-fn as_written(row: &Row) -> bool {
+/// How report.py's displayable_stack draws a row's stack, for the lines inferno reads.
+enum Drawn {
+    Same,
+    Other(Vec<u8>),
+    Unknown, // not printable ASCII: report.py draws such a file itself
+}
+
+/// displayable_stack of a printable-ASCII stack: its spaces at both ends stripped (the only whitespace there is),
+/// a `# ` at its start made `#` and a no-break space (inferno skips a line starting `# `), a last space followed
+/// by what reads as a count (`[0-9]*(\.[0-9]*)?`) made a no-break space, and `[empty stack]` for nothing.
+fn drawn(row: &Row) -> Drawn {
     let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
-    let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
-    let odd_end = match row.leaf.iter().rposition(|&b| b == b' ') {
-        Some(at) => row.leaf[at + 1..].iter().all(|&b| b.is_ascii_digit() || b == b'.'),
-        None => false,
+    if !printable(row.callers) || !printable(row.leaf) {
+        return Drawn::Unknown;
+    }
+    let counted = |s: &[u8]| match s.iter().rposition(|&b| b == b' ') {
+        Some(at) => {
+            let rest = &s[at + 1..];
+            let dot = rest.iter().position(|&b| b == b'.').unwrap_or(rest.len());
+            let digits = |t: &[u8]| t.iter().all(u8::is_ascii_digit);
+            (digits(&rest[..dot]) && (dot == rest.len() || digits(&rest[dot + 1..]))).then_some(at)
+        }
+        None => None,
     };
-    printable(row.callers) && printable(row.leaf) && !matches!(first, None | Some(b' ') | Some(b'#')) && !odd_end
+    let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
+    let last = if row.leaf.is_empty() { row.callers.last() } else { row.leaf.last() };
+    let hash_space = first == Some(&b'#') && [row.callers, row.leaf].concat().get(1) == Some(&b' ');
+    if !matches!(first, None | Some(b' ')) && last != Some(&b' ') && !hash_space && counted(row.leaf).is_none() {
+        return Drawn::Same;
+    }
+    let whole = [row.callers, row.leaf].concat();
+    let start = whole.iter().position(|&b| b != b' ').unwrap_or(whole.len());
+    let end = whole.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
+    let mut stack = whole[start..end].to_vec();
+    if stack.starts_with(b"# ") {
+        stack.splice(1..2, "\u{a0}".bytes());
+    }
+    if let Some(at) = counted(&stack) {
+        stack.splice(at..at + 1, "\u{a0}".bytes());
+    }
+    Drawn::Other(if stack.is_empty() { b"[empty stack]".to_vec() } else { stack })
 }
 
 impl Both {
-    fn callers_of(&mut self, callers: &[u8], bit: u8) -> u32 {
+    /// The callers text's number, its frames the side's (bit) when mark; a drawn text is not the side's frames.
+    fn callers_of(&mut self, callers: &[u8], bit: u8, mark: bool) -> u32 {
         let (c, new) = self.callers.intern(callers);
         if new {
             self.callers_at.push(self.callers_frames.len() as u32);
@@ -65,7 +98,7 @@ impl Both {
             }
             self.callers_seen.push(0);
         }
-        if self.callers_seen[c as usize] & bit == 0 {
+        if mark && self.callers_seen[c as usize] & bit == 0 {
             self.callers_seen[c as usize] |= bit;
             let (start, end) = self.span(c);
             for &f in &self.callers_frames[start..end] {
@@ -88,20 +121,34 @@ impl Both {
     fn read(&mut self, path: &str, side: usize) -> Result<(), Stop> {
         let bit = 1u8 << side;
         each_row(path, |row| {
-            let c = self.callers_of(row.callers, bit);
+            let c = self.callers_of(row.callers, bit, true);
             let (leaf, new, at) = self.frames.intern_at(row.leaf);
             if new {
                 self.seen.push(0);
             }
             self.seen[leaf as usize] |= bit;
-            let (s, new) = self.stack_of(c, leaf, at);
+            let (s, new) = match drawn(&row) {
+                Drawn::Other(stack) => {
+                    let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
+                    let c = self.callers_of(dc, bit, false);
+                    let (leaf, new, at) = self.frames.intern_at(dl);
+                    if new {
+                        self.seen.push(0);
+                    }
+                    self.stack_of(c, leaf, at)
+                }
+                Drawn::Unknown => {
+                    self.merged = false;
+                    self.stack_of(c, leaf, at)
+                }
+                Drawn::Same => self.stack_of(c, leaf, at),
+            };
             if new {
                 self.counts.push([0, 0]);
             }
             self.counts[s as usize][side] += row.count;
             self.totals[side] += row.count as u128;
             self.rows[side] += 1;
-            self.as_written = self.as_written && as_written(&row);
             Ok(())
         })?;
         if self.totals[side] >= 1 << 53 {
@@ -131,17 +178,28 @@ impl Both {
         (s, new)
     }
 
-    /// The number of the stack of a row read before.
+    /// (its callers' number, its leaf's, its stack's as drawn) of a row read before.
     fn stack_read(&self, row: &Row) -> (u32, u32, u32) {
         let c = self.callers.find(row.callers).expect("read before");
-        let (leaf, at) = self.frames.find_at(row.leaf).expect("read before");
-        let note = self.frames.note(at);
-        let s = if note >> 32 == c as u64 + 1 {
-            note as u32
-        } else {
-            self.others.get((c as u64) << 32 | leaf as u64).expect("read before")
+        let leaf = self.frames.find(row.leaf).expect("read before");
+        let s = match drawn(row) {
+            Drawn::Other(stack) => {
+                let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
+                self.stack_found(self.callers.find(dc).expect("read before"), dl)
+            }
+            _ => self.stack_found(c, row.leaf),
         };
         (c, leaf, s)
+    }
+
+    fn stack_found(&self, c: u32, leaf: &[u8]) -> u32 {
+        let (l, at) = self.frames.find_at(leaf).expect("read before");
+        let note = self.frames.note(at);
+        if note >> 32 == c as u64 + 1 {
+            note as u32
+        } else {
+            self.others.get((c as u64) << 32 | l as u64).expect("read before")
+        }
     }
 
     fn only(&self, side: usize) -> Vec<bool> {
@@ -226,7 +284,7 @@ fn listed(both: &Both, only: &[bool], sums: &[f64], n: usize, out: &mut Vec<u8>)
 /// to B's total at the end as --normalize does.
 fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bool) -> Result<(), Stop> {
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    if both.as_written {
+    if both.merged {
         let (t1, t2) = (both.totals[0] as u64, both.totals[1] as u64);
         for (s, [first, second]) in both.counts.iter().enumerate() {
             let first = match scaled_a {
@@ -247,7 +305,7 @@ fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bo
 /// merged: (the file to write the merged lines to, whether A is normalised to B's total).
 pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, merged: Option<(&str, bool)>,
               out: &mut impl Write) -> Result<u64, Stop> {
-    let mut both = Both { as_written: true, ..Both::default() };
+    let mut both = Both { merged: true, ..Both::default() };
     both.read(a, 0)?;
     both.read(b, 1)?;
     let (only_a, only_b) = (both.only(0), both.only(1));
@@ -291,7 +349,7 @@ pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, m
     listed(&both, &only_a, &sums_a, n, &mut doc);
     doc.extend_from_slice(b",\"b\":");
     listed(&both, &only_b, &sums_b, n, &mut doc);
-    doc.extend_from_slice(format!(",\"as_written\":{}}}\n", both.as_written).as_bytes());
+    doc.extend_from_slice(format!(",\"merged\":{}}}\n", both.merged).as_bytes());
     out.write_all(&doc)?;
     out.flush()?;
     Ok(both.rows[0] + both.rows[1])

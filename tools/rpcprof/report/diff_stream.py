@@ -87,7 +87,7 @@ class SidesRead:
     lines the diff is drawn from, come from the compiled encoder (report/encoder.py's OneSide), started with the
     object (report.py diff starts it before it reads the rules) and run beside the reading, when it takes the
     files: once it ends, draw(scratch, found) (given to categorize(), and called between B's chunks) starts the
-    drawing (flamegraph.Drawing) while the sides are still read, when its lines are drawn as written. Else each
+    drawing (flamegraph.Drawing) while the sides are still read, when it merged them (printable ASCII). Else each
     side's stacks are written as inferno draws them into a scratch folder (a.folded, b.folded), and its distinct
     frames too, each block's to one of PARTS files by their hash; the frames on one side only are the set
     differences of the two sides' files, a pair at a time. cleanup() stops the encoder and the drawing and removes
@@ -124,19 +124,23 @@ class SidesRead:
         finally:
             if self.encoded:
                 self.encoded.stop()
-        self.merged = bool(self.found and self.found["as_written"])
+        self.merged = bool(self.found and self.found["merged"])
         if self.encoded and not self.merged:   # refused, or lines inferno reads otherwise: drawn here after all
-            for path, side in ((a, "a"), (b, "b")):
-                self._drawn(path, side, self.found is None)
+            drawn_a = Forked(self._drawn, a, "a", self.found is None)      # A's on the other CPU
+            try:
+                self._drawn(b, "b", self.found is None)
+                drawn_a.result()
+            finally:
+                drawn_a.stop()
             self.encoded = None if self.found is None else self.encoded
         if self.found is None:
             self._only()
 
     def _poll(self) -> None:
-        """Start the drawing once the encoder has ended, when its lines are drawn as written."""
+        """Start the drawing once the encoder has ended, when it merged the lines."""
         if self.drawing is None and self._draw and self.encoded and self.encoded.done():
             found = self.encoded.result()
-            if found and found["as_written"]:
+            if found and found["merged"]:
                 self.drawing = self._draw(self.scratch, found)
 
     def _only(self) -> None:

@@ -189,7 +189,7 @@ class OneSide:
     run beside report.py's reading of the same files; result() waits for it. It writes into scratch: NAMES, every
     frame on one side only (`a\\tNAME` or `b\\tNAME` a line), VANISHED, A's lines that hold one of A's, and
     MERGED, the lines the diff is drawn from (A normalised to B's total or not), when both files' lines are drawn
-    as written (its result's "as_written")."""
+    the way report.py draws them (printable ASCII: its result's "merged")."""
 
     NAMES, VANISHED, MERGED = "one_side.names", "vanished.folded", "diff.folded"
 
@@ -207,7 +207,7 @@ class OneSide:
 
     def result(self) -> dict | None:
         """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest},
-        "as_written": whether MERGED was written}; None when the encoder refused the files (report.py then finds
+        "merged": whether MERGED was written}; None when the encoder refused the files (report.py then finds
         them its own way)."""
         if not self.ended:
             with self.run as proc:
