@@ -185,3 +185,44 @@ def test_the_encoder_takes_the_lines_folded_rows_takes(tmp_path, i):
     except Irregular:
         want = None
     assert encoder.scan(path) == want
+
+
+def test_the_encoder_ends_with_the_process_that_started_it(tmp_path):
+    """A forked pass of report.py's that is killed (diff's side A on an error or ^C) cannot stop its encoder: the
+    encoder ends with it (PR_SET_PDEATHSIG), rather than reading on with nobody to read its output."""
+    import os
+    import signal
+    import subprocess
+    import time
+    fifo = tmp_path / "never.folded"
+    os.mkfifo(fifo)                                # opened by the encoder, written by nobody: it waits there
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                   # a pass that starts the encoder and is then killed
+        try:
+            proc = subprocess.Popen([str(encoder.ENCODER), "scan", str(fifo)], stdout=subprocess.DEVNULL)
+            os.write(w, str(proc.pid).encode())
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = int(os.read(r, 20))
+    os.close(r)
+    deadline = time.monotonic() + 10               # until it waits in the FIFO's open, after its start-up
+    while Path(f"/proc/{child}/wchan").read_text() != "wait_for_partner" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert Path(f"/proc/{child}/wchan").read_text() == "wait_for_partner"
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            state = "gone"
+        if state in ("Z", "X", "gone"):
+            break
+        time.sleep(0.05)
+    if state not in ("Z", "X", "gone"):
+        os.kill(child, signal.SIGKILL)
+    assert state in ("Z", "X", "gone"), f"the encoder still runs ({state}) after the process that started it was killed"

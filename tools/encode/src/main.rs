@@ -34,7 +34,28 @@ use std::process::ExitCode;
 
 use profile::Format;
 
+extern "C" {
+    fn prctl(option: i32, ...) -> i32;
+    fn getppid() -> i32;
+}
+
+/// Ends with the process that started it: report.py stops the encoder by PID on every way out, but a forked
+/// pass of report.py's that is itself killed (diff's side A, stopped on an error or ^C) cannot.
+fn die_with_parent() {
+    const PR_SET_PDEATHSIG: i32 = 1;
+    const SIGKILL: i32 = 9;
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes one integer argument and touches no memory of ours
+    unsafe {
+        let parent = getppid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL as std::ffi::c_ulong);
+        if getppid() != parent {
+            std::process::exit(3); // the parent ended before the request was made
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    die_with_parent();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = io::stdout().lock();
     let mut out = BufWriter::with_capacity(1 << 20, stdout);
