@@ -109,3 +109,17 @@ def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(sigdiff, "SidesRead", gone)
     with pytest.raises(UserError, match="run the command again"):
         sigdiff.render_diff(a, b, tmp_path / "x.svg", RULES, None, True, False, "t", "table")
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_streamed_diff_of_leaves_no_rule_matches(tmp_path, monkeypatch, normalize):
+    """Every chunk counted at once: both sides read here, one after the other (no chunk makes B's a forked pass),
+    the graph drawn while they are; frames on both sides only."""
+    a, b = tmp_path / "a.folded", tmp_path / "b.folded"
+    a.write_text("".join(f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 7 + 1}\n" for i in range(20_000)))
+    b.write_text("".join(f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 5 + 1}\n" for i in range(300, 18_000)))
+    from rpcprof import forked
+    forks = []
+    monkeypatch.setattr(forked.Forked, "__init__", lambda self, *args: forks.append(args) or None)
+    both_ways(a, b, tmp_path, monkeypatch, normalize, "json")
+    assert not forks

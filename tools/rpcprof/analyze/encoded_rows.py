@@ -72,8 +72,8 @@ def _chunks(stdout):
 
 def read_into(tally, path: Path, between=None) -> bool:
     """Every row of the folded file counted into tally (a stack_walk._Tally whose others are not kept) by the
-    encoder's chunks, between() called after each when given; False when the encoder is not there or refused the
-    file (tally then holds what it counted)."""
+    encoder's chunks, between(at_once) called after each when given (at_once: whether it was counted at once);
+    False when the encoder is not there or refused the file (tally then holds what it counted)."""
     if not encoder_ready() or not Path(path).is_file() or tally.others is not None:
         return False
     import numpy as np
@@ -92,10 +92,11 @@ def read_into(tally, path: Path, between=None) -> bool:
                 tally.counted(rows, int(np.gcd.reduce(counts)))
             else:
                 rows = list(map(callers.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist()
-                if not (at_once and tally.leaves_at_once(*rows)):
+                at_once = at_once and tally.leaves_at_once(*rows)
+                if not at_once:
                     tally.add_rows(list(zip(*rows)))
             if between:
-                between()
+                between(at_once)
         sums.into(tally.under_callers, callers)
         return proc.wait() == 0
     except EOFError:

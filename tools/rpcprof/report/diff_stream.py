@@ -82,11 +82,12 @@ PARTS = 16               # a side's distinct frames are written to this many scr
 
 
 class SidesRead:
-    """One pass over each of two bare folded files, A in a forked child (forked.py) while B is read here: each
-    side's Breakdown under its rules (the walk of stack_walk.categorize_file). The frames on one side only, and the
-    lines the diff is drawn from, come from the compiled encoder (report/encoder.py's OneSide), started with the
-    object (report.py diff starts it before it reads the rules) and run beside the reading, when it takes the
-    files: once it ends, draw(scratch, found) (given to categorize(), and called between B's chunks) starts the
+    """One pass over each of two bare folded files: each side's Breakdown under its rules (the walk of
+    stack_walk.categorize_file), A then B here from the encoder's rows (_one_then_other), else A in a forked child
+    (forked.py) while B is read here. The frames on one side only, and the lines the diff is drawn from, come from
+    the compiled encoder (report/encoder.py's OneSide), started with the object (report.py diff starts it before
+    it reads the rules) and run beside the reading, when it takes the files: once it ends, draw(scratch, found)
+    (given to categorize(), and called between the chunks read here) starts the
     drawing (flamegraph.Drawing) while the sides are still read, when it merged them (printable ASCII). Else each
     side's stacks are written as inferno draws them into a scratch folder (a.folded, b.folded), and its distinct
     frames too, each block's to one of PARTS files by their hash; the frames on one side only are the set
@@ -109,13 +110,15 @@ class SidesRead:
         for rules in (rules_a, rules_b):      # made once, here, for both sides: the child inherits it
             _Tally(rules, False).leaf_filter()
         try:
-            own = self.encoded is None
-            side_a = Forked(self._read, a, rules_a, "a", own)    # A on the other CPU while B is read here
-            try:
-                read_b = self._read(b, rules_b, "b", own, self._poll)
-                self.breakdowns = side_a.result(), read_b
-            finally:
-                side_a.stop()
+            if self.encoded is None:
+                side_a = Forked(self._read, a, rules_a, "a", True)    # A on the other CPU while B is read here
+                try:
+                    read_b = self._read(b, rules_b, "b", True, self._poll)
+                    self.breakdowns = side_a.result(), read_b
+                finally:
+                    side_a.stop()
+            else:
+                self.breakdowns = self._one_then_other(rules_a, rules_b)
             self.found = self.encoded.result() if self.encoded else None
             self._poll()
         except BaseException:
@@ -136,7 +139,26 @@ class SidesRead:
         if self.found is None:
             self._only()
 
-    def _poll(self) -> None:
+    def _one_then_other(self, rules_a: Rules, rules_b: Rules) -> tuple:
+        """Both sides' Breakdowns from the encoder's rows: A here, then B, while the encoder merges them and the
+        graph is drawn on the other CPU, which the graph waits for; but B in a forked child at once when a
+        chunk of A's is counted row by row, which makes the categorisation the longer of the two."""
+        a, b = self.paths
+        side_b = None
+
+        def between(at_once: bool) -> None:
+            nonlocal side_b
+            self._poll()
+            if not at_once and side_b is None:
+                side_b = Forked(self._read, b, rules_b, "b", False)
+        try:
+            read_a = self._read(a, rules_a, "a", False, between)
+            return read_a, side_b.result() if side_b else self._read(b, rules_b, "b", False, self._poll)
+        finally:
+            if side_b:
+                side_b.stop()
+
+    def _poll(self, at_once: bool = True) -> None:
         """Start the drawing once the encoder has ended, when it merged the lines."""
         if self.drawing is None and self._draw and self.encoded and self.encoded.done():
             found = self.encoded.result()
