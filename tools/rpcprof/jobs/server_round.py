@@ -137,8 +137,10 @@ class ServerRound:
         if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, result)):
             self.run.exiting.close()    # the windows below are the first round's own: nothing else exits during them
         if opts.io_sizes and first:
+            # counted on the server's threads, as the sizes are recorded: counts of its whole CPUs would take in
+            # any other process's reads and writes there, rpcprof's own and perf's among them
             sizes = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
-                                         cpus=opts.server_cpus, record_io=True)
+                                         record_io=True)
             result["io_sizes"] = sizes
             if result.get("syscalls"):
                 result["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
