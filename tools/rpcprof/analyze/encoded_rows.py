@@ -91,10 +91,10 @@ def read_into(tally, path: Path, between=None) -> bool:
                 sums.add(ids, counts, len(callers))
                 tally.counted(rows, int(np.gcd.reduce(counts)))
             else:
-                rows = list(map(callers.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist()
-                at_once = at_once and tally.leaves_at_once(*rows)
+                columns = list(map(callers.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist()
+                at_once = at_once and tally.leaves_at_once(*columns)
                 if not at_once:
-                    tally.add_rows(list(zip(*rows)))
+                    tally.add_rows(list(zip(*columns)))
             if between:
                 between(at_once)
         sums.into(tally.under_callers, callers)

@@ -316,13 +316,15 @@ class _Tally:
 
     def leaves_at_once(self, callers: list[str], leaves: list[str], weights: list[int]) -> bool:
         """new_leaves_at_once of rows given as their callers, leaves and weights (counted in stacks and unit too)."""
-        done = new_leaves_at_once(callers, leaves, weights, self._leaf_into, self._frames_for)
-        return done and self.counted(len(callers), gcd(*set(weights)))
-
-    def counted(self, rows: int, unit: int) -> bool:
-        """rows stacks more, whose weights' gcd is unit."""
-        self.stacks, self.unit = self.stacks + rows, gcd(self.unit, unit)
+        if not new_leaves_at_once(callers, leaves, weights, self._leaf_into, self._frames_for):
+            return False
+        self.counted(len(callers), gcd(*set(weights)))
         return True
+
+    def counted(self, rows: int, unit: int) -> None:
+        """rows stacks more, whose weights' gcd is unit."""
+        self.stacks += rows
+        self.unit = gcd(self.unit, unit)
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
@@ -357,8 +359,7 @@ class _Tally:
         if len(under) > CACHE_LIMIT and self.others is None:
             self.weights = self.group_weights()
             under.clear()
-        self.stacks += len(rows)
-        self.unit = gcd(self.unit, *map(int, {w for _, _, w in rows}))
+        self.counted(len(rows), gcd(*map(int, {w for _, _, w in rows})))
 
     def _frames_for(self, callers: str) -> tuple[dict[str, int], str | None]:
         """(by_frame's dict of the group of callers `a;b;`, the frame deciding it or None), kept by callers."""

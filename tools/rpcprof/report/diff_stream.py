@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import tempfile
-from contextlib import nullcontext
 from math import gcd
 from pathlib import Path
 
@@ -97,7 +96,7 @@ class SidesRead:
     def __init__(self, a: Path, b: Path, normalize: bool = True) -> None:
         from rpcprof.report import encoder
         from rpcprof.report.one_side import LISTED
-        self.paths, self.normalize = (a, b), normalize
+        self.paths = a, b
         self._scratch = tempfile.TemporaryDirectory(prefix="rpcprof-diff-")
         self.scratch = Path(self._scratch.name)
         self.drawing = self._draw = None
@@ -135,7 +134,8 @@ class SidesRead:
                 drawn_a.result()
             finally:
                 drawn_a.stop()
-            self.encoded = None if self.found is None else self.encoded
+            if self.found is None:
+                self.encoded = None
         if self.found is None:
             self._only()
 
@@ -179,27 +179,24 @@ class SidesRead:
         if not own and read_into(tally, path, poll):
             return tally.breakdown(path)
         tally = _Tally(rules, False)
-        with open(self.scratch / (side + ".folded"), "w", encoding="utf-8") if own else nullcontext() as out:
-            parts = _FrameParts(self.scratch, side) if own else None
-            try:
-                for text, rows in folded_rows(path):
-                    tally.add_rows(rows)
-                    if own:
-                        out.write(_drawn_block(text, rows))
-                        parts.add(rows)
-                    elif poll:
-                        poll()
-            finally:
-                if parts:
-                    parts.close()
+        if own:
+            self._drawn(path, side, True, tally)
+        else:
+            for _, rows in folded_rows(path):
+                tally.add_rows(rows)
+                if poll:
+                    poll()
         return tally.breakdown(path)
 
-    def _drawn(self, path: Path, side: str, frames: bool) -> None:
-        """The side's stacks as inferno draws them written to the scratch folder (and its frames, when frames)."""
+    def _drawn(self, path: Path, side: str, frames: bool, tally: _Tally | None = None) -> None:
+        """The side's stacks as inferno draws them written to the scratch folder (and its frames, when frames),
+        counted into tally as they are read, when given."""
         with open(self.scratch / (side + ".folded"), "w", encoding="utf-8") as out:
             parts = _FrameParts(self.scratch, side) if frames else None
             try:
                 for text, rows in folded_rows(path):
+                    if tally:
+                        tally.add_rows(rows)
                     out.write(_drawn_block(text, rows))
                     if parts:
                         parts.add(rows)

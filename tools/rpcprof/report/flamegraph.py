@@ -232,11 +232,11 @@ class Drawing:
     caller owns the process: stop(), in a `finally`, kills it (by PID) if it still runs."""
 
     def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None) -> None:
-        self.name = Path(flame_tool or inferno_tool("inferno-flamegraph")).name
+        tool = flame_tool or inferno_tool("inferno-flamegraph")
+        self.name = Path(tool).name
         self.out = open(scratch / (name + ".svg"), "w+b")
         self.err = open(scratch / (name + ".err"), "w+b")
-        self.proc = subprocess.Popen([flame_tool or inferno_tool("inferno-flamegraph"), *options, name], cwd=scratch,
-                                     stdout=self.out, stderr=self.err)
+        self.proc = subprocess.Popen([tool, *options, name], cwd=scratch, stdout=self.out, stderr=self.err)
 
     def svg(self) -> str:
         status = self.proc.wait()
