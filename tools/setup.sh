@@ -31,8 +31,8 @@
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
-#       (Debian) for the headless test of report.html; rpcprof-encode, export's encoder of large files
-#       (tools/encode: cargo build, Rust's standard library only, linked to the system's zlib: Debian
+#       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
+#       (tools/core: pip with maturin 1.16 and pyo3 0.30, pinned; linked to the system's zlib: Debian
 #       zlib1g-dev), into the virtualenv. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
@@ -73,7 +73,7 @@ declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
-# zlib's headers and link library: rpcprof-encode's gzip (below) is the system's zlib, as Python's is
+# zlib's headers and link library: rpcprof_core's gzip (below) is the system's zlib, as Python's is
 needed=(perf h2load protoc taskset ss /usr/include/zlib.h)
 ((for_tests)) && needed+=(shellcheck chromium)
 # the Java servers: only when one is asked for (or for the tests)
@@ -142,20 +142,20 @@ if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash
   fi
 fi
 
-# --- rpcprof-encode (cargo build) ----------------------------------------------------
-# export's encoder of large folded files (report/encoder.py), built into the virtualenv: again when its
-# source changes (the stamp holds a hash of it). Standard library only: no download.
-enc_hash=$(cat tools/encode/Cargo.toml tools/encode/Cargo.lock tools/encode/src/*.rs | sha256sum | cut -c1-16)
-enc_stamp="$RPCPROF_VENV/.rpcprof-encode"
-if [[ ! -x $RPCPROF_VENV/bin/rpcprof-encode || $(cat "$enc_stamp" 2>/dev/null) != "$enc_hash" ]]; then
-  missing+=("rpcprof-encode (tools/encode)")
+# --- rpcprof_core (maturin) -----------------------------------------------------------
+# rpcprof's compiled core (tools/core: pprof, OTLP and speedscope writers, the folded reader), a Python extension
+# module called in process, built into the virtualenv by pip with maturin (PyPI) and pyo3 (crates.io, Cargo.lock):
+# again when its source changes (the stamp holds a hash of it)
+core_hash=$(cat tools/core/Cargo.toml tools/core/Cargo.lock tools/core/pyproject.toml tools/core/src/*.rs | sha256sum | cut -c1-16)
+core_stamp="$RPCPROF_VENV/.rpcprof-core"
+if [[ $(cat "$core_stamp" 2>/dev/null) != "$core_hash" ]]; then
+  missing+=("rpcprof_core (tools/core)")
   if ((!check_only)); then
     command -v cargo >/dev/null || { echo "setup: ERROR: cargo not found: install Rust (rustup) first." >&2; exit 1; }
-    note "building rpcprof-encode (tools/encode, cargo build --release, about 10 s)"
-    cargo build --release --offline --locked --quiet --manifest-path tools/encode/Cargo.toml \
-      --target-dir "$RPCPROF_VENV/encode-target"
-    install -m 755 "$RPCPROF_VENV/encode-target/release/rpcprof-encode" "$RPCPROF_VENV/bin/rpcprof-encode"
-    echo "$enc_hash" > "$enc_stamp"
+    note "building rpcprof_core (tools/core, maturin and cargo build --release, about a minute)"
+    CARGO_TARGET_DIR="$RPCPROF_VENV/core-target" MATURIN_PEP517_ARGS=--locked \
+      "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps ./tools/core
+    echo "$core_hash" > "$core_stamp"
   fi
 fi
 
@@ -167,5 +167,5 @@ if ((${#missing[@]})); then
   fi
   note "done."
 else
-  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION, rpcprof-encode$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn")$( ((with_cpp)) && echo ", gRPC C++"), .venv)."
+  ((check_only)) || note "everything is present (perf, h2load, protoc, inferno $INFERNO_VERSION, rpcprof_core$( ((with_ghz)) && echo ", ghz $GHZ_VERSION")$( ((with_java)) && echo ", java, jcmd, mvn")$( ((with_cpp)) && echo ", gRPC C++"), .venv)."
 fi

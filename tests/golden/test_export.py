@@ -194,24 +194,61 @@ def test_an_otlp_export_to_a_full_disk_is_one_line_and_leaves_no_file(small_disk
 
 
 @pytest.mark.parametrize("body", ["main;w_1;leaf_1 3\nmain;w_2;leaf_2 007\nlone 0\n;;x 12\nmain;w_1;leaf_3 5",
-                                  "a 1\n\nb 2\n", "a 0\nb 0\n", "a\xff;b 4\n\u00e9 1\n"])
-def test_collapsed_written_as_read_is_the_one_written_whole(tmp_path, body):
-    """The collapsed export streamed (report/export.stream_collapsed) is to_collapsed's, byte for byte, or it
-    gives way to export's reading of the file whole (blank lines, no samples: the same error)."""
-    from rpcprof.report.export import stream_collapsed, to_collapsed
+                                  "a 1\n\nb 2\n", "a 1\r\nb 2\r\n", "a 0\nb 0\n", "a\xff;b 4\n\u00e9 1\n", "a;b x\n"])
+@pytest.mark.parametrize("fmt", ["collapsed", "pprof", "speedscope", "otlp"])
+def test_every_format_holds_the_stacks_the_folded_reader_gives(tmp_path, body, fmt):
+    """Every export of a file holds the stacks and weights open_folded gives of it, in its order (blank lines
+    and CR line ends too, which the core is given as collapsed lines), or refuses it with open_folded's one line
+    (a damaged line, no samples), leaving no file."""
+    from rpcprof.analyze.categorize import load_rules
+    from rpcprof.errors import UserError
+    from rpcprof.report.export import export
     path = tmp_path / "in.folded"
     path.write_bytes(body.encode("utf-8", "surrogateescape") if "\xff" not in body else body.encode("latin-1"))
-    out = tmp_path / "out.collapsed"
-    n = stream_collapsed(path, out)
+    out = tmp_path / f"out.{fmt}"
     try:
-        stacks = open_folded(path)
-    except Exception:                        # noqa: BLE001 - the file export refuses: nothing streamed either
-        assert n is None and not out.exists()
+        want = [(";".join(frames), w) for frames, w in open_folded(path)]
+    except UserError as e:
+        with pytest.raises(UserError, match=re.escape(str(e))):
+            export(path, load_rules(), fmt, out)
+        assert not out.exists()
         return
-    assert n is not None or not body.startswith("main")
-    if n is not None:
-        assert out.read_text(encoding="utf-8") == to_collapsed(stacks) and n == len(stacks)
-    for capture in [FOLDED, DATA / "hostile.folded", DATA / "go_grpc.folded.gz"]:
-        n = stream_collapsed(capture, out)
-        stacks = open_folded(capture)
-        assert n is None or (out.read_text(encoding="utf-8") == to_collapsed(stacks) and n == len(stacks))
+    assert export(path, load_rules(), fmt, out) == len(want)
+    assert stacks_in(out, fmt) == want
+
+
+def stacks_in(out: Path, fmt: str) -> list[tuple[str, int]]:
+    """(stack root first, weight) of each sample an export holds, read with the format's own reader."""
+    if fmt == "collapsed":
+        return [(s, int(w)) for s, w in (line.rsplit(" ", 1) for line in out.read_text(encoding="utf-8").splitlines())]
+    if fmt == "speedscope":
+        doc = json.loads(out.read_text(encoding="utf-8"))
+        names = [f["name"] for f in doc["shared"]["frames"]]
+        prof = doc["profiles"][0]
+        return [(";".join(names[i] for i in s), w) for s, w in zip(prof["samples"], prof["weights"])]
+    if fmt == "pprof":
+        p = profile_pb2.Profile.FromString(gzip.decompress(out.read_bytes()))
+        name = {f.id: p.string_table[f.name] for f in p.function}
+        loc = {loc.id: name[loc.line[0].function_id] for loc in p.location}
+        return [(";".join(loc[i] for i in reversed(s.location_id)), s.value[0]) for s in p.sample]
+    from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+    data = otlp.ProfilesData.FromString(out.read_bytes())
+    d = data.dictionary
+    frame = [d.string_table[d.function_table[loc.lines[0].function_index].name_strindex] if loc.lines else ""
+             for loc in d.location_table]
+    prof = data.resource_profiles[0].scope_profiles[0].profiles[0]
+    return [(";".join(frame[i] for i in reversed(d.stack_table[s.stack_index].location_indices)), s.values[0])
+            for s in prof.samples]
+
+
+@pytest.mark.parametrize("fmt", ["pprof", "otlp", "speedscope"])
+def test_a_gzip_stream_cut_short_is_one_line_naming_the_file(tmp_path, fmt, capsys):
+    """The core refuses a gzip'd file whose stream ends early; export then says so in one line, and writes nothing."""
+    cut = tmp_path / "cut.folded.gz"
+    cut.write_bytes(FOLDED.read_bytes()[:-4000])
+    out = tmp_path / f"out.{fmt}"
+    with pytest.raises(SystemExit) as e:
+        run_click(main, ["export", str(cut), "--format", fmt, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err and str(cut) in err
+    assert not out.exists()

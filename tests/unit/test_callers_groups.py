@@ -9,7 +9,7 @@ import pytest
 
 from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.categorize import load_rules, open_folded
-from rpcprof.analyze.stack_walk import _Tally
+from rpcprof.analyze.stack_walk import Tally
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CAPTURES = sorted(DATA.glob("*.folded.gz")) + [DATA / "hostile.folded"]
@@ -17,8 +17,8 @@ APP = r"main\.\(\*server\)|Greeter|<script>|handle"
 
 
 def tallies(rules) -> list:
-    made = [_Tally(rules, False), _Tally(rules.using(level=2), False)]
-    return made + [_Tally(rules.using(view="tax"), False)] if rules.tax_groups else made
+    made = [Tally(rules, False), Tally(rules.using(level=2), False)]
+    return made + [Tally(rules.using(view="tax"), False)] if rules.tax_groups else made
 
 
 @pytest.mark.parametrize("app", [None, APP])

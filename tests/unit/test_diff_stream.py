@@ -11,7 +11,7 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.report import sigdiff
-from rpcprof.report.diff_stream import _drawn_block, scan
+from rpcprof.report.diff_stream import drawn_block, scan
 from rpcprof.report.flamegraph import displayable_stack
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -54,26 +54,16 @@ PRINTABLE_ODD = ["", "a b", "# c", "n 12", "m 1.5", "x .", "y 1.2.3", "trail ", 
 
 
 @pytest.mark.parametrize("odd", [["x_[k]", "send"], PRINTABLE_ODD], ids=["as-written", "printable"])
-@pytest.mark.parametrize("encoded", [True, False])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_streamed_diff_of_printable_leaves_files(tmp_path, monkeypatch, normalize, encoded, odd):
+def test_streamed_diff_of_printable_leaves_files(tmp_path, monkeypatch, normalize, odd):
     """Printable ASCII lines, some drawn otherwise than written (a leaf ending in a space or in ` 12`, a stack
-    starting with a space or `# `, none at all), frames on both sides only: the encoder draws and merges them
-    and the graph is drawn while the sides are read; without the encoder, the drawn files are merged."""
-    if not encoded:
-        monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
+    starting with a space or `# `, none at all), frames on both sides only: the core draws and merges them
+    and the graph is drawn while the sides are read."""
     stacks = [frames for frames, _ in open_folded(CAPTURES[0])[:30]]
     a = fleet_folded(tmp_path / "a.folded", 3000, stacks, odd)
     b = fleet_folded(tmp_path / "b.folded", 2500, stacks[:20] + [["main", "only_b"]])
     both_ways(a, b, tmp_path, monkeypatch, normalize, "json")
     both_ways(b, a, tmp_path, monkeypatch, normalize, "table")
-
-
-@pytest.mark.parametrize("pair", [(0, 1), (7, -1)])
-def test_streamed_diff_without_the_encoder(tmp_path, monkeypatch, pair):
-    monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
-    files = CAPTURES + [DATA / "hostile.folded"]
-    both_ways(files[pair[0]], files[pair[1]], tmp_path, monkeypatch, True, "json")
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -91,10 +81,10 @@ def test_a_block_is_written_as_displayable_stack_writes_it():
         for j in range(i + 1, len(lines) + 1):
             text, rows = _rows("\n".join(lines[i:j]))
             want = "".join(f"{displayable_stack((c + leaf).split(';'))} {int(w)}\n" for c, leaf, w in rows)
-            assert _drawn_block(text, rows) == want
-            assert _drawn_block(text, rows, 0.5) == "".join(
+            assert drawn_block(text, rows) == want
+            assert drawn_block(text, rows, 0.5) == "".join(
                 f"{displayable_stack((c + leaf).split(';'))} {round(int(w) * 0.5)}\n" for c, leaf, w in rows)
-            assert _drawn_block(text, rows, 0.5, weighed=True) == "".join(
+            assert drawn_block(text, rows, 0.5, weighed=True) == "".join(
                 f"{displayable_stack((c + leaf).split(';'))} {round(int(w) * 0.5)}\n" for c, leaf, w in rows
                 if round(int(w) * 0.5) > 0)
 
@@ -113,13 +103,8 @@ def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("normalize", [True, False])
 def test_streamed_diff_of_leaves_no_rule_matches(tmp_path, monkeypatch, normalize):
-    """Every chunk counted at once: both sides read here, one after the other (no chunk makes B's a forked pass),
-    the graph drawn while they are; frames on both sides only."""
+    """Every chunk counted at once, the graph drawn while the sides are read; frames on both sides only."""
     a, b = tmp_path / "a.folded", tmp_path / "b.folded"
     a.write_text("".join(f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 7 + 1}\n" for i in range(20_000)))
     b.write_text("".join(f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 5 + 1}\n" for i in range(300, 18_000)))
-    from rpcprof import forked
-    forks = []
-    monkeypatch.setattr(forked.Forked, "__init__", lambda self, *args: forks.append(args) or None)
     both_ways(a, b, tmp_path, monkeypatch, normalize, "json")
-    assert not forks

@@ -1,4 +1,4 @@
-"""The encoder's rows (analyze/encoded_rows.py) are counted as folded_rows' rows are: the same tally, whether a
+"""The core's rows (analyze/encoded_rows.py) are counted as folded_rows' rows are: the same tally, whether a
 chunk is summed by callers at once or given to add_rows row by row; and a file the block reader does not take
 is refused, so that categorize_file reads it its own way."""
 from __future__ import annotations
@@ -13,22 +13,22 @@ from conftest import fleet_folded
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import folded_rows
-from rpcprof.analyze.stack_walk import _Tally
+from rpcprof.analyze.stack_walk import Tally
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CAPTURES = sorted(DATA.glob("*.folded.gz"))
 RULES = load_rules()
 
 
-def tallies(path: Path, rules=RULES) -> tuple[_Tally, _Tally, bool]:
-    encoded, read = _Tally(rules, False), _Tally(rules, False)
+def tallies(path: Path, rules=RULES) -> tuple[Tally, Tally, bool]:
+    encoded, read = Tally(rules, False), Tally(rules, False)
     took = read_into(encoded, path)
     for _, rows in folded_rows(path):
         read.add_rows(rows)
     return encoded, read, took
 
 
-def same(encoded: _Tally, read: _Tally) -> None:
+def same(encoded: Tally, read: Tally) -> None:
     assert encoded.breakdown("x") == read.breakdown("x")
     assert (encoded.stacks, encoded.unit) == (read.stacks, read.unit)
 
@@ -56,13 +56,7 @@ def test_the_leaves_shape_with_lone_frames_and_zeros_over_several_chunks(tmp_pat
 def test_a_file_the_block_reader_does_not_take_is_refused(tmp_path):
     path = tmp_path / "bad.folded"
     path.write_text("a;b 1\n\nc 2\n", encoding="utf-8")
-    assert not read_into(_Tally(RULES, False), path)
-
-
-def test_without_the_encoder_nothing_is_read(tmp_path, monkeypatch):
-    monkeypatch.setenv("RPCPROF_NO_ENCODER", "1")
-    tally = _Tally(RULES, False)
-    assert not read_into(tally, CAPTURES[0]) and tally.stacks == 0
+    assert not read_into(Tally(RULES, False), path)
 
 
 @pytest.mark.parametrize("keep_frames", [True, False])
@@ -73,7 +67,7 @@ def test_chunks_counted_at_once_give_the_rows_answer(tmp_path, keep_frames):
     lines = [f"main;worker_{i % 7};fn_{i % 13};leaf_{i} {i % 7 + 1}\n" for i in range(40_000)]
     lines[35_000] = "main;worker_1;tcp_sendmsg 2\n"       # a chunk with a leaf a rule decides: its rows one by one
     path.write_text("".join(lines), encoding="utf-8")
-    encoded, read = _Tally(RULES, keep_frames), _Tally(RULES, keep_frames)
+    encoded, read = Tally(RULES, keep_frames), Tally(RULES, keep_frames)
     assert read_into(encoded, path)
     for _, rows in folded_rows(path):
         read.add_rows(rows)

@@ -26,17 +26,15 @@ APP = r"main\.\(\*server\)|Greeter|<script>"      # an app pattern that meets re
 
 def same_answer(path: Path, rules) -> None:
     want = categorize(open_folded(path), rules)
-    for encoder in ("", "1"):       # of the encoder's rows (encoded_rows.py), or read here
-        with mock.patch.dict(os.environ, {"RPCPROF_NO_ENCODER": encoder}):
-            got = categorize_file(path, rules)
-            lean = categorize_file(path, rules, keep_frames=False)      # table's: the sums by callers
-        assert (got.weights, got.total, got.samples, got.stacks) == (want.weights, want.total, want.samples,
+    got = categorize_file(path, rules)
+    lean = categorize_file(path, rules, keep_frames=False)      # table's: the sums by callers
+    assert (got.weights, got.total, got.samples, got.stacks) == (want.weights, want.total, want.samples,
+                                                                 want.stacks)
+    assert list(got.by_frame) == list(want.by_frame)
+    for group, frames in want.by_frame.items():
+        assert list(got.by_frame[group].items()) == list(frames.items()), group
+    assert (lean.weights, lean.total, lean.samples, lean.stacks) == (want.weights, want.total, want.samples,
                                                                      want.stacks)
-        assert list(got.by_frame) == list(want.by_frame)
-        for group, frames in want.by_frame.items():
-            assert list(got.by_frame[group].items()) == list(frames.items()), group
-        assert (lean.weights, lean.total, lean.samples, lean.stacks) == (want.weights, want.total, want.samples,
-                                                                         want.stacks)
 
 
 def recombined(path: Path, n: int, seed: int) -> Path:

@@ -16,8 +16,7 @@ one owner of the run folder on disk.
 The three rooms of the reading side hold one arrow, analyze <- report <- documents: analyze imports
 neither report nor documents, report never imports documents, documents may import both; report holds
 no module that only computes (its figures belong in analyze/), and analyze/ draws nothing.
-Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), forked.py (a call in a
-forked child), syscall_families.py, profiler_names.py,
+Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py, profiler_names.py,
 progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
@@ -196,7 +195,7 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
 
 
 LAYERS = ("measure", "capture", "analyze", "report", "documents", "jobs", "cli")
-BELOW_THE_LAYERS = ("folded.py", "forked.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
 
 
 @pytest.mark.parametrize("module", BELOW_THE_LAYERS)

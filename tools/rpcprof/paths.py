@@ -11,9 +11,3 @@ RULES_PATH = ROOT / "categorize.yaml"
 INDIRECT_COST = ROOT / "docs" / "data" / "indirect-syscall-cost.json"   # bench/indirect's record
 RUNS_DIR = ROOT / "flamegraphs"          # default of every command's --runs-dir
 VENV = Path(os.environ.get("RPCPROF_VENV", ROOT / ".venv"))
-ENCODER = VENV / "bin" / "rpcprof-encode"   # tools/encode, which tools/setup.sh builds
-
-
-def encoder_ready() -> bool:
-    """Whether the compiled encoder is there, and not set aside (RPCPROF_NO_ENCODER=1 times the Python paths)."""
-    return os.access(ENCODER, os.X_OK) and not os.environ.get("RPCPROF_NO_ENCODER")

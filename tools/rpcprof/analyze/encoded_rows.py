@@ -1,24 +1,21 @@
-"""A folded file's rows read by the compiled encoder (`rpcprof-encode rows`, tools/encode/src/grouped.rs) for the
-categorisation (`table`, `top`, diff's sides): report.py reads no line itself. The encoder numbers
+"""A folded file's rows read by the compiled core (rpcprof_core.rows, tools/core/src/grouped.rs, on a thread of its
+own) for the categorisation (`table`, `top`, diff's sides): report.py reads no line itself. The core numbers
 each distinct callers text (`a;b;`) and sends, a chunk of rows at a time, the texts new in it, the rows' leaves
 joined by newlines, and each row's callers number and count. A chunk whose leaves no rule may match
 (LeafFilter, one RE2 call over them all) is summed by callers number at once (numpy's add.at, exact on
-integers), as _Tally.add_rows sums such a run by callers text, or, when the frames are kept, counted under its
+integers), as Tally.add_rows sums such a run by callers text, or, when the frames are kept, counted under its
 own leaves at once (stack_walk.new_leaves_at_once) when it can be; any other chunk is given to add_rows as rows.
 At the end, the sums join the tally's weights by callers text: the same Breakdown as folded_rows' rows give.
 
-read_into() gives False, having counted nothing that stays, when the encoder is not there or refuses the
-file (a line folded_blocks does not take): the caller then reads the file its own way, which says what is
-wrong with it. The encoder is stopped (by PID) on every way out.
+read_into() gives False, having counted nothing that stays, when the core refuses the file (a line folded_blocks
+does not take): the caller then reads the file line by line, which says what is wrong with it.
 """
 from __future__ import annotations
 
 import struct
-import subprocess
-from math import gcd
 from pathlib import Path
 
-from rpcprof.paths import ENCODER, encoder_ready
+import rpcprof_core
 
 _HEAD = struct.Struct("<4I")
 
@@ -47,16 +44,27 @@ class _Sums:
             under[text] = under.get(text, 0) + w
 
 
-def _chunks(stdout):
-    """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
-    stream stops short (the encoder refused the file, or was stopped)."""
-    import numpy as np
+class _Read:
+    """The core's byte blocks read n bytes at a time."""
 
-    def exactly(n: int) -> bytes:
-        data = stdout.read(n)
-        if len(data) != n:
-            raise EOFError
-        return data
+    def __init__(self, blocks) -> None:
+        self.blocks, self.data, self.at = blocks, b"", 0
+
+    def exactly(self, n: int) -> bytes:
+        while len(self.data) - self.at < n:
+            block = next(self.blocks, None)
+            if block is None:
+                raise EOFError
+            self.data, self.at = self.data[self.at:] + block, 0
+        self.at += n
+        return self.data[self.at - n:self.at]
+
+
+def _chunks(blocks):
+    """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
+    stream stops short."""
+    import numpy as np
+    exactly = _Read(blocks).exactly
 
     while True:
         kind = exactly(1)
@@ -71,18 +79,16 @@ def _chunks(stdout):
 
 
 def read_into(tally, path: Path, between=None) -> bool:
-    """Every row of the folded file counted into tally (a stack_walk._Tally whose others are not kept) by the
-    encoder's chunks, between(at_once) called after each when given (at_once: whether it was counted at once);
-    False when the encoder is not there or refused the file (tally then holds what it counted)."""
-    if not encoder_ready() or not Path(path).is_file() or tally.others is not None:
+    """Every row of the folded file counted into tally (a stack_walk.Tally whose others are not kept) by the
+    core's chunks, between(at_once) called after each when given (at_once: whether it was counted at once);
+    False when the core refused the file (tally then holds what it counted)."""
+    if not Path(path).is_file() or tally.others is not None:
         return False
     import numpy as np
-    proc = subprocess.Popen([str(ENCODER), "rows", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
     try:
         callers: list[str] = []
         sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
-        for texts, leaves, ids, counts, rows in _chunks(proc.stdout):
+        for texts, leaves, ids, counts, rows in _chunks(iter(rpcprof_core.rows(str(path)))):
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts
@@ -98,11 +104,6 @@ def read_into(tally, path: Path, between=None) -> bool:
             if between:
                 between(at_once)
         sums.into(tally.under_callers, callers)
-        return proc.wait() == 0
-    except EOFError:
+        return True
+    except (EOFError, rpcprof_core.Refused):
         return False
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()

@@ -164,13 +164,13 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
     if is_pprof(path):
         return categorize(read_pprof(path), rules)
     try:
-        tally = _Tally(rules, keep_frames)
+        tally = Tally(rules, keep_frames)
         if not read_into(tally, Path(path)):      # the encoder's rows (encoded_rows.py), or read here
-            tally = _Tally(rules, keep_frames)
+            tally = Tally(rules, keep_frames)
             for _, rows in folded_rows(Path(path)):
                 tally.add_rows(rows)
     except (Irregular, OSError, EOFError):
-        tally = _Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
+        tally = Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
         for stack, w in stream_folded(path):
             tally.add(stack, w)
     return tally.breakdown(path)
@@ -228,7 +228,7 @@ def _level1_callers(callers: str, by_callers: dict, answers: FrameAnswers) -> tu
     return known
 
 
-class _Tally:
+class Tally:
     """The sums of categorize_file, one stack or one block of rows at a time."""
 
     def __init__(self, rules: Rules, keep_frames: bool):

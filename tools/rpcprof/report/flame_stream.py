@@ -30,9 +30,9 @@ from typing import Callable
 
 from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules, remember
-from rpcprof.analyze.stack_walk import _Tally
+from rpcprof.analyze.stack_walk import Tally
 from rpcprof.pprof_in import is_pprof
-from rpcprof.report.diff_stream import _SPACE_AT_END, _drawn_block
+from rpcprof.report.diff_stream import SPACE_AT_END, drawn_block
 from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, deannotated, displayable_frame,
                                        displayable_stack, finish_flamegraph, inferno_options, inferno_tool)
 from rpcprof.report.svg import _ATTR, _ATTR_Y, _FRAME, FRAME_HEIGHT, Box, recolour_frames
@@ -47,7 +47,7 @@ def _drawn_as_read(text: str, rows: list[tuple[str, str, str]]) -> bool:
     return (text.isascii() and text.replace("\n", " ").isprintable() and not text.startswith((" ", "#"))
             and "\n " not in text and "\n#" not in text and " 0" not in text and "_[" not in text
             and (text.count(" ") == len(rows)            # no space but before each count: no leaf ends in one
-                 or not _SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows]))))
+                 or not SPACE_AT_END.search("\n".join([leaf for _, leaf, _ in rows]))))
 
 
 class _DrawnNames:
@@ -113,7 +113,7 @@ def _paths(boxes: list[tuple[int, int, int, str]]) -> dict[tuple[int, int, int],
     return paths
 
 
-def _prefix_weights(tally: _Tally, names: _DrawnNames | None) -> dict[tuple[str, str], int]:
+def _prefix_weights(tally: Tally, names: _DrawnNames | None) -> dict[tuple[str, str], int]:
     """(caller's frames with their last ';', group) -> weight of the stacks under them, for every prefix of every
     caller (`a;`, `a;b;`), from the sums kept per caller, deepest first; worked out while inferno lays out.
     names: the callers' frames as the boxes name them (a file piped as drawn), else as read."""
@@ -139,7 +139,7 @@ def _prefix_weights(tally: _Tally, names: _DrawnNames | None) -> dict[tuple[str,
     return weights
 
 
-def _add_own_weights(folded: Path, tally: _Tally, weights: dict[str, dict[str, int]], boxes: set[str],
+def _add_own_weights(folded: Path, tally: Tally, weights: dict[str, dict[str, int]], boxes: set[str],
                      names: _DrawnNames | None) -> bool:
     """The weights of the stacks that end at one of these boxes (`a;b`, as drawn) added to theirs, from a second
     reading; False when the file changed under it. names: as _prefix_weights's."""
@@ -167,7 +167,7 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
     folded = Path(folded)
     if countname != "samples" or is_pprof(folded) or not folded.is_file() or folded.stat().st_size < STREAM_FROM:
         return False
-    tally = _Tally(rules, keep_frames=False)
+    tally = Tally(rules, keep_frames=False)
     tally.by_callers_weights()
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
         (Path(scratch) / PALETTE_MAP).touch()
@@ -191,7 +191,7 @@ def streamed_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, s
             try:
                 for text, rows in chain([first] if first else [], blocks):
                     if piped:
-                        proc.stdin.write(_drawn_block(text, rows).encode())
+                        proc.stdin.write(drawn_block(text, rows).encode())
                     elif not _drawn_as_read(text, rows):
                         read = False
                         break

@@ -18,13 +18,11 @@ import tempfile
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
-from rpcprof.analyze.once_leaves import HALVES_FROM
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
                                      round_records)
 from rpcprof.errors import UserError
-from rpcprof.forked import Forked
 from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import Drawing, displayable_stack, inferno_options, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
@@ -41,10 +39,10 @@ def drawn_round(k: int, folded: Path, cpu_us: float | None, stacks: list, source
     return Round(k, folded, cpu_us, stacks, source, [(displayable_stack(frames).split(";"), w) for frames, w in stacks])
 
 
-def side_of(path: Path, requests: int | None = None, scanner=scan) -> Side:
+def side_of(path: Path, requests: int | None = None) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
     profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
-    with requests, its CPU µs per request from its CPU nanoseconds). scanner(path): diff_stream.scan's answer."""
+    with requests, its CPU µs per request from its CPU nanoseconds)."""
     path = Path(path)
     run_server = None
     if path.is_dir():
@@ -54,7 +52,7 @@ def side_of(path: Path, requests: int | None = None, scanner=scan) -> Side:
         if found and profile_folded(*found).resolve() == path.resolve():
             run_server = found
     if not run_server:
-        scanned = None if requests else scanner(path)
+        scanned = None if requests else scan(path)
         if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
             return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
         stacks = open_folded(path)
@@ -74,15 +72,8 @@ def side_of(path: Path, requests: int | None = None, scanner=scan) -> Side:
 
 
 def sides_of(a_path: Path, b_path: Path, count_a: int | None, count_b: int | None) -> tuple[Side, Side]:
-    """side_of A and B; a large bare folded file A scanned in a forked child while B is."""
-    big = not count_a and Path(a_path).is_file() and Path(a_path).stat().st_size >= HALVES_FROM
-    ahead = Forked(scan, Path(a_path)) if big else None
-    try:
-        b = side_of(b_path, count_b)
-        return side_of(a_path, count_a, (lambda _: ahead.result()) if ahead else scan), b
-    finally:
-        if ahead:
-            ahead.stop()
+    """side_of A and B."""
+    return side_of(a_path, count_a), side_of(b_path, count_b)
 
 
 def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules, normalize: bool, draw,
@@ -209,7 +200,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     try:
         rows = category_rows(d, rules_a, rules_b)
         if read:
-            found = one_side_streamed(read, (a.rounds[0].scanned[0], b.rounds[0].scanned[0]), rows)
+            found = one_side_streamed(read, rows)
         else:
             found, held = one_side(d, rows)      # held: every frame on each side only
         subtitle = subtitle_of(found["frames_only_in_a_count"] or found["frames_only_in_b_count"])

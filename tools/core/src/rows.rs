@@ -1,6 +1,6 @@
 //! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time, as folded_blocks.folded_rows
 //! takes them; a line it would not take (no count, a count that is not 1-15 ASCII digits) ends the encoding with
-//! Stop::Refused, and report.py reads the file its own way.
+//! Stop::Refused (raised as rpcprof_core.Refused).
 
 use std::fs::File;
 use std::io::Read;
@@ -77,9 +77,9 @@ fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<
     Ok(())
 }
 
-/// `TOTAL GCD STACKS` to out: the sum of the file's counts, their greatest common divisor (0 for none but 0)
-/// and its stacks, as diff_stream.scan sums them.
-pub fn scan(path: &str, out: &mut impl std::io::Write) -> Result<u64, Stop> {
+/// (total, gcd, stacks): the sum of the file's counts, their greatest common divisor (0 for none but 0) and its
+/// stacks, as diff_stream.scan sums them.
+pub fn scan(path: &str) -> Result<(u128, u64, u64), Stop> {
     fn gcd(a: u64, b: u64) -> u64 {
         if b == 0 { a } else { gcd(b, a % b) }
     }
@@ -90,7 +90,5 @@ pub fn scan(path: &str, out: &mut impl std::io::Write) -> Result<u64, Stop> {
         stacks += 1;
         Ok(())
     })?;
-    writeln!(out, "{total} {unit} {stacks}")?;
-    out.flush()?;
-    Ok(stacks)
+    Ok((total, unit, stacks))
 }

@@ -36,7 +36,7 @@ impl Spool {
     pub fn new() -> io::Result<Spool> {
         let dir = std::env::temp_dir();
         for n in 0..1000 {
-            let path = dir.join(format!("rpcprof-encode-{}-{n}", std::process::id()));
+            let path = dir.join(format!("rpcprof-core-{}-{n}", std::process::id()));
             match OpenOptions::new().read(true).write(true).create_new(true).open(&path) {
                 Ok(file) => {
                     std::fs::remove_file(&path)?;

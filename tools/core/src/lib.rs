@@ -1,0 +1,269 @@
+//! rpcprof_core - rpcprof's compiled core, a Python extension module called in process (report/export.py, report/diff_stream.py,
+//! analyze/encoded_rows.py):
+//!
+//!   labelled(fmt, folded, kind, unit, out, labels, level=None, comment=None)
+//!                                 pprof (gzip'd at zlib's level) or OTLP protobuf of a folded file, written to
+//!                                 out; each stack's label set read from labels, an iterable of byte blocks
+//!                                 (labels.rs says how), encoded on a thread of its own meanwhile
+//!   speedscope(folded, name_json, unit, out)
+//!   rows(folded)                  an iterator of byte blocks, the file's rows for the categorisation (grouped.rs)
+//!   scan(folded)                  (total, gcd, stacks) of its counts
+//!   one_side(a, b, listed, names, vanished, merged, normalize)
+//!                                 diff's frames on one side only (one_side.rs), on a thread: a Task
+//!   diff_folded(a, b, normalize, out)
+//!                                 inferno-diff-folded's lines (diff_folded.rs)
+//!
+//! FOLDED is a folded file, gzip'd when its name ends in .gz. A file it does not take raises Refused (one line:
+//! why); an output it cannot write, OSError. The functions give back the number of stacks.
+
+mod diff_folded;
+mod grouped;
+mod gzip;
+mod intern;
+mod labels;
+mod one_side;
+mod out;
+mod profile;
+mod rows;
+mod speedscope;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use profile::Format;
+use rows::Stop;
+
+create_exception!(rpcprof_core, Refused, PyValueError, "The file holds what the core does not take.");
+
+fn raised(stop: Stop) -> PyErr {
+    match stop {
+        Stop::Refused(why) => Refused::new_err(why),
+        // OSError(errno, strerror), as Python's own writes raise it
+        Stop::CannotWrite(e) => match e.raw_os_error() {
+            Some(code) => {
+                let text = e.to_string();
+                let strerror = text.split(" (os error").next().unwrap_or(&text).to_string();
+                PyOSError::new_err((code, strerror))
+            }
+            None => PyOSError::new_err(e.to_string()),
+        },
+    }
+}
+
+fn joined<T>(worker: JoinHandle<Result<T, Stop>>) -> PyResult<T> {
+    worker.join().map_err(|_| PyRuntimeError::new_err("rpcprof_core: a worker thread failed"))?.map_err(raised)
+}
+
+/// Byte blocks from another thread, read in order.
+struct Blocks {
+    rx: Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Blocks {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.buf.len() {
+            match self.rx.recv() {
+                Ok(block) => (self.buf, self.at) = (block, 0),
+                Err(_) => return Ok(0), // the sender is done
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Bytes written on a thread, sent to the reader a block at a time.
+struct Sent {
+    tx: SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Write for Sent {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            let block = std::mem::take(&mut self.buf);
+            self.tx.send(block).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+        }
+        Ok(())
+    }
+}
+
+fn created(path: &str) -> Result<BufWriter<File>, Stop> {
+    Ok(BufWriter::with_capacity(1 << 20, File::create(path)?))
+}
+
+#[pyfunction]
+#[pyo3(name = "labelled", signature = (fmt, folded, kind, unit, out, labels, level=None, comment=None))]
+#[allow(clippy::too_many_arguments)]
+fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: String, out: String,
+            labels: &Bound<'_, PyAny>, level: Option<i32>, comment: Option<String>) -> PyResult<u64> {
+    let format = match fmt {
+        "pprof" => Format::Pprof,
+        "otlp" => Format::Otlp,
+        _ => return Err(PyValueError::new_err(format!("labelled: no format {fmt:?}"))),
+    };
+    let (tx, rx) = sync_channel::<Vec<u8>>(16);
+    let worker = std::thread::spawn(move || -> Result<u64, Stop> {
+        let input = Blocks { rx, buf: Vec::new(), at: 0 };
+        let mut w = created(&out)?;
+        let n = match format {
+            Format::Pprof => {
+                let mut gz = gzip::Gzip::new(&mut w, level.unwrap_or(1))?;
+                let n = profile::encode(format, &folded, &kind, &unit, comment.as_deref(), input, &mut gz)?;
+                gz.finish()?;
+                n
+            }
+            Format::Otlp => profile::encode(format, &folded, &kind, &unit, None, input, &mut w)?,
+        };
+        w.flush()?;
+        Ok(n)
+    });
+    let fed = (|| -> PyResult<()> {
+        for block in labels.try_iter()? {
+            let block = block?.cast_into::<PyBytes>()?.as_bytes().to_vec();
+            if py.detach(|| tx.send(block)).is_err() {
+                break; // the encoding has stopped: joined() says why
+            }
+        }
+        Ok(())
+    })();
+    drop(tx);
+    let done = py.detach(|| joined(worker));
+    fed?;
+    done
+}
+
+#[pyfunction]
+#[pyo3(name = "speedscope")]
+fn py_speedscope(py: Python<'_>, folded: String, name_json: String, unit: String, out: String) -> PyResult<u64> {
+    py.detach(|| {
+        let mut w = created(&out)?;
+        let n = speedscope::encode(&folded, &name_json, &unit, &mut w)?;
+        w.flush()?;
+        Ok(n)
+    })
+    .map_err(raised)
+}
+
+#[pyfunction]
+#[pyo3(name = "scan")]
+fn py_scan(py: Python<'_>, folded: String) -> PyResult<(u128, u64, u64)> {
+    py.detach(|| rows::scan(&folded)).map_err(raised)
+}
+
+#[pyfunction]
+#[pyo3(name = "diff_folded")]
+fn py_diff_folded(py: Python<'_>, a: String, b: String, normalize: bool, out: String) -> PyResult<u64> {
+    py.detach(|| {
+        let mut w = created(&out)?;
+        let n = diff_folded::encode(&a, &b, normalize, &mut w)?;
+        w.flush()?;
+        Ok(n)
+    })
+    .map_err(raised)
+}
+
+/// Byte blocks a thread writes, read as an iterator; the thread's Refused or OSError raised at its end.
+#[pyclass]
+struct Stream {
+    rx: Mutex<Receiver<Vec<u8>>>,
+    worker: Option<JoinHandle<Result<u64, Stop>>>,
+}
+
+#[pymethods]
+impl Stream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let rx = &self.rx;
+        if let Some(block) = py.detach(|| rx.lock().ok()?.recv().ok()) {
+            return Ok(Some(PyBytes::new(py, &block)));
+        }
+        if let Some(worker) = self.worker.take() {
+            py.detach(|| joined(worker))?;
+        }
+        Ok(None)
+    }
+}
+
+#[pyfunction]
+#[pyo3(name = "rows")]
+fn py_rows(folded: String) -> Stream {
+    let (tx, rx) = sync_channel::<Vec<u8>>(4);
+    let worker = std::thread::spawn(move || {
+        let mut out = Sent { tx, buf: Vec::new() };
+        grouped::encode(&folded, &mut out)
+    });
+    Stream { rx: Mutex::new(rx), worker: Some(worker) }
+}
+
+/// diff's frames on one side only, found on a thread of their own; result() waits for them.
+#[pyclass]
+struct Task {
+    worker: Option<JoinHandle<Result<Vec<u8>, Stop>>>,
+    found: Option<Vec<u8>>,
+}
+
+#[pymethods]
+impl Task {
+    fn done(&self) -> bool {
+        self.worker.as_ref().is_none_or(|w| w.is_finished())
+    }
+
+    /// The JSON the search wrote (one_side.rs); Refused when it does not take the files.
+    fn result<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if let Some(worker) = self.worker.take() {
+            self.found = Some(py.detach(|| joined(worker))?);
+        }
+        Ok(PyBytes::new(py, self.found.as_deref().unwrap_or_default()))
+    }
+}
+
+#[pyfunction]
+#[pyo3(name = "one_side")]
+#[allow(clippy::too_many_arguments)]
+fn py_one_side(a: String, b: String, listed: usize, names: String, vanished: String, merged: String,
+            normalize: bool) -> Task {
+    let worker = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        one_side::encode(&a, &b, listed, &names, &vanished, Some((&merged, normalize)), &mut out)?;
+        Ok(out)
+    });
+    Task { worker: Some(worker), found: None }
+}
+
+#[pymodule]
+fn rpcprof_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Refused", m.py().get_type::<Refused>())?;
+    m.add_function(wrap_pyfunction!(py_labelled, m)?)?;
+    m.add_function(wrap_pyfunction!(py_speedscope, m)?)?;
+    m.add_function(wrap_pyfunction!(py_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(py_diff_folded, m)?)?;
+    m.add_function(wrap_pyfunction!(py_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(py_one_side, m)?)?;
+    m.add_class::<Stream>()?;
+    m.add_class::<Task>()?;
+    Ok(())
+}

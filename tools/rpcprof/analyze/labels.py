@@ -1,0 +1,100 @@
+"""Each stack's labels in an export (its category, its sub-category where its category has them, its tax
+group), as the core's writers (rpcprof_core.labelled) read them: a block of records per block of folded rows,
+integers little-endian u32 (tools/core/src/labels.rs):
+
+  b'L' ID N (KEY_LEN KEY VALUE_LEN VALUE)*N   label set ID is these N (key, value) pairs
+  b'R' N ID*N                                 the label sets of the next N stacks, in order
+
+The answers are the walk's that report.py table makes (analyze/stack_walk.py), one per question: a run of
+leaves that no rule matches takes its callers' labels (analyze/callers_groups.py), asked once per distinct
+callers; a leaf that decides every question alone gives its stacks its own set; any other stack is walked.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from array import array
+from pathlib import Path
+
+from rpcprof.analyze.callers_groups import CallersGroups
+from rpcprof.analyze.folded_blocks import folded_rows, leaf_filter
+from rpcprof.analyze.rules import Rules, remember
+from rpcprof.analyze.stack_walk import NEUTRAL, ROWS_AT_ONCE, Tally
+
+
+def labels_of(groups: tuple) -> list[tuple[str, str]]:
+    """A stack's (category, sub-category[, tax group]) as its labels: the sub-category only where it is one."""
+    labels = [("category", groups[0])]
+    if "/" in groups[1]:
+        labels.append(("subcategory", groups[1]))
+    if len(groups) > 2:
+        labels.append(("tax", groups[2]))
+    return labels
+
+
+class LabelSets:
+    """Each stack's labels as the number of their set, each new set's record kept in `new`."""
+
+    def __init__(self, rules: Rules) -> None:
+        self.tallies = [Tally(rules, False), Tally(rules.using(level=2), False)]
+        if rules.tax_groups:
+            self.tallies.append(Tally(rules.using(view="tax"), False))
+        self.callers_groups = CallersGroups(self.tallies)
+        self.numbers: dict[tuple, int] = {}
+        self.by_callers: dict[str, int] = {}
+        self.by_leaf: dict[str, int] = {}         # a leaf that decides every question alone -> its stacks' set
+        self.neutral: dict[str, None] = {}        # a leaf that answers no question: its stacks take their callers'
+        self.new: list[bytes] = []
+
+    def of_stack(self, stack: str) -> int:
+        n = self.encode(tuple(t.answer(stack)[0] for t in self.tallies))
+        leaf = stack[stack.rfind(";") + 1:]
+        answers = [t.answers.by_leaf.get(leaf) for t in self.tallies]
+        if all(a is NEUTRAL for a in answers):
+            remember(self.neutral, leaf, None)
+        elif all(isinstance(a, tuple) and a is not NEUTRAL for a in answers):
+            remember(self.by_leaf, leaf, n)
+        return n
+
+    def of_callers(self, callers: str) -> int:
+        """The set of a stack under callers `a;b;` whose leaf answers no question."""
+        n = self.by_callers.get(callers)
+        if n is None:
+            n = remember(self.by_callers, callers, self.encode(self.callers_groups.groups(callers)))
+        return n
+
+    def encode(self, groups: tuple) -> int:
+        n = self.numbers.get(groups)
+        if n is None:
+            n = self.numbers[groups] = len(self.numbers) + 1       # from 1: a number is never falsy
+            labels = labels_of(groups)
+            record = b"L" + struct.pack("<II", n, len(labels))
+            for pair in labels:
+                for data in (text.encode("utf-8") for text in pair):
+                    record += struct.pack("<I", len(data)) + data
+            self.new.append(record)
+        return n
+
+
+def label_blocks(folded: Path, rules: Rules):
+    """Every stack's label set, a block of records per block of folded_rows' rows (Irregular as it raises it)."""
+    sets = LabelSets(rules)
+    none_match = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
+    of_stack, of_callers, known, decided = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get
+    neutral = sets.neutral
+    for _, rows in folded_rows(folded):
+        ids = array("I")
+        # a block whose leaves no rule matches at once, as one run; else runs of ROWS_AT_ONCE, as the table's walk
+        whole = none_match("\n".join([leaf for _, leaf, _ in rows]))
+        step = len(rows) if whole else ROWS_AT_ONCE
+        for i in range(0, len(rows), step):
+            run = rows[i:i + step]
+            if whole or none_match("\n".join([leaf for _, leaf, _ in run])):
+                ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
+            else:
+                ids.extend([decided(leaf) or (known(c) or of_callers(c) if c and leaf in neutral else of_stack(c + leaf))
+                            for c, leaf, _ in run])
+        if sys.byteorder == "big":
+            ids.byteswap()
+        yield b"".join(sets.new) + b"R" + struct.pack("<I", len(ids)) + ids.tobytes()
+        sets.new.clear()
