@@ -361,3 +361,57 @@ def test_report_py_only_registers_its_commands():
     commands = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
                 and any("command" in ast.unparse(d) for d in n.decorator_list)]
     assert not commands, f"cli/report.py defines {commands}: give each a module under cli/"
+
+
+def _module_name(path: Path) -> str:
+    parts = ("rpcprof", *path.relative_to(PKG).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path):
+    """(module, names) of each `from rpcprof... import names` and `import rpcprof...` in path, at any depth,
+    but those under `if TYPE_CHECKING:` (annotations only: no import at run time)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+            for child in node.body for n in ast.walk(child)}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rpcprof"):
+            yield node.module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, []) for a in node.names if a.name.startswith("rpcprof"))
+
+
+MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name with a leading underscore is its module's own: another module that needs it needs a public name."""
+    crossing = [f"{_module_name(p)} imports {module}.{name}" for p in PKG.rglob("*.py") for module, names in _imports(p)
+                for name in names if name.startswith("_") and not name.startswith("__")]
+    assert not crossing, "make these names public, or keep the code that uses them in their module:\n" + "\n".join(crossing)
+
+
+def test_no_import_circle():
+    """The modules' imports, at module level or inside functions, make no circle."""
+    graph = {m: set() for m in MODULES}
+    for m, path in MODULES.items():
+        for module, names in _imports(path):
+            for target in [module, *(f"{module}.{n}" for n in names)]:
+                if target in MODULES and target != m:
+                    graph[m].add(target)
+    state: dict[str, int] = {}             # 1: on the path walked, 2: done
+
+    def circle_from(m: str, path: list[str]) -> list[str] | None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return path[path.index(n):] + [n] if n in path else [m, n]
+            if n not in state and (found := circle_from(n, path + [n])):
+                return found
+        state[m] = 2
+        return None
+    for m in sorted(graph):
+        if m not in state and (found := circle_from(m, [m])):
+            pytest.fail("an import circle: " + " -> ".join(found))
