@@ -198,6 +198,9 @@ def test_every_perf_record_stops_without_the_bpf_side_band_thread(tmp_path, monk
     argvs.append(profiler.start_perf(42, tmp_path, 99, "fp", "cpu-clock", cpus=[0]))
     for argv in argvs:
         assert argv[:2] == ["perf", "record"] and "--no-bpf-event" in argv, argv
+    # the recordings of stacks a run folder keeps (report.py fold reads them again) are compressed as perf
+    # writes them: the off-CPU window's and the profile window's
+    assert "-z" in argvs[1] and "-z" in argvs[3]
 
 
 def test_each_perf_recorder_starts_disabled_behind_a_control_fifo(tmp_path, monkeypatch):
