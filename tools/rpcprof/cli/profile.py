@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
+from rpcprof.cli.common import format_option, latency_option, print_footprint, run_click, runs_dir_option
 from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
@@ -235,6 +235,7 @@ def run(**params):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
+    print_footprint(run_dir)
     if any(r.get("status") != "ok" for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
         logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
@@ -296,6 +297,7 @@ def sweep(**params):
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
                         "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_sweep(sweep_dir, job.rules or load_rules(), fmt), nl=False)   # no profile: no rules loaded yet
+    print_footprint(sweep_dir)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
                      if r.get("status") != "ok"})
     if failed:
@@ -355,6 +357,7 @@ def attach(**params):
         doc = {"run": str(run_dir), "shares": json.loads(render_shares(run_dir, job.rules, fmt)),
                "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        print_footprint(run_dir)
         return
     click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
     if per_request:
@@ -363,6 +366,7 @@ def attach(**params):
     elif fmt in ("table", "markdown"):
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
     print_waits(run_dir, job.results, fmt, verdicts=True)       # attach prints no run table
+    print_footprint(run_dir)
 
 
 def print_waits(run_dir, results: dict, fmt: str, verdicts: bool) -> None:
