@@ -7,7 +7,6 @@ seed 001: ghz directly, 1 connection, 50 concurrent requests).
 """
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
@@ -17,12 +16,13 @@ from rpcprof.analyze.rules_file import Groups, groups_of
 from rpcprof.analyze.stall import SPLIT, describe
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.documents.provenance import generator_command, header, source_path
+from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
-from rpcprof.rundir import load_run, load_sweep
+from rpcprof.rundir import load_sweep
 
 RATIO_DEFINITION = ("The ratio, everywhere in this document: of two servers' requests per server CPU-second, the "
                     "geometric mean over the rounds of each round's ratio (the two servers were measured one after "
@@ -44,21 +44,6 @@ def every_round_profiled(measured: dict) -> bool:
     profile in every round profiled the first round only)."""
     results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == "ok"]
     return bool(results) and all(r.get("profile_samples") for m in results for r in m.get("repeats") or [m])
-
-
-def stall_causes(stall_runs: list[Path], scenario: str) -> dict[str, tuple[Path, dict, dict]]:
-    """Per server, the run (of the sweep's scenario) whose stalled window named its mechanism by replaying it
-    (analyze/stall.py SPLIT): (folder, manifest, its stall record)."""
-    causes = {}
-    for run in stall_runs:
-        manifest, metrics = load_run(run)
-        theirs = (manifest.get("parameters") or {}).get("scenario")
-        if theirs != scenario:
-            raise UserError(f"{run}: scenario {theirs}, not the sweep's {scenario}")
-        for name, m in metrics.items():
-            if (m.get("stalled") or {}).get("mechanism") == SPLIT:
-                causes.setdefault(name, (run, manifest, m["stalled"]))
-    return causes
 
 
 def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None, stall_runs: tuple = ()) -> str:
@@ -275,18 +260,6 @@ def headline_cell(pairs: list) -> tuple:
         width = (i["high"] / i["low"]) if i.get("low") else float("inf")
         return (len(flags_of(a)) + len(flags_of(b)), width, c, s)
     return min(pairs, key=key)
-
-
-def stall_cause_lines(causes: dict, stalled: set[str]) -> list[str]:
-    """Per server that stalled in the sweep, the run that measured why (stall_causes), its command and its
-    stall record said."""
-    out = []
-    for name in sorted(stalled & set(causes)):
-        run, manifest, record = causes[name]
-        par = manifest.get("parameters") or {}
-        out.append(f"{name}'s stall, measured again by `{shlex.join(manifest.get('command') or [])}` "
-                   f"(`{source_path(run)}`, C={par.get('connections')} S={par.get('streams')}): {describe(record)}.")
-    return out
 
 
 def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None = None,
