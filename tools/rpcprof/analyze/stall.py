@@ -11,7 +11,12 @@ and the server's CPU under IDLE_CORES. The evidence, each line said only when it
   - HTTP/2 flow control: the bytes of requests in flight on one connection, S/C times the framed
     message, against the connection window the server grants (its SETTINGS and any WINDOW_UPDATE on
     stream 0 before its first reply; 65,535 bytes when it raises none), said when they reach half of it;
-  - max concurrent streams: the server's SETTINGS_MAX_CONCURRENT_STREAMS, said when below S/C.
+  - max concurrent streams: the server's SETTINGS_MAX_CONCURRENT_STREAMS, said when below S/C;
+  - the replays (measure/connections.py), when that window can run short: on one new connection, as many
+    requests as fit in the window whole, then as many as the server allows in flight; said with the first
+    message the client split for want of window and how many the server answered before the connection
+    ended. A split followed by a connection ended short of its answers, while the whole messages were all
+    answered, names the mechanism SPLIT: the server drops a connection on a message sent in pieces.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ IDLE_CORES = 0.05        # below this share of a CPU, the server is idle in a sl
 IDLE_SHARE = 0.25        # the silent tail must be at least this share of the window ...
 MIN_IDLE_S = 1.0         # ... and this long
 FLOW_SHARE = 0.5         # in-flight bytes per connection at half the connection window or more: said
+SPLIT = "connection closed on a message split across DATA frames"
 
 
 def silent_tail(timeline: dict | None) -> float:
@@ -81,10 +87,36 @@ def evidence(s: dict) -> tuple[str, list[str]]:
         if most is not None and most < per_conn:
             lines.append(f"the server allows {most:,} concurrent streams on a connection, fewer than the {per_conn:,} "
                          "asked: the client queues the rest")
-    mechanism = ("connections closed under HTTP/2 flow control" if closed and flow else
+    replays = (h2 or {}).get("replays") or []
+    said = [replay_line(r, h2["connection_window"]) for r in replays if "answered" in r]
+    if said:
+        lines.append("replayed after the window, each on one new connection with nghttp: " + "; ".join(said))
+    split = (any(r.get("split") and r["answered"] < r["requests"] for r in replays if "answered" in r)
+             and all(r["answered"] == r["requests"] for r in replays if "answered" in r and not r.get("split")))
+    mechanism = (SPLIT if split else
+                 "connections closed under HTTP/2 flow control" if closed and flow else
                  "connections closed by the server" if closed else
                  "HTTP/2 flow control" if flow else "no answer on open connections")
     return mechanism, lines
+
+
+def replay_line(r: dict, window: int) -> str:
+    """One replay (measure/connections.parse_replay) said: what was sent, what was answered, how it ended;
+    window: the connection window the server granted at the start."""
+    n, size = r["requests"], r["message_bytes"]
+    head = f"{n:,} requests of {size} B ({n * size:,} B)"
+    ended = ("" if r["answered"] == n else
+             " and ended the connection with " + ("a GOAWAY" if r.get("goaway") else
+                                                 f"{r['rst_streams']} RST_STREAM" if r.get("rst_streams") else
+                                                 "neither GOAWAY nor RST_STREAM"))
+    split = r.get("split")
+    if not split:
+        return f"{head}: none split, {r['answered']:,} answered{ended}"
+    left = window + split["credited_before"] - split["data_before"]
+    return (f"{head}: {split['data_before']:,} B of DATA sent and {split['credited_before']:,} B credited back left "
+            f"{left:,} B of the {window:,} B window, and the client sent stream {split['stream']}'s {size} B message "
+            f"as a DATA frame of {split['sent']} B without END_STREAM, the rest to follow; the server answered "
+            f"{r['answered']:,} of the {n:,}{ended}")
 
 
 def describe(s: dict, connections: int | None = None, streams: int | None = None) -> str:
