@@ -125,7 +125,8 @@ def test_a_disk_that_fills_up_leaves_no_partial_output_and_no_temporary_file(run
 
 def test_a_run_folder_on_a_full_disk_still_says_how_the_run_ended(small_disk):
     """With no room for a second copy, the manifest is rewritten in the space it holds."""
-    from rpcprof.rundir import CannotWrite, Manifest, RunFolder, now
+    from rpcprof.records import Manifest
+    from rpcprof.rundir import CannotWrite, RunFolder, now
     folder = RunFolder.create("pytest-full", small_disk)
     manifest = Manifest(mode="run", status="running", command=["pytest"], started=now(), machine={}, tools={},
                         git={}, parameters={"servers": ["s"]})

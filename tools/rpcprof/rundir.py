@@ -20,43 +20,17 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
+from rpcprof.records import Manifest
+from rpcprof.status import Status, read_statuses
 
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
 RESULT_FILE = "result.json"                 # a server's figures in its folder (also named where they come from)
-
-
-@dataclass
-class Manifest:
-    """What a run folder is: written when it starts, rewritten as it goes and when it ends."""
-    mode: str
-    status: str
-    command: list[str]
-    started: str
-    machine: dict
-    tools: dict
-    git: dict
-    parameters: dict                       # every option as given; `servers` among them
-    finished: str | None = None
-    servers: dict = field(default_factory=dict)         # server -> status
-    scenario: dict | None = None
-    sampled_event: str | None = None
-    process: dict | None = None            # attach: the process profiled
-    cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
-    stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
-    owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
-    interrupted: str | None = None         # why a later invocation marked it interrupted
-    host: dict | None = None               # the host card (measure/hostcard.py): unit costs of the host it ran on
-
-    def finish(self, status: str) -> "Manifest":
-        self.status = status
-        self.finished = None if status == "running" else dt.datetime.now().isoformat(timespec="seconds")
-        return self
 
 
 def now(precise: bool = False) -> str:
@@ -172,14 +146,14 @@ def running_folders(base: Path) -> list[tuple[Path, dict]]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("status") == "running":
+        if isinstance(data, dict) and data.get("status") == Status.RUNNING:
             found.append((path.parent, data))
     return found
 
 
-def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
-    """Rewrite a folder's manifest as interrupted (its owner died without saying so), saying why."""
-    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": "interrupted", "interrupted": why}, RUNS)
+def mark_killed(run_dir: Path, manifest: dict, why: str) -> None:
+    """Rewrite a folder's manifest as killed (its owner died without saying so), saying why."""
+    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": Status.KILLED, "killed": why}, RUNS)
 
 
 def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
@@ -261,10 +235,12 @@ def validate_manifest(path: Path, data) -> dict:
     """A manifest with the types schema.MANIFEST gives (a folder from before modes were recorded is a run)."""
     if isinstance(data, dict):
         data = {"mode": "run", **data}
-    return schema.check(data, schema.MANIFEST, path)
+    return schema.check(read_statuses(data, "job"), schema.MANIFEST, path)
 
 
 def validate_metrics(path: Path, data) -> dict:
+    if isinstance(data, dict):
+        data = {name: read_statuses(result, "server") for name, result in data.items()}
     return schema.check(data, schema.METRICS, path)
 
 
@@ -302,7 +278,8 @@ def read_profile(server_dir: Path) -> dict:
 def read_result(server_dir: Path) -> dict | None:
     """A server's result.json, validated, or None where there is none (optional context)."""
     path = Path(server_dir) / RESULT_FILE
-    return schema.check(read_json(path, "a server folder"), schema.RESULT, path) if path.is_file() else None
+    return schema.check(read_statuses(read_json(path, "a server folder"), "server"), schema.RESULT, path) \
+        if path.is_file() else None
 
 
 def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:

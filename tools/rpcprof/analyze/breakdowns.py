@@ -10,6 +10,7 @@ from rpcprof.analyze.categorize import Breakdown, Rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
 from rpcprof.rundir import load_run, profile_folded
+from rpcprof.status import MEASURED
 
 
 def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None) -> dict[str, Breakdown]:
@@ -19,7 +20,7 @@ def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None)
     for name in manifest["parameters"]["servers"]:
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
-        if m.get("status") not in ("ok", "incomplete") or not folded.exists() or not folded.stat().st_size:
+        if m.get("status") not in MEASURED or not folded.exists() or not folded.stat().st_size:
             continue
         r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
         out[name] = categorize_file(folded, r)

@@ -38,6 +38,7 @@ from rpcprof.analyze.intervals import paired_ratio, repeats_by_index
 from rpcprof.analyze.significance import benjamini_hochberg, sampling_variance, welch_gap
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.rundir import profile_folded
+from rpcprof.status import Status
 
 PACE_LEVEL = 0.95         # the test's level: one pace is named two in at most 5 % of runs
 MIN_APART = 1.10          # ... and only when the paces' CPU per request differ by 10 % or more
@@ -151,7 +152,7 @@ def find_paces(values: dict[int, float]) -> Paces | None:
 
 def server_paces(result: dict) -> Paces | None:
     """The two paces of one server's rounds (CPU µs per request of the unprofiled windows), or None."""
-    if not result or result.get("status") != "ok":
+    if not result or result.get("status") != Status.OK:
         return None
     return find_paces(repeats_by_index(result, "cpu_us_per_req"))
 
@@ -159,7 +160,7 @@ def server_paces(result: dict) -> Paces | None:
 def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[dict]:
     """The ratio (req/s per CPU over the first server's) within each pace of `server` that has at least
     MIN_PACE_ROUNDS rounds, for every pair of the run that involves it."""
-    names = [n for n in order if (metrics.get(n) or {}).get("status") == "ok"]
+    names = [n for n in order if (metrics.get(n) or {}).get("status") == Status.OK]
     if len(names) < 2 or server not in names:
         return []
     base = names[0]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from rpcprof.analyze.intervals import paired_ratio
 from rpcprof.analyze.regime import round_row
+from rpcprof.status import Status
 
 
 FIGURES = ("req_per_s", "server_cpu_cores", "server_cpu_s", "req_per_cpu_s", "cpu_us_per_req", "requests_ok",
@@ -19,8 +20,8 @@ def aggregate_repeats(repeats: list[dict]) -> dict:
     profile's cost is paired round by round."""
     if len(repeats) == 1:
         return repeats[0]
-    if any(r.get("status") != "ok" for r in repeats):
-        return next(r for r in repeats if r.get("status") != "ok")
+    if any(r.get("status") != Status.OK for r in repeats):
+        return next(r for r in repeats if r.get("status") != Status.OK)
     ranked = sorted(repeats, key=lambda r: r["req_per_cpu_s"])
     median = ranked[(len(ranked) - 1) // 2]
     out = dict(repeats[0])

@@ -25,6 +25,7 @@ from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.progress import bar_allowed
 from rpcprof.rundir import SERVER_LOG, server_path
+from rpcprof.status import Status
 
 # The parameters of each command that are not options of its job (cli/values.py): how to print, and a
 # sweep's grid, which Sweep takes apart from the options of its runs.
@@ -226,7 +227,7 @@ def run(**params):
         if the_run.dir:
             click.echo(render_run(the_run.dir, fmt, latency), nl=False)
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
-                            f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                            f"{the_run.dir} (marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
         raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
     if fmt in ("table", "markdown"):
@@ -236,8 +237,8 @@ def run(**params):
         click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
     print_footprint(run_dir)
-    if any(r.get("status") != "ok" for r in the_run.results.values()):
-        failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
+    if any(r.get("status") != Status.OK for r in the_run.results.values()):
+        failed = {n: r for n, r in the_run.results.items() if r.get("status") != Status.OK}
         logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
@@ -295,11 +296,11 @@ def sweep(**params):
         sweep_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
-                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                        "(marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_sweep(sweep_dir, job.rules or load_rules(), fmt), nl=False)   # no profile: no rules loaded yet
     print_footprint(sweep_dir)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
-                     if r.get("status") != "ok"})
+                     if r.get("status") != Status.OK})
     if failed:
         raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
                         f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=EXIT_FAILED)
@@ -347,7 +348,7 @@ def attach(**params):
         run_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: the profiler was stopped; what was captured is kept in {job.dir} "
-                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                        "(marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
     except UserError as e:
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None

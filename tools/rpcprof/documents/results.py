@@ -22,6 +22,7 @@ from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
+from rpcprof.status import Status
 
 RATIO_DEFINITION = ("The ratio, everywhere in this document: of two servers' requests per server CPU-second, the "
                     "geometric mean over the rounds of each round's ratio (the two servers were measured one after "
@@ -41,7 +42,7 @@ def _f(x, digits=1, unit=""):
 def every_round_profiled(measured: dict) -> bool:
     """Whether every round of every server of every cell had a profile window (sweeps made before a
     profile in every round profiled the first round only)."""
-    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == "ok"]
+    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == Status.OK]
     return bool(results) and all(r.get("profile_samples") for m in results for r in m.get("repeats") or [m])
 
 
@@ -53,7 +54,7 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
     rows = sweep_rows(sweep_dir, rules)
     _, measured = load_sweep(sweep_dir)
     figures = {(cell["connections"], cell["streams"], name): m for key, cell in manifest["cells"].items()
-               for name, m in measured[key][1].items() if m.get("status") == "ok"}
+               for name, m in measured[key][1].items() if m.get("status") == Status.OK}
     cells = sorted({(r["connections"], r["streams"]) for r in rows})
     by = {(r["connections"], r["streams"], r["server"]): r for r in rows}
     first, second = (servers + [None, None])[:2]

@@ -35,6 +35,7 @@ from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 def parse_target(target: str) -> int:
     """The port of a loopback HOST:PORT; load goes to this machine only."""
@@ -125,7 +126,7 @@ class Attach:
     def dir(self) -> Path | None:
         return self.folder.path if self.folder else None
 
-    def write(self, status: str) -> None:
+    def write(self, status: Status) -> None:
         self.manifest.parameters = {**asdict(self.opts), "runs_dir": str(self.opts.runs_dir),
                                     "servers": list(self.results) or [self.name]}
         self.folder.write(self.manifest.finish(status), self.results)
@@ -155,7 +156,7 @@ class Attach:
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
-                life.failed = any(r["status"] != "ok" for r in self.results.values())
+                life.failed = any(r["status"] != Status.OK for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
             render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)
         return self.dir
@@ -167,7 +168,7 @@ class Attach:
                 measured: dict | None = None) -> dict:
         opts = self.opts
         out = self.folder.server_dir(name)
-        result = {"server": name, "status": "running", "pid": self.info.pid, "profiler": profiler,
+        result = {"server": name, "status": Status.RUNNING, "pid": self.info.pid, "profiler": profiler,
                   "app": self.app, "app_source": self.app_source, "mode": "attach"}
         subject = steps.Subject(name, self.info.pid, monitor, out)
         if opts.load:
@@ -193,11 +194,11 @@ class Attach:
                 figures_without_load(opts, result, record, plan, monitor)
             self.results[name] = result
             if "at" in ended:
-                result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
+                result.update(status=Status.PID_EXITED, error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
                               f"{plan.duration:g} s window; the profile holds what was captured until then")
                 raise UserError(result["error"], exit_code=EXIT_FAILED)
             if record["samples"] == 0:
-                result.update(status="failed", error="no samples")
+                result.update(status=Status.FAILED, error="no samples")
                 raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
                                 f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
                                 "or attach while it is busy", exit_code=EXIT_FAILED)
@@ -206,7 +207,7 @@ class Attach:
                 if not ports:
                     log(f"rpcprof: NOTE: pid {self.info.pid} listens on no TCP port: no socket state is sampled")
                 result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports)
-            result["status"] = "ok"
+            result["status"] = Status.OK
             return result
         finally:
             RunFolder.write_result(out, result)

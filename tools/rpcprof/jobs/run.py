@@ -29,6 +29,7 @@ from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 
 @dataclass
@@ -126,7 +127,7 @@ class Run:
     def dir(self) -> Path | None:
         return self.folder.path if self.folder else None
 
-    def write(self, status: str) -> None:
+    def write(self, status: Status) -> None:
         params = {**asdict(self.opts), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
         self.manifest.parameters = params
         self.manifest.stopped_by = self.stopped_by
@@ -160,11 +161,11 @@ class Run:
                     self.rounds()
                 except KeyboardInterrupt:
                     for spec in self.specs:
-                        self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
+                        self.results.setdefault(spec.name, {"server": spec.name, "status": Status.NOT_RUN})
                     raise
                 if idle.line():
                     log(idle.line())
-                life.failed = any(r.get("status") != "ok" for r in self.results.values())
+                life.failed = any(r.get("status") != Status.OK for r in self.results.values())
         except KeyboardInterrupt:
             self.pictures()             # what was captured, drawn; then the interruption goes on
             raise
@@ -194,11 +195,11 @@ class Run:
             k += 1
             started = time.monotonic()
             for spec in self.specs:
-                if repeats[spec.name] and repeats[spec.name][-1].get("status") != "ok":
+                if repeats[spec.name] and repeats[spec.name][-1].get("status") != Status.OK:
                     continue
                 repeats[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_repeats(repeats[spec.name])
-                self.write("running")
+                self.write(Status.RUNNING)
                 bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:
@@ -226,7 +227,7 @@ class Run:
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""
-        names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == "ok"]
+        names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == Status.OK]
         if len(names) < 2:
             return []
         base = self.results[names[0]]

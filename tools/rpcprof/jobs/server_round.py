@@ -27,6 +27,7 @@ from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
+from rpcprof.status import Status
 
 if TYPE_CHECKING:
     from rpcprof.jobs.run import Run
@@ -44,7 +45,7 @@ class ServerRound:
         SERVER/round-K. Every round has its profile window (with the syscall counts); the read/write
         size and off-CPU windows are the first round's only."""
         out = self.run.folder.server_dir(spec.name, repeat)
-        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
+        result = {"server": spec.name, "description": spec.description, "status": Status.RUNNING, "repeat": repeat,
                   "started": now(precise=True)}
         if self.opts.repeat > 1 or self.opts.precision is not None:
             total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
@@ -53,15 +54,15 @@ class ServerRound:
             with Session() as session:
                 return self._measure(session, spec, out, result, first=repeat == 1)
         except (ServerFailed, UserError) as e:
-            result.update(status="failed", error=str(e))
+            result.update(status=Status.FAILED, error=str(e))
             log(f"rpcprof: FAILED {e}")
             return result
         except KeyboardInterrupt:
-            result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
+            result.update(status=Status.INTERRUPTED, error="interrupted by the user; figures so far are kept")
             self.run.results[spec.name] = result
             raise
         except Exception as e:
-            result.update(status="failed", error=f"internal error: {type(e).__name__}: {e}")
+            result.update(status=Status.FAILED, error=f"internal error: {type(e).__name__}: {e}")
             self.run.results[spec.name] = result
             raise
         finally:
@@ -123,7 +124,7 @@ class ServerRound:
         # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
         # state the measured window was in. Without a profile, the counters get a window of their own.
         if stalled:
-            result["status"] = "ok"     # kept with its flag: the windows below would load a stalled server again
+            result["status"] = Status.OK     # kept with its flag: the windows below would load a stalled server again
             return result
         if opts.profile:
             result["profile"] = self._profile(session, spec, server, subject, result)
@@ -149,7 +150,7 @@ class ServerRound:
             result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
                                              self.run.rules or load_rules(), [opts.port])
             self._check_alive(server, "during the off-CPU window")
-        result["status"] = "ok"
+        result["status"] = Status.OK
         return result
 
     def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,

@@ -14,6 +14,7 @@ from rpcprof.jobs.base import Lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.progress import log, progress_bar
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 
 # Seed 000's cells keep S/C <= 1000 (C=100 goes to S=100000, C=1 stops at S=1000), and pajamax advertises
@@ -104,12 +105,12 @@ class Sweep:
                 run_dir = run.execute(self.dir)
                 self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
-                self.write("running")
+                self.write(Status.RUNNING)
                 bar.update(1)
-            life.failed = not all(all(r.get("status") == "ok" for r in run.results.values()) for run in self.runs)
+            life.failed = not all(all(r.get("status") == Status.OK for r in run.results.values()) for run in self.runs)
         return self.dir
 
-    def write(self, status: str) -> None:
+    def write(self, status: Status) -> None:
         self.manifest.cells = self.results
         self.folder.write(self.manifest.finish(status))
 

@@ -11,6 +11,7 @@ from rpcprof.analyze.stall import describe
 from rpcprof.report.paces import pace_line, pace_ratio_lines
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run
+from rpcprof.status import Status
 
 # what a run's --idle did, in its headline (runs made before the option halted)
 IDLE_TEXT = {"poll": ", server CPUs polling when idle", "spin": ", server CPUs kept from halting by an idle-priority loop"}
@@ -63,7 +64,7 @@ def run_columns(latency: str = "seed") -> list[tuple[str, str]]:
 
 
 def notes_for(m: dict) -> str:
-    if m.get("status") != "ok":
+    if m.get("status") != Status.OK:
         return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
     if m.get("stalled"):        # the other flags describe the burst and the silence, which this one names
         return f"STALLED ({m['stalled']['mechanism']})" + (f", {m['requests_non_ok']} non-OK" if m.get("requests_non_ok") else "")
@@ -97,11 +98,11 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
     A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
     run's --precision pilot (intervals.pilot_of), for the two-stage interval."""
     names = order or list(metrics)
-    figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == "ok" else {}) for n in names}
+    figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == Status.OK else {}) for n in names}
     base = next((figures[n]["req_per_cpu_s"] for n in names if figures[n].get("req_per_cpu_s")), None)
     rows = []
     for name in names:
-        m = metrics.get(name, {"server": name, "status": "not run"})
+        m = metrics.get(name, {"server": name, "status": Status.NOT_RUN})
         f = figures[name]
         lat = f.get("latency") or {}
         mem = f.get("memory") or {}
