@@ -3,7 +3,7 @@ one owner of the run folder on disk.
 
     measure/   servers, processes, load, kernel accounting, windows, the session owning processes
     capture/   perf and py-spy attached to a PID, folding
-    analyze/   the figures: categorize, frame shares, statistics, repeats, and every model and test a report
+    analyze/   the figures: categorize, frame shares, statistics, rounds, and every model and test a report
                quotes (the runs' agreement, diff's tests across rounds, paces, the what-if, the hosts' model)
     report/    the renderers: tables, text, flame graphs, SVG, charts, report.html, export formats, and the
                reports of report.py's commands, each saying analyze/'s figures in rows and lines

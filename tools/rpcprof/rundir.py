@@ -156,10 +156,10 @@ def mark_killed(run_dir: Path, manifest: dict, why: str) -> None:
     write_json(Path(run_dir) / "manifest.json", {**manifest, "status": Status.KILLED, "killed": why}, RUNS)
 
 
-def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
+def server_path(run_dir: Path, name: str, k: int = 1) -> Path:
     """RUN/SERVER for a server's first round, RUN/SERVER/round-K for round K (repeat-K in older runs)."""
-    old = Path(run_dir) / name / f"repeat-{repeat}"
-    return Path(run_dir) / name if repeat == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{repeat}"
+    old = Path(run_dir) / name / f"repeat-{k}"
+    return Path(run_dir) / name if k == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{k}"
 
 
 class RunFolder:
@@ -172,8 +172,8 @@ class RunFolder:
     def create(cls, label: str, base: Path = RUNS_DIR) -> "RunFolder":
         return cls(make_run_dir(label, base))
 
-    def server_dir(self, name: str, repeat: int = 1) -> Path:
-        out = server_path(self.path, name, repeat)
+    def server_dir(self, name: str, k: int = 1) -> Path:
+        out = server_path(self.path, name, k)
         out.mkdir(parents=True, exist_ok=False)
         return out
 
@@ -358,10 +358,10 @@ def offwake_folded(run_dir: Path, server: str) -> Path:
     return saved_copy(Path(run_dir) / server / OFFWAKE_FOLDED)
 
 
-def profile_folded(run_dir: Path, server: str, repeat: int = 1) -> Path:
-    """A server's folded stacks in a run folder (repeat: that round's): profile.folded, or
-    profile.folded.gz in a saved copy."""
-    return saved_copy(server_path(run_dir, server, repeat) / PROFILE_FOLDED)
+def profile_folded(run_dir: Path, server: str, k: int = 1) -> Path:
+    """A server's folded stacks in a run folder (k: round k's): profile.folded, or profile.folded.gz in a
+    saved copy."""
+    return saved_copy(server_path(run_dir, server, k) / PROFILE_FOLDED)
 
 
 def run_of_folded(folded: Path) -> tuple[Path, str] | None:

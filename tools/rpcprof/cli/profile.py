@@ -24,6 +24,7 @@ from rpcprof.report.agreement import earlier_lines
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.progress import bar_allowed
+from rpcprof.records import round_of
 from rpcprof.rundir import SERVER_LOG, server_path
 from rpcprof.status import Status
 
@@ -106,11 +107,11 @@ def share(ctx, param, value):
     return x
 
 
-def repeat_options(what: str, default: int):
+def rounds_options(what: str, default: int):
     """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
     def decorate(f):
         for option in reversed([
-            click.option("--rounds", "--repeat", "repeat", default=default, show_default=True, callback=positive,
+            click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
                          help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
                               f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
             click.option("--precision", default=None, callback=share, metavar="SHARE",
@@ -208,7 +209,7 @@ def main():
                    "read and write, reads that found nothing (EAGAIN). It costs a sample per call, so it is not "
                    "in the profile window; its cost is printed.")
 @off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
-@repeat_options("", RUN["repeat"])
+@rounds_options("", RUN["rounds"])
 @pictures_option(RUN["pictures"], "")
 @runs_dir_option
 @format_option
@@ -239,7 +240,7 @@ def run(**params):
     print_footprint(run_dir)
     if any(r.get("status") != Status.OK for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.get("status") != Status.OK}
-        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
+        logs = [str(server_path(run_dir, n, round_of(r)) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
@@ -265,7 +266,7 @@ def int_list(ctx, param, value):
 @click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, callback=not_negative,
               help="Warm-up before each window [s].")
-@repeat_options(" (per cell)", SWEEP["repeat"])
+@rounds_options(" (per cell)", SWEEP["rounds"])
 @placement_and_load_options
 @click.option("--label", default=SWEEP["label"], callback=file_label, help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=SWEEP["profile"], show_default=True,

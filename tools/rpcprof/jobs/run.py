@@ -12,7 +12,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
-from rpcprof.analyze.repeats import aggregate_repeats
+from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
 from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
@@ -28,6 +28,7 @@ from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
+from rpcprof.records import parameters_json
 from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
@@ -61,7 +62,7 @@ class RunOptions:
     io_sizes: bool = RUN["io_sizes"]    # a window of its own recording every read/write's size (first round)
     off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
     off_cpu_duration: float = RUN["off_cpu_duration"]
-    repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
+    rounds: int = RUN["rounds"]     # every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
@@ -76,8 +77,8 @@ class RunOptions:
 
 def check_options(opts: RunOptions) -> None:
     """UserError (exit 2) for options no run can take, before anything starts."""
-    if opts.repeat < 1:
-        raise UserError(f"--rounds must be at least 1 (got {opts.repeat})")
+    if opts.rounds < 1:
+        raise UserError(f"--rounds must be at least 1 (got {opts.rounds})")
     if opts.precision is not None and not 0 < opts.precision < 1:
         raise UserError(f"--precision must be a share between 0 and 1, e.g. 0.05 or 5% (got {opts.precision})")
     if opts.precision is not None and len(opts.servers) < 2:
@@ -128,7 +129,7 @@ class Run:
         return self.folder.path if self.folder else None
 
     def write(self, status: Status) -> None:
-        params = {**asdict(self.opts), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
+        params = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
         self.manifest.parameters = params
         self.manifest.stopped_by = self.stopped_by
         self.folder.write(self.manifest.finish(status), self.results)
@@ -183,22 +184,22 @@ class Run:
         then those are measured, unless the next round would end after --max-time. A server that fails is
         left out of the rounds after."""
         opts, t0 = self.opts, time.monotonic()
-        repeats: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}
-        pilot = max(opts.repeat, PILOT_ROUNDS)
-        wanted = opts.repeat if opts.precision is None else pilot
+        measured: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}     # each server's rounds so far
+        pilot = max(opts.rounds, PILOT_ROUNDS)
+        wanted = opts.rounds if opts.precision is None else pilot
         with progress_bar(wanted * len(self.specs), "measurements") as bar:
-            self._rounds(opts, t0, repeats, pilot, wanted, bar)
+            self._rounds(opts, t0, measured, pilot, wanted, bar)
 
-    def _rounds(self, opts: RunOptions, t0: float, repeats: dict[str, list[dict]], pilot: int, wanted: int, bar) -> None:
+    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[dict]], pilot: int, wanted: int, bar) -> None:
         k = 0
         while k < wanted:
             k += 1
             started = time.monotonic()
             for spec in self.specs:
-                if repeats[spec.name] and repeats[spec.name][-1].get("status") != Status.OK:
+                if measured[spec.name] and measured[spec.name][-1].get("status") != Status.OK:
                     continue
-                repeats[spec.name].append(self.measure(spec, k))
-                self.results[spec.name] = aggregate_repeats(repeats[spec.name])
+                measured[spec.name].append(self.measure(spec, k))
+                self.results[spec.name] = aggregate_rounds(measured[spec.name])
                 self.write(Status.RUNNING)
                 bar.update(1)
             round_s = time.monotonic() - started
@@ -233,6 +234,6 @@ class Run:
         base = self.results[names[0]]
         return [x for x in (log_ratios(base, self.results[n]) for n in names[1:]) if len(x) >= 2]
 
-    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
-        """One measurement of spec in round `repeat` (jobs/server_round.py)."""
-        return self.server_round.measure(spec, repeat)
+    def measure(self, spec: ServerSpec, k: int = 1) -> dict:
+        """One measurement of spec in round k (jobs/server_round.py)."""
+        return self.server_round.measure(spec, k)

@@ -26,6 +26,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
+from rpcprof.records import ROUND_KEY
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 from rpcprof.status import Status
 
@@ -40,19 +41,19 @@ class ServerRound:
         self.run = run
         self.opts = run.opts
 
-    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
-        """One measurement of spec in a session of its own; repeats after the first go in
+    def measure(self, spec: ServerSpec, k: int = 1) -> dict:
+        """One measurement of spec in round k, in a session of its own; rounds after the first go in
         SERVER/round-K. Every round has its profile window (with the syscall counts); the read/write
         size and off-CPU windows are the first round's only."""
-        out = self.run.folder.server_dir(spec.name, repeat)
-        result = {"server": spec.name, "description": spec.description, "status": Status.RUNNING, "repeat": repeat,
+        out = self.run.folder.server_dir(spec.name, k)
+        result = {"server": spec.name, "description": spec.description, "status": Status.RUNNING, ROUND_KEY: k,
                   "started": now(precise=True)}
-        if self.opts.repeat > 1 or self.opts.precision is not None:
-            total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
-            log(f"rpcprof: {spec.name}: round {repeat}{total}")
+        if self.opts.rounds > 1 or self.opts.precision is not None:
+            total = f"/{self.opts.rounds}" if self.opts.precision is None else ""
+            log(f"rpcprof: {spec.name}: round {k}{total}")
         try:
             with Session() as session:
-                return self._measure(session, spec, out, result, first=repeat == 1)
+                return self._measure(session, spec, out, result, first=k == 1)
         except (ServerFailed, UserError) as e:
             result.update(status=Status.FAILED, error=str(e))
             log(f"rpcprof: FAILED {e}")
@@ -157,7 +158,7 @@ class ServerRound:
                  result: dict) -> dict:
         opts = self.opts
         # a profile in every round: the samples the breakdown needs are reached over the planned rounds
-        rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
+        rounds = max(opts.rounds, PILOT_ROUNDS if opts.precision is not None else 1)
         earlier = self.run.sampled.setdefault(spec.name, [])       # (samples, planned) of its earlier rounds
         plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
                             round_sample_target(opts.min_samples, rounds, earlier))

@@ -20,11 +20,11 @@ class FakeRun(Run):
         self.order: list[tuple[str, int]] = []
         self.written = 0
 
-    def measure(self, spec, repeat=1):
-        self.order.append((spec.name, repeat))
+    def measure(self, spec, k=1):
+        self.order.append((spec.name, k))
         values = self.rpc[spec.name]
-        v = values[(repeat - 1) % len(values)]
-        return {"server": spec.name, "status": "ok", "repeat": repeat, "started": f"round {repeat:03d} {spec.name}",
+        v = values[(k - 1) % len(values)]
+        return {"server": spec.name, "status": "ok", "repeat": k, "started": f"round {k:03d} {spec.name}",
                 "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
                 "req_per_s": v, "server_cpu_cores": 1.0, "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}}
 
@@ -37,7 +37,7 @@ def opts(**kw):
 
 
 def test_rounds_interleave_the_servers():
-    run = FakeRun(opts(repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(rounds=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert run.order == [("rust_tonic_mt", 1), ("rust_pajamax", 1), ("rust_tonic_mt", 2), ("rust_pajamax", 2),
                          ("rust_tonic_mt", 3), ("rust_pajamax", 3)]
@@ -47,7 +47,7 @@ def test_rounds_interleave_the_servers():
 def test_precision_measures_the_rounds_the_pilot_asks_for():
     # the pilot's spread sets the rounds (Stein's second stage), whatever the rounds after it show
     tonic = [100, 104, 96] + [100] * 30
-    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
+    run = FakeRun(opts(precision=0.05, rounds=3), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
     run.rounds()
     rounds = max(k for _, k in run.order)
     logs = [math.log(1000 / v) for v in tonic[:3]]
@@ -59,7 +59,7 @@ def test_precision_measures_the_rounds_the_pilot_asks_for():
 
 
 def test_precision_with_a_steady_pilot_stops_after_it():
-    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(precision=0.05, rounds=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert max(k for _, k in run.order) == 3
 
