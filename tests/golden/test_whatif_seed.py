@@ -30,7 +30,7 @@ def rounds(server):
     out = []
     for row in round_rows(metrics[server]):
         k = round_of(row)
-        writes = read_result(server_path(RUN, server, k))["syscalls"]["writes_per_req"]
+        writes = read_result(server_path(RUN, server, k)).figures["syscalls"]["writes_per_req"]
         b = categorize(open_folded(profile_folded(RUN, server, k)), rules)
         out.append((row["cpu_us_per_req"], b.share("send") * row["cpu_us_per_req"], writes))
     return out

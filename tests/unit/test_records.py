@@ -56,3 +56,93 @@ def test_a_published_run_reads_its_rounds(tmp_path):
     manifest, metrics = load_run(run)
     assert rounds_asked(manifest["parameters"]) >= 2
     assert all([round_of(r) for r in round_rows(m)] == list(range(1, len(round_rows(m)) + 1)) for m in metrics.values())
+
+
+# --- a server's result: typed, and its JSON the same keys as ever ---------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULT_FILES = sorted(p for base in (ROOT / "docs" / "data", ROOT / "tests" / "data" / "runs")
+                      for p in base.rglob("result.json"))
+
+
+def test_every_published_result_reads_and_writes_back_the_same_json():
+    import json
+    from rpcprof.records import ServerResult
+    assert len(RESULT_FILES) > 50
+    for path in RESULT_FILES:
+        data = json.loads(path.read_text())
+        result = ServerResult.from_json(data)
+        assert result.server == data["server"] and result.status == data["status"]
+        assert result.round == data.get(ROUND_KEY) and result.started == data.get("started")
+        assert result.to_json() == data, path
+        assert json.loads(json.dumps(result.to_json())) == data, path
+
+
+def test_every_published_metrics_entry_reads_and_writes_back_the_same_json():
+    import json
+    from rpcprof.records import ServerResult
+    for path in sorted(p for base in (ROOT / "docs" / "data", ROOT / "tests" / "data" / "runs")
+                       for p in base.rglob("metrics.json")):
+        for name, data in json.loads(path.read_text()).items():
+            assert ServerResult.from_json(data).to_json() == data, (path, name)
+
+
+def test_a_result_writes_only_the_typed_fields_it_has():
+    from rpcprof.records import ServerResult
+    from rpcprof.status import Status
+    assert ServerResult("s", Status.NOT_RUN).to_json() == {"server": "s", "status": "not run"}
+    attach = ServerResult("app", figures={"pid": 7, "mode": "attach"}).end(Status.PID_EXITED, "pid 7 exited")
+    assert attach.to_json() == {"server": "app", "status": "pid-exited", "error": "pid 7 exited", "pid": 7,
+                                "mode": "attach"}
+    assert ServerResult.from_json({"server": "app", "status": "incomplete"}).status is Status.PID_EXITED
+
+
+def test_read_result_gives_a_typed_result_and_names_one_without_a_status(tmp_path):
+    import json
+    import pytest
+    from rpcprof.errors import UserError
+    from rpcprof.records import ServerResult
+    from rpcprof.rundir import RunFolder, read_result
+    from rpcprof.status import Status
+    RunFolder.write_result(tmp_path, ServerResult("s", Status.OK, 2, "d", "t", figures={"req_per_s": 1.0}))
+    assert read_result(tmp_path) == ServerResult("s", Status.OK, 2, "d", "t", figures={"req_per_s": 1.0})
+    assert json.loads((tmp_path / "result.json").read_text())[ROUND_KEY] == 2
+    (tmp_path / "result.json").write_text(json.dumps({"server": "s"}))
+    with pytest.raises(UserError, match="result.json: missing key 'status'"):
+        read_result(tmp_path)
+    assert read_result(tmp_path / "none") is None
+
+
+def a_round(tmp_path, monkeypatch, raised):
+    """ServerRound.measure of a server whose build raises `raised`: (its result or the exception, the run, the
+    JSON written)."""
+    import json
+    from rpcprof.jobs.run import Run, RunOptions
+    from rpcprof.rundir import RunFolder
+    run = Run(RunOptions(servers=["rust_tonic_st"], profile=False, syscalls=False, rounds=2), ["pytest"])
+    run.folder = RunFolder(tmp_path)
+
+    def build(log):
+        raise raised
+    monkeypatch.setattr(run.specs[0], "build", build)
+    try:
+        got = run.measure(run.specs[0], 2)
+    except BaseException as e:           # noqa: BLE001 (KeyboardInterrupt among them)
+        got = e
+    return got, run, json.loads((tmp_path / "rust_tonic_st" / "round-2" / "result.json").read_text())
+
+
+def test_a_round_that_fails_is_a_failed_result_written_with_its_error(tmp_path, monkeypatch):
+    from rpcprof.measure.process import ServerFailed
+    from rpcprof.status import Status
+    result, _, written = a_round(tmp_path, monkeypatch, ServerFailed("rust_tonic_st: would not build"))
+    assert result.status is Status.FAILED and result.round == 2 and result.error == "rust_tonic_st: would not build"
+    assert written == {**result.to_json(), "status": "failed"} and written[ROUND_KEY] == 2
+    assert written["description"] and written["started"] and "build.log" not in written
+
+
+def test_a_round_stopped_by_ctrl_c_is_an_interrupted_result_kept_by_the_run(tmp_path, monkeypatch):
+    from rpcprof.status import Status
+    raised, run, written = a_round(tmp_path, monkeypatch, KeyboardInterrupt())
+    assert isinstance(raised, KeyboardInterrupt)
+    assert run.results["rust_tonic_st"].status is Status.INTERRUPTED and written["status"] == "interrupted"

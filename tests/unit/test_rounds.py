@@ -9,6 +9,8 @@ import pytest
 
 from rpcprof.analyze.intervals import pilot_of, rounds_needed, server_ratio
 from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.records import ServerResult
+from rpcprof.status import Status
 
 
 class FakeRun(Run):
@@ -24,9 +26,9 @@ class FakeRun(Run):
         self.order.append((spec.name, k))
         values = self.rpc[spec.name]
         v = values[(k - 1) % len(values)]
-        return {"server": spec.name, "status": "ok", "repeat": k, "started": f"round {k:03d} {spec.name}",
-                "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
-                "req_per_s": v, "server_cpu_cores": 1.0, "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}}
+        return ServerResult(spec.name, Status.OK, k, started=f"round {k:03d} {spec.name}", figures={
+            "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v, "req_per_s": v, "server_cpu_cores": 1.0,
+            "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}})
 
     def write(self, status):
         self.written += 1
@@ -54,7 +56,8 @@ def test_precision_measures_the_rounds_the_pilot_asks_for():
     assert rounds == rounds_needed([logs], 0.05) > 3 and "two-stage rule" in run.stopped_by
     assert run.order[-2:] == [("rust_tonic_mt", rounds), ("rust_pajamax", rounds)]
     manifest = {"repeat": 3, "precision": 0.05}
-    interval = server_ratio(run.results["rust_tonic_mt"], run.results["rust_pajamax"], pilot=pilot_of(manifest))
+    interval = server_ratio(run.results["rust_tonic_mt"].to_json(), run.results["rust_pajamax"].to_json(),
+                            pilot=pilot_of(manifest))
     assert interval.n == rounds and interval.half_width <= 0.05
 
 

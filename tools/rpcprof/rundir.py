@@ -26,7 +26,7 @@ from pathlib import Path
 from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
-from rpcprof.records import Manifest
+from rpcprof.records import Manifest, ServerResult
 from rpcprof.status import Status, read_statuses
 
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
@@ -177,9 +177,9 @@ class RunFolder:
         out.mkdir(parents=True, exist_ok=False)
         return out
 
-    def write(self, manifest: Manifest, metrics: dict | None = None) -> None:
+    def write(self, manifest: Manifest, results: dict[str, ServerResult] | None = None) -> None:
         """The manifest and, for runs and attaches, metrics.json (every server's result)."""
-        manifest.servers = {n: r.get("status") for n, r in (metrics or {}).items()} or manifest.servers
+        manifest.servers = {n: r.status for n, r in (results or {}).items()} or manifest.servers
         path, text = self.path / "manifest.json", json_text(asdict(manifest))
         try:
             write_text(path, text, RUNS)
@@ -188,12 +188,12 @@ class RunFolder:
             # so the folder still says how it ended
             if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not overwrite_in_place(path, text):
                 raise
-        if metrics is not None:
-            write_json(self.path / "metrics.json", metrics, RUNS)
+        if results is not None:
+            write_json(self.path / "metrics.json", {n: r.to_json() for n, r in results.items()}, RUNS)
 
     @staticmethod
-    def write_result(out: Path, result: dict) -> None:
-        write_json(out / RESULT_FILE, result, RUNS)
+    def write_result(out: Path, result: ServerResult) -> None:
+        write_json(out / RESULT_FILE, result.to_json(), RUNS)
 
     @staticmethod
     def write_profile(out: Path, record: dict) -> None:
@@ -275,11 +275,13 @@ def read_profile(server_dir: Path) -> dict:
     return schema.check(read_json(path, "a server folder"), schema.PROFILE, path) if path.is_file() else {}
 
 
-def read_result(server_dir: Path) -> dict | None:
+def read_result(server_dir: Path) -> ServerResult | None:
     """A server's result.json, validated, or None where there is none (optional context)."""
     path = Path(server_dir) / RESULT_FILE
-    return schema.check(read_statuses(read_json(path, "a server folder"), "server"), schema.RESULT, path) \
-        if path.is_file() else None
+    if not path.is_file():
+        return None
+    return ServerResult.from_json(schema.check(read_statuses(read_json(path, "a server folder"), "server"),
+                                               schema.SERVER_RESULT, path))
 
 
 def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:

@@ -70,6 +70,7 @@ RESULT = {"type": "object", "properties": {
 }}
 
 METRICS = {"type": "object", "additionalProperties": RESULT, "description": "a mapping of server results"}
+SERVER_RESULT = {**RESULT, "required": ["server", "status"]}     # SERVER/result.json: whose, and how it ended
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties": {

@@ -24,7 +24,7 @@ from rpcprof.report.agreement import earlier_lines
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.progress import bar_allowed
-from rpcprof.records import round_of
+from rpcprof.records import ServerResult
 from rpcprof.rundir import SERVER_LOG, server_path
 from rpcprof.status import Status
 
@@ -233,14 +233,14 @@ def run(**params):
     click.echo(render_run(run_dir, fmt, latency), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("".join(f"{x}\n" for x in earlier_lines(run_dir, opts.runs_dir)), nl=False)
-    if opts.profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
+    if opts.profile and fmt != "json" and any(r.figures.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
     print_footprint(run_dir)
-    if any(r.get("status") != Status.OK for r in the_run.results.values()):
-        failed = {n: r for n, r in the_run.results.items() if r.get("status") != Status.OK}
-        logs = [str(server_path(run_dir, n, round_of(r)) / SERVER_LOG) for n, r in failed.items()]
+    if any(r.status != Status.OK for r in the_run.results.values()):
+        failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+        logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
@@ -301,7 +301,7 @@ def sweep(**params):
     click.echo(render_sweep(sweep_dir, job.rules or load_rules(), fmt), nl=False)   # no profile: no rules loaded yet
     print_footprint(sweep_dir)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
-                     if r.get("status") != Status.OK})
+                     if r.status != Status.OK})
     if failed:
         raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
                         f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=EXIT_FAILED)
@@ -354,7 +354,7 @@ def attach(**params):
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None
         raise
-    per_request = any(r.get("cpu_us_per_req") for r in job.results.values())
+    per_request = any(r.figures.get("cpu_us_per_req") for r in job.results.values())
     if fmt == "json":           # one document: the shares, and the per-request comparison when there is one
         doc = {"run": str(run_dir), "shares": json.loads(render_shares(run_dir, job.rules, fmt)),
                "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
@@ -371,9 +371,9 @@ def attach(**params):
     print_footprint(run_dir)
 
 
-def print_waits(run_dir, results: dict, fmt: str, verdicts: bool) -> None:
+def print_waits(run_dir, results: dict[str, ServerResult], fmt: str, verdicts: bool) -> None:
     """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
-    if fmt != "json" and any(r.get("offcpu") for r in results.values()):
+    if fmt != "json" and any(r.figures.get("offcpu") for r in results.values()):
         from rpcprof.report.waits import render_waits
         click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
         click.echo(render_waits(run_dir, load_rules(), fmt, verdicts), nl=False)

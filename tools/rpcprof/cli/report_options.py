@@ -40,7 +40,9 @@ def indirect_of(path: Path | None):
 def app_for(folded: Path) -> str | None:
     """The app pattern a pprof export carries (report/export.py), else the one recorded in its run folder."""
     from rpcprof.report.export import app_carried
-    return app_carried(folded) or (read_result(Path(folded).parent) or {}).get("app")
+    carried = app_carried(folded)
+    result = None if carried else read_result(Path(folded).parent)
+    return carried or (result.figures.get("app") if result else None)
 
 
 def command_line(*parts: str | None, **options) -> str:

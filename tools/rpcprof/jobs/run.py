@@ -28,7 +28,7 @@ from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
-from rpcprof.records import parameters_json
+from rpcprof.records import ServerResult, parameters_json
 from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
@@ -109,7 +109,7 @@ class Run:
             if not any(key in spec.params for spec in self.specs):
                 raise UserError(f"--param {key}: none of {', '.join(opts.servers)} has a parameter {key!r}")
         self.command = command
-        self.results: dict[str, dict] = {}
+        self.results: dict[str, ServerResult] = {}
         self.sampled: dict[str, list[tuple[int, int]]] = {}      # per server: (samples, planned) of each profile
         self.stopped_by: str | None = None
         self.folder: RunFolder | None = None
@@ -162,11 +162,11 @@ class Run:
                     self.rounds()
                 except KeyboardInterrupt:
                     for spec in self.specs:
-                        self.results.setdefault(spec.name, {"server": spec.name, "status": Status.NOT_RUN})
+                        self.results.setdefault(spec.name, ServerResult(spec.name, Status.NOT_RUN))
                     raise
                 if idle.line():
                     log(idle.line())
-                life.failed = any(r.get("status") != Status.OK for r in self.results.values())
+                life.failed = any(r.status != Status.OK for r in self.results.values())
         except KeyboardInterrupt:
             self.pictures()             # what was captured, drawn; then the interruption goes on
             raise
@@ -174,7 +174,7 @@ class Run:
         return self.dir
 
     def pictures(self) -> None:
-        if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
+        if self.opts.profile or any(r.figures.get("offcpu") for r in self.results.values()):
             render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs], self.opts.pictures)
 
     def rounds(self) -> None:
@@ -184,19 +184,19 @@ class Run:
         then those are measured, unless the next round would end after --max-time. A server that fails is
         left out of the rounds after."""
         opts, t0 = self.opts, time.monotonic()
-        measured: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}     # each server's rounds so far
+        measured: dict[str, list[ServerResult]] = {spec.name: [] for spec in self.specs}     # each server's rounds so far
         pilot = max(opts.rounds, PILOT_ROUNDS)
         wanted = opts.rounds if opts.precision is None else pilot
         with progress_bar(wanted * len(self.specs), "measurements") as bar:
             self._rounds(opts, t0, measured, pilot, wanted, bar)
 
-    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[dict]], pilot: int, wanted: int, bar) -> None:
+    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[ServerResult]], pilot: int, wanted: int, bar) -> None:
         k = 0
         while k < wanted:
             k += 1
             started = time.monotonic()
             for spec in self.specs:
-                if measured[spec.name] and measured[spec.name][-1].get("status") != Status.OK:
+                if measured[spec.name] and measured[spec.name][-1].status != Status.OK:
                     continue
                 measured[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_rounds(measured[spec.name])
@@ -228,12 +228,12 @@ class Run:
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""
-        names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == Status.OK]
+        names = [s.name for s in self.specs if s.name in self.results and self.results[s.name].status == Status.OK]
         if len(names) < 2:
             return []
-        base = self.results[names[0]]
-        return [x for x in (log_ratios(base, self.results[n]) for n in names[1:]) if len(x) >= 2]
+        base = self.results[names[0]].to_json()
+        return [x for x in (log_ratios(base, self.results[n].to_json()) for n in names[1:]) if len(x) >= 2]
 
-    def measure(self, spec: ServerSpec, k: int = 1) -> dict:
+    def measure(self, spec: ServerSpec, k: int = 1) -> ServerResult:
         """One measurement of spec in round k (jobs/server_round.py)."""
         return self.server_round.measure(spec, k)

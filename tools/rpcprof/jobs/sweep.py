@@ -108,7 +108,7 @@ class Sweep:
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
                 self.write(Status.RUNNING)
                 bar.update(1)
-            life.failed = not all(all(r.get("status") == Status.OK for r in run.results.values()) for run in self.runs)
+            life.failed = not all(all(r.status == Status.OK for r in run.results.values()) for run in self.runs)
         return self.dir
 
     def write(self, status: Status) -> None:
