@@ -12,7 +12,7 @@ from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.analyze.indirect import load_indirect
 from rpcprof.cli.report import entry
 from rpcprof.paths import INDIRECT_COST
-from rpcprof.rundir import load_run, profile_folded, read_result, server_path
+from rpcprof.rundir import load_run, profile_folded, read_server_result, server_path
 from rpcprof.records import round_of, round_rows
 
 RUN = ROOT / "docs" / "data" / "20261124-074115-seed-001"
@@ -30,7 +30,7 @@ def rounds(server):
     out = []
     for row in round_rows(metrics[server]):
         k = round_of(row)
-        writes = read_result(server_path(RUN, server, k)).figures["syscalls"]["writes_per_req"]
+        writes = read_server_result(server_path(RUN, server, k)).figures["syscalls"]["writes_per_req"]
         b = categorize(open_folded(profile_folded(RUN, server, k)), rules)
         out.append((row["cpu_us_per_req"], b.share("send") * row["cpu_us_per_req"], writes))
     return out

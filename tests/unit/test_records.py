@@ -97,20 +97,23 @@ def test_a_result_writes_only_the_typed_fields_it_has():
     assert ServerResult.from_json({"server": "app", "status": "incomplete"}).status is Status.PID_EXITED
 
 
-def test_read_result_gives_a_typed_result_and_names_one_without_a_status(tmp_path):
+def test_read_server_result_gives_a_typed_result_and_names_one_without_a_status(tmp_path):
     import json
     import pytest
     from rpcprof.errors import UserError
     from rpcprof.records import ServerResult
-    from rpcprof.rundir import RunFolder, read_result
+    from rpcprof.rundir import RunFolder, read_result, read_server_result
     from rpcprof.status import Status
     RunFolder.write_result(tmp_path, ServerResult("s", Status.OK, 2, "d", "t", figures={"req_per_s": 1.0}))
-    assert read_result(tmp_path) == ServerResult("s", Status.OK, 2, "d", "t", figures={"req_per_s": 1.0})
+    assert read_server_result(tmp_path) == ServerResult("s", Status.OK, 2, "d", "t", figures={"req_per_s": 1.0})
+    assert read_result(tmp_path) == {"server": "s", "status": "ok", ROUND_KEY: 2, "description": "d", "started": "t",
+                                     "req_per_s": 1.0}
     assert json.loads((tmp_path / "result.json").read_text())[ROUND_KEY] == 2
     (tmp_path / "result.json").write_text(json.dumps({"server": "s"}))
     with pytest.raises(UserError, match="result.json: missing key 'status'"):
-        read_result(tmp_path)
-    assert read_result(tmp_path / "none") is None
+        read_server_result(tmp_path)
+    assert read_result(tmp_path) == {"server": "s"}             # the reports' dict: what is there
+    assert read_server_result(tmp_path / "none") is None and read_result(tmp_path / "none") is None
 
 
 def a_round(tmp_path, monkeypatch, raised):

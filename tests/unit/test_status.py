@@ -165,7 +165,7 @@ def test_a_folder_of_the_old_words_reads_in_today_s(tmp_path):
     manifest, metrics = load_run(tmp_path)
     assert manifest["status"] is Status.KILLED and manifest["servers"] == {"app": Status.PID_EXITED}
     assert metrics["app"]["status"] is Status.PID_EXITED
-    assert read_result(tmp_path / "app").status is Status.PID_EXITED
+    assert read_result(tmp_path / "app")["status"] is Status.PID_EXITED
 
 
 @pytest.mark.parametrize("folder", PUBLISHED, ids=lambda p: str(p.relative_to(ROOT)))

@@ -275,13 +275,19 @@ def read_profile(server_dir: Path) -> dict:
     return schema.check(read_json(path, "a server folder"), schema.PROFILE, path) if path.is_file() else {}
 
 
-def read_result(server_dir: Path) -> ServerResult | None:
-    """A server's result.json, validated, or None where there is none (optional context)."""
+def read_result(server_dir: Path) -> dict | None:
+    """A server's result.json, validated, as the reports read metrics.json (a dict, its status in today's words),
+    or None where there is none (optional context); read_server_result gives it typed."""
     path = Path(server_dir) / RESULT_FILE
-    if not path.is_file():
-        return None
-    return ServerResult.from_json(schema.check(read_statuses(read_json(path, "a server folder"), "server"),
-                                               schema.SERVER_RESULT, path))
+    return schema.check(read_statuses(read_json(path, "a server folder"), "server"), schema.RESULT, path) \
+        if path.is_file() else None
+
+
+def read_server_result(server_dir: Path) -> ServerResult | None:
+    """A server's result.json as a ServerResult (its server and status required), or None where there is none."""
+    data = read_result(server_dir)
+    path = Path(server_dir) / RESULT_FILE
+    return None if data is None else ServerResult.from_json(schema.check(data, schema.SERVER_RESULT, path))
 
 
 def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:
