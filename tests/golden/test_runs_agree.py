@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from rpcprof.analyze.intervals import figure_by_round
 
 DATA = ROOT / "docs" / "data"
 RUNS = sorted(DATA.glob("2026112[45]-*-rust_tonic_mt-rust_pajamax"))   # before --idle: one setup
@@ -61,8 +62,8 @@ def test_the_spread_between_runs_is_the_runs_and_the_rounds_is_their_pairs(doc):
     logs = []
     for run_dir in RUNS:
         metrics = json.loads((run_dir / "metrics.json").read_text())
-        a = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_tonic_mt"]["repeats"]}
-        b = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_pajamax"]["repeats"]}
+        a = figure_by_round(metrics["rust_tonic_mt"])
+        b = figure_by_round(metrics["rust_pajamax"])
         logs.append([math.log(b[k] / a[k]) for k in sorted(a)])
     assert got["runs_sd"] == pytest.approx(statistics.stdev(statistics.fmean(x) for x in logs))
     pooled = statistics.fmean(statistics.variance(x) for x in logs)        # five pairs in each run

@@ -3,7 +3,7 @@ one owner of the run folder on disk.
 
     measure/   servers, processes, load, kernel accounting, windows, the session owning processes
     capture/   perf and py-spy attached to a PID, folding
-    analyze/   the figures: categorize, frame shares, statistics, repeats, and every model and test a report
+    analyze/   the figures: categorize, frame shares, statistics, rounds, and every model and test a report
                quotes (the runs' agreement, diff's tests across rounds, paces, the what-if, the hosts' model)
     report/    the renderers: tables, text, flame graphs, SVG, charts, report.html, export formats, and the
                reports of report.py's commands, each saying analyze/'s figures in rows and lines
@@ -16,8 +16,9 @@ one owner of the run folder on disk.
 The three rooms of the reading side hold one arrow, analyze <- report <- documents: analyze imports
 neither report nor documents, report never imports documents, documents may import both; report holds
 no module that only computes (its figures belong in analyze/), and analyze/ draws nothing.
-Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py, profiler_names.py,
-progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
+Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py,
+profiler_names.py, status.py (the one vocabulary of statuses), records.py (a run folder's typed records), progress.py
+(the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
 
@@ -195,7 +196,8 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
 
 
 LAYERS = ("measure", "capture", "analyze", "report", "documents", "jobs", "cli")
-BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "status.py",
+                    "records.py", "progress.py", "errors.py", "paths.py")
 
 
 @pytest.mark.parametrize("module", BELOW_THE_LAYERS)
@@ -241,7 +243,8 @@ def module_definitions() -> dict[str, dict[str, ast.AST]]:
 DEFINED_ONCE = {
     **dict.fromkeys(("READS", "WRITES", "WAITS", "IO_READS", "IO_WRITES", "SYSCALLS"), "syscall_families.py"),
     **dict.fromkeys(("CALL_GRAPHS", "PROFILERS"), "profiler_names.py"),
-    **dict.fromkeys(("MODES", "STATUSES"), "schema.py"),
+    "MODES": "schema.py",
+    **dict.fromkeys(("JOB_STATUSES", "SERVER_STATUSES", "STATUS_MEANING", "MEASURED"), "status.py"),
     "sample_weight": "folded.py",                  # the gcd of a profile's weights
     "log": "progress.py",
     **dict.fromkeys(("RUN", "SWEEP", "ATTACH", "FREQUENCY"), "jobs/defaults.py"),

@@ -9,7 +9,9 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
+from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import load_run, profile_folded
+from rpcprof.status import MEASURED
 
 
 def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None) -> dict[str, Breakdown]:
@@ -19,7 +21,7 @@ def run_breakdowns(run_dir: Path, rules: Rules, app_override: str | None = None)
     for name in manifest["parameters"]["servers"]:
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
-        if m.get("status") not in ("ok", "incomplete") or not folded.exists() or not folded.stat().st_size:
+        if m.get("status") not in MEASURED or not folded.exists() or not folded.stat().st_size:
             continue
         r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
         out[name] = categorize_file(folded, r)
@@ -33,10 +35,10 @@ def round_breakdowns(run_dir: Path, rules: Rules, metrics: dict, name: str,
     m = metrics[name]
     r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
     out = {}
-    for row in m.get("repeats") or []:
-        folded = profile_folded(run_dir, name, row["repeat"])
+    for row in round_rows(m):
+        folded = profile_folded(run_dir, name, round_of(row))
         if row.get("cpu_us_per_req") and folded.exists() and folded.stat().st_size:
-            out[row["repeat"]] = (row["cpu_us_per_req"], categorize_file(folded, r))
+            out[round_of(row)] = (row["cpu_us_per_req"], categorize_file(folded, r))
     return out
 
 
@@ -45,7 +47,7 @@ def every_round(run_dir: Path, name: str, m: dict) -> list:
     needs every sample it can get; rounds may have sampled at different rates, so each round's weights
     are divided by its own sample period); runs whose later rounds had no profile: the first round's."""
     rounds = []
-    for k in [r["repeat"] for r in m.get("repeats") or []] or [1]:
+    for k in [round_of(r) for r in round_rows(m)] or [1]:
         folded = profile_folded(run_dir, name, k)
         if folded.exists() and folded.stat().st_size:
             rounds.append(open_folded(folded))

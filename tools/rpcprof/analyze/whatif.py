@@ -24,7 +24,7 @@ from rpcprof.analyze.intervals import t975
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import Groups, groups_of
 from rpcprof.errors import UserError
-from rpcprof.rundir import RESULT_FILE, load_run, read_result, server_path
+from rpcprof.rundir import RESULT_FILE, load_run, read_server_result, server_path
 
 
 @dataclass
@@ -166,7 +166,8 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
     rounds, sources = [], []
     for k, (cpu, b) in sorted(round_breakdowns(run_dir, rules, metrics, name).items()):
         folder = server_path(run_dir, name, k)
-        writes = kernel_figures((read_result(folder) or {}).get("syscalls"))["writes_per_req"]
+        result = read_server_result(folder)
+        writes = kernel_figures(result.figures.get("syscalls") if result else None)["writes_per_req"]
         if writes.value is None:
             raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
                             "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")

@@ -21,8 +21,10 @@ from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
+from rpcprof.records import round_rows, rounds_asked
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
+from rpcprof.status import Status
 
 RATIO_DEFINITION = ("The ratio, everywhere in this document: of two servers' requests per server CPU-second, the "
                     "geometric mean over the rounds of each round's ratio (the two servers were measured one after "
@@ -42,8 +44,8 @@ def _f(x, digits=1, unit=""):
 def every_round_profiled(measured: dict) -> bool:
     """Whether every round of every server of every cell had a profile window (sweeps made before a
     profile in every round profiled the first round only)."""
-    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == "ok"]
-    return bool(results) and all(r.get("profile_samples") for m in results for r in m.get("repeats") or [m])
+    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == Status.OK]
+    return bool(results) and all(r.get("profile_samples") for m in results for r in round_rows(m) or [m])
 
 
 def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None, stall_runs: tuple = ()) -> str:
@@ -55,7 +57,7 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
     rows = sweep_rows(sweep_dir, rules)
     _, measured = load_sweep(sweep_dir)
     figures = {(cell["connections"], cell["streams"], name): m for key, cell in manifest["cells"].items()
-               for name, m in measured[key][1].items() if m.get("status") == "ok"}
+               for name, m in measured[key][1].items() if m.get("status") == Status.OK}
     cells = sorted({(r["connections"], r["streams"]) for r in rows})
     by = {(r["connections"], r["streams"], r["server"]): r for r in rows}
     first, second = (servers + [None, None])[:2]
@@ -72,13 +74,13 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
            + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
-           + (f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
+           + (f"{rounds_asked(p)} round(s) per cell, the servers measured in turn and restarted each time (the median round "
             "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
             + ("a profile window per server in every round, its syscalls counted by name on the server's CPU in "
                "that window" if every_round_profiled(measured) else
                "a syscall-count window and a profile window per server in the first round")
             if all(r.get("rounds_interleaved", True) for r in rows) else
-            f"{p['repeat']} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
+            f"{rounds_asked(p)} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
             "interleaved rounds: the median round is shown with its min-max; ratios are of the medians, with no "
             "paired interval, and may hold the machine's drift); a syscall-count window and a profile window per "
             "server and cell"),

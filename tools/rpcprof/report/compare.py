@@ -23,6 +23,7 @@ from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_run, profile_folded
+from rpcprof.status import MEASURED
 
 
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
@@ -151,7 +152,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
         regex = ruler_override or server_ruler(metrics, name)
-        if not regex or m.get("status") not in ("ok", "incomplete") or not folded.exists() or not m.get("cpu_us_per_req"):
+        if not regex or m.get("status") not in MEASURED or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
         fs = frame_share(every_round(run_dir, name, m), compile_regex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]

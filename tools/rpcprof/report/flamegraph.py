@@ -36,6 +36,7 @@ from rpcprof.report.tables import cell    # the legend rounds shares as `report.
 from rpcprof.report.text import xml_chars
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile, write_text)
+from rpcprof.status import Status
 
 PALETTE_MAP = "palette.map"
 
@@ -303,7 +304,7 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     if prof.get("samples") is not None:
         parts.append(f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
                      + (" TOO FEW" if prof.get("too_few_samples") else ""))
-    if m.get("status") not in (None, "ok"):
+    if m.get("status") not in (None, Status.OK):
         parts.append(f"status {m['status']}")
     return " · ".join(x for x in parts if x)
 
