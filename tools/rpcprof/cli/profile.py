@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, print_footprint, run_click, runs_dir_option
+from rpcprof.cli.common import format_option, latency_option, otlp_options, print_footprint, run_click, runs_dir_option
 from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
@@ -211,6 +211,7 @@ def main():
 @off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
 @rounds_options("", RUN["rounds"])
 @pictures_option(RUN["pictures"], "")
+@otlp_options("each round's profile of each server, as it is made,")
 @runs_dir_option
 @format_option
 def run(**params):
@@ -242,6 +243,7 @@ def run(**params):
         failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
         logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
+    the_run.sender.check(run_dir)
 
 
 def int_list(ctx, param, value):
@@ -334,6 +336,7 @@ def sweep(**params):
               help="For CPython: also perf's view after py-spy's.")
 @off_cpu_options(ATTACH["off_cpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
 @pictures_option(ATTACH["pictures"], "")
+@otlp_options("each profile, as it is made,")
 @runs_dir_option
 @format_option
 def attach(**params):
@@ -360,6 +363,7 @@ def attach(**params):
                "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
         print_footprint(run_dir)
+        job.sender.check(run_dir)
         return
     click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
     if per_request:
@@ -369,6 +373,7 @@ def attach(**params):
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
     print_waits(run_dir, job.results, fmt, verdicts=True)       # attach prints no run table
     print_footprint(run_dir)
+    job.sender.check(run_dir)
 
 
 def print_waits(run_dir, results: dict[str, ServerResult], fmt: str, verdicts: bool) -> None:

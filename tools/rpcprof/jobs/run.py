@@ -19,6 +19,7 @@ from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_f
 from rpcprof.jobs.defaults import RUN
 from rpcprof.jobs.machine import IdleEffect, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
+from rpcprof.jobs.steps import ProfileSender
 from rpcprof.measure.idle import IDLE_MODES
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.procstat import keep_off
@@ -29,7 +30,7 @@ from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult, parameters_json
-from rpcprof.rundir import RunFolder
+from rpcprof.rundir import RunFolder, profile_folded
 from rpcprof.status import Status
 
 
@@ -68,6 +69,8 @@ class RunOptions:
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
     pictures: bool = RUN["pictures"]    # flame graphs, charts and report.html drawn at the end
+    otlp_endpoint: str | None = None    # each round's profile sent there over OTLP as it is made
+    otlp_timeout: float = RUN["otlp_timeout"]
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
     def resolved_load_cpus(self) -> list[int]:
@@ -104,6 +107,7 @@ class Run:
         self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
         self.settings.validate()
         check_options(opts)
+        self.sender = ProfileSender(opts.otlp_endpoint, opts.otlp_timeout)
         self.specs = [load_server(name) for name in opts.servers]
         for key in opts.params:
             if not any(key in spec.params for spec in self.specs):
@@ -201,6 +205,7 @@ class Run:
                 measured[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_rounds(measured[spec.name])
                 self.write(Status.RUNNING)
+                self.send_profile(spec.name, k, measured[spec.name][-1])
                 bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:
@@ -225,6 +230,11 @@ class Run:
                                    f"within ±{100 * opts.precision:g} %")
         if self.stopped_by:
             log(f"rpcprof: {self.stopped_by}")
+
+    def send_profile(self, name: str, repeat: int, result: ServerResult) -> None:
+        """The round's profile sent (--otlp-endpoint) once its folder and the run's figures are written."""
+        if self.sender.to and result.status == Status.OK:
+            self.sender.send(profile_folded(self.dir, name, repeat), self.rules, result.figures.get("app"), name)
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""
