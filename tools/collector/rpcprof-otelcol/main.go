@@ -1,6 +1,7 @@
 // rpcprof-otelcol: an OpenTelemetry Collector for rpcprof's tests, every module at one release
-// (go.mod): the OTLP receiver (gRPC and HTTP) and contrib's file exporter, which writes what it
-// receives as OTLP JSON or protobuf. Profiles need the collector's feature gate:
+// (go.mod): the OTLP receiver (gRPC and HTTP); contrib's file exporter, which writes what it receives
+// as OTLP JSON or protobuf; the OTLP exporters (otlp_grpc, otlp_http), which forward it, as the
+// configuration docs/fleet.md gives for Pyroscope does. Profiles need the collector's feature gate:
 //
 //	rpcprof-otelcol --config FILE --feature-gates=service.profilesSupport
 package main
@@ -13,6 +14,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/otlpexporter"
+	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
@@ -24,7 +27,8 @@ func components() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
-	exporters, err := otelcol.MakeFactoryMap[exporter.Factory](fileexporter.NewFactory())
+	exporters, err := otelcol.MakeFactoryMap[exporter.Factory](fileexporter.NewFactory(), otlpexporter.NewFactory(),
+		otlphttpexporter.NewFactory())
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
