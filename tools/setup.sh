@@ -35,9 +35,9 @@
 #       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
 #       (tools/core: pip with maturin 1.16 and pyo3 0.30, pinned; linked to the system's zlib: Debian
 #       zlib1g-dev), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
-#       v0.165.0: OTLP receiver, contrib's file exporter) and rpcprof-profile-read (google/pprof's profile
-#       package, the Collector's pdata/pprofile), go build of tools/collector, every module pinned in its
-#       go.mod, into the virtualenv. Servers are built on demand by profile.sh.
+#       v0.165.0: OTLP receiver and exporters, contrib's file exporter) and rpcprof-profile-read
+#       (google/pprof's profile package, the Collector's pdata/pprofile), go build of tools/collector,
+#       every module pinned in its go.mod, into the virtualenv. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -164,9 +164,10 @@ if [[ $(cat "$core_stamp" 2>/dev/null) != "$core_hash" ]]; then
 fi
 
 # --- rpcprof-otelcol, rpcprof-profile-read (go build), with --for-tests ---------------
-# The consumers the tests hand export's files to: an OpenTelemetry Collector (OTLP receiver, contrib's file
-# exporter) and a reader of pprof (google/pprof's profile package) and OTLP (the Collector's pdata/pprofile),
-# built from tools/collector into the virtualenv; again when its files change (the stamp holds a hash of them).
+# The consumers the tests hand export's files to: an OpenTelemetry Collector (OTLP receiver and exporters,
+# contrib's file exporter) and a reader of pprof (google/pprof's profile package) and OTLP (the Collector's
+# pdata/pprofile), built from tools/collector into the virtualenv; again when its files change (the stamp
+# holds a hash of them).
 col_hash=$(cat tools/collector/go.mod tools/collector/go.sum tools/collector/*/*.go | sha256sum | cut -c1-16)
 col_stamp="$RPCPROF_VENV/.rpcprof-collector"
 if ((for_tests)) && [[ ! -x $RPCPROF_VENV/bin/rpcprof-otelcol || ! -x $RPCPROF_VENV/bin/rpcprof-profile-read ||

@@ -242,3 +242,12 @@ def test_profile_sh_refuses_an_endpoint_of_no_form_before_anything_starts(tmp_pa
     done = invoke(profile_cli.entry, *command, "--runs-dir", str(tmp_path), "--otlp-endpoint", "collector")
     assert done.code == 2 and "'collector': give host:port" in done.err, done.err
     assert not any(tmp_path.iterdir())
+
+
+def test_profile_sh_run_refuses_an_endpoint_with_no_profile_to_send(tmp_path):
+    from conftest import invoke
+    from rpcprof.cli import profile as profile_cli
+    done = invoke(profile_cli.entry, "run", "rust_tonic_st", "--no-profile", "--runs-dir", str(tmp_path),
+                  "--otlp-endpoint", "127.0.0.1:4317")
+    assert done.code == 2 and "not with --no-profile" in done.err, done.err
+    assert not any(tmp_path.iterdir())

@@ -95,6 +95,8 @@ def check_options(opts: RunOptions) -> None:
         raise UserError(f"server {dup!r} is named twice: name each server once")
     if opts.call_graph is not None and opts.call_graph not in CALL_GRAPHS:
         raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
+    if opts.otlp_endpoint and not opts.profile:
+        raise UserError("--otlp-endpoint sends the profiles a run makes: not with --no-profile")
 
 
 class Run:
