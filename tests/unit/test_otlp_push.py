@@ -5,6 +5,7 @@ what is sent in tests/live/test_collector_live.py."""
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import subprocess
 import threading
@@ -67,6 +68,25 @@ def test_export_protobuf_is_an_export_request_as_it_is_and_its_json_reads_as_the
     assert request.SerializeToString(deterministic=True) == body        # every byte is a field of the request
     assert request_body(pb) == body
     assert service.ExportProfilesServiceRequest.FromString(request_body(as_json)) == request
+
+
+def test_a_json_export_with_its_ids_in_hex_as_otlp_json_gives_them_is_the_same_request(exported, tmp_path):
+    """OTLP's JSON writes trace and span ids in hex; the protobuf JSON mapping, base64: either is read."""
+    pb, as_json = exported
+    doc = json.loads(as_json.read_text())
+    doc["dictionary"]["linkTable"] = [{"traceId": "00" * 16, "spanId": "00" * 8},
+                                      {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174"}]
+    hex_json = tmp_path / "hex.json"
+    hex_json.write_text(json.dumps(doc))
+    request = service.ExportProfilesServiceRequest.FromString(request_body(hex_json))
+    zero, link = request.dictionary.link_table
+    assert (zero.trace_id, zero.span_id) == (bytes(16), bytes(8))
+    assert (link.trace_id.hex(), link.span_id.hex()) == ("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174")
+    want = service.ExportProfilesServiceRequest.FromString(pb.read_bytes())
+    del request.dictionary.link_table[1:]
+    del want.dictionary.link_table[:]
+    want.dictionary.link_table.add(trace_id=bytes(16), span_id=bytes(8))
+    assert request == want
 
 
 class Profiles(service_grpc.ProfilesServiceServicer):

@@ -9,7 +9,8 @@ near you, which forwards with its own (docs/fleet.md).
 
 The protobuf bytes export writes for OTLP are already such a request: ProfilesData and the request have the same
 two fields (resource_profiles = 1, dictionary = 2), so a file is sent as it is; OTLP's JSON (-o FILE.json) is
-read into the request and sent as protobuf.
+read into the request, its ids in hex as OTLP's JSON gives them or in base64 as protobuf's JSON mapping does, and
+sent as protobuf.
 """
 from __future__ import annotations
 
@@ -54,9 +55,28 @@ def request_body(path: Path) -> bytes:
     """The ExportProfilesServiceRequest of an OTLP file export wrote: its bytes, or its JSON read as protobuf."""
     if path.suffix.lower() != ".json":
         return path.read_bytes()
+    import json
     from google.protobuf import json_format
     from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import ExportProfilesServiceRequest
-    return json_format.Parse(path.read_text(encoding="utf-8"), ExportProfilesServiceRequest()).SerializeToString()
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    ids = [(link, ("traceId", 16), ("spanId", 8)) for link in doc.get("dictionary", {}).get("linkTable", [])]
+    ids += [(profile, ("profileId", 16)) for resource in doc.get("resourceProfiles", [])
+            for scope in resource.get("scopeProfiles", []) for profile in scope.get("profiles", [])]
+    for message, *fields in ids:
+        for key, size in fields:
+            if key in message:
+                message[key] = _base64_id(message[key], size)
+    return json_format.ParseDict(doc, ExportProfilesServiceRequest()).SerializeToString()
+
+
+def _base64_id(text: str, size: int) -> str:
+    """An id of size bytes as the protobuf JSON mapping reads bytes (base64): OTLP's JSON gives trace, span and
+    profile ids in hex (opentelemetry-proto's JSON Protobuf Encoding), 2 x size hex digits, which no base64 id of
+    that size is; any other text is left as it is."""
+    if isinstance(text, str) and len(text) == 2 * size and all(c in "0123456789abcdefABCDEF" for c in text):
+        import base64
+        return base64.b64encode(bytes.fromhex(text)).decode()
+    return text
 
 
 def push_file(path: Path, to: Endpoint, timeout: float = OTLP_TIMEOUT_S) -> None:
