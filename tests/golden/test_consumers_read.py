@@ -7,8 +7,8 @@ report.py gives its stack.
 
 OTLP's consumers key on more than the samples (Pyroscope names a profile by its period type and takes the
 application from the resource's service.name; docs/fleet.md): those fields are checked on the run folders'
-profiles (tests/data/runs/seed-001), each in a test of its own, marked xfail where the writer does not set the
-field yet, so that each one passes (and its mark must go: strict) when the writer does.
+profiles (tests/data/runs/seed-001), each in a test of its own. What the writer gets wrong today is marked xfail,
+strict, with the reason: each passes (and its mark must go) when the writer is mended.
 """
 from __future__ import annotations
 
@@ -42,7 +42,12 @@ SPEEDSCOPE_SCHEMA = DATA / "speedscope" / "file-format-schema.json"
 FRAME_TYPES = {"beam", "cpython", "dotnet", "go", "jvm", "kernel", "native", "perl", "php", "ruby", "rust", "v8js"}
 NATIVE = ("rust_", "cpp_")          # servers whose frames outside the kernel are all compiled code (no JIT, no interpreter)
 LABELS = ("category", "subcategory", "tax")
-NOT_YET = pytest.mark.xfail(reason="writer does not set it yet", strict=True)
+# OTLP's JSON encoding takes trace and span ids as hex strings, not the protobuf JSON mapping's base64
+# (opentelemetry-proto's docs/specification.md, JSON Protobuf Encoding); pdata's JSONUnmarshaler refuses base64
+HEX_IDS = pytest.mark.xfail(reason="writer's OTLP JSON (protobuf's MessageToJson) writes link_table[0]'s zero trace "
+                            "and span ids in base64; OTLP JSON takes them hex-encoded and pdata refuses the file",
+                            strict=True)
+SUFFIXES = [".pb", pytest.param(".json", marks=HEX_IDS)]
 
 needs_reader = pytest.mark.skipif(not READER.exists(), reason=f"{READER.name} is built by tools/setup.sh --for-tests "
                                   "(./tests/run.sh with no -m fast)")
@@ -122,7 +127,7 @@ def test_go_pprof_reads_each_stack_weight_and_label(folded, tmp):
 
 
 @needs_reader
-@pytest.mark.parametrize("suffix", [".pb", ".json"])
+@pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("folded", CAPTURES + RUN_PROFILES, ids=lambda p: p.parent.name + "/" + p.name.split(".")[0])
 def test_the_collectors_pdata_reads_each_stack_weight_and_attribute(folded, suffix, tmp):
     doc = read("otlp", exported(folded, suffix, tmp))
@@ -159,8 +164,8 @@ class RunProfile:
         return self.doc["resources"][0]["scopes"][0]["profiles"][0]
 
 
-@pytest.fixture(scope="module", params=[(p, s) for p in RUN_PROFILES for s in (".pb", ".json")],
-                ids=lambda p: f"{p[0].parent.name}{p[1]}")
+@pytest.fixture(scope="module", params=[pytest.param((p, ".pb"), id=f"{p.parent.name}.pb") for p in RUN_PROFILES]
+                + [pytest.param((p, ".json"), id=f"{p.parent.name}.json", marks=HEX_IDS) for p in RUN_PROFILES])
 def run_profile(request, tmp) -> RunProfile:
     if not READER.exists():
         pytest.skip(f"{READER.name} is built by tools/setup.sh --for-tests")
@@ -171,21 +176,19 @@ def run_profile(request, tmp) -> RunProfile:
 
 
 @needs_reader
+@pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("folded", CAPTURES + RUN_PROFILES, ids=lambda p: p.parent.name + "/" + p.name.split(".")[0])
-def test_every_dictionary_table_starts_with_its_zero_entry(folded, tmp):
-    for suffix in (".pb", ".json"):
-        assert read("otlp", exported(folded, suffix, tmp))["zero_entries"] == {
-            t: True for t in ("mapping", "location", "function", "link", "attribute", "stack", "string")}
+def test_every_dictionary_table_starts_with_its_zero_entry(folded, suffix, tmp):
+    assert read("otlp", exported(folded, suffix, tmp))["zero_entries"] == {
+        t: True for t in ("mapping", "location", "function", "link", "attribute", "stack", "string")}
 
 
-@NOT_YET
 def test_a_run_profile_has_a_period_type_and_a_period(run_profile):
     """Pyroscope's OTLP ingest names a profile from its period type and refuses one with none."""
     kind, unit = run_profile.profile["period_type"]
     assert kind and unit and run_profile.profile["period"] > 0
 
 
-@NOT_YET
 def test_a_run_profile_is_dated_by_its_run_and_lasts_its_window(run_profile):
     """time_unix_nano within the run (its times are local to the host that ran it: a day's leeway either way, so
     the export's own date, days later, is not taken for it); duration_nano the profile window's."""
@@ -198,29 +201,27 @@ def test_a_run_profile_is_dated_by_its_run_and_lasts_its_window(run_profile):
     assert 0.5 * window["duration_s"] * 1e9 <= run_profile.profile["duration_nano"] <= 1.5 * window["window_s"] * 1e9
 
 
-@NOT_YET
 def test_a_run_profiles_resource_names_its_server(run_profile):
     assert run_profile.doc["resources"][0]["attributes"].get("service.name") == run_profile.server
 
 
-@NOT_YET
+@pytest.mark.xfail(reason="writer does not set it yet for this run: process.pid comes from profile.json's pid_filter, "
+                   "which seed-001's folder predates (its result.json has the pid)", strict=True)
 def test_a_run_profiles_resource_has_its_process(run_profile):
-    attributes = run_profile.doc["resources"][0]["attributes"]
-    assert any(k.startswith("process.") for k in attributes), attributes
-    assert attributes.get("process.pid", run_profile.result["pid"]) == run_profile.result["pid"]
+    """process.pid, the server's, an int as the semantic conventions type it."""
+    assert run_profile.doc["resources"][0]["attributes"].get("process.pid") == run_profile.result["pid"]
 
 
-@NOT_YET
 @needs_reader
+@pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("folded", [c for c in CAPTURES if c.name.startswith(NATIVE)] + RUN_PROFILES,
                          ids=lambda p: p.parent.name + "/" + p.name.split(".")[0])
-def test_kernel_and_native_frames_carry_their_frame_type(folded, tmp):
+def test_kernel_and_native_frames_carry_their_frame_type(folded, suffix, tmp):
     """profile.frame.type: `kernel` on perf's kernel frames (`_[k]`), a well-known value other than kernel on the
     others (a native server's: compiled code)."""
-    for suffix in (".pb", ".json"):
-        for sample in read("otlp", exported(folded, suffix, tmp))["resources"][0]["scopes"][0]["profiles"][0]["samples"]:
-            for frame, kind in zip(sample["frames"], sample["frame_types"]):
-                assert kind == "kernel" if normalize_frame(frame)[1] else kind in FRAME_TYPES - {"kernel"}, (frame, kind)
+    for sample in read("otlp", exported(folded, suffix, tmp))["resources"][0]["scopes"][0]["profiles"][0]["samples"]:
+        for frame, kind in zip(sample["frames"], sample["frame_types"]):
+            assert kind == "kernel" if normalize_frame(frame)[1] else kind in FRAME_TYPES - {"kernel"}, (frame, kind)
 
 
 @needs_reader
