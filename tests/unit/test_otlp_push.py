@@ -241,13 +241,16 @@ def test_profile_sh_sends_each_profile_until_one_is_not_taken_then_exits_1(grpc_
     from rpcprof.jobs.steps import ProfileSender
     profiles = Profiles()
     sender = ProfileSender(f"127.0.0.1:{grpc_server(profiles)}", 10)
+    run = ROOT / "tests" / "data" / "runs" / "seed-001"
     for _ in range(2):
-        sender.send(FOLDED, load_rules(), None, "rust_tonic_mt")
+        sender.send(run, "rust_tonic_mt", load_rules(), None)
     sender.check(tmp_path)
     assert len(profiles.received) == 2
+    resource = profiles.received[0].resource_profiles[0].resource
+    assert {a.key: a.value.string_value for a in resource.attributes}["service.name"] == "rust_tonic_mt"
     down = ProfileSender(f"127.0.0.1:{free_port()}", 10)
     for _ in range(3):
-        down.send(FOLDED, load_rules(), None, "rust_tonic_mt")
+        down.send(run, "rust_tonic_mt", load_rules(), None)
     warnings = [line for line in capsys.readouterr().err.splitlines() if "WARNING" in line]
     assert len(warnings) == 1 and "rust_tonic_mt's profile was not sent: --otlp-endpoint" in warnings[0]
     with pytest.raises(UserError) as e:

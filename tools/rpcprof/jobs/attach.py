@@ -35,7 +35,7 @@ from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult
-from rpcprof.rundir import RunFolder, profile_folded
+from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
 def parse_target(target: str) -> int:
@@ -91,8 +91,7 @@ class Attach:
     """One `profile.sh attach`: a run folder like `run` writes, for a process rpcprof did not start."""
 
     def __init__(self, opts: AttachOptions):
-        self.opts = opts
-        self.sender = steps.ProfileSender(opts.otlp_endpoint, opts.otlp_timeout)
+        self.opts, self.sender = opts, steps.ProfileSender(opts.otlp_endpoint, opts.otlp_timeout)
         self.info = inspect_process(opts.pid)
         self.name = re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.name or self.info.comm).strip("-") or f"pid{opts.pid}"
         self.profiler, self.call_graph, self.hints = choose_profiler(self.info, opts.profiler)
@@ -155,23 +154,17 @@ class Attach:
             with Session() as session, Lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
                 session.own(monitor)
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
-                self.send_profile(self.name)
+                self.sender.send(self.dir, self.name, self.rules, self.app)
                 bar.update(1)
                 if second and not self.gone():
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
-                    self.send_profile(f"{self.name}-perf")
+                    self.sender.send(self.dir, f"{self.name}-perf", self.rules, self.app)
                 life.failed = any(r.status != Status.OK for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
             render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)
         return self.dir
-
-    def send_profile(self, name: str) -> None:
-        """name's profile sent (--otlp-endpoint) once its folder and the run's figures are written."""
-        if self.sender.to:
-            self.write(Status.RUNNING)
-            self.sender.send(profile_folded(self.dir, name), self.rules, self.app, name)
 
     def gone(self) -> bool:
         return proc_state(self.info.pid) in (None, "Z")

@@ -30,7 +30,7 @@ from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult, parameters_json
-from rpcprof.rundir import RunFolder, profile_folded
+from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
 
@@ -207,7 +207,8 @@ class Run:
                 measured[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_rounds(measured[spec.name])
                 self.write(Status.RUNNING)
-                self.send_profile(spec.name, k, measured[spec.name][-1])
+                if measured[spec.name][-1].status == Status.OK:
+                    self.sender.send(self.dir, spec.name, self.rules, measured[spec.name][-1].figures.get("app"), k)
                 bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:
@@ -232,11 +233,6 @@ class Run:
                                    f"within ±{100 * opts.precision:g} %")
         if self.stopped_by:
             log(f"rpcprof: {self.stopped_by}")
-
-    def send_profile(self, name: str, repeat: int, result: ServerResult) -> None:
-        """The round's profile sent (--otlp-endpoint) once its folder and the run's figures are written."""
-        if self.sender.to and result.status == Status.OK:
-            self.sender.send(profile_folded(self.dir, name, repeat), self.rules, result.figures.get("app"), name)
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""

@@ -237,9 +237,11 @@ class ProfileSender:
         self.timeout = timeout
         self.error: str | None = None
 
-    def send(self, folded: Path, rules, app: str | None, name: str) -> None:
-        """The profile in folded (a server's, categorised by rules and its app pattern) sent, if one is to be."""
-        if self.to is None or self.error or rules is None or not folded.is_file():
+    def send(self, run_dir: Path, name: str, rules, app: str | None, repeat: int = 1) -> None:
+        """Server name's profile in run_dir (its round repeat), categorised by rules and its app pattern, sent if
+        one is to be."""
+        folded = rundir.profile_folded(run_dir, name, repeat) if self.to and not self.error and rules else None
+        if folded is None or not folded.is_file():
             return
         from rpcprof.report.export import export
         from rpcprof.report.otlp_push import push_file
