@@ -7,8 +7,7 @@ report.py gives its stack.
 
 OTLP's consumers key on more than the samples (Pyroscope names a profile by its period type and takes the
 application from the resource's service.name; docs/fleet.md): those fields are checked on the run folders'
-profiles (tests/data/runs/seed-001), each in a test of its own. What the writer gets wrong today is marked xfail,
-strict, with the reason: each passes (and its mark must go) when the writer is mended.
+profiles (tests/data/runs/seed-001), each in a test of its own.
 """
 from __future__ import annotations
 
@@ -42,12 +41,7 @@ SPEEDSCOPE_SCHEMA = DATA / "speedscope" / "file-format-schema.json"
 FRAME_TYPES = {"beam", "cpython", "dotnet", "go", "jvm", "kernel", "native", "perl", "php", "ruby", "rust", "v8js"}
 NATIVE = ("rust_", "cpp_")          # servers whose frames outside the kernel are all compiled code (no JIT, no interpreter)
 LABELS = ("category", "subcategory", "tax")
-# OTLP's JSON encoding takes trace and span ids as hex strings, not the protobuf JSON mapping's base64
-# (opentelemetry-proto's docs/specification.md, JSON Protobuf Encoding); pdata's JSONUnmarshaler refuses base64
-HEX_IDS = pytest.mark.xfail(reason="writer's OTLP JSON (protobuf's MessageToJson) writes link_table[0]'s zero trace "
-                            "and span ids in base64; OTLP JSON takes them hex-encoded and pdata refuses the file",
-                            strict=True)
-SUFFIXES = [".pb", pytest.param(".json", marks=HEX_IDS)]
+SUFFIXES = [".pb", ".json"]
 
 needs_reader = pytest.mark.skipif(not READER.exists(), reason=f"{READER.name} is built by tools/setup.sh --for-tests "
                                   "(./tests/run.sh with no -m fast)")
@@ -165,7 +159,7 @@ class RunProfile:
 
 
 @pytest.fixture(scope="module", params=[pytest.param((p, ".pb"), id=f"{p.parent.name}.pb") for p in RUN_PROFILES]
-                + [pytest.param((p, ".json"), id=f"{p.parent.name}.json", marks=HEX_IDS) for p in RUN_PROFILES])
+                + [pytest.param((p, ".json"), id=f"{p.parent.name}.json") for p in RUN_PROFILES])
 def run_profile(request, tmp) -> RunProfile:
     if not READER.exists():
         pytest.skip(f"{READER.name} is built by tools/setup.sh --for-tests")
@@ -205,8 +199,6 @@ def test_a_run_profiles_resource_names_its_server(run_profile):
     assert run_profile.doc["resources"][0]["attributes"].get("service.name") == run_profile.server
 
 
-@pytest.mark.xfail(reason="writer does not set it yet for this run: process.pid comes from profile.json's pid_filter, "
-                   "which seed-001's folder predates (its result.json has the pid)", strict=True)
 def test_a_run_profiles_resource_has_its_process(run_profile):
     """process.pid, the server's, an int as the semantic conventions type it."""
     assert run_profile.doc["resources"][0]["attributes"].get("process.pid") == run_profile.result["pid"]

@@ -263,8 +263,8 @@ def test_otlp_carries_what_consumers_key_on(tmp_path):
     assert CliRunner().invoke(main, ["export", str(FOLDED), "--format", "otlp", "-o", str(out)]).exit_code == 0
     data = otlp.ProfilesData.FromString(out.read_bytes())
     d, rp = data.dictionary, data.resource_profiles[0]
-    attrs = {a.key: a.value.string_value for a in rp.resource.attributes}
-    assert attrs["service.name"] == "rust_tonic_mt" and attrs.get("process.pid", "1").isdigit()
+    attrs = {a.key: getattr(a.value, a.value.WhichOneof("value")) for a in rp.resource.attributes}
+    assert attrs["service.name"] == "rust_tonic_mt" and isinstance(attrs["process.pid"], int) and attrs["process.pid"] > 0
     prof = rp.scope_profiles[0].profiles[0]
     s = d.string_table
     assert (s[prof.period_type.type_strindex], s[prof.period_type.unit_strindex]) == ("cpu", "nanoseconds")

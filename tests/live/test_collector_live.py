@@ -238,7 +238,6 @@ def test_each_rounds_profile_arrives_named_and_dated_by_its_round(pushed_run):
         assert profile["duration_nano"] == window["duration_s"] * 1e9
 
 
-@pytest.mark.xfail(reason="writer gives process.pid as a string; the semantic conventions type it int", strict=True)
 def test_each_rounds_profile_arrives_with_its_servers_pid(pushed_run):
     done, requests = pushed_run
     for k, request in enumerate(requests, start=1):

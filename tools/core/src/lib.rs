@@ -119,7 +119,8 @@ fn created(path: &str) -> Result<BufWriter<File>, Stop> {
     time_unix_nano=0, duration_nano=0, period_type=None, period=0, native=String::new()))]
 #[allow(clippy::too_many_arguments)]
 fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: String, out: String,
-               labels: &Bound<'_, PyAny>, level: Option<i32>, comment: Option<String>, resource: Vec<(String, String)>,
+               labels: &Bound<'_, PyAny>, level: Option<i32>, comment: Option<String>,
+               resource: Vec<(String, profile::Value)>,
                time_unix_nano: u64, duration_nano: u64, period_type: Option<(String, String)>, period: i64,
                native: String) -> PyResult<u64> {
     let meta = profile::Meta { resource, time_unix_nano, duration_nano, period_type, period, native };

@@ -15,10 +15,17 @@ pub enum Format {
     Otlp,
 }
 
+/// A resource attribute's value: a string or an integer (AnyValue's string_value or int_value).
+#[derive(pyo3::FromPyObject)]
+pub enum Value {
+    Int(i64),
+    Str(String),
+}
+
 /// What an OTLP profile says of itself besides its samples (Python fills it from the run folder).
 #[derive(Default)]
 pub struct Meta {
-    pub resource: Vec<(String, String)>, // the resource's attributes: service.name, process.*
+    pub resource: Vec<(String, Value)>, // the resource's attributes: service.name, process.pid
     pub time_unix_nano: u64,
     pub duration_nano: u64,
     pub period_type: Option<(String, String)>,
@@ -26,12 +33,15 @@ pub struct Meta {
     pub native: String, // profile.frame.type of a frame without inferno's _[k] or _[j] ("native", "cpython")
 }
 
-/// The frame type of a frame as inferno names it: 0 kernel (`_[k]`), 1 JIT-compiled Java (`_[j]`), 2 the rest.
+/// The frame type of a frame as inferno and py-spy name it: 0 kernel (`_[k]`), 1 JIT-compiled Java (`_[j]`),
+/// 3 Python (py-spy's `function (file.py:LINE)`), 2 the rest.
 fn frame_type(frame: &[u8]) -> usize {
     if frame.ends_with(b"_[k]") {
         0
     } else if frame.ends_with(b"_[j]") {
         1
+    } else if frame.ends_with(b")") && frame.windows(4).any(|w| w == b".py:") {
+        3
     } else {
         2
     }
@@ -39,7 +49,7 @@ fn frame_type(frame: &[u8]) -> usize {
 
 pub struct Tables {
     pub format: Format,
-    frame_types: [u32; 3], // OTLP: the attribute index of each frame type (0: none)
+    frame_types: [u32; 4], // OTLP: the attribute index of each frame type (0: none)
     pub strings: Interner,
     loc_of: Vec<u32>, // string number -> its frame's location id, 0 for none yet
     locations: u32,
@@ -61,7 +71,7 @@ impl Tables {
             functions: Spool::new()?,
             locs: Spool::new()?,
             scratch: Vec::new(),
-            frame_types: [0; 3],
+            frame_types: [0; 4],
         };
         t.s(b"")?;
         if format == Format::Otlp {
@@ -164,7 +174,7 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
     let mut profile_tail = Vec::new();
     if format == Format::Otlp {
         if !meta.native.is_empty() {
-            for (i, ty) in [b"kernel".as_slice(), b"jvm", meta.native.as_bytes()].into_iter().enumerate() {
+            for (i, ty) in [b"kernel".as_slice(), b"jvm", meta.native.as_bytes(), b"cpython"].into_iter().enumerate() {
                 t.frame_types[i] = labels.attribute((b"profile.frame.type".to_vec(), ty.to_vec()), &mut t)?;
             }
         }
@@ -272,17 +282,23 @@ fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> 
     out.flush()
 }
 
-/// An AnyValue's KeyValue, its value a string.
-fn key_value(key: &str, value: &str) -> Vec<u8> {
+/// A KeyValue of the resource, its value an AnyValue.
+fn key_value(key: &str, value: &Value) -> Vec<u8> {
     let (mut any, mut kv) = (Vec::new(), Vec::new());
-    field(&mut any, 0x0a, value.as_bytes());
+    match value {
+        Value::Str(text) => field(&mut any, 0x0a, text.as_bytes()),
+        Value::Int(n) => {
+            any.push(0x18);
+            varint(&mut any, *n as u64);
+        }
+    }
     field(&mut kv, 0x0a, key.as_bytes());
     field(&mut kv, 0x12, &any);
     kv
 }
 
 #[allow(clippy::too_many_arguments)]
-fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[u8], resource: &[(String, String)],
+fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[u8], resource: &[(String, Value)],
                  stack_table: Spool, attributes: &[u8], out: &mut impl Write) -> io::Result<()> {
     let mut scope = Vec::new();
     let mut name = Vec::new();

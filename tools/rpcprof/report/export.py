@@ -108,8 +108,8 @@ def _core_writes(folded: Path, write) -> int:
 
 def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
     """What an OTLP profile of folded says of itself, as rpcprof_core.labelled's keywords: on its resource,
-    service.name (the server's name: its folder in a run, else the file's name) and process.pid where the run
-    kept one; the profile window's start (profile.json's started_unix_ns; in run folders from before it, the
+    service.name (the server's name: its folder in a run, else the file's name) and process.pid (an int) where
+    the run kept one; the profile window's start (profile.json's started_unix_ns; in run folders from before it, the
     round's start, result.json's `started`) and length; the period type (the sample type) and period (the
     weights' greatest common divisor: perf's sampling period in ns; 1 for counted samples); and the frame type
     of a frame without inferno's `_[k]` or `_[j]` (native for perf, cpython for py-spy). source: the file the
@@ -122,9 +122,10 @@ def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
     except UserError:
         prof, result = {}, {}
     server = (folder.parent if re.fullmatch(r"round-\d+", folder.name) else folder).name if prof else folded.name.split(".")[0]
-    resource = [("service.name", server)]
-    if prof.get("pid_filter"):
-        resource.append(("process.pid", str(int(prof["pid_filter"]))))
+    resource: list[tuple[str, str | int]] = [("service.name", server)]
+    pid = result.get("pid") or prof.get("pid_filter")
+    if pid:
+        resource.append(("process.pid", int(pid)))
     start = prof.get("started_unix_ns")
     if start is None and result.get("started"):
         start = int(dt.datetime.fromisoformat(result["started"]).astimezone().timestamp() * 1e9)
@@ -135,10 +136,17 @@ def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
 
 
 def _otlp_json(protobuf: bytes) -> bytes:
-    """OTLP's JSON encoding of a ProfilesData (the protobuf library's, keys sorted)."""
+    """OTLP's JSON encoding of a ProfilesData: the protobuf library's JSON mapping, keys sorted, but for trace and
+    span ids, which OTLP's JSON writes as hex strings, not base64 (opentelemetry-proto's specification.md)."""
+    import base64
     from google.protobuf import json_format
     from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
-    return (json_format.MessageToJson(otlp.ProfilesData.FromString(protobuf), indent=None, sort_keys=True) + "\n").encode()
+    doc = json_format.MessageToDict(otlp.ProfilesData.FromString(protobuf))
+    for link in doc.get("dictionary", {}).get("linkTable", []):
+        for key in ("traceId", "spanId"):
+            if key in link:
+                link[key] = base64.b64decode(link[key]).hex()
+    return (json.dumps(doc, sort_keys=True) + "\n").encode()
 
 
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
