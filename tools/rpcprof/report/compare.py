@@ -12,12 +12,14 @@ from rpcprof.analyze.breakdowns import every_round, round_breakdowns, run_breakd
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
-from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
+from rpcprof.analyze.indirect import ruler_expectation
 from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio, t975
-from rpcprof.analyze.mechanism import explain_gap, kernel_table
+from rpcprof.analyze.mechanism import kernel_table
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
+from rpcprof.report.indirect import ruler_verdict
+from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
 from rpcprof.report.paces import run_pace_findings
 from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
@@ -254,7 +256,7 @@ def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
     tables = {s: kernel_table((metrics.get(s) or {}).get("syscalls")) for s in servers}
     rows = []
     for name, fig in tables[servers[0]].items() if servers else ():
-        row = {"figure": fig.label, "key": fig.key, **{s: tables[s][name].value for s in servers}}
+        row = {"figure": FIGURE_NAMES[name], "key": fig.key, **{s: tables[s][name].value for s in servers}}
         if any(row[s] is not None for s in servers):
             rows.append(row)
     return rows

@@ -12,10 +12,11 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.indirect import IndirectCost, summary_line
+from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import WhatIf, both_rounds, solve_writes, whatif
 from rpcprof.errors import UserError
+from rpcprof.report.indirect import summary_line
 from rpcprof.report.tables import render
 
 
