@@ -8,7 +8,8 @@ import json
 import socket
 from pathlib import Path
 
-from rpcprof.analyze.stall import describe, silent_tail, stall
+from rpcprof.analyze.stall import silent_tail, stall
+from rpcprof.report.stall import describe
 from rpcprof.measure.connections import H2_INITIAL_WINDOW, established, parse_nghttp
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stall"

@@ -13,9 +13,9 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import Groups, groups_of
-from rpcprof.analyze.stall import describe
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
+from rpcprof.report.stall import describe
 from rpcprof.documents.provenance import generator_command, header
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
