@@ -16,7 +16,6 @@ from rpcprof.analyze.significance import (FrameTree, benjamini_hochberg, bh_adju
                                           sampling_variance)
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
-from rpcprof.rundir import RESULT_FILE, profile_folded
 
 MIN_SHARE = 0.001         # a box is tested when its mean share over every round of both sides reaches this
 
@@ -56,21 +55,6 @@ class Side:
     server: str | None = None
     app: str | None = None
     rounds: list[Round] = field(default_factory=list)
-
-
-def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
-    """The rounds of a server in a run that have a profile: round, profile file, unprofiled CPU µs per
-    request and where that figure is (file and key), oldest first; one round for a run without repeats."""
-    m = metrics.get(server) or {}
-    rows = m.get("repeats") or [{"repeat": 1, "cpu_us_per_req": m.get("cpu_us_per_req")}]
-    out = []
-    for row in rows:
-        folded = profile_folded(run_dir, server, row["repeat"])
-        if folded.exists() and folded.stat().st_size:
-            key = (f"repeats[repeat={row['repeat']}].cpu_us_per_req" if m.get("repeats") else "cpu_us_per_req")
-            out.append({"round": row["repeat"], "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
-                        "file": f"{server}/{RESULT_FILE}", "key": key})
-    return out
 
 
 @dataclass

@@ -8,7 +8,7 @@ import math
 import statistics
 from pathlib import Path
 
-from rpcprof.analyze.breakdowns import every_round, round_breakdowns, run_breakdowns
+from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
@@ -21,17 +21,41 @@ from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.report.indirect import ruler_verdict
 from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
 from rpcprof.report.paces import run_pace_findings
-from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_run, profile_folded
+from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
+
+
+def first_profiles(run_dir: Path, manifest: dict) -> dict[str, Path]:
+    """Each server's first-round profile in a run folder, in the run's order."""
+    return {name: profile_folded(run_dir, name) for name in manifest["parameters"]["servers"]}
+
+
+def round_profiles(run_dir: Path, name: str, m: dict) -> dict[int, Path]:
+    """{round: its profile} of a server of a run folder (m: its result)."""
+    return {k: profile_folded(run_dir, name, k) for k in round_numbers(m)}
+
+
+def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
+    """The rounds of a server in a run that have a profile: round, profile file, unprofiled CPU µs per
+    request and where that figure is (file and key), oldest first; one round for a run without repeats."""
+    m = metrics.get(server) or {}
+    rows = m.get("repeats") or [{"repeat": 1, "cpu_us_per_req": m.get("cpu_us_per_req")}]
+    out = []
+    for row in rows:
+        folded = profile_folded(run_dir, server, row["repeat"])
+        if folded.exists() and folded.stat().st_size:
+            key = (f"repeats[repeat={row['repeat']}].cpu_us_per_req" if m.get("repeats") else "cpu_us_per_req")
+            out.append({"round": row["repeat"], "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
+                        "file": f"{server}/{RESULT_FILE}", "key": key})
+    return out
 
 
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
     """The category share of each profile of a run (report.py table, for a run folder)."""
     manifest, metrics = load_run(run_dir)
     rows = []
-    for name, b in run_breakdowns(run_dir, rules).items():
+    for name, b in run_breakdowns(first_profiles(run_dir, manifest), metrics, rules).items():
         prof = (metrics.get(name) or {}).get("profile") or {}
         row = {"profile": name, "samples": b.samples, "event": prof.get("event", "")}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
@@ -43,12 +67,13 @@ def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
 def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
     """(rows, columns, header lines) of the per-request comparison of a run's servers."""
     manifest, metrics = load_run(run_dir)
-    breakdowns = run_breakdowns(run_dir, rules, app_override)
+    breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
     if not servers:
         raise UserError(f"{run_dir}: no server with both a measured window and a profile (run without --no-profile)")
     base = servers[0]
-    rounds = {s: round_breakdowns(run_dir, rules, metrics, s, app_override) for s in servers}
+    rounds = {s: round_breakdowns(round_profiles(run_dir, s, metrics[s]), rules, metrics[s], s, app_override)
+              for s in servers}
     by_rounds = all(len(r) >= 2 for r in rounds.values())
     min_samples = manifest["parameters"].get("min_samples")
     head = []
@@ -155,7 +180,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         regex = ruler_override or server_ruler(metrics, name)
         if not regex or m.get("status") not in ("ok", "incomplete") or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
-        fs = frame_share(every_round(run_dir, name, m), compile_regex(regex, f"{name}'s ruler"))
+        fs = frame_share(every_round(round_profiles(run_dir, name, m)), compile_regex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,

@@ -87,8 +87,7 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
 def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) -> list[str]:
     """With the indirect cost: per server after the first, the one of the pair that writes more, predicted
     writing as the other does (report.py whatif), where both have write counts and rounds."""
-    from rpcprof.analyze.whatif import whatif
-    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines
+    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines, whatif
     parts = []
     for other in servers[1:]:
         try:

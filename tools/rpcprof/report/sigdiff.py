@@ -20,9 +20,9 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules, open_folded
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
-from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
-                                     round_records)
+from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.errors import UserError
+from rpcprof.report.compare import round_records
 from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import Drawing, displayable_stack, inferno_options, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
