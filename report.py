@@ -9,11 +9,17 @@ USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
   run RUN_DIR               the run table of a saved run (--latency full: p50 ... p99.99, max, tm99, stddev)
   compare RUN_DIR           req/s per CPU and CPU µs per request by category, side by side, and
                             the ruler check (--ruler REGEX: frames doing the same work in each server)
+  runs RUN_DIR...           runs of one setup side by side: do they agree, and the ratio over runs
+  waits RUN_DIR             where the threads waited (the off-CPU window), why, and who woke them
+  whatif RUN_DIR A B        B's CPU µs per request if it wrote as A does, with its interval
   top FOLDED -c CATEGORY    the frames that decide a category, to see and fix rules
   explain FRAME             which rule a frame matches, and why
   check-rules               validate categorize.yaml and its examples
   svg FOLDED -o OUT         annotated flame graph: frames coloured by category, legend, figures
+  chart RUN_DIR             the per-request chart (breakdown.svg): CPU µs per request by category
+  html RUN_DIR              report.html: one self-contained page of the run that opens offline
   diff A B -o OUT           differential flame graph (normalised) and the category-level difference
+  export PROFILE --format F -o OUT   a folded profile for pprof, speedscope, collapsed stacks or OTLP
   sweep SWEEP_DIR           seed 000's table for a saved sweep
   results SWEEP_DIR -o F    the results document (table, explanation in numbers, seed figures)
   seeds RUN_DIR -o F        seed 001 reproduced: a run of its setup beside the seed's figures

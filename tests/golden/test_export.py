@@ -252,3 +252,35 @@ def test_a_gzip_stream_cut_short_is_one_line_naming_the_file(tmp_path, fmt, caps
     err = capsys.readouterr().err
     assert e.value.code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err and str(cut) in err
     assert not out.exists()
+
+
+def test_otlp_carries_what_consumers_key_on(tmp_path):
+    """A run's OTLP profile names its service and process, its window's start and length, its period type and
+    period (the weights' gcd), each frame's type (kernel for inferno's _[k]), and the dictionary's zero entries
+    (link_table[0] with zero ids)."""
+    from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp
+    out = tmp_path / "p.otlp"
+    assert CliRunner().invoke(main, ["export", str(FOLDED), "--format", "otlp", "-o", str(out)]).exit_code == 0
+    data = otlp.ProfilesData.FromString(out.read_bytes())
+    d, rp = data.dictionary, data.resource_profiles[0]
+    attrs = {a.key: a.value.string_value for a in rp.resource.attributes}
+    assert attrs["service.name"] == "rust_tonic_mt" and attrs.get("process.pid", "1").isdigit()
+    prof = rp.scope_profiles[0].profiles[0]
+    s = d.string_table
+    assert (s[prof.period_type.type_strindex], s[prof.period_type.unit_strindex]) == ("cpu", "nanoseconds")
+    weights = [smp.values[0] for smp in prof.samples]
+    from math import gcd
+    from functools import reduce
+    assert prof.period == reduce(gcd, weights) > 0
+    assert prof.time_unix_nano > 0 and prof.duration_nano > 0
+    assert d.link_table[0].trace_id == bytes(16) and d.link_table[0].span_id == bytes(8)
+    assert all(not t.ListFields() for t in (d.mapping_table[0], d.location_table[0], d.function_table[0],
+                                           d.attribute_table[0], d.stack_table[0]))
+    kinds = {}
+    for loc in d.location_table[1:]:
+        name = s[d.function_table[loc.lines[0].function_index].name_strindex]
+        (kind,) = [d.attribute_table[i] for i in loc.attribute_indices]
+        assert s[kind.key_strindex] == "profile.frame.type"
+        kinds.setdefault(kind.value.string_value, []).append(name)
+    assert kinds["kernel"] and all(n.endswith("_[k]") for n in kinds["kernel"])
+    assert kinds["native"] and not any(n.endswith("_[k]") for n in kinds["native"])

@@ -125,13 +125,15 @@ def test_a_disk_that_fills_up_leaves_no_partial_output_and_no_temporary_file(run
 
 def test_a_run_folder_on_a_full_disk_still_says_how_the_run_ended(small_disk):
     """With no room for a second copy, the manifest is rewritten in the space it holds."""
-    from rpcprof.rundir import CannotWrite, Manifest, RunFolder, now
+    from rpcprof.records import Manifest, ServerResult
+    from rpcprof.status import Status
+    from rpcprof.rundir import CannotWrite, RunFolder, now
     folder = RunFolder.create("pytest-full", small_disk)
-    manifest = Manifest(mode="run", status="running", command=["pytest"], started=now(), machine={}, tools={},
+    manifest = Manifest(mode="run", status=Status.RUNNING, command=["pytest"], started=now(), machine={}, tools={},
                         git={}, parameters={"servers": ["s"]})
-    folder.write(manifest, {"s": {"status": "running"}})
+    folder.write(manifest, {"s": ServerResult("s")})
     fill(small_disk)
     with pytest.raises(CannotWrite, match="No space left on device; free space or choose another --runs-dir"):
-        folder.write(manifest.finish("failed"), {"s": {"status": "failed", "error": "x" * 8192}})
+        folder.write(manifest.finish(Status.FAILED), {"s": ServerResult("s", Status.FAILED, error="x" * 8192)})
     assert json.loads((folder.path / "manifest.json").read_text())["status"] == "failed"
     assert sorted(p.name for p in folder.path.iterdir()) == ["manifest.json", "metrics.json"]   # no temporary file

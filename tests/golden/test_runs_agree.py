@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from rpcprof.analyze.intervals import figure_by_round
 
 DATA = ROOT / "docs" / "data"
 RUNS = sorted(DATA.glob("2026112[45]-*-rust_tonic_mt-rust_pajamax"))   # before --idle: one setup
@@ -61,8 +62,8 @@ def test_the_spread_between_runs_is_the_runs_and_the_rounds_is_their_pairs(doc):
     logs = []
     for run_dir in RUNS:
         metrics = json.loads((run_dir / "metrics.json").read_text())
-        a = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_tonic_mt"]["repeats"]}
-        b = {r["repeat"]: r["req_per_cpu_s"] for r in metrics["rust_pajamax"]["repeats"]}
+        a = figure_by_round(metrics["rust_tonic_mt"])
+        b = figure_by_round(metrics["rust_pajamax"])
         logs.append([math.log(b[k] / a[k]) for k in sorted(a)])
     assert got["runs_sd"] == pytest.approx(statistics.stdev(statistics.fmean(x) for x in logs))
     pooled = statistics.fmean(statistics.variance(x) for x in logs)        # five pairs in each run
@@ -150,3 +151,15 @@ def test_idle_is_part_of_the_setup_and_runs_from_before_it_halted(tmp_path):
     assert report("runs", str(TODAY[0]), str(halted)).returncode == 0
     done = report("runs", str(TODAY[0]), str(polled))
     assert done.returncode == 2 and "in idle ('poll' against 'halt')" in done.stderr, done.stderr
+
+
+def test_how_long_each_run_took_is_its_manifests_end_less_its_start(doc):
+    from datetime import datetime
+    manifests = [json.loads((d / "manifest.json").read_text()) for d in RUNS]
+    took = [(datetime.fromisoformat(m["finished"]) - datetime.fromisoformat(m["started"])).total_seconds()
+            for m in manifests]
+    assert doc["took_s"] == {d.name: s for d, s in zip(RUNS, took)}
+    text = report("runs", *map(str, RUNS)).stdout
+    low, high = min(took), max(took)
+    assert (f"The 5 runs took {int(low) // 60} min {int(low) % 60:02d} s to {int(high) // 60} min "
+            f"{int(high) % 60:02d} s each from start to end, as their manifests record") in text

@@ -14,6 +14,7 @@ import reference_statistics as hand
 from conftest import ROOT, invoke
 from rpcprof.analyze import intervals, significance
 from rpcprof.cli.report import entry
+from rpcprof.records import rounds_asked
 
 TOLERANCE = 1e-9
 INDIRECT = ROOT / "docs" / "data" / "indirect-syscall-cost.json"
@@ -123,7 +124,7 @@ def test_the_reports_of_a_recorded_run_compute_what_they_did_by_hand(monkeypatch
 @pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_reports_of_every_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path, run):
     """One run at a time, so that the full suite's workers share them out; a run of one round tests nothing."""
-    rounds = int(json.loads((run / "manifest.json").read_text())["parameters"].get("repeat") or 1)
+    rounds = rounds_asked(json.loads((run / "manifest.json").read_text())["parameters"])
     assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(run, tmp_path)), rounds > 1)
 
 

@@ -12,7 +12,8 @@ from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.analyze.indirect import load_indirect
 from rpcprof.cli.report import entry
 from rpcprof.paths import INDIRECT_COST
-from rpcprof.rundir import load_run, profile_folded, read_result, server_path
+from rpcprof.rundir import load_run, profile_folded, read_server_result, server_path
+from rpcprof.records import round_of, round_rows
 
 RUN = ROOT / "docs" / "data" / "20261124-074115-seed-001"
 A, B = "rust_tonic_st", "rust_tonic_mt"
@@ -27,9 +28,9 @@ def rounds(server):
     _, metrics = load_run(RUN)
     rules = load_rules().with_app(metrics[server]["app"])
     out = []
-    for row in metrics[server]["repeats"]:
-        k = row["repeat"]
-        writes = read_result(server_path(RUN, server, k))["syscalls"]["writes_per_req"]
+    for row in round_rows(metrics[server]):
+        k = round_of(row)
+        writes = read_server_result(server_path(RUN, server, k)).figures["syscalls"]["writes_per_req"]
         b = categorize(open_folded(profile_folded(RUN, server, k)), rules)
         out.append((row["cpu_us_per_req"], b.share("send") * row["cpu_us_per_req"], writes))
     return out

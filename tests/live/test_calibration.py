@@ -31,6 +31,7 @@ import pytest
 
 from conftest import category_shares
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
+from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import profile_folded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,8 +92,8 @@ def test_compare_reports_the_mean_over_rounds_of_each_rounds_app_cost(calibratio
                          capture_output=True, text=True, check=True).stdout
     rows = {r["category"]: r for r in json.loads(out)["rows"]}
     rules = load_rules().with_app(m.get("app"))
-    per_round = [categorize(open_folded(profile_folded(run_dir, "calibration", r["repeat"])), rules).share("app")
-                 * r["cpu_us_per_req"] for r in m["repeats"]]
+    per_round = [categorize(open_folded(profile_folded(run_dir, "calibration", round_of(r))), rules).share("app")
+                 * r["cpu_us_per_req"] for r in round_rows(m)]
     assert len(per_round) == ROUNDS
     assert rows["app"]["calibration_us"] == pytest.approx(sum(per_round) / ROUNDS)
     assert sum(rows[c]["calibration_us"] for c in rows if c != "total") == pytest.approx(rows["total"]["calibration_us"])

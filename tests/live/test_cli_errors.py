@@ -137,9 +137,9 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(interrupted):
     assert error_lines(interrupted.stderr) == [line]
 
 
-def test_ctrl_c_marks_the_run_incomplete_and_keeps_the_folder(interrupted):
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_folder(interrupted):
     manifest = json.loads((interrupted.run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "incomplete"
+    assert manifest["status"] == "interrupted"
     assert manifest["servers"] == {"rust_tonic_st": "interrupted", "rust_pajamax": "not run"}
     assert "INTERRUPTED" in interrupted.stdout and "NOT RUN" in interrupted.stdout
 

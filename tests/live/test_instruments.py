@@ -66,6 +66,10 @@ def test_a_recording_of_a_whole_cpu_keeps_only_the_servers_samples(tmp_path):
     assert roots(tmp_path / "kept.folded") <= {"python", "python3", "python3.11", "taskset"}, roots(tmp_path / "kept.folded")
     assert any(r.startswith("sh") for r in roots(tmp_path / "all.folded"))
     assert 0 < kept["samples"] < every["samples"]
+    # kept compressed (perf record -z), and folded from that as it is
+    header = subprocess.run(["perf", "report", "--header-only", "-i", str(tmp_path / "perf.data")],
+                            capture_output=True, text=True).stdout
+    assert "# compressed : Zstd" in header
 
 
 BATCHES = ("import os, sys\n"

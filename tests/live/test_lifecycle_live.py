@@ -48,7 +48,7 @@ def test_a_terminating_signal_mid_window_stops_the_server_keeps_the_folder_and_e
     assert "Traceback" not in done.stderr, done.stderr
     assert not pid_alive(server)
     manifest = manifest_of(done.run_dir)
-    assert manifest["status"] == "incomplete"
+    assert manifest["status"] == "interrupted"
     assert manifest["servers"] == {"rust_tonic_st": "interrupted"}
 
 
@@ -85,7 +85,7 @@ def test_the_load_driver_dies_with_rpcprof_when_rpcprof_is_sigkilled(profile, po
     assert wait_gone(server)
 
 
-def test_the_next_run_marks_a_killed_runs_folder_interrupted_and_removes_its_cgroup(killed_run, port):
+def test_the_next_run_marks_a_killed_runs_folder_killed_and_removes_its_cgroup(killed_run, port):
     from rpcprof.measure.procstat import cgroup_name, cgroup_root
     profile, run_dir, server, rpcprof_pid = killed_run
     assert wait_gone(server)
@@ -94,10 +94,10 @@ def test_the_next_run_marks_a_killed_runs_folder_interrupted_and_removes_its_cgr
     done = profile.run("run", "rust_tonic_st", *QUICK, "-d", "1", "--port", str(port), "--label", "pytest-next")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if run_dir.name in line]
-    assert len(lines) == 1 and "interrupted" in lines[0] and stale.name in lines[0], done.stderr
+    assert len(lines) == 1 and "killed" in lines[0] and stale.name in lines[0], done.stderr
     manifest = manifest_of(run_dir)
-    assert manifest["status"] == "interrupted"
-    assert f"pid {rpcprof_pid}" in manifest["interrupted"]
+    assert manifest["status"] == "killed"
+    assert f"pid {rpcprof_pid}" in manifest["killed"]
     assert not stale.exists()
     assert manifest_of(done.run_dir)["status"] == "complete"
 

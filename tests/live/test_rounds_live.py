@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import load_run, profile_folded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +27,9 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
     _, metrics = load_run(done.run_dir)
     for name in ("rust_tonic_mt", "rust_pajamax"):
         m = metrics[name]
-        assert [r["repeat"] for r in m["repeats"]] == [1, 2, 3]
-        for r in m["repeats"]:
-            folded = profile_folded(done.run_dir, name, r["repeat"])
+        assert [round_of(r) for r in round_rows(m)] == [1, 2, 3]
+        for r in round_rows(m):
+            folded = profile_folded(done.run_dir, name, round_of(r))
             assert folded.exists() and folded.stat().st_size, folded
             assert r["profile_samples"] > 0 and r["syscall_window"] == "profile"
             assert r["writes_per_req"] > 0          # counted in the profile window, on the server's CPU
@@ -40,8 +41,8 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
         # the measured window reads the free counters too
         assert m["proc"]["vfs_writes"] is not None and m["proc_per_req"]["context_switches"] is not None
     # tonic_mt writes once per response, pajamax once per many: the counts say so in every round
-    tonic = [r["writes_per_req"] for r in metrics["rust_tonic_mt"]["repeats"]]
-    pajamax = [r["writes_per_req"] for r in metrics["rust_pajamax"]["repeats"]]
+    tonic = [r["writes_per_req"] for r in round_rows(metrics["rust_tonic_mt"])]
+    pajamax = [r["writes_per_req"] for r in round_rows(metrics["rust_pajamax"])]
     assert min(tonic) > 3 * max(pajamax), (tonic, pajamax)
     compare = report("compare", str(done.run_dir))
     assert compare.returncode == 0, compare.stderr
@@ -57,7 +58,7 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
     for name in ("rust_tonic_mt", "rust_pajamax"):
         for k in (1, 2, 3):
             r = json.loads((done.run_dir / name / ("" if k == 1 else f"round-{k}") / "result.json").read_text())
-            assert r["repeat"] == k and r["status"] == "ok"
+            assert round_of(r) == k and r["status"] == "ok"
             started.append((r["started"], name, k))
     assert [(name, k) for _, name, k in sorted(started)] == [(n, k) for k in (1, 2, 3)
                                                              for n in ("rust_tonic_mt", "rust_pajamax")]

@@ -210,6 +210,15 @@ def test_each_server_has_its_logs_and_result_in_the_folder(seed_run, metrics, na
     assert "finished in" in (folder / "load.log").read_text()     # h2load's own summary
 
 
+def test_the_run_ends_with_its_folders_size_and_keeps_its_recordings_compressed(seed_run):
+    last = seed_run.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(rf"rpcprof: {re.escape(str(seed_run.run_dir))} takes [0-9.]+ MiB on disk \([0-9.]+ MiB of it "
+                        r"the recordings that report.py fold folds again\)", last), last
+    for data in seed_run.run_dir.glob("*/perf.data"):
+        header = subprocess.run(["perf", "report", "--header-only", "-i", str(data)], capture_output=True, text=True)
+        assert "# compressed : Zstd" in header.stdout, data
+
+
 # ----- one folder per run -------------------------------------------------------------------------
 
 def test_two_runs_get_two_distinct_folders_and_the_second_its_ratio_over_both(profile, port):

@@ -1,7 +1,8 @@
 """A stall, live: rust_pajamax at complex_proto with 1,000 requests in flight on one connection stops
 answering (its connection closed once the client, short of HTTP/2 flow-control window, splits a message over
-two DATA frames). The run must keep the window's figures, flag it STALLED with that evidence, and skip its
-profile window; the same server with 10 in flight is not flagged. Never timings."""
+two DATA frames). The run must keep the window's figures, flag it STALLED with that evidence, named by its
+replays (the requests that fit in the window whole all answered, the longer replay split and cut short), and
+skip its profile window; the same server with 10 in flight is not flagged. Never timings."""
 import json
 import subprocess
 from pathlib import Path
@@ -31,11 +32,14 @@ def test_a_stall_is_kept_flagged_with_its_mechanism(runs):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert result["status"] == "ok" and result["requests_ok"] > 0
     stalled = result["stalled"]
-    assert stalled["mechanism"] == "connections closed under HTTP/2 flow control", stalled
+    assert stalled["mechanism"] == "connection closed on a message split across DATA frames", stalled
+    whole, over = stalled["h2"]["replays"]
+    assert whole["answered"] == whole["requests"] and whole["split"] is None
+    assert over["split"] and over["answered"] < over["requests"]
     assert stalled["connections"]["end"] == 0
     assert stalled["h2"]["connection_window"] == 65_535
     assert "profile" not in result
-    assert "STALLED (connections closed under HTTP/2 flow control)" in proc.stdout
+    assert "STALLED (connection closed on a message split across DATA frames)" in proc.stdout
     assert "lengthen -d" not in proc.stdout + proc.stderr
 
 

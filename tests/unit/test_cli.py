@@ -5,6 +5,8 @@ run folder, no traceback). Nothing here starts a server or a profiler.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -238,3 +240,21 @@ def test_every_python_package_is_pinned_and_the_venv_holds_exactly_the_pinned_se
 def test_a_folder_that_is_no_run_is_refused_naming_the_runs_folder_option_not_flamegraphs(tmp_path):
     r = invoke(report_cli.entry, "run", "no-such-run", "--runs-dir", str(tmp_path))
     assert r.code != 0 and "flamegraphs" not in r.err and "--runs-dir" in r.err, r.err
+
+
+def test_a_folders_footprint_counts_what_du_counts_and_its_recordings_apart(tmp_path):
+    from rpcprof.cli.common import footprint
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "perf.data").write_bytes(b"x" * 100_000)
+    (tmp_path / "a" / "profile.folded").write_bytes(b"y" * 10_000)
+    total, recordings = footprint(tmp_path)
+    du = int(subprocess.run(["du", "-s", "-B1", str(tmp_path / "a")], capture_output=True,
+                            text=True, check=True).stdout.split()[0])
+    assert 100_000 <= recordings < total <= du
+
+
+def test_report_py_lists_every_command_in_its_docstring():
+    import ast
+    doc = ast.get_docstring(ast.parse((ROOT / "report.py").read_text()))
+    listed = re.findall(r"^  ([a-z][a-z-]*)(?= )", doc.split("USAGE:")[1].split("\n\n")[1], re.M)
+    assert sorted(listed) == REPORT_COMMANDS and len(listed) == len(set(listed))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rpcprof.analyze.intervals import repeats_by_index
+from rpcprof.analyze.intervals import figure_by_round
 from rpcprof.report.agreement import render_runs
 from rpcprof.rundir import load_run
 
@@ -47,7 +47,7 @@ def test_the_unit_costs_predict_what_a_dearer_write_costs_each_server(tmp_path):
     for p in data["predictions"]:
         m = metrics[p["server"]]
         sc = m["syscalls"]
-        cpu = statistics.fmean(repeats_by_index(m, "cpu_us_per_req").values())
+        cpu = statistics.fmean(figure_by_round(m, "cpu_us_per_req").values())
         writes = sc["writes_per_req"]
         other = sc["named_per_req"] - writes
         sleeps = m["proc_per_req"]["voluntary_switches"]

@@ -1,4 +1,4 @@
-"""Ratio intervals from interleaved repeats, on known numbers."""
+"""Ratio intervals from interleaved rounds, on known numbers."""
 from __future__ import annotations
 
 import math
@@ -32,7 +32,7 @@ def test_interval_of_known_pairs():
 
 def test_a_drift_lands_in_a_sequential_ratio_but_not_in_interleaved_pairs():
     """The machine slows 3 % per measurement slot. B is truly 2x A. Interleaved (A B A B ...), each pair
-    shares its slot's speed; sequential (A A A, then B B B), B's repeats all run later and slower."""
+    shares its slot's speed; sequential (A A A, then B B B), B's rounds all run later and slower."""
     speed = [1.0 - 0.03 * slot for slot in range(10)]
     interleaved_a = [100 * speed[2 * k] for k in range(5)]
     interleaved_b = [200 * speed[2 * k + 1] for k in range(5)]
@@ -55,7 +55,7 @@ def test_one_pair_gives_a_ratio_without_interval():
     assert r.ratio == pytest.approx(1.5) and r.low is None and r.significant is None and r.text() == "^1.5"
 
 
-def test_server_ratio_pairs_by_repeat_index_and_skips_missing_repeats():
+def test_server_ratio_pairs_by_round_and_skips_missing_rounds():
     base = {"repeats": [{"repeat": 1, "started": "t1", "req_per_cpu_s": 10},
                         {"repeat": 2, "started": "t3", "req_per_cpu_s": 11},
                         {"repeat": 3, "started": "t5", "req_per_cpu_s": 9}]}
@@ -66,8 +66,8 @@ def test_server_ratio_pairs_by_repeat_index_and_skips_missing_repeats():
     assert server_ratio({"repeat": 1, "req_per_cpu_s": 5}, {"repeat": 1, "req_per_cpu_s": 10}).ratio == 2.0
 
 
-def test_repeats_measured_before_rounds_give_no_paired_interval():
-    """Older runs measured one server's repeats after the other: their k-th repeats were not adjacent."""
+def test_measurements_made_before_rounds_give_no_paired_interval():
+    """Older runs measured one server's measurements after the other: their k-th ones were not adjacent."""
     legacy = {"repeats": [{"repeat": 1, "req_per_cpu_s": 10}, {"repeat": 2, "req_per_cpu_s": 11}]}
     rounds = {"repeats": [{"repeat": 1, "started": "t2", "req_per_cpu_s": 20},
                           {"repeat": 2, "started": "t4", "req_per_cpu_s": 22}]}

@@ -94,5 +94,5 @@ def test_attach_refuses_load_cpus_on_the_processs_own_cpus():
 
 @pytest.mark.parametrize("command", ["run", "sweep"])
 def test_rounds_is_the_option_and_repeat_its_old_name(command):
-    assert parsed(command, ["rust_tonic_st", "--rounds", "4"])["repeat"] == 4
-    assert parsed(command, ["rust_tonic_st", "--repeat", "4"])["repeat"] == 4
+    assert parsed(command, ["rust_tonic_st", "--rounds", "4"])["rounds"] == 4
+    assert parsed(command, ["rust_tonic_st", "--repeat", "4"])["rounds"] == 4

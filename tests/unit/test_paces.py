@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rpcprof.analyze.categorize import load_rules
+from rpcprof.analyze.intervals import figure_by_round
 from rpcprof.analyze.paces import MIN_APART, critical_t, find_paces, split
 from rpcprof.report.compare import render_compare
 from rpcprof.report.summary import render_run
@@ -93,7 +94,7 @@ def test_a_recorded_run_with_two_paces_names_them_in_run_and_compare():
     assert rows["send"]["delta_us"] == pytest.approx(send)
     _, metrics = load_run(TWO_PACES)
     total = sum(r["delta_us"] for g, r in rows.items() if "/" not in g)
-    by_round = {r["repeat"]: r["cpu_us_per_req"] for r in metrics["rust_tonic_mt"]["repeats"]}
+    by_round = figure_by_round(metrics["rust_tonic_mt"], "cpu_us_per_req")
     mean = lambda ks: sum(by_round[k] for k in ks) / len(ks)           # noqa: E731
     assert total == pytest.approx(mean((1, 2, 3)) - mean((4, 5)), rel=1e-6)
 

@@ -63,9 +63,9 @@ def test_one_bar_at_a_time_a_sweeps_cells_draw_none_of_their_own(monkeypatch):
 
 
 def test_a_runs_rounds_step_the_bar_once_per_measurement(monkeypatch):
-    from test_repeats import FakeRun, opts
+    from test_rounds import FakeRun, opts
     term = Terminal()
     monkeypatch.setattr(sys, "stderr", term)
-    run = FakeRun(opts(repeat=2), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(rounds=2), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert "0/4 measurements" in term.getvalue()           # two rounds of two servers

@@ -1,16 +1,19 @@
 """A stalled window named by its mechanism (analyze/stall.py) from a real capture: rust_pajamax at
 complex_proto C=1 S=1000 answered 740 requests and then nothing, its connection closed; rust_tonic_mt in
 the same run answered all window long. The server's HTTP/2 settings come from a real `nghttp -v` call
-(measure/connections.py)."""
+(measure/connections.py). The replays are two real `nghttp -v -n -m N` calls against rust_pajamax on one
+connection each, complex_proto's 83 B message: 789 requests (65,487 B, within the 65,535 B window) and
+1,000 (nghttp-replay-*.txt.gz)."""
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 from pathlib import Path
 
-from rpcprof.analyze.stall import silent_tail, stall
+from rpcprof.analyze.stall import SPLIT, silent_tail, stall
+from rpcprof.measure.connections import H2_INITIAL_WINDOW, established, parse_nghttp, parse_replay, replay_sizes
 from rpcprof.report.stall import describe
-from rpcprof.measure.connections import H2_INITIAL_WINDOW, established, parse_nghttp
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stall"
 
@@ -90,3 +93,51 @@ def test_a_record_is_said_again_from_its_figures():
     m = window("rust_pajamax")
     found = json.loads(json.dumps(stall(m, 1, 1000, 83, m["connections"], pajamax_h2())))
     assert "evidence" not in found and describe(found).startswith(f"STALLED ({found['mechanism']}): answers stopped")
+
+
+def replays() -> list[dict]:
+    return [parse_replay(gzip.decompress((DATA / f"nghttp-replay-{n}.txt.gz").read_bytes()).decode(), 83)
+            for n in (789, 1000)]
+
+
+def test_a_replay_within_the_window_splits_nothing_and_is_answered_whole():
+    whole, _ = replays()
+    assert whole == {"requests": 789, "message_bytes": 83, "answered": 789, "split": None, "goaway": False,
+                     "rst_streams": 0}
+
+
+def test_the_client_splits_the_message_the_window_runs_short_on_and_the_server_drops_the_connection():
+    _, over = replays()
+    split = over["split"]
+    assert split == {"stream": 1791, "sent": 48, "data_before": 73_787, "credited_before": 8_300}
+    # the piece is exactly what was left of the window: 65,535 granted + 8,300 credited - 73,787 sent
+    assert H2_INITIAL_WINDOW + split["credited_before"] - split["data_before"] == split["sent"]
+    assert over["requests"] == 1000 and over["answered"] == 848
+    assert not over["goaway"] and over["rst_streams"] == 0
+
+
+def test_the_replays_fill_the_window_whole_then_overrun_it_up_to_the_servers_streams():
+    assert replay_sizes({"MAX_CONCURRENT_STREAMS": 1000}, H2_INITIAL_WINDOW, 83) == (789, 1000)
+    assert replay_sizes({}, H2_INITIAL_WINDOW, 83) == (789, 1580)          # two windows' worth
+    assert replay_sizes({"MAX_CONCURRENT_STREAMS": 1000}, H2_INITIAL_WINDOW, 12) == ()   # helloworld: cannot run short
+
+
+def test_the_replays_name_the_mechanism_with_their_figures():
+    m = window("rust_pajamax")
+    h2 = {**pajamax_h2(), "replays": replays()}
+    found = stall(m, 1, 1000, 83, m["connections"], h2)
+    assert found["mechanism"] == SPLIT
+    text = describe(json.loads(json.dumps(found)))
+    assert "789 requests of 83 B (65,487 B): none split, 789 answered" in text
+    assert ("73,787 B of DATA sent and 8,300 B credited back left 48 B of the 65,535 B window, and the client sent "
+            "stream 1791's 83 B message as a DATA frame of 48 B without END_STREAM") in text
+    assert "answered 848 of the 1,000 and ended the connection with neither GOAWAY nor RST_STREAM" in text
+
+
+def test_a_server_that_drops_whole_messages_too_is_not_named_for_the_split():
+    m = window("rust_pajamax")
+    whole, over = replays()
+    h2 = {**pajamax_h2(), "replays": [{**whole, "answered": 700}, over]}
+    assert stall(m, 1, 1000, 83, m["connections"], h2)["mechanism"] == "connections closed under HTTP/2 flow control"
+    unfinished = {**pajamax_h2(), "replays": [{"requests": 789, "message_bytes": 83}]}     # nghttp timed out
+    assert stall(m, 1, 1000, 83, m["connections"], unfinished)["mechanism"] == "connections closed under HTTP/2 flow control"

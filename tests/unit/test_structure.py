@@ -3,7 +3,7 @@ one owner of the run folder on disk.
 
     measure/   servers, processes, load, kernel accounting, windows, the session owning processes
     capture/   perf and py-spy attached to a PID, folding
-    analyze/   the figures: categorize, frame shares, statistics, repeats, and every model and test a report
+    analyze/   the figures: categorize, frame shares, statistics, rounds, and every model and test a report
                quotes (the runs' agreement, diff's tests across rounds, paces, the what-if, the hosts' model)
     report/    the renderers: tables, text, flame graphs, SVG, charts, report.html, export formats, and the
                reports of report.py's commands, each saying analyze/'s figures in rows and lines
@@ -18,8 +18,9 @@ neither report nor documents, report never imports documents, documents may impo
 no module that only computes (its figures belong in analyze/), and analyze/ draws nothing, reads no run
 folder (its caller does, through rundir.py) and writes no prose: it returns figures in typed records, and
 every sentence is made in report/.
-Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py, profiler_names.py,
-progress.py (the one logger), errors.py and paths.py. Each constant is defined in one module.
+Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py,
+profiler_names.py, status.py (the one vocabulary of statuses), records.py (a run folder's typed records), progress.py
+(the one logger), errors.py and paths.py. Each constant is defined in one module.
 """
 from __future__ import annotations
 
@@ -303,7 +304,8 @@ def test_capture_reads_folded_files_without_importing_the_analysis():
 
 
 LAYERS = ("measure", "capture", "analyze", "report", "documents", "jobs", "cli")
-BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "progress.py", "errors.py", "paths.py")
+BELOW_THE_LAYERS = ("folded.py", "pprof_in.py", "syscall_families.py", "host_units.py", "profiler_names.py", "status.py",
+                    "records.py", "progress.py", "errors.py", "paths.py")
 
 
 @pytest.mark.parametrize("module", BELOW_THE_LAYERS)
@@ -349,7 +351,8 @@ def module_definitions() -> dict[str, dict[str, ast.AST]]:
 DEFINED_ONCE = {
     **dict.fromkeys(("READS", "WRITES", "WAITS", "IO_READS", "IO_WRITES", "SYSCALLS"), "syscall_families.py"),
     **dict.fromkeys(("CALL_GRAPHS", "PROFILERS"), "profiler_names.py"),
-    **dict.fromkeys(("MODES", "STATUSES"), "schema.py"),
+    "MODES": "schema.py",
+    **dict.fromkeys(("JOB_STATUSES", "SERVER_STATUSES", "STATUS_MEANING", "MEASURED"), "status.py"),
     "sample_weight": "folded.py",                  # the gcd of a profile's weights
     "log": "progress.py",
     **dict.fromkeys(("RUN", "SWEEP", "ATTACH", "FREQUENCY"), "jobs/defaults.py"),
@@ -469,3 +472,57 @@ def test_report_py_only_registers_its_commands():
     commands = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
                 and any("command" in ast.unparse(d) for d in n.decorator_list)]
     assert not commands, f"cli/report.py defines {commands}: give each a module under cli/"
+
+
+def _module_name(path: Path) -> str:
+    parts = ("rpcprof", *path.relative_to(PKG).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path):
+    """(module, names) of each `from rpcprof... import names` and `import rpcprof...` in path, at any depth,
+    but those under `if TYPE_CHECKING:` (annotations only: no import at run time)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+            for child in node.body for n in ast.walk(child)}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rpcprof"):
+            yield node.module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, []) for a in node.names if a.name.startswith("rpcprof"))
+
+
+MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name with a leading underscore is its module's own: another module that needs it needs a public name."""
+    crossing = [f"{_module_name(p)} imports {module}.{name}" for p in PKG.rglob("*.py") for module, names in _imports(p)
+                for name in names if name.startswith("_") and not name.startswith("__")]
+    assert not crossing, "make these names public, or keep the code that uses them in their module:\n" + "\n".join(crossing)
+
+
+def test_no_import_circle():
+    """The modules' imports, at module level or inside functions, make no circle."""
+    graph = {m: set() for m in MODULES}
+    for m, path in MODULES.items():
+        for module, names in _imports(path):
+            for target in [module, *(f"{module}.{n}" for n in names)]:
+                if target in MODULES and target != m:
+                    graph[m].add(target)
+    state: dict[str, int] = {}             # 1: on the path walked, 2: done
+
+    def circle_from(m: str, path: list[str]) -> list[str] | None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return path[path.index(n):] + [n] if n in path else [m, n]
+            if n not in state and (found := circle_from(n, path + [n])):
+                return found
+        state[m] = 2
+        return None
+    for m in sorted(graph):
+        if m not in state and (found := circle_from(m, [m])):
+            pytest.fail("an import circle: " + " -> ".join(found))

@@ -20,43 +20,17 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
+from rpcprof.records import Manifest, ServerResult
+from rpcprof.status import Status, read_statuses
 
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
 RESULT_FILE = "result.json"                 # a server's figures in its folder (also named where they come from)
-
-
-@dataclass
-class Manifest:
-    """What a run folder is: written when it starts, rewritten as it goes and when it ends."""
-    mode: str
-    status: str
-    command: list[str]
-    started: str
-    machine: dict
-    tools: dict
-    git: dict
-    parameters: dict                       # every option as given; `servers` among them
-    finished: str | None = None
-    servers: dict = field(default_factory=dict)         # server -> status
-    scenario: dict | None = None
-    sampled_event: str | None = None
-    process: dict | None = None            # attach: the process profiled
-    cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
-    stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
-    owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
-    interrupted: str | None = None         # why a later invocation marked it interrupted
-    host: dict | None = None               # the host card (measure/hostcard.py): unit costs of the host it ran on
-
-    def finish(self, status: str) -> "Manifest":
-        self.status = status
-        self.finished = None if status == "running" else dt.datetime.now().isoformat(timespec="seconds")
-        return self
 
 
 def now(precise: bool = False) -> str:
@@ -172,20 +146,20 @@ def running_folders(base: Path) -> list[tuple[Path, dict]]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("status") == "running":
+        if isinstance(data, dict) and data.get("status") == Status.RUNNING:
             found.append((path.parent, data))
     return found
 
 
-def mark_interrupted(run_dir: Path, manifest: dict, why: str) -> None:
-    """Rewrite a folder's manifest as interrupted (its owner died without saying so), saying why."""
-    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": "interrupted", "interrupted": why}, RUNS)
+def mark_killed(run_dir: Path, manifest: dict, why: str) -> None:
+    """Rewrite a folder's manifest as killed (its owner died without saying so), saying why."""
+    write_json(Path(run_dir) / "manifest.json", {**manifest, "status": Status.KILLED, "killed": why}, RUNS)
 
 
-def server_path(run_dir: Path, name: str, repeat: int = 1) -> Path:
+def server_path(run_dir: Path, name: str, k: int = 1) -> Path:
     """RUN/SERVER for a server's first round, RUN/SERVER/round-K for round K (repeat-K in older runs)."""
-    old = Path(run_dir) / name / f"repeat-{repeat}"
-    return Path(run_dir) / name if repeat == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{repeat}"
+    old = Path(run_dir) / name / f"repeat-{k}"
+    return Path(run_dir) / name if k == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{k}"
 
 
 class RunFolder:
@@ -198,14 +172,14 @@ class RunFolder:
     def create(cls, label: str, base: Path = RUNS_DIR) -> "RunFolder":
         return cls(make_run_dir(label, base))
 
-    def server_dir(self, name: str, repeat: int = 1) -> Path:
-        out = server_path(self.path, name, repeat)
+    def server_dir(self, name: str, k: int = 1) -> Path:
+        out = server_path(self.path, name, k)
         out.mkdir(parents=True, exist_ok=False)
         return out
 
-    def write(self, manifest: Manifest, metrics: dict | None = None) -> None:
+    def write(self, manifest: Manifest, results: dict[str, ServerResult] | None = None) -> None:
         """The manifest and, for runs and attaches, metrics.json (every server's result)."""
-        manifest.servers = {n: r.get("status") for n, r in (metrics or {}).items()} or manifest.servers
+        manifest.servers = {n: r.status for n, r in (results or {}).items()} or manifest.servers
         path, text = self.path / "manifest.json", json_text(asdict(manifest))
         try:
             write_text(path, text, RUNS)
@@ -214,12 +188,12 @@ class RunFolder:
             # so the folder still says how it ended
             if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not overwrite_in_place(path, text):
                 raise
-        if metrics is not None:
-            write_json(self.path / "metrics.json", metrics, RUNS)
+        if results is not None:
+            write_json(self.path / "metrics.json", {n: r.to_json() for n, r in results.items()}, RUNS)
 
     @staticmethod
-    def write_result(out: Path, result: dict) -> None:
-        write_json(out / RESULT_FILE, result, RUNS)
+    def write_result(out: Path, result: ServerResult) -> None:
+        write_json(out / RESULT_FILE, result.to_json(), RUNS)
 
     @staticmethod
     def write_profile(out: Path, record: dict) -> None:
@@ -261,10 +235,12 @@ def validate_manifest(path: Path, data) -> dict:
     """A manifest with the types schema.MANIFEST gives (a folder from before modes were recorded is a run)."""
     if isinstance(data, dict):
         data = {"mode": "run", **data}
-    return schema.check(data, schema.MANIFEST, path)
+    return schema.check(read_statuses(data, "job"), schema.MANIFEST, path)
 
 
 def validate_metrics(path: Path, data) -> dict:
+    if isinstance(data, dict):
+        data = {name: read_statuses(result, "server") for name, result in data.items()}
     return schema.check(data, schema.METRICS, path)
 
 
@@ -300,9 +276,18 @@ def read_profile(server_dir: Path) -> dict:
 
 
 def read_result(server_dir: Path) -> dict | None:
-    """A server's result.json, validated, or None where there is none (optional context)."""
+    """A server's result.json, validated, as the reports read metrics.json (a dict, its status in today's words),
+    or None where there is none (optional context); read_server_result gives it typed."""
     path = Path(server_dir) / RESULT_FILE
-    return schema.check(read_json(path, "a server folder"), schema.RESULT, path) if path.is_file() else None
+    return schema.check(read_statuses(read_json(path, "a server folder"), "server"), schema.RESULT, path) \
+        if path.is_file() else None
+
+
+def read_server_result(server_dir: Path) -> ServerResult | None:
+    """A server's result.json as a ServerResult (its server and status required), or None where there is none."""
+    data = read_result(server_dir)
+    path = Path(server_dir) / RESULT_FILE
+    return None if data is None else ServerResult.from_json(schema.check(data, schema.SERVER_RESULT, path))
 
 
 def resolve(path: Path | str, runs_dir: Path | None = None) -> Path:
@@ -381,10 +366,10 @@ def offwake_folded(run_dir: Path, server: str) -> Path:
     return saved_copy(Path(run_dir) / server / OFFWAKE_FOLDED)
 
 
-def profile_folded(run_dir: Path, server: str, repeat: int = 1) -> Path:
-    """A server's folded stacks in a run folder (repeat: that round's): profile.folded, or
-    profile.folded.gz in a saved copy."""
-    return saved_copy(server_path(run_dir, server, repeat) / PROFILE_FOLDED)
+def profile_folded(run_dir: Path, server: str, k: int = 1) -> Path:
+    """A server's folded stacks in a run folder (k: round k's): profile.folded, or profile.folded.gz in a
+    saved copy."""
+    return saved_copy(server_path(run_dir, server, k) / PROFILE_FOLDED)
 
 
 def run_of_folded(folded: Path) -> tuple[Path, str] | None:

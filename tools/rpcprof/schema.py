@@ -16,11 +16,11 @@ from pathlib import Path
 from rpcprof.errors import UserError
 from rpcprof.paths import VENV
 from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
+from rpcprof.status import JOB_STATUSES, SERVER_STATUSES
 
 CHECKED = VENV / ".rpcprof-checked"     # hashes of the data found valid (check)
 CHECKED_MAX = 1 << 20                     # bytes of it, past which nothing more is kept
 MODES = ("run", "attach", "sweep")
-STATUSES = ("running", "complete", "failed", "incomplete", "interrupted")
 
 NUMBER = {"type": ["number", "null"]}
 FLAG = {"type": ["boolean", "null"]}
@@ -31,7 +31,7 @@ COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a c
 PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
                            "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds", "pyspy_kept",
-                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter")},
+                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter", "started_unix_ns")},
     **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan", "scope")},
     "too_few_samples": FLAG,
     "syscalls": {"type": ["object", "null"], "properties": {
@@ -52,7 +52,7 @@ OFFCPU = {"type": ["object", "null"], "properties": {
 }}
 
 RESULT = {"type": "object", "properties": {
-    "status": {"type": "string"},
+    "status": {"enum": list(SERVER_STATUSES)},
     **{k: NUMBER for k in ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "server_cpu_cores", "client_cpu_cores",
                            "server_cpu_s", "client_cpu_s", "window_s", "requests_ok", "requests_non_ok",
                            "server_cpu_share", "client_cpu_share", "in_flight_share", "repeat")},
@@ -70,11 +70,12 @@ RESULT = {"type": "object", "properties": {
 }}
 
 METRICS = {"type": "object", "additionalProperties": RESULT, "description": "a mapping of server results"}
+SERVER_RESULT = {**RESULT, "required": ["server", "status"]}     # SERVER/result.json: whose, and how it ended
 
 NAMES = {"type": "array", "items": {"type": "string"}}
 MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties": {
     "mode": {"enum": list(MODES)},
-    "status": {"enum": list(STATUSES)},
+    "status": {"enum": list(JOB_STATUSES)},
     "command": {"type": ["array", "null"], "items": {"type": "string"}},
     "parameters": {"type": "object", "required": ["servers"], "properties": {
         "servers": NAMES, "connections": NUMBER, "streams": NUMBER, "scenario": TEXT, "driver": TEXT,
@@ -82,7 +83,7 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
     "git": {"type": ["object", "null"], "properties": {"commit": TEXT, "dirty": FLAG,
                                                   "changed": {"type": ["array", "null"], "items": {"type": "string"}}}},
     "scenario": {"type": ["object", "null"], "properties": {"name": TEXT}},
-    "servers": {"type": ["object", "null"]},
+    "servers": {"type": ["object", "null"], "additionalProperties": {"enum": list(SERVER_STATUSES)}},
     "cells": {"type": ["object", "null"], "additionalProperties": {
         "type": "object", "required": ["connections", "streams", "run"], "properties": {
             "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},

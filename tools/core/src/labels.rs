@@ -131,21 +131,7 @@ impl<R: Read> Labels<R> {
             } else {
                 let mut ids = Vec::new();
                 for pair in pairs {
-                    let i = match self.attributes.get(&pair) {
-                        Some(&i) => i,
-                        None => {
-                            let i = self.attributes.len() as u32 + 1;
-                            let key = t.s(&pair.0)?;
-                            let (mut string, mut value, mut body) = (Vec::new(), Vec::new(), Vec::new());
-                            field(&mut string, 0x0a, &pair.1);
-                            field(&mut value, 0x12, &string);
-                            uint_field(&mut body, 0x08, key as u64);
-                            body.extend_from_slice(&value);
-                            field(&mut self.attribute_table, 0x32, &body);
-                            self.attributes.insert(pair, i);
-                            i
-                        }
-                    };
+                    let i = self.attribute(pair, t)?;
                     varint(&mut ids, i as u64);
                 }
                 field(&mut out, 0x12, &ids);
@@ -153,6 +139,23 @@ impl<R: Read> Labels<R> {
             self.encoded[set] = Some(out);
         }
         Ok(self.encoded[set].as_deref().unwrap())
+    }
+
+    /// The attribute table's index of a (key, string value) pair, a new entry written the first time.
+    pub fn attribute(&mut self, pair: (Vec<u8>, Vec<u8>), t: &mut Tables) -> Result<u32, Stop> {
+        if let Some(&i) = self.attributes.get(&pair) {
+            return Ok(i);
+        }
+        let i = self.attributes.len() as u32 + 1;
+        let key = t.s(&pair.0)?;
+        let (mut string, mut value, mut body) = (Vec::new(), Vec::new(), Vec::new());
+        field(&mut string, 0x0a, &pair.1);
+        field(&mut value, 0x12, &string);
+        uint_field(&mut body, 0x08, key as u64);
+        body.extend_from_slice(&value);
+        field(&mut self.attribute_table, 0x32, &body);
+        self.attributes.insert(pair, i);
+        Ok(i)
     }
 
     pub fn attribute_table(&self) -> &[u8] {

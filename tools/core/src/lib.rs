@@ -1,10 +1,12 @@
 //! rpcprof_core - rpcprof's compiled core, a Python extension module called in process (report/export.py, report/diff_stream.py,
 //! analyze/encoded_rows.py):
 //!
-//!   labelled(fmt, folded, kind, unit, out, labels, level=None, comment=None)
+//!   labelled(fmt, folded, kind, unit, out, labels, level=None, comment=None, resource=[], time_unix_nano=0,
+//!            duration_nano=0, period_type=None, period=0, native="")
 //!                                 pprof (gzip'd at zlib's level) or OTLP protobuf of a folded file, written to
 //!                                 out; each stack's label set read from labels, an iterable of byte blocks
-//!                                 (labels.rs says how), encoded on a thread of its own meanwhile
+//!                                 (labels.rs says how), encoded on a thread of its own meanwhile; OTLP's
+//!                                 resource attributes, times, period and frame types (profile.rs's Meta)
 //!   speedscope(folded, name_json, unit, out)
 //!   rows(folded)                  an iterator of byte blocks, the file's rows for the categorisation (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
@@ -113,10 +115,14 @@ fn created(path: &str) -> Result<BufWriter<File>, Stop> {
 }
 
 #[pyfunction]
-#[pyo3(name = "labelled", signature = (fmt, folded, kind, unit, out, labels, level=None, comment=None))]
+#[pyo3(name = "labelled", signature = (fmt, folded, kind, unit, out, labels, level=None, comment=None, resource=vec![],
+    time_unix_nano=0, duration_nano=0, period_type=None, period=0, native=String::new()))]
 #[allow(clippy::too_many_arguments)]
 fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: String, out: String,
-            labels: &Bound<'_, PyAny>, level: Option<i32>, comment: Option<String>) -> PyResult<u64> {
+               labels: &Bound<'_, PyAny>, level: Option<i32>, comment: Option<String>, resource: Vec<(String, String)>,
+               time_unix_nano: u64, duration_nano: u64, period_type: Option<(String, String)>, period: i64,
+               native: String) -> PyResult<u64> {
+    let meta = profile::Meta { resource, time_unix_nano, duration_nano, period_type, period, native };
     let format = match fmt {
         "pprof" => Format::Pprof,
         "otlp" => Format::Otlp,
@@ -129,11 +135,11 @@ fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: St
         let n = match format {
             Format::Pprof => {
                 let mut gz = gzip::Gzip::new(&mut w, level.unwrap_or(1))?;
-                let n = profile::encode(format, &folded, &kind, &unit, comment.as_deref(), input, &mut gz)?;
+                let n = profile::encode(format, &folded, &kind, &unit, comment.as_deref(), &meta, input, &mut gz)?;
                 gz.finish()?;
                 n
             }
-            Format::Otlp => profile::encode(format, &folded, &kind, &unit, None, input, &mut w)?,
+            Format::Otlp => profile::encode(format, &folded, &kind, &unit, None, &meta, input, &mut w)?,
         };
         w.flush()?;
         Ok(n)

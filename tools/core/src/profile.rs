@@ -15,8 +15,31 @@ pub enum Format {
     Otlp,
 }
 
+/// What an OTLP profile says of itself besides its samples (Python fills it from the run folder).
+#[derive(Default)]
+pub struct Meta {
+    pub resource: Vec<(String, String)>, // the resource's attributes: service.name, process.*
+    pub time_unix_nano: u64,
+    pub duration_nano: u64,
+    pub period_type: Option<(String, String)>,
+    pub period: i64,
+    pub native: String, // profile.frame.type of a frame without inferno's _[k] or _[j] ("native", "cpython")
+}
+
+/// The frame type of a frame as inferno names it: 0 kernel (`_[k]`), 1 JIT-compiled Java (`_[j]`), 2 the rest.
+fn frame_type(frame: &[u8]) -> usize {
+    if frame.ends_with(b"_[k]") {
+        0
+    } else if frame.ends_with(b"_[j]") {
+        1
+    } else {
+        2
+    }
+}
+
 pub struct Tables {
     pub format: Format,
+    frame_types: [u32; 3], // OTLP: the attribute index of each frame type (0: none)
     pub strings: Interner,
     loc_of: Vec<u32>, // string number -> its frame's location id, 0 for none yet
     locations: u32,
@@ -38,6 +61,7 @@ impl Tables {
             functions: Spool::new()?,
             locs: Spool::new()?,
             scratch: Vec::new(),
+            frame_types: [0; 3],
         };
         t.s(b"")?;
         if format == Format::Otlp {
@@ -93,6 +117,12 @@ impl Tables {
             location.extend_from_slice(&line);
         }
         field(&mut location, line_tag, &line);
+        let kind = self.frame_types[frame_type(frame)];
+        if kind != 0 {
+            let mut ids = Vec::with_capacity(4);
+            varint(&mut ids, kind as u64);
+            field(&mut location, 0x22, &ids); // Location.attribute_indices
+        }
         self.scratch.clear();
         field(&mut self.scratch, location_tag, &location);
         self.locs.write(&self.scratch)?;
@@ -119,8 +149,9 @@ fn sample_type(t: &mut Tables, kind: &str, unit: &str) -> io::Result<Vec<u8>> {
 /// The document of the folded file at path to out, the labels of its stacks read from input: its stacks.
 /// comment: pprof's comment string (the app rule), if any. Refused("no weight") when every count is 0, before
 /// OTLP's document is written (pprof's is on its way: report.py drops it).
-pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Option<&str>, input: impl Read,
-              out: &mut impl Write) -> Result<u64, Stop> {
+#[allow(clippy::too_many_arguments)]
+pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Option<&str>, meta: &Meta,
+              input: impl Read, out: &mut impl Write) -> Result<u64, Stop> {
     let mut t = Tables::new(format)?;
     let head = sample_type(&mut t, kind, unit)?;
     let mut tail = Vec::new();
@@ -130,6 +161,27 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
         field(&mut tail, 0x6a, &packed);
     }
     let mut labels = Labels::new(format, input);
+    let mut profile_tail = Vec::new();
+    if format == Format::Otlp {
+        if !meta.native.is_empty() {
+            for (i, ty) in [b"kernel".as_slice(), b"jvm", meta.native.as_bytes()].into_iter().enumerate() {
+                t.frame_types[i] = labels.attribute((b"profile.frame.type".to_vec(), ty.to_vec()), &mut t)?;
+            }
+        }
+        // Profile's fields after its samples, in field order: time_unix_nano (fixed64), duration_nano,
+        // period_type, period
+        if meta.time_unix_nano != 0 {
+            profile_tail.push(0x19);
+            profile_tail.extend_from_slice(&meta.time_unix_nano.to_le_bytes());
+        }
+        uint_field(&mut profile_tail, 0x20, meta.duration_nano);
+        if let Some((pk, pu)) = &meta.period_type {
+            let period_type = sample_type(&mut t, pk, pu)?;
+            profile_tail.push(0x2a);
+            profile_tail.extend_from_slice(&period_type[1..]); // its body, after ValueType's own tag 0x0a
+        }
+        uint_field(&mut profile_tail, 0x30, meta.period as u64);
+    }
     let mut samples = Spool::new()?;
     let mut stack_table = Spool::new()?;
     if format == Format::Pprof {
@@ -196,7 +248,8 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
     if format == Format::Pprof { out.write_all(&rows) } else { samples.write(&rows) }?;
     match format {
         Format::Pprof => pprof_tables(t, &tail, out),
-        Format::Otlp => otlp_document(t, &head, samples, stack_table, labels.attribute_table(), out),
+        Format::Otlp => otlp_document(t, &head, samples, &profile_tail, &meta.resource, stack_table,
+                                      labels.attribute_table(), out),
     }?;
     Ok(n)
 }
@@ -219,18 +272,36 @@ fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> 
     out.flush()
 }
 
-fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, stack_table: Spool, attributes: &[u8],
-                 out: &mut impl Write) -> io::Result<()> {
+/// An AnyValue's KeyValue, its value a string.
+fn key_value(key: &str, value: &str) -> Vec<u8> {
+    let (mut any, mut kv) = (Vec::new(), Vec::new());
+    field(&mut any, 0x0a, value.as_bytes());
+    field(&mut kv, 0x0a, key.as_bytes());
+    field(&mut kv, 0x12, &any);
+    kv
+}
+
+#[allow(clippy::too_many_arguments)]
+fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[u8], resource: &[(String, String)],
+                 stack_table: Spool, attributes: &[u8], out: &mut impl Write) -> io::Result<()> {
     let mut scope = Vec::new();
     let mut name = Vec::new();
     field(&mut name, 0x0a, b"rpcprof");
     field(&mut scope, 0x0a, &name);
-    let profile_size = sample_type.len() as u64 + samples.size;
+    let profile_size = sample_type.len() as u64 + samples.size + profile_tail.len() as u64;
     let mut scope_profiles = scope;
     scope_profiles.push(0x12);
     varint(&mut scope_profiles, profile_size);
     let scope_size = scope_profiles.len() as u64 + profile_size;
-    let mut resource = vec![0x12];
+    let mut attrs = Vec::new();
+    for (k, v) in resource {
+        field(&mut attrs, 0x0a, &key_value(k, v));
+    }
+    let mut resource = Vec::new();
+    if !attrs.is_empty() {
+        field(&mut resource, 0x0a, &attrs); // ResourceProfiles.resource
+    }
+    resource.push(0x12);
     varint(&mut resource, scope_size);
     let mut head = vec![0x0a];
     varint(&mut head, resource.len() as u64 + scope_size);
@@ -239,14 +310,21 @@ fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, stack_table: Spo
     head.extend_from_slice(sample_type);
     out.write_all(&head)?;
     samples.copy_to(out)?;
+    out.write_all(profile_tail)?;
+    // link_table[0]: the zero Link, its trace and span ids all zero bytes as the proto spells them
+    let mut link = Vec::new();
+    field(&mut link, 0x0a, &[0u8; 16]);
+    field(&mut link, 0x12, &[0u8; 8]);
+    let mut zero_link = Vec::new();
+    field(&mut zero_link, 0x22, &link);
     let tables = t.locs.size + t.functions.size + t.string_table.size + stack_table.size;
     let mut dictionary = vec![0x12];
-    varint(&mut dictionary, 2 + 2 + tables + attributes.len() as u64);
+    varint(&mut dictionary, 2 + zero_link.len() as u64 + tables + attributes.len() as u64);
     dictionary.extend_from_slice(b"\x0a\x00");
     out.write_all(&dictionary)?;
     t.locs.copy_to(out)?;
     t.functions.copy_to(out)?;
-    out.write_all(b"\x22\x00")?;
+    out.write_all(&zero_link)?;
     t.string_table.copy_to(out)?;
     out.write_all(attributes)?;
     stack_table.copy_to(out)?;

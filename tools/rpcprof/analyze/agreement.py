@@ -34,6 +34,7 @@ from typing import Iterable
 
 from rpcprof.analyze.intervals import RatioInterval, log_ratios, pilot_of, server_ratio, t975
 from rpcprof.errors import UserError
+from rpcprof.status import Status
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def setup_value(parameters: dict, key: str):
 
 def _ok(metrics: dict, server: str) -> dict | None:
     m = metrics.get(server) or {}
-    return m if m.get("status") == "ok" and m.get("req_per_cpu_s") else None
+    return m if m.get("status") == Status.OK and m.get("req_per_cpu_s") else None
 
 
 def setup_agreement(loaded: list[tuple[str, dict, dict]]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
@@ -178,7 +179,7 @@ def earlier_peers(this: dict, candidates: Iterable[tuple[Path, dict | None]]) ->
             continue                    # not a run folder, or one a reader cannot use: not this run's peer
         if start - started > timedelta(hours=EARLIER_HOURS):
             break
-        if m.get("status") == "complete" and _same_bench(this, m):
+        if m.get("status") == Status.COMPLETE and _same_bench(this, m):
             found.append(d)
             if len(found) == EARLIER_MAX:
                 break

@@ -10,11 +10,13 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Breakdown, Rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
+from rpcprof.records import round_of, round_rows
+from rpcprof.status import MEASURED
 
 
 def round_numbers(m: dict) -> list[int]:
-    """The rounds of one server's result, oldest first: its repeats, or 1 for a run without."""
-    return [r["repeat"] for r in m.get("repeats") or []] or [1]
+    """The rounds of one server's result, oldest first: its rounds, or 1 for a result of one measurement."""
+    return [round_of(r) for r in round_rows(m)] or [1]
 
 
 def _profiled(folded: Path | None) -> bool:
@@ -28,7 +30,7 @@ def run_breakdowns(profiles: dict[str, Path], metrics: dict, rules: Rules,
     out = {}
     for name, folded in profiles.items():
         m = metrics.get(name) or {}
-        if m.get("status") not in ("ok", "incomplete") or not _profiled(folded):
+        if m.get("status") not in MEASURED or not _profiled(folded):
             continue
         r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
         out[name] = categorize_file(folded, r)
@@ -42,10 +44,10 @@ def round_breakdowns(profiles: dict[int, Path], rules: Rules, m: dict, name: str
     round had one: only the first)."""
     r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
     out = {}
-    for row in m.get("repeats") or []:
-        folded = profiles.get(row["repeat"])
+    for row in round_rows(m):
+        folded = profiles.get(round_of(row))
         if row.get("cpu_us_per_req") and _profiled(folded):
-            out[row["repeat"]] = (row["cpu_us_per_req"], categorize_file(folded, r))
+            out[round_of(row)] = (row["cpu_us_per_req"], categorize_file(folded, r))
     return out
 
 

@@ -12,7 +12,7 @@ tests/unit/test_callers_groups.py compares them with the walks on the captures.
 from __future__ import annotations
 
 from rpcprof.analyze.rules import OTHER, remember
-from rpcprof.analyze.stack_walk import _UNSEEN, FrameAnswers
+from rpcprof.analyze.stack_walk import UNSEEN, FrameAnswers
 
 _NONE = object()          # a kept answer of None
 
@@ -22,8 +22,8 @@ def _walk(callers: str, memo: dict, key, own) -> object:
     memo keeps it by key(prefix) for each prefix walked."""
     pending, end, prefix = [], len(callers) - 1, callers
     while True:
-        hit = memo.get(key(prefix), _UNSEEN)
-        if hit is not _UNSEEN:
+        hit = memo.get(key(prefix), UNSEEN)
+        if hit is not UNSEEN:
             break
         pending.append(prefix)
         cut = callers.rfind(";", 0, end)
@@ -61,8 +61,8 @@ class CallersGroups:
         known, ask = self.level2.subs[category], self.level2.sub_of
 
         def own(frame: str, _cut: int) -> str | None:
-            group = known.get(frame, _UNSEEN)
-            return ask(frame, category) if group is _UNSEEN else group
+            group = known.get(frame, UNSEEN)
+            return ask(frame, category) if group is UNSEEN else group
 
         return _walk(callers, self.subs, lambda prefix: (prefix, category), own)
 
@@ -71,13 +71,13 @@ class CallersGroups:
         rest = answers.rules.tax_rest
 
         def own(frame: str, cut: int) -> str | None:
-            group = answers.leaf_view.get(frame, _UNSEEN)
-            if group is _UNSEEN:
+            group = answers.leaf_view.get(frame, UNSEEN)
+            if group is UNSEEN:
                 group = answers.leaf_view_of(frame)
             if group is not None:
                 return group
-            decided = answers.category.get(frame, _UNSEEN)
-            if decided is _UNSEEN:
+            decided = answers.category.get(frame, UNSEEN)
+            if decided is UNSEEN:
                 decided = answers.category_of(frame)
             return rest if decided is not None else None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from rpcprof.analyze.intervals import repeats_by_index
+from rpcprof.analyze.intervals import figure_by_round
 from rpcprof.host_units import HOST_UNITS
 
 
@@ -31,7 +31,7 @@ def unit_cost(card: dict, key: str) -> float | None:
 def _counts(m: dict) -> dict | None:
     """A server's per-request counts and mean CPU µs per request over its rounds, from its result."""
     sc, proc = m.get("syscalls") or {}, m.get("proc_per_req") or {}
-    cpu = list(repeats_by_index(m, "cpu_us_per_req").values())
+    cpu = list(figure_by_round(m, "cpu_us_per_req").values())
     total = sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req")
     if not cpu or total is None or sc.get("writes_per_req") is None:
         return None

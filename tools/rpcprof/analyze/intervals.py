@@ -1,6 +1,6 @@
-"""Ratios of two servers' figures with a 95 % confidence interval, from interleaved repeats.
+"""Ratios of two servers' figures with a 95 % confidence interval, from interleaved rounds.
 
-Repeats are measured in turn (A B A B ..., each server restarted), so repeat k of A and repeat k of B
+Rounds are measured in turn (A B A B ..., each server restarted), so round k of A and round k of B
 ran back to back on the same machine state. The ratio is computed per adjacent pair, r_k = B_k / A_k,
 and the interval is Student's t on the log ratios: exp(mean ± t(0.975, n-1) · sd / sqrt(n)). A drift
 of the shared machine that slows both servers alike cancels inside each pair; measured one server
@@ -21,6 +21,8 @@ import math
 import statistics
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+
+from rpcprof.records import round_of, round_rows, rounds_asked
 
 
 @lru_cache(maxsize=None)
@@ -103,35 +105,34 @@ def pilot_of(parameters: dict | None) -> int | None:
     p = parameters or {}
     if p.get("precision") is None:
         return None
-    return max(int(p.get("repeat") or 1), PILOT_ROUNDS)
+    return max(rounds_asked(p), PILOT_ROUNDS)
 
 
 def log_ratios(base: dict, other: dict, figure: str = "req_per_cpu_s") -> list[float]:
-    """ln(other / base) per repeat measured by both, in repeat order."""
-    a, b = repeats_by_index(base, figure), repeats_by_index(other, figure)
+    """ln(other / base) per round measured by both, in round order."""
+    a, b = figure_by_round(base, figure), figure_by_round(other, figure)
     return [math.log(b[k] / a[k]) for k in sorted(a.keys() & b.keys()) if a[k] > 0 and b[k] > 0]
 
 
-def repeats_by_index(result: dict, figure: str = "req_per_cpu_s") -> dict[int, float]:
-    """{repeat k: figure} of one server's result (one measurement: {1: figure})."""
-    rows = result.get("repeats") or [{"repeat": result.get("repeat", 1), figure: result.get(figure)}]
-    return {r["repeat"]: r[figure] for r in rows if r.get(figure)}
+def figure_by_round(result: dict, figure: str = "req_per_cpu_s") -> dict[int, float]:
+    """{round k: figure} of one server's result (one measurement: {its round: figure})."""
+    return {round_of(r): r[figure] for r in round_rows(result) or [result] if r.get(figure)}
 
 
 def interleaved(result: dict) -> bool:
-    """Whether a result's repeats were measured in rounds (each records when it started). Runs made
-    before rounds measured one server's repeats after the other: their pairs are not adjacent."""
-    rows = result.get("repeats")
+    """Whether a result's rounds were measured in turn with the other servers' (each records when it started).
+    Runs made before rounds measured one server's measurements after the other: their pairs are not adjacent."""
+    rows = round_rows(result)
     return not rows or all(r.get("started") for r in rows)
 
 
 def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s", pilot: int | None = None) -> RatioInterval | None:
-    """other's figure over base's, paired by repeat index; None when no repeat measured both, or when
-    the repeats were not measured in rounds (no adjacent pairs to take an interval from). pilot: the run
+    """other's figure over base's, paired by round; None when no round measured both, or when the
+    measurements were not made in rounds (no adjacent pairs to take an interval from). pilot: the run
     was made with --precision, its interval is the two-stage one (stein_ratio)."""
     if not (interleaved(base) and interleaved(other)):
         return None
-    a, b = repeats_by_index(base, figure), repeats_by_index(other, figure)
+    a, b = figure_by_round(base, figure), figure_by_round(other, figure)
     common = sorted(a.keys() & b.keys())
     if not common:
         return None

@@ -18,7 +18,7 @@ What it can and cannot see (tests/unit/test_paces.py simulates both): one pace a
 two paces in under 5 % of runs; two paces 1.5x apart, each of 5 rounds landing in either at random, are
 found in over 95 % of runs that caught both when the rounds within a pace spread by 2.5 %, about 77 %
 at 4 % and 42 % at 6 %. With 5 rounds the spread inside the paces is estimated from 3 degrees of
-freedom: more rounds (--repeat) are what sharpen it.
+freedom: more rounds (--rounds) are what sharpen it.
 
 Within a run: each server's paces (server_paces), the ratio within each pace (pace_ratios) and each
 category's change between the paces from each round's own profile (pace_categories), tested as report.py
@@ -34,9 +34,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.intervals import paired_ratio, repeats_by_index
+from rpcprof.analyze.intervals import figure_by_round, paired_ratio
 from rpcprof.analyze.significance import benjamini_hochberg, sampling_variance, welch_gap
 from rpcprof.analyze.stack_walk import categorize_file
+from rpcprof.records import round_of, round_rows
+from rpcprof.status import Status
 
 PACE_LEVEL = 0.95         # the test's level: one pace is named two in at most 5 % of runs
 MIN_APART = 1.10          # ... and only when the paces' CPU per request differ by 10 % or more
@@ -150,22 +152,22 @@ def find_paces(values: dict[int, float]) -> Paces | None:
 
 def server_paces(result: dict) -> Paces | None:
     """The two paces of one server's rounds (CPU µs per request of the unprofiled windows), or None."""
-    if not result or result.get("status") != "ok":
+    if not result or result.get("status") != Status.OK:
         return None
-    return find_paces(repeats_by_index(result, "cpu_us_per_req"))
+    return find_paces(figure_by_round(result, "cpu_us_per_req"))
 
 
 def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[dict]:
     """The ratio (req/s per CPU over the first server's) within each pace of `server` that has at least
     MIN_PACE_ROUNDS rounds, for every pair of the run that involves it."""
-    names = [n for n in order if (metrics.get(n) or {}).get("status") == "ok"]
+    names = [n for n in order if (metrics.get(n) or {}).get("status") == Status.OK]
     if len(names) < 2 or server not in names:
         return []
     base = names[0]
     pairs = [(base, server)] if server != base else [(base, o) for o in names[1:]]
     out = []
     for a, b in pairs:
-        ra, rb = repeats_by_index(metrics[a]), repeats_by_index(metrics[b])
+        ra, rb = figure_by_round(metrics[a]), figure_by_round(metrics[b])
         for pace, rounds in (("fast", p.fast), ("slow", p.slow)):
             common = [k for k in rounds if k in ra and k in rb]
             if len(common) < MIN_PACE_ROUNDS:
@@ -182,8 +184,8 @@ def _group_values(profiles: dict[int, Path], rules: Rules, result: dict,
     profile; None when not every round had one (runs made before every round was profiled)."""
     level2 = rules.with_app(result.get("app"), f"{name}'s app pattern").using(level=2)
     out = {}
-    for row in result.get("repeats") or []:
-        folded = profiles.get(row["repeat"])
+    for row in round_rows(result):
+        folded = profiles.get(round_of(row))
         us = row.get("cpu_us_per_req")
         if not us or folded is None or not folded.exists() or not folded.stat().st_size:
             return None
@@ -193,7 +195,7 @@ def _group_values(profiles: dict[int, Path], rules: Rules, result: dict,
             parent = level2.parent(g)
             if parent != g:
                 shares[parent] = shares.get(parent, 0.0) + shares[g]
-        out[row["repeat"]] = ({g: s * us for g, s in shares.items()},
+        out[round_of(row)] = ({g: s * us for g, s in shares.items()},
                               {g: sampling_variance(s, b.samples, us) for g, s in shares.items()})
     return out
 

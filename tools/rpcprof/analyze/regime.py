@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from rpcprof.records import round_rows
+
 REQ_PER_S = 0.10          # req/s more than 10 % away from the measured window's
 PER_REQ_RELATIVE = 0.25   # a per-request counter more than 25 % away ...
 PER_REQ_ABSOLUTE = 0.02   # ... and by more than 0.02 (a batching factor that changed)
@@ -32,7 +34,7 @@ def _geomean_change(pairs: list[tuple[float, float]]) -> float | None:
 def _rounds(result: dict) -> list[dict]:
     """Each round's measured and instrumented figures; runs whose rounds did not each carry a profile
     (before every round had one) are one round: the aggregated result, as they were checked then."""
-    rows = result.get("repeats") or []
+    rows = round_rows(result)
     return rows if rows and all("profile_req_per_s" in r for r in rows) else [round_row(result)]
 
 

@@ -26,7 +26,7 @@ from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof
 
-_UNSEEN = object()
+UNSEEN = object()
 NEUTRAL = ("", "")        # a leaf that answers none of the walk's questions: its stack is its callers' answer
 
 
@@ -87,8 +87,8 @@ def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, s
         frame = stack[cut + 1:end]
         if leaf is None:
             leaf = frame
-        answer = known.get(frame, _UNSEEN)
-        if answer is _UNSEEN:
+        answer = known.get(frame, UNSEEN)
+        if answer is UNSEEN:
             answer = ask(frame, *args)
         if answer is not None:
             return answer, frame
@@ -110,13 +110,13 @@ def _tax_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
         frame = stack[cut + 1:end]
         if leaf is None:
             leaf = frame
-        group = known.get(frame, _UNSEEN)
-        if group is _UNSEEN:
+        group = known.get(frame, UNSEEN)
+        if group is UNSEEN:
             group = ask(frame)
         if group is not None:
             return group, frame
-        decided = category.get(frame, _UNSEEN)
-        if decided is _UNSEEN:
+        decided = category.get(frame, UNSEEN)
+        if decided is UNSEEN:
             decided = category_of(frame)
         if decided is not None:
             return answers.rules.tax_rest, frame
@@ -151,8 +151,8 @@ def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None
     # the tax and waits walks name the callers' last frame both when it decides and when none does: it
     # decides only if it answers one of the questions
     last = callers[callers.rfind(";") + 1:]
-    known = answers.by_leaf.get(last, _UNSEEN)
-    if known is _UNSEEN:
+    known = answers.by_leaf.get(last, UNSEEN)
+    if known is UNSEEN:
         known = answers.leaf_decides(last)
     return group, frame if frame != last or known is not NEUTRAL else None
 
@@ -209,8 +209,8 @@ def _level1_callers(callers: str, by_callers: dict, answers: FrameAnswers) -> tu
     while True:
         cut = callers.rfind(";", 0, end)
         frame = callers[cut + 1:end]
-        decided = category.get(frame, _UNSEEN)
-        if decided is _UNSEEN:
+        decided = category.get(frame, UNSEEN)
+        if decided is UNSEEN:
             decided = category_of(frame)
         pending.append(prefix)
         if decided is not None:
@@ -275,8 +275,8 @@ class Tally:
         answers = self.answers
         cut = stack.rfind(";")
         leaf = stack[cut + 1:]
-        key = answers.by_leaf.get(leaf, _UNSEEN)
-        if key is _UNSEEN:
+        key = answers.by_leaf.get(leaf, UNSEEN)
+        if key is UNSEEN:
             key = answers.leaf_decides(leaf)
         if key is NEUTRAL and cut >= 0:
             group, frame = self.callers_answer(stack[:cut + 1])

@@ -12,12 +12,17 @@ its figures hold it:
   - HTTP/2 flow control: the bytes of requests in flight on one connection, S/C times the framed
     message, against the connection window the server grants (its SETTINGS and any WINDOW_UPDATE on
     stream 0 before its first reply; 65,535 bytes when it raises none), said when they reach half of it;
-  - max concurrent streams: the server's SETTINGS_MAX_CONCURRENT_STREAMS, said when below S/C.
+  - max concurrent streams: the server's SETTINGS_MAX_CONCURRENT_STREAMS, said when below S/C;
+  - the replays (measure/connections.py), when that window can run short: on one new connection, as many
+    requests as fit in the window whole, then as many as the server allows in flight; said with the first
+    message the client split for want of window and how many the server answered before the connection
+    ended. A split followed by a connection ended short of its answers, while the whole messages were all
+    answered, names the mechanism SPLIT: the server drops a connection on a message sent in pieces.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 IDLE_CORES = 0.05        # below this share of a CPU, the server is idle in a slice
 IDLE_SHARE = 0.25        # the silent tail must be at least this share of the window ...
@@ -37,12 +42,16 @@ def silent_tail(timeline: dict | None) -> float:
     return n * timeline["slice_s"]
 
 
-class Mechanism(str, Enum):
+class Mechanism(StrEnum):
     """A stall's mechanism, by the name a run keeps (result.json and metrics.json: stalled.mechanism)."""
+    SPLIT = "connection closed on a message split across DATA frames"
     CLOSED_UNDER_FLOW_CONTROL = "connections closed under HTTP/2 flow control"
     CLOSED = "connections closed by the server"
     FLOW_CONTROL = "HTTP/2 flow control"
     NO_ANSWER = "no answer on open connections"
+
+
+SPLIT = Mechanism.SPLIT     # the mechanism documents/stall_causes.py looks for
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class Evidence:
     still_open: int | None            # ... or these stayed open (none closed)
     flow: FlowControl | None          # at FLOW_SHARE of the connection window or more
     streams_allowed: int | None       # the server's MAX_CONCURRENT_STREAMS, where below the streams per connection
+    replays: tuple[dict, ...] = ()    # the replays that were answered (measure/connections.parse_replay's records) ...
+    connection_window: int | None = None   # ... and the connection window the server granted at the start
 
 
 def stall(m: dict, connections: int, streams: int, message_bytes: int | None, conns: dict | None = None,
@@ -101,8 +112,11 @@ def evidence(s: dict) -> Evidence:
             flow = FlowControl(message_bytes, need, grant, grant != 65_535)
         most = h2["settings"].get("MAX_CONCURRENT_STREAMS")
         most = most if most is not None and most < per_conn else None
-    mechanism = (Mechanism.CLOSED_UNDER_FLOW_CONTROL if closed and flow else Mechanism.CLOSED if closed else
-                 Mechanism.FLOW_CONTROL if flow else Mechanism.NO_ANSWER)
+    replays = [r for r in (h2 or {}).get("replays") or [] if "answered" in r]
+    split = (any(r.get("split") and r["answered"] < r["requests"] for r in replays)
+             and all(r["answered"] == r["requests"] for r in replays if not r.get("split")))
+    mechanism = (Mechanism.SPLIT if split else Mechanism.CLOSED_UNDER_FLOW_CONTROL if closed and flow else
+                 Mechanism.CLOSED if closed else Mechanism.FLOW_CONTROL if flow else Mechanism.NO_ANSWER)
     return Evidence(mechanism, max(window - s["silent_s"], s["slice_s"]), window, s["answered"], s["streams"], per_conn,
                     connections, connections - end if closed else None, end if end is not None and not closed else None,
-                    flow, most)
+                    flow, most, tuple(replays), h2["connection_window"] if replays else None)

@@ -134,11 +134,12 @@ def is_perf_data(path: Path) -> bool:
 
 
 def records_switches(data: Path) -> bool:
-    """True for an off-CPU recording (capture/offcpu.py): its event is sched:sched_switch."""
+    """True for an off-CPU recording (capture/offcpu.py): its event is sched:sched_switch (beside it perf
+    lists the dummy event that carries --switch-events' records, `dummy:HG`)."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     proc = subprocess.run([perf, "evlist", "-i", str(data)], capture_output=True, text=True)
     events = [line.strip() for line in proc.stdout.splitlines() if line.strip() and not line.startswith("#")]
-    return proc.returncode == 0 and events == ["sched:sched_switch"]
+    return proc.returncode == 0 and [e for e in events if not e.startswith("dummy:")] == ["sched:sched_switch"]
 
 
 def recorded_pid(data: Path) -> int | None:

@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
+from rpcprof.capture.profiler import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR
@@ -59,7 +59,7 @@ def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     # a JIT's stacks need its jitdump injected; off-CPU stacks stop at the JIT frames instead
     graph = CALL_GRAPHS.get(call_graph if call_graph != "dwarf-jit" else "dwarf", CALL_GRAPHS["dwarf"])
-    return [perf, "record", *PERF_RECORD_OPTIONS, "-e", "sched:sched_switch", "-c", "1", "--switch-events", *graph,
+    return [perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", "sched:sched_switch", "-c", "1", "--switch-events", *graph,
             "-p", str(pid), "-m", "1024", "-o", str(data)]
 
 

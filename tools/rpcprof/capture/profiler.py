@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.measure import children
-from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require  # noqa: F401  (re-exported)
+from rpcprof.measure.recorder import (PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder,  # noqa: F401  (re-exported)
+                                      perf_recorder, require)
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PYSPY_LOG
 
@@ -93,7 +94,7 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
                cpus: list[int] | None = None) -> Recorder:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out_dir / PERF_DATA
-    argv = [perf, "record", *PERF_RECORD_OPTIONS, "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
+    argv = [perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
             "-o", str(data)]
     return perf_recorder(argv, data, out_dir / PERF_RECORD_LOG)
 

@@ -126,6 +126,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     else:
         recorder = session.own(start_pyspy(target.pid, target.out / PYSPY_RAW, plan.frequency))
     recorder.wait_attached()
+    started = time.time_ns()
     window = CpuWindow(monitor)
     requests = drive(window)
     cpu_ns = window.ns()
@@ -138,6 +139,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         "call_graph": target.call_graph if target.profiler == "perf" else "python (py-spy)",
         "frequency_hz": plan.frequency,
         "duration_s": plan.duration,
+        "started_unix_ns": started,
         "plan": plan.raised or "as requested",
         "weight": ("sample period in ns (inferno weights perf samples by period)" if target.profiler == "perf"
                    else "samples"),

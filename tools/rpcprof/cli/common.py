@@ -64,6 +64,29 @@ def show(text: str, fmt: str = "table", err: bool = False) -> None:
     click.echo(text if fmt in ("csv", "json") else terminal_lines(text), nl=False, err=err)
 
 
+def footprint(folder: Path) -> tuple[int, int]:
+    """(bytes the folder takes on disk, as du counts them: allocated blocks; of which its recordings, perf.data
+    and the like, which `report.py fold` folds again)."""
+    from rpcprof.rundir import PERF_DATA
+    total = recordings = 0
+    for path in Path(folder).rglob("*"):
+        try:
+            st = path.lstat()
+        except OSError:             # gone while counted
+            continue
+        total += st.st_blocks * 512
+        recordings += st.st_blocks * 512 if path.suffix == Path(PERF_DATA).suffix and path.is_file() else 0
+    return total, recordings
+
+
+def print_footprint(folder: Path) -> None:
+    """A job's last line on stderr: what its folder takes on disk, and how much of that its recordings."""
+    from rpcprof.progress import log
+    total, recordings = footprint(folder)
+    log(f"rpcprof: {folder} takes {total / 2**20:.1f} MiB on disk ({recordings / 2**20:.1f} MiB of it the "
+        f"recordings that report.py fold folds again)")
+
+
 def internal_error(prog: str, error: BaseException) -> int:
     """An unexpected exception: the traceback to a file, one line naming it on stderr; the exit code."""
     import tempfile

@@ -15,15 +15,22 @@ from rpcprof.rundir import inputs_of, load_run, load_sweep, resolve, write_text
 
 @click.command()
 @click.argument("sweep_dir", type=click.Path(path_type=Path))
+@click.option("--stall", "stall", multiple=True, type=click.Path(path_type=Path),
+              help="A run of the sweep's scenario in which a server that stalled in the sweep stalled again and "
+                   "its replays named why (docs/sweep.md); said beside that server's STALLED cells; repeatable.")
 @document_options("docs/results.md")
-def results(sweep_dir, output, rules_path, runs_dir):
+def results(sweep_dir, output, stall, rules_path, runs_dir):
     """The results document of a sweep: table, per-request explanation, seed figures beside them."""
     from rpcprof.documents.provenance import generator_command
     from rpcprof.documents.results import build_results
     sweep_dir = resolve(sweep_dir, runs_dir)
     load_sweep(sweep_dir)
-    command = generator_command("results", sweep_dir, output=output, options=rules_flag(rules_path))
-    write_document(build_results(sweep_dir, load_rules(rules_path), command), output, sweep_dir)
+    stall = [resolve(r, runs_dir) for r in stall]
+    for folder in stall:
+        load_run(folder)
+    command = generator_command("results", sweep_dir, output=output,
+                                options=(*(("--stall", r) for r in stall), *rules_flag(rules_path)))
+    write_document(build_results(sweep_dir, load_rules(rules_path), command, tuple(stall)), output, sweep_dir, *stall)
 
 
 def rules_flag(rules_path) -> tuple:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, run_click, runs_dir_option
+from rpcprof.cli.common import format_option, latency_option, print_footprint, run_click, runs_dir_option
 from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
@@ -24,7 +24,9 @@ from rpcprof.report.agreement import earlier_lines
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.progress import bar_allowed
+from rpcprof.records import ServerResult
 from rpcprof.rundir import SERVER_LOG, server_path
+from rpcprof.status import Status
 
 # The parameters of each command that are not options of its job (cli/values.py): how to print, and a
 # sweep's grid, which Sweep takes apart from the options of its runs.
@@ -105,11 +107,11 @@ def share(ctx, param, value):
     return x
 
 
-def repeat_options(what: str, default: int):
+def rounds_options(what: str, default: int):
     """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
     def decorate(f):
         for option in reversed([
-            click.option("--rounds", "--repeat", "repeat", default=default, show_default=True, callback=positive,
+            click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
                          help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
                               f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
             click.option("--precision", default=None, callback=share, metavar="SHARE",
@@ -207,7 +209,7 @@ def main():
                    "read and write, reads that found nothing (EAGAIN). It costs a sample per call, so it is not "
                    "in the profile window; its cost is printed.")
 @off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
-@repeat_options("", RUN["repeat"])
+@rounds_options("", RUN["rounds"])
 @pictures_option(RUN["pictures"], "")
 @runs_dir_option
 @format_option
@@ -226,18 +228,19 @@ def run(**params):
         if the_run.dir:
             click.echo(render_run(the_run.dir, fmt, latency), nl=False)
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
-                            f"{the_run.dir} (marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                            f"{the_run.dir} (marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
         raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_run(run_dir, fmt, latency), nl=False)
     if fmt in ("table", "markdown"):
         click.echo("".join(f"{x}\n" for x in earlier_lines(run_dir, opts.runs_dir)), nl=False)
-    if opts.profile and fmt != "json" and any(r.get("profile") for r in the_run.results.values()):
+    if opts.profile and fmt != "json" and any(r.figures.get("profile") for r in the_run.results.values()):
         click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
         click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
     print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
-    if any(r.get("status") != "ok" for r in the_run.results.values()):
-        failed = {n: r for n, r in the_run.results.items() if r.get("status") != "ok"}
-        logs = [str(server_path(run_dir, n, r.get("repeat") or 1) / SERVER_LOG) for n, r in failed.items()]
+    print_footprint(run_dir)
+    if any(r.status != Status.OK for r in the_run.results.values()):
+        failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+        logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
 
 
@@ -263,7 +266,7 @@ def int_list(ctx, param, value):
 @click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
 @click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, callback=not_negative,
               help="Warm-up before each window [s].")
-@repeat_options(" (per cell)", SWEEP["repeat"])
+@rounds_options(" (per cell)", SWEEP["rounds"])
 @placement_and_load_options
 @click.option("--label", default=SWEEP["label"], callback=file_label, help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=SWEEP["profile"], show_default=True,
@@ -294,10 +297,11 @@ def sweep(**params):
         sweep_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: everything started was stopped; finished cells are kept in {job.dir} "
-                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                        "(marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
     click.echo(render_sweep(sweep_dir, job.rules or load_rules(), fmt), nl=False)   # no profile: no rules loaded yet
+    print_footprint(sweep_dir)
     failed = sorted({f"{name} at {run.opts.label}" for run in job.runs for name, r in run.results.items()
-                     if r.get("status") != "ok"})
+                     if r.status != Status.OK})
     if failed:
         raise UserError(f"{len(failed)} measurement(s) failed ({'; '.join(failed[:4])}"
                         f"{', ...' if len(failed) > 4 else ''}); see the cell folders in {sweep_dir}", exit_code=EXIT_FAILED)
@@ -345,16 +349,17 @@ def attach(**params):
         run_dir = job.execute()
     except KeyboardInterrupt:
         raise UserError(f"interrupted: the profiler was stopped; what was captured is kept in {job.dir} "
-                        "(marked incomplete)", exit_code=EXIT_INTERRUPTED) from None
+                        "(marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
     except UserError as e:
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None
         raise
-    per_request = any(r.get("cpu_us_per_req") for r in job.results.values())
+    per_request = any(r.figures.get("cpu_us_per_req") for r in job.results.values())
     if fmt == "json":           # one document: the shares, and the per-request comparison when there is one
         doc = {"run": str(run_dir), "shares": json.loads(render_shares(run_dir, job.rules, fmt)),
                "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
+        print_footprint(run_dir)
         return
     click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
     if per_request:
@@ -363,11 +368,12 @@ def attach(**params):
     elif fmt in ("table", "markdown"):
         click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
     print_waits(run_dir, job.results, fmt, verdicts=True)       # attach prints no run table
+    print_footprint(run_dir)
 
 
-def print_waits(run_dir, results: dict, fmt: str, verdicts: bool) -> None:
+def print_waits(run_dir, results: dict[str, ServerResult], fmt: str, verdicts: bool) -> None:
     """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
-    if fmt != "json" and any(r.get("offcpu") for r in results.values()):
+    if fmt != "json" and any(r.figures.get("offcpu") for r in results.values()):
         from rpcprof.report.waits import render_waits
         click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
         click.echo(render_waits(run_dir, load_rules(), fmt, verdicts), nl=False)

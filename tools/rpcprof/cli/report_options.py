@@ -9,7 +9,7 @@ import click
 
 from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.cli.common import format_option, runs_dir_option
-from rpcprof.rundir import read_result
+from rpcprof.rundir import read_server_result
 
 
 def grouping_options(f):
@@ -40,7 +40,9 @@ def indirect_of(path: Path | None):
 def app_for(folded: Path) -> str | None:
     """The app pattern a pprof export carries (report/export.py), else the one recorded in its run folder."""
     from rpcprof.report.export import app_carried
-    return app_carried(folded) or (read_result(Path(folded).parent) or {}).get("app")
+    carried = app_carried(folded)
+    result = None if carried else read_server_result(Path(folded).parent)
+    return carried or (result.figures.get("app") if result else None)
 
 
 def command_line(*parts: str | None, **options) -> str:

@@ -13,15 +13,19 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import Groups, groups_of
+from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.stall import describe
 from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
+from rpcprof.records import round_rows, rounds_asked
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
+from rpcprof.status import Status
 
 RATIO_DEFINITION = ("The ratio, everywhere in this document: of two servers' requests per server CPU-second, the "
                     "geometric mean over the rounds of each round's ratio (the two servers were measured one after "
@@ -41,39 +45,43 @@ def _f(x, digits=1, unit=""):
 def every_round_profiled(measured: dict) -> bool:
     """Whether every round of every server of every cell had a profile window (sweeps made before a
     profile in every round profiled the first round only)."""
-    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == "ok"]
-    return bool(results) and all(r.get("profile_samples") for m in results for r in m.get("repeats") or [m])
+    results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == Status.OK]
+    return bool(results) and all(r.get("profile_samples") for m in results for r in round_rows(m) or [m])
 
 
-def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None) -> str:
-    """The markdown document; generated_by: the command that regenerates it, for its header."""
+def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None, stall_runs: tuple = ()) -> str:
+    """The markdown document; generated_by: the command that regenerates it, for its header; stall_runs: runs
+    that measured again why a server stalled (stall_causes), said beside its STALLED cells."""
     manifest, _ = load_sweep(sweep_dir)
     p = manifest["parameters"]
     servers = p["servers"]
     rows = sweep_rows(sweep_dir, rules)
     _, measured = load_sweep(sweep_dir)
     figures = {(cell["connections"], cell["streams"], name): m for key, cell in manifest["cells"].items()
-               for name, m in measured[key][1].items() if m.get("status") == "ok"}
+               for name, m in measured[key][1].items() if m.get("status") == Status.OK}
     cells = sorted({(r["connections"], r["streams"]) for r in rows})
     by = {(r["connections"], r["streams"], r["server"]): r for r in rows}
     first, second = (servers + [None, None])[:2]
     m = manifest["machine"]
+    causes = stall_causes(list(stall_runs), p["scenario"])
+    runs = sorted({(run, id(man)): (run, man) for run, man, _ in causes.values()}.values(), key=lambda x: str(x[0]))
     out = [*header(f"Results: {' vs '.join(servers)} on this machine class",
-                   generated_by or generator_command("results", sweep_dir), [sweep_dir], [manifest],
-                   [[cell_manifest for cell_manifest, _ in measured.values()]]),
+                   generated_by or generator_command("results", sweep_dir), [sweep_dir, *(r for r, _ in runs)],
+                   [manifest, *(man for _, man in runs)],
+                   [[cell_manifest for cell_manifest, _ in measured.values()], *([] for _ in runs)]),
            "## Machine and parameters", "",
            f"- {m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, {m.get('os')}, "
            f"kernel {m.get('kernel')}",
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
            + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
-           + (f"{p['repeat']} round(s) per cell, the servers measured in turn and restarted each time (the median round "
+           + (f"{rounds_asked(p)} round(s) per cell, the servers measured in turn and restarted each time (the median round "
             "is shown, min-max beside it; ratios are geometric means of adjacent pairs with a 95 % t interval); "
             + ("a profile window per server in every round, its syscalls counted by name on the server's CPU in "
                "that window" if every_round_profiled(measured) else
                "a syscall-count window and a profile window per server in the first round")
             if all(r.get("rounds_interleaved", True) for r in rows) else
-            f"{p['repeat']} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
+            f"{rounds_asked(p)} repeat(s) per server and cell, one server's repeats after the other (this sweep predates "
             "interleaved rounds: the median round is shown with its min-max; ratios are of the medians, with no "
             "paired interval, and may hold the machine's drift); a syscall-count window and a profile window per "
             "server and cell"),
@@ -105,18 +113,22 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
             out.append(f"| {c} | {s} | {s // c} | {_f(seed)} | {_f(b['ratio'])} | {_f(factor, 2)} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
                        f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} | "
-                       f"{cell_gap_reason(first, second, a, b, factor, len(p.get('load_cpus') or []) or 1)} |")
-        out += ["", *explain(cells, by, first, second, rules, len(p.get("load_cpus") or []) or None), ""]
+                       f"{cell_gap_reason(first, second, a, b, factor, len(p.get('load_cpus') or []) or 1, causes)} |")
+        out += ["", *explain(cells, by, first, second, rules, len(p.get("load_cpus") or []) or None, causes), ""]
         out += guess_by_cell(cells, by, servers, rules, figures)
         out += mechanism_by_cell(sweep_dir, rules)
     return "\n".join(out) + "\n"
 
 
-def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | None, client_cpus: int) -> str:
+def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | None, client_cpus: int,
+                    causes: dict | None = None) -> str:
     """Why a cell's ratio is more than GAP away from seed 000's, from the cell's own figures: the flags that
-    void the ratio, how many requests each server answered per write, what set the pace (a client of
-    client_cpus CPUs, seed 000's of SEED_CLIENT_CPUS) and the requests in flight on each connection."""
-    flags = [f"{srv} {flag}" for srv, r in ((first, a), (second, b)) for flag in ("STALLED", "TOO-SHORT")
+    void the ratio (a stall with its cause where a run measured it: stall_causes), how many requests each
+    server answered per write, what set the pace (a client of client_cpus CPUs, seed 000's of
+    SEED_CLIENT_CPUS) and the requests in flight on each connection."""
+    causes = causes or {}
+    flags = [f"{srv} {flag}" + (f" ({SPLIT}: below)" if flag == "STALLED" and srv in causes else "")
+             for srv, r in ((first, a), (second, b)) for flag in ("STALLED", "TOO-SHORT")
              if r.get(flag.lower().replace("-", "_"))]
     if flags:
         return "no ratio: " + ", ".join(flags) if factor is None else ", ".join(flags)
@@ -253,14 +265,18 @@ def headline_cell(pairs: list) -> tuple:
     return min(pairs, key=key)
 
 
-def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None = None) -> list[str]:
+def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None = None,
+            causes: dict | None = None) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
-    the ratio and syscalls per request move with S/C, and how that compares with the seeds."""
+    the ratio and syscalls per request move with S/C, and how that compares with the seeds; causes: the
+    runs that measured why a server stalled (stall_causes)."""
     lines = ["## The explanation, in numbers", ""]
     pairs = [(c, s, by[(c, s, first)], by[(c, s, second)]) for c, s in cells
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
     stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for c, s in cells for srv in (first, second)
               if (r := by.get((c, s, srv)) or {}).get("stalled")]
+    stalls += stall_cause_lines(causes or {}, {srv for c, s in cells for srv in (first, second)
+                                               if (by.get((c, s, srv)) or {}).get("stalled")})
     if not pairs:
         return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
     lo = min(pairs, key=lambda x: x[3]["ratio"])

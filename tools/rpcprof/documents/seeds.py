@@ -27,6 +27,7 @@ from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_0
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
+from rpcprof.status import Status
 
 
 def _pct(x, digits=2):
@@ -84,7 +85,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     p = manifest["parameters"]
-    servers = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == "ok"]
+    servers = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == Status.OK]
     by_role = roles(servers)
     if not by_role["tonic"] or not by_role["pajamax"]:
         raise UserError(f"{run_dir}: seed 001 compares tonic and pajamax; this run measured {', '.join(servers) or 'none'} "
@@ -200,7 +201,7 @@ def other_setups_section(runs: list[Path]) -> list[str]:
         ruler = {r["server"]: r for r in ruler_rows(run, RULER)[0]}
         for s in p["servers"]:
             m = metrics.get(s) or {}
-            if m.get("status") != "ok":
+            if m.get("status") != Status.OK:
                 continue
             r = ruler.get(s)
             sc = (m.get("syscalls") or {}).get("per_req")
@@ -348,7 +349,7 @@ def seed_002_section(runs: list[Path]) -> list[str]:
         manifest, metrics = load_run(run)
         p = manifest["parameters"]
         case = SEED_002_CASES.get(p["streams"] // p["connections"], "-")
-        ok = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == "ok"]
+        ok = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == Status.OK]
         for s in ok:
             m = metrics[s]
             out.append(f"| `{run.name}` | {case} | {p['connections']} | {p['streams']} | {s} | {_num(m['req_per_s'])} | "

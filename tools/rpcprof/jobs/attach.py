@@ -34,7 +34,9 @@ from rpcprof.measure.sockets import listening_ports
 from rpcprof.measure.windows import too_short
 from rpcprof.paths import RUNS_DIR
 from rpcprof.progress import log, progress_bar
+from rpcprof.records import ServerResult
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 def parse_target(target: str) -> int:
     """The port of a loopback HOST:PORT; load goes to this machine only."""
@@ -111,7 +113,7 @@ class Attach:
             self.rules.with_app(self.app, "the app rule found")
         self.event = pmu_event()
         self.folder: RunFolder | None = None
-        self.results: dict[str, dict] = {}
+        self.results: dict[str, ServerResult] = {}
         if opts.load:
             self.scenario = get_scenario(opts.scenario)
             self.load_cpus = load_cpus_besides(
@@ -125,7 +127,7 @@ class Attach:
     def dir(self) -> Path | None:
         return self.folder.path if self.folder else None
 
-    def write(self, status: str) -> None:
+    def write(self, status: Status) -> None:
         self.manifest.parameters = {**asdict(self.opts), "runs_dir": str(self.opts.runs_dir),
                                     "servers": list(self.results) or [self.name]}
         self.folder.write(self.manifest.finish(status), self.results)
@@ -155,7 +157,7 @@ class Attach:
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
-                life.failed = any(r["status"] != "ok" for r in self.results.values())
+                life.failed = any(r.status != Status.OK for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
             render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)
         return self.dir
@@ -164,66 +166,73 @@ class Attach:
         return proc_state(self.info.pid) in (None, "Z")
 
     def _attach(self, session: Session, monitor: ProcessMonitor, name: str, profiler: str, call_graph: str,
-                measured: dict | None = None) -> dict:
+                measured: ServerResult | None = None) -> ServerResult:
         opts = self.opts
         out = self.folder.server_dir(name)
-        result = {"server": name, "status": "running", "pid": self.info.pid, "profiler": profiler,
-                  "app": self.app, "app_source": self.app_source, "mode": "attach"}
+        result = ServerResult(name, figures={"pid": self.info.pid, "profiler": profiler, "app": self.app,
+                                             "app_source": self.app_source, "mode": "attach"})
+        figures = result.figures
         subject = steps.Subject(name, self.info.pid, monitor, out)
         if opts.load:
             subject = steps.Subject(name, self.info.pid, monitor, out, make_driver(opts.driver, self.scenario, out),
                                     self.settings, self.port, len(self.info.affinity), tuple(self.load_cpus))
         try:
             if measured:                                   # the second profile reuses the measured window
-                result.update({k: measured[k] for k in MEASURED_KEYS if k in measured})
+                figures.update({k: measured.figures[k] for k in MEASURED_KEYS if k in measured.figures})
             elif opts.load:
-                self._measure_with_load(subject, result)
-            cores = result.get("server_cpu_cores") or cpu_now(monitor)
+                self._measure_with_load(subject, figures)
+            cores = figures.get("server_cpu_cores") or cpu_now(monitor)
             plan = profile_plan(cores, profiler, opts.frequency, opts.duration, opts.min_samples,
                                 max_duration=opts.duration)
             target = ProfileTarget(name, self.info.pid, profiler, call_graph, self.event, out, opts.min_samples,
                                    after=jvm_after_profile(self.info) if profiler == "perf" else None)
             ended = {}
             drive = None if opts.load else (lambda window: wait_watching(self.info.pid, plan.duration, window, ended))
-            record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), drive)
+            record = steps.profile(session, subject, target, plan, figures.get("cpu_us_per_req"), drive)
             if "counted" in record:             # the profile window counted syscalls on the process's threads
-                result["syscalls"] = record.pop("counted")
-            result["profile"] = record
+                figures["syscalls"] = record.pop("counted")
+            figures["profile"] = record
             if not opts.load and not measured:
-                figures_without_load(opts, result, record, plan, monitor)
+                figures_without_load(opts, figures, record, plan, monitor)
             self.results[name] = result
             if "at" in ended:
-                result.update(status="incomplete", error=f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
-                              f"{plan.duration:g} s window; the profile holds what was captured until then")
-                raise UserError(result["error"], exit_code=EXIT_FAILED)
+                result.end(Status.PID_EXITED, f"pid {self.info.pid} exited {ended['at']:.1f} s into the "
+                           f"{plan.duration:g} s window; the profile holds what was captured until then")
+                raise UserError(result.error, exit_code=EXIT_FAILED)
             if record["samples"] == 0:
-                result.update(status="failed", error="no samples")
+                result.end(Status.FAILED, "no samples")
                 raise UserError(f"no samples: pid {self.info.pid} was idle during the {plan.duration:g} s window "
                                 f"({record['server_cpu_s']:.3f} s of CPU): drive load (--load --target HOST:PORT) "
                                 "or attach while it is busy", exit_code=EXIT_FAILED)
-            if not measured and steps.wants_off_cpu(opts.off_cpu, result):
+            if not measured and steps.wants_off_cpu(opts.off_cpu, figures):
                 ports = [self.port] if self.port else listening_ports(self.info.pid)
                 if not ports:
                     log(f"rpcprof: NOTE: pid {self.info.pid} listens on no TCP port: no socket state is sampled")
-                result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports)
-            result["status"] = "ok"
-            return result
+                figures["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports)
+            return result.end(Status.OK)
+        except KeyboardInterrupt:
+            result.end(Status.INTERRUPTED, "interrupted by the user; what was captured is kept")
+            raise
+        except Exception as e:
+            if result.status == Status.RUNNING:        # it did not end as the lines above say: it failed
+                result.end(Status.FAILED, str(e) if isinstance(e, UserError) else f"internal error: {type(e).__name__}: {e}")
+            raise
         finally:
             RunFolder.write_result(out, result)
 
-    def _measure_with_load(self, subject: steps.Subject, result: dict) -> None:
+    def _measure_with_load(self, subject: steps.Subject, figures: dict) -> None:
         """Unprofiled warm-up and window with the load driver, as `run` measures."""
         reply, problem = learn_reply(self.scenario, self.port, timeout=2.0)
         if problem:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
-        steps.use_reply(subject, reply, result)
+        steps.use_reply(subject, reply, figures)
         steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
-        log(f"rpcprof: {result['server']}: measuring {self.opts.duration:g} s (no profiler attached)")
-        result.update(steps.measure(subject))
-        result["request_count_source"] = f"{self.opts.driver} (--load)"
-        short = too_short(result, self.opts.streams)
+        log(f"rpcprof: {subject.name}: measuring {self.opts.duration:g} s (no profiler attached)")
+        figures.update(steps.measure(subject))
+        figures["request_count_source"] = f"{self.opts.driver} (--load)"
+        short = too_short(figures, self.opts.streams)
         if short:
-            raise UserError(f"{result['server']}: {short}", exit_code=EXIT_FAILED)
+            raise UserError(f"{subject.name}: {short}", exit_code=EXIT_FAILED)
 
 
 def cpu_now(monitor: ProcessMonitor, seconds: float = 0.5) -> float:
@@ -244,15 +253,15 @@ def wait_watching(pid: int, duration: float, window, ended: dict) -> None:
         time.sleep(0.1)
 
 
-def figures_without_load(opts: AttachOptions, result: dict, record: dict, plan: ProfilePlan,
+def figures_without_load(opts: AttachOptions, figures: dict, record: dict, plan: ProfilePlan,
                          monitor: ProcessMonitor) -> None:
     """CPU over the (profiled) window, and per-request cost when the user gave the request count."""
     window = plan.duration
     cpu_s = record["server_cpu_s"]
-    result.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=monitor.method,
-                  cpu_note="measured while profiling: includes the profiler's cost")
+    figures.update(window_s=window, server_cpu_cores=cpu_s / window, cpu_method=monitor.method,
+                   cpu_note="measured while profiling: includes the profiler's cost")
     count = opts.requests if opts.requests is not None else (opts.rps * window if opts.rps is not None else None)
     if count:
-        result.update(requests_ok=count, req_per_s=count / window, req_per_cpu_s=count / cpu_s if cpu_s else None,
-                      cpu_us_per_req=cpu_s * 1e6 / count,
-                      request_count_source="--requests" if opts.requests is not None else "--rps")
+        figures.update(requests_ok=count, req_per_s=count / window, req_per_cpu_s=count / cpu_s if cpu_s else None,
+                       cpu_us_per_req=cpu_s * 1e6 / count,
+                       request_count_source="--requests" if opts.requests is not None else "--rps")

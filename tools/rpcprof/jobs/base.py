@@ -18,8 +18,10 @@ from rpcprof.measure.environment import git_commit, tool_versions
 from rpcprof.measure.procstat import machine_specs
 from rpcprof.paths import ROOT
 from rpcprof.progress import log
-from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML, Manifest,
+from rpcprof.records import Manifest
+from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML,
                             RunFolder, now, offcpu_folded, offwake_folded, profile_folded, write_text)
+from rpcprof.status import Status
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
@@ -39,7 +41,7 @@ def open_folder(label: str, runs_dir: Path, base: Path | None = None) -> RunFold
 
 def new_manifest(mode: str, command: list[str], **fields) -> Manifest:
     """A job's manifest as it starts: the machine, the tools, the git commit and its owner (this process)."""
-    return Manifest(mode=mode, status="running", command=command, started=now(), machine=machine_specs(),
+    return Manifest(mode=mode, status=Status.RUNNING, command=command, started=now(), machine=machine_specs(),
                     tools=tool_versions(), git=git_commit(), parameters={}, owner=identity(), **fields)
 
 
@@ -141,26 +143,15 @@ def render_pictures(run_dir: Path, rules, servers: list[str], draw_them: bool = 
         log(f"rpcprof: WARNING: no {REPORT_HTML}: {e}")
 
 
-# What a job's status means, the same in run, attach and sweep (manifest.json `status`):
-STATUS_MEANING = {
-    "running": "measuring now (or its rpcprof was killed: the next invocation marks it interrupted)",
-    "complete": "every measurement ended ok",
-    "incomplete": "stopped by the user (Ctrl-C, SIGTERM) before its end; what was captured is kept",
-    "failed": "a measurement did not end ok (a server that would not build, start or answer, or died; an "
-              "attached process that exited or gave no samples) or rpcprof itself erred; what was captured is kept",
-    "interrupted": "its rpcprof was killed without warning; marked so by a later invocation",
-}
-
-
 class Lifecycle:
     """One job's status from its start to its end, written by write(status) on every exit path:
-    `running` on entering; on leaving, `incomplete` for Ctrl-C, `failed` for any other exception or when
-    the job said a measurement failed (failed = True), else `complete` (STATUS_MEANING)."""
+    `running` on entering; on leaving, `interrupted` for Ctrl-C, `failed` for any other exception or when
+    the job said a measurement failed (failed = True), else `complete` (status.STATUS_MEANING)."""
 
     def __init__(self, write):
         self.write = write
         self.failed = False
-        self.status = "running"
+        self.status = Status.RUNNING
 
     def __enter__(self) -> "Lifecycle":
         self.write(self.status)
@@ -168,10 +159,10 @@ class Lifecycle:
 
     def __exit__(self, kind, value, tb) -> bool:
         if kind is not None and issubclass(kind, KeyboardInterrupt):
-            self.status = "incomplete"
+            self.status = Status.INTERRUPTED
         elif kind is not None or self.failed:
-            self.status = "failed"
+            self.status = Status.FAILED
         else:
-            self.status = "complete"
+            self.status = Status.COMPLETE
         self.write(self.status)
         return False

@@ -8,7 +8,7 @@
 - run and sweep: the server's CPUs poll when idle (--idle poll): halting, client-bound pajamax's rounds ran
   0.19-0.27 µs per request within runs (CV up to 12 %); polling, its rounds' CV stayed within 0.6-3.1 %
   in six runs (docs/run.md).
-- sweep: many cells (seed 000 has twelve, times servers, times repeats): 3 s warm-up and 10 s windows keep
+- sweep: many cells (seed 000 has twelve, times servers, times rounds): 3 s warm-up and 10 s windows keep
   its twelve cells for two servers near 20 minutes; the syscall and profile windows shrink alike.
 - attach: the process was started (and warmed) by someone else, so 2 s of warm-up only settles the load
   driver's connections before the window.
@@ -26,10 +26,10 @@ RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scena
        "min_samples": MIN_SAMPLES,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
        "idle": "poll",          # the server's CPUs poll when idle (measure/idle.py); --idle halt: the machine's own way
-       "repeat": 5,             # rounds: an interval for every ratio and category by default
+       "rounds": 5,             # an interval for every ratio and category by default
        "pictures": True}        # flame graphs, charts and report.html drawn at the end of a run (and of each cell)
 # a sweep's connections and streams are its grid's lists, as -C and -S take them
-SWEEP = {**RUN, "repeat": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
+SWEEP = {**RUN, "rounds": 1, "connections": "1,10,100", "streams": "1,10,100,1000", "duration": 10.0, "warmup": 3.0,
          "profile_duration": 5.0, "syscall_duration": 3.0, "off_cpu_duration": 3.0}
 ATTACH = {"duration": 10.0, "name": "", "frequency": FREQUENCY, "min_samples": MIN_SAMPLES, "driver": "h2load",
           "scenario": "helloworld", "connections": 1, "streams": 100, "warmup": 2.0, "second_profile": True,

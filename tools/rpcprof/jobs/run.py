@@ -12,7 +12,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.frames import compile_regex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
-from rpcprof.analyze.repeats import aggregate_repeats
+from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
 from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
@@ -28,7 +28,9 @@ from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
+from rpcprof.records import ServerResult, parameters_json
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 
 @dataclass
@@ -60,7 +62,7 @@ class RunOptions:
     io_sizes: bool = RUN["io_sizes"]    # a window of its own recording every read/write's size (first round)
     off_cpu: bool | None = None     # a window recording where threads wait: None = when the server waited
     off_cpu_duration: float = RUN["off_cpu_duration"]
-    repeat: int = RUN["repeat"]     # rounds: every server measured once per round, in turn (A B A B ...)
+    rounds: int = RUN["rounds"]     # every server measured once per round, in turn (A B A B ...)
     precision: float | None = None  # keep adding rounds until every ratio's 95 % interval is within ±this
     max_time: float = RUN["max_time"]   # ... or until the next round would end after this many seconds
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
@@ -75,8 +77,8 @@ class RunOptions:
 
 def check_options(opts: RunOptions) -> None:
     """UserError (exit 2) for options no run can take, before anything starts."""
-    if opts.repeat < 1:
-        raise UserError(f"--rounds must be at least 1 (got {opts.repeat})")
+    if opts.rounds < 1:
+        raise UserError(f"--rounds must be at least 1 (got {opts.rounds})")
     if opts.precision is not None and not 0 < opts.precision < 1:
         raise UserError(f"--precision must be a share between 0 and 1, e.g. 0.05 or 5% (got {opts.precision})")
     if opts.precision is not None and len(opts.servers) < 2:
@@ -107,7 +109,7 @@ class Run:
             if not any(key in spec.params for spec in self.specs):
                 raise UserError(f"--param {key}: none of {', '.join(opts.servers)} has a parameter {key!r}")
         self.command = command
-        self.results: dict[str, dict] = {}
+        self.results: dict[str, ServerResult] = {}
         self.sampled: dict[str, list[tuple[int, int]]] = {}      # per server: (samples, planned) of each profile
         self.stopped_by: str | None = None
         self.folder: RunFolder | None = None
@@ -126,8 +128,8 @@ class Run:
     def dir(self) -> Path | None:
         return self.folder.path if self.folder else None
 
-    def write(self, status: str) -> None:
-        params = {**asdict(self.opts), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
+    def write(self, status: Status) -> None:
+        params = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
         self.manifest.parameters = params
         self.manifest.stopped_by = self.stopped_by
         self.folder.write(self.manifest.finish(status), self.results)
@@ -160,11 +162,11 @@ class Run:
                     self.rounds()
                 except KeyboardInterrupt:
                     for spec in self.specs:
-                        self.results.setdefault(spec.name, {"server": spec.name, "status": "not run"})
+                        self.results.setdefault(spec.name, ServerResult(spec.name, Status.NOT_RUN))
                     raise
                 if idle.line():
                     log(idle.line())
-                life.failed = any(r.get("status") != "ok" for r in self.results.values())
+                life.failed = any(r.status != Status.OK for r in self.results.values())
         except KeyboardInterrupt:
             self.pictures()             # what was captured, drawn; then the interruption goes on
             raise
@@ -172,7 +174,7 @@ class Run:
         return self.dir
 
     def pictures(self) -> None:
-        if self.opts.profile or any(r.get("offcpu") for r in self.results.values()):
+        if self.opts.profile or any(r.figures.get("offcpu") for r in self.results.values()):
             render_pictures(self.dir, self.rules or load_rules(), [s.name for s in self.specs], self.opts.pictures)
 
     def rounds(self) -> None:
@@ -182,23 +184,23 @@ class Run:
         then those are measured, unless the next round would end after --max-time. A server that fails is
         left out of the rounds after."""
         opts, t0 = self.opts, time.monotonic()
-        repeats: dict[str, list[dict]] = {spec.name: [] for spec in self.specs}
-        pilot = max(opts.repeat, PILOT_ROUNDS)
-        wanted = opts.repeat if opts.precision is None else pilot
+        measured: dict[str, list[ServerResult]] = {spec.name: [] for spec in self.specs}     # each server's rounds so far
+        pilot = max(opts.rounds, PILOT_ROUNDS)
+        wanted = opts.rounds if opts.precision is None else pilot
         with progress_bar(wanted * len(self.specs), "measurements") as bar:
-            self._rounds(opts, t0, repeats, pilot, wanted, bar)
+            self._rounds(opts, t0, measured, pilot, wanted, bar)
 
-    def _rounds(self, opts: RunOptions, t0: float, repeats: dict[str, list[dict]], pilot: int, wanted: int, bar) -> None:
+    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[ServerResult]], pilot: int, wanted: int, bar) -> None:
         k = 0
         while k < wanted:
             k += 1
             started = time.monotonic()
             for spec in self.specs:
-                if repeats[spec.name] and repeats[spec.name][-1].get("status") != "ok":
+                if measured[spec.name] and measured[spec.name][-1].status != Status.OK:
                     continue
-                repeats[spec.name].append(self.measure(spec, k))
-                self.results[spec.name] = aggregate_repeats(repeats[spec.name])
-                self.write("running")
+                measured[spec.name].append(self.measure(spec, k))
+                self.results[spec.name] = aggregate_rounds(measured[spec.name])
+                self.write(Status.RUNNING)
                 bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:
@@ -226,12 +228,12 @@ class Run:
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""
-        names = [s.name for s in self.specs if self.results.get(s.name, {}).get("status") == "ok"]
+        names = [s.name for s in self.specs if s.name in self.results and self.results[s.name].status == Status.OK]
         if len(names) < 2:
             return []
-        base = self.results[names[0]]
-        return [x for x in (log_ratios(base, self.results[n]) for n in names[1:]) if len(x) >= 2]
+        base = self.results[names[0]].to_json()
+        return [x for x in (log_ratios(base, self.results[n].to_json()) for n in names[1:]) if len(x) >= 2]
 
-    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
-        """One measurement of spec in round `repeat` (jobs/server_round.py)."""
-        return self.server_round.measure(spec, repeat)
+    def measure(self, spec: ServerSpec, k: int = 1) -> ServerResult:
+        """One measurement of spec in round k (jobs/server_round.py)."""
+        return self.server_round.measure(spec, k)

@@ -26,8 +26,10 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
+from rpcprof.records import ServerResult
 from rpcprof.report.stall import describe
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
+from rpcprof.status import Status
 
 if TYPE_CHECKING:
     from rpcprof.jobs.run import Run
@@ -40,35 +42,35 @@ class ServerRound:
         self.run = run
         self.opts = run.opts
 
-    def measure(self, spec: ServerSpec, repeat: int = 1) -> dict:
-        """One measurement of spec in a session of its own; repeats after the first go in
+    def measure(self, spec: ServerSpec, k: int = 1) -> ServerResult:
+        """One measurement of spec in round k, in a session of its own; rounds after the first go in
         SERVER/round-K. Every round has its profile window (with the syscall counts); the read/write
-        size and off-CPU windows are the first round's only."""
-        out = self.run.folder.server_dir(spec.name, repeat)
-        result = {"server": spec.name, "description": spec.description, "status": "running", "repeat": repeat,
-                  "started": now(precise=True)}
-        if self.opts.repeat > 1 or self.opts.precision is not None:
-            total = f"/{self.opts.repeat}" if self.opts.precision is None else ""
-            log(f"rpcprof: {spec.name}: round {repeat}{total}")
+        size and off-CPU windows are the first round's only. Its result is written however it ends."""
+        out = self.run.folder.server_dir(spec.name, k)
+        result = ServerResult(spec.name, round=k, description=spec.description, started=now(precise=True))
+        if self.opts.rounds > 1 or self.opts.precision is not None:
+            total = f"/{self.opts.rounds}" if self.opts.precision is None else ""
+            log(f"rpcprof: {spec.name}: round {k}{total}")
         try:
             with Session() as session:
-                return self._measure(session, spec, out, result, first=repeat == 1)
+                self._measure(session, spec, out, result.figures, first=k == 1)
+                return result.end(Status.OK)
         except (ServerFailed, UserError) as e:
-            result.update(status="failed", error=str(e))
+            result.end(Status.FAILED, str(e))
             log(f"rpcprof: FAILED {e}")
             return result
         except KeyboardInterrupt:
-            result.update(status="interrupted", error="interrupted by the user; figures so far are kept")
+            result.end(Status.INTERRUPTED, "interrupted by the user; figures so far are kept")
             self.run.results[spec.name] = result
             raise
         except Exception as e:
-            result.update(status="failed", error=f"internal error: {type(e).__name__}: {e}")
+            result.end(Status.FAILED, f"internal error: {type(e).__name__}: {e}")
             self.run.results[spec.name] = result
             raise
         finally:
             RunFolder.write_result(out, result)
 
-    def _start(self, session: Session, spec: ServerSpec, out: Path, result: dict) -> ServerProcess:
+    def _start(self, session: Session, spec: ServerSpec, out: Path, figures: dict) -> ServerProcess:
         opts = self.opts
         build_log = io.StringIO()
         try:
@@ -77,95 +79,93 @@ class ServerRound:
             write_text(out / BUILD_LOG, build_log.getvalue(), RUNS)
         check_port_free(opts.port)
         argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
-        result["argv"] = argv
+        figures["argv"] = argv
         server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / SERVER_LOG,
                                            cgroup_name(spec.name)))
-        result["pid"] = server.pid
+        figures["pid"] = server.pid
         ready_s = server.wait_ready(self.run.scenario, opts.port, opts.ready_timeout)
         log(f"rpcprof: {spec.name} (pid {server.pid}) answered a gRPC call after {ready_s:.1f} s")
         return server
 
-    def _measure(self, session: Session, spec: ServerSpec, out: Path, result: dict, first: bool = True) -> dict:
+    def _measure(self, session: Session, spec: ServerSpec, out: Path, figures: dict, first: bool = True) -> None:
+        """The windows of one round, their figures put in figures; an exception where it cannot end ok."""
         opts = self.opts
-        server = self._start(session, spec, out, result)
+        server = self._start(session, spec, out, figures)
         subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.run.scenario, out),
                                 self.run.settings, opts.port, len(opts.server_cpus), tuple(self.run.load_cpus))
-        steps.use_reply(subject, server.reply, result)
+        steps.use_reply(subject, server.reply, figures)
         windows = steps.warmup_windows(opts.warmup, spec.warmup_s)
         if sum(windows) > opts.warmup and first:
             log(f"rpcprof: {spec.name}: warm-up raised to {sum(windows):g} s, in windows of {steps.WARMUP_PIECE_S:g} s "
                 "(server.yaml warmup_s: its CPU per request is steady only after that long under load, connections "
                 "ended)")
-        result["warmup_s"] = sum(windows)
+        figures["warmup_s"] = sum(windows)
         steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
         self.run.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
         log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
-        result.update(steps.measure(subject))
+        figures.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
-        if result["requests_ok"] == 0:
+        if figures["requests_ok"] == 0:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "
-                               f"({result['requests_non_ok']} non-OK; {opts.driver} exit {result['driver_exit_code']}: "
+                               f"({figures['requests_non_ok']} non-OK; {opts.driver} exit {figures['driver_exit_code']}: "
                                f"{log_tail(out / LOAD_LOG, 2)}): see {out / LOAD_LOG}")
-        stalled = stalled_window(opts, self.run.scenario.method, subject, result)
-        short = None if stalled else too_short(result, opts.streams)
+        stalled = stalled_window(opts, self.run.scenario.method, subject, figures)
+        short = None if stalled else too_short(figures, opts.streams)
         if short and not opts.keep_short:
             raise ServerFailed(f"{spec.name}: {short}")
         if short:
-            result["too_short"] = short
+            figures["too_short"] = short
             log(f"rpcprof: WARNING: {spec.name}: {short}; its figures are kept, flagged TOO-SHORT")
-        if result["requests_non_ok"]:
-            log(f"rpcprof: WARNING: {spec.name}: {result['requests_non_ok']} responses were not OK; they are not "
+        if figures["requests_non_ok"]:
+            log(f"rpcprof: WARNING: {spec.name}: {figures['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")
-        result["app"] = opts.app or spec.app
-        result["ruler"] = opts.ruler or spec.ruler
-        result["profiler"] = spec.profiler
+        figures["app"] = opts.app or spec.app
+        figures["ruler"] = opts.ruler or spec.ruler
+        figures["profiler"] = spec.profiler
         # Every round: the profile window, counting syscalls on the server's CPUs at the same time (both
         # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
         # state the measured window was in. Without a profile, the counters get a window of their own.
         if stalled:
-            result["status"] = "ok"     # kept with its flag: the windows below would load a stalled server again
-            return result
+            return                      # kept with its flag: the windows below would load a stalled server again
         if opts.profile:
-            result["profile"] = self._profile(session, spec, server, subject, result)
-            if "counted" in result["profile"]:
-                result["syscalls"] = result["profile"].pop("counted")
+            figures["profile"] = self._profile(session, spec, server, subject, figures)
+            if "counted" in figures["profile"]:
+                figures["syscalls"] = figures["profile"].pop("counted")
             self._check_alive(server, "during the profile window")
         elif opts.syscalls:
-            result["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
-                                                      cpus=opts.server_cpus, reap=self.run.exiting)
+            figures["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, figures["cpu_us_per_req"],
+                                                       cpus=opts.server_cpus, reap=self.run.exiting)
             self._check_alive(server, "during the syscall-count window")
-        if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, result)):
+        if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, figures)):
             self.run.exiting.close()    # the windows below are the first round's own: nothing else exits during them
         if opts.io_sizes and first:
             # counted on the server's threads, as the sizes are recorded: counts of its whole CPUs would take in
             # any other process's reads and writes there, rpcprof's own and perf's among them
-            sizes = steps.count_syscalls(session, subject, opts.syscall_duration, result["cpu_us_per_req"],
+            sizes = steps.count_syscalls(session, subject, opts.syscall_duration, figures["cpu_us_per_req"],
                                          record_io=True)
-            result["io_sizes"] = sizes
-            if result.get("syscalls"):
-                result["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
+            figures["io_sizes"] = sizes
+            if figures.get("syscalls"):
+                figures["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
             self._check_alive(server, "during the read/write size window")
-        if first and steps.wants_off_cpu(opts.off_cpu, result):
-            result["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
-                                             self.run.rules or load_rules(), [opts.port])
+        if first and steps.wants_off_cpu(opts.off_cpu, figures):
+            figures["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
+                                              self.run.rules or load_rules(), [opts.port])
             self._check_alive(server, "during the off-CPU window")
-        result["status"] = "ok"
-        return result
 
     def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,
-                 result: dict) -> dict:
+                 figures: dict) -> dict:
         opts = self.opts
         # a profile in every round: the samples the breakdown needs are reached over the planned rounds
-        rounds = max(opts.repeat, PILOT_ROUNDS if opts.precision is not None else 1)
+        rounds = max(opts.rounds, PILOT_ROUNDS if opts.precision is not None else 1)
         earlier = self.run.sampled.setdefault(spec.name, [])       # (samples, planned) of its earlier rounds
-        plan = profile_plan(result["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
+        plan = profile_plan(figures["server_cpu_cores"], spec.profiler, opts.frequency, opts.profile_duration,
                             round_sample_target(opts.min_samples, rounds, earlier))
         target = ProfileTarget(spec.name, server.pid, spec.profiler, opts.call_graph or spec.call_graph, self.run.event,
                                subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
                                warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
         server.keep_workdir = True      # perf.data may name files the server wrote there
-        record = steps.profile(session, subject, target, plan, result.get("cpu_us_per_req"), count=opts.syscalls,
+        record = steps.profile(session, subject, target, plan, figures.get("cpu_us_per_req"), count=opts.syscalls,
                                count_cpus=opts.server_cpus, reap=self.run.exiting)
         earlier.append((record.get("samples") or 0, plan.expected_samples))
         return record
@@ -177,15 +177,15 @@ class ServerRound:
             raise ServerFailed(f"{server.spec.name} exited with status {code} {when}: {log_tail(server.log_path)}")
 
 
-def stalled_window(opts, method: str, subject: steps.Subject, result: dict) -> dict | None:
-    """The stall of the measured window (analyze/stall.py) with its evidence, kept in result and said; the
+def stalled_window(opts, method: str, subject: steps.Subject, figures: dict) -> dict | None:
+    """The stall of the measured window (analyze/stall.py) with its evidence, kept in figures and said; the
     server's HTTP/2 settings are asked of it (one call to method) only when the window stalled."""
-    if not stall(result, opts.connections, opts.streams, None):
+    if not stall(figures, opts.connections, opts.streams, None):
         return None
     body = getattr(subject.driver, "body", None)
     message = body.stat().st_size if body is not None and body.exists() else None
     h2 = h2_settings(opts.port, method, body) if message else None
-    found = stall(result, opts.connections, opts.streams, message, result.get("connections"), h2)
-    result["stalled"] = found
+    found = stall(figures, opts.connections, opts.streams, message, figures.get("connections"), h2)
+    figures["stalled"] = found
     log(f"rpcprof: WARNING: {subject.name}: {describe(found)}")
     return found

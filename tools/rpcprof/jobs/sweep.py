@@ -13,7 +13,9 @@ from rpcprof.errors import UserError
 from rpcprof.jobs.base import Lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.progress import log, progress_bar
+from rpcprof.records import parameters_json
 from rpcprof.rundir import RunFolder
+from rpcprof.status import Status
 
 
 # Seed 000's cells keep S/C <= 1000 (C=100 goes to S=100000, C=1 stops at S=1000), and pajamax advertises
@@ -36,9 +38,9 @@ def cells(connections: list[int], streams: list[int],
 
 
 def seconds_per_cell(opts: RunOptions, every_off_cpu: bool = False) -> float:
-    """Planned seconds for one cell: per server and repeat, warm-up, window, the profile window (which
+    """Planned seconds for one cell: per server and round, warm-up, window, the profile window (which
     counts the syscalls; a syscall window instead with --no-profile), start-up and folding; in the first
-    repeat the read/write size window (--io-sizes) and the off-CPU window when asked (--off-cpu), or with
+    round the read/write size window (--io-sizes) and the off-CPU window when asked (--off-cpu), or with
     every_off_cpu=True when it may come (neither --off-cpu nor --no-off-cpu: it runs in the cells that turn
     out latency-bound or unsaturated, which no plan can know, so the plan gives both bounds)."""
     one = opts.warmup + opts.duration + 2.0 + (opts.profile_duration + 2 if opts.profile else
@@ -46,7 +48,7 @@ def seconds_per_cell(opts: RunOptions, every_off_cpu: bool = False) -> float:
     first_extra = opts.syscall_duration if opts.io_sizes else 0
     off_cpu = opts.off_cpu or (every_off_cpu and opts.off_cpu is None)
     first_extra += opts.off_cpu_duration + 1 if off_cpu else 0
-    return len(opts.servers) * (opts.repeat * one + first_extra)
+    return len(opts.servers) * (opts.rounds * one + first_extra)
 
 
 def planned(opts: RunOptions, n_cells: int) -> str:
@@ -87,9 +89,9 @@ class Sweep:
         self.folder = open_folder(label, self.opts.runs_dir)
         plan = seconds_per_cell(self.opts) * len(self.cells)
         log(f"rpcprof: sweep folder {shown(self.dir)}")
-        log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.repeat} round(s): "
+        log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.rounds} round(s): "
              f"{planned(self.opts, len(self.cells))} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
-        params = {k: v for k, v in asdict(self.opts).items() if k not in ("connections", "streams", "label")}
+        params = {k: v for k, v in parameters_json(asdict(self.opts)).items() if k not in ("connections", "streams", "label")}
         self.manifest = new_manifest("sweep", self.command, cells=self.results)
         self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
                                     "cells": self.cells}
@@ -104,12 +106,12 @@ class Sweep:
                 run_dir = run.execute(self.dir)
                 self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}
-                self.write("running")
+                self.write(Status.RUNNING)
                 bar.update(1)
-            life.failed = not all(all(r.get("status") == "ok" for r in run.results.values()) for run in self.runs)
+            life.failed = not all(all(r.status == Status.OK for r in run.results.values()) for run in self.runs)
         return self.dir
 
-    def write(self, status: str) -> None:
+    def write(self, status: Status) -> None:
         self.manifest.cells = self.results
         self.folder.write(self.manifest.finish(status))
 

@@ -12,6 +12,14 @@ and reads what the server sent before its reply: its SETTINGS (SETTINGS_MAX_CONC
 SETTINGS_INITIAL_WINDOW_SIZE) and any WINDOW_UPDATE on stream 0, which raises the connection's
 flow-control window above HTTP/2's initial 65,535 bytes (RFC 9113 6.9.2). It starts a process, so it runs
 after a window, never inside one.
+
+When that window holds fewer of the run's messages than the server lets a connection have in flight, the
+window can run short, and the client then sends a message in pieces (RFC 9113 6.9.1: a DATA frame no larger
+than the window left). h2_settings then replays it on one new connection, twice (replay()): as many
+requests as fit in the window whole (it cannot run short), and as many as the server allows in flight, up
+to REPLAY_WINDOWS windows' worth. Each replay says how many were answered, the first message the client
+split (its stream, the bytes it sent of it, the DATA sent and the window credited back before it), and what
+the server ended the connection with (GOAWAY, RST_STREAM, or nothing).
 """
 from __future__ import annotations
 
@@ -43,6 +51,10 @@ def established(port: int, tables=(Path("/proc/net/tcp"), Path("/proc/net/tcp6")
 _SETTING = re.compile(r"\[SETTINGS_(\w+)\(0x[0-9a-f]+\):(\d+)\]")
 _FRAME = re.compile(r"^\[\s*[\d.]+\] (recv|send) (\w+) frame <length=\d+, flags=0x[0-9a-f]+, stream_id=(\d+)>")
 _INCREMENT = re.compile(r"\(window_size_increment=(\d+)\)")
+_DATA = re.compile(r"^\[\s*[\d.]+\] send DATA frame <length=(\d+), flags=0x([0-9a-f]+), stream_id=(\d+)>")
+_ANSWERED = re.compile(r"^\[\s*[\d.]+\] recv \(stream_id=\d+\) grpc-status: 0$")
+END_STREAM = 0x1
+REPLAY_WINDOWS = 2      # the longer replay asks for up to this many connection windows' worth of messages
 
 
 def parse_nghttp(text: str) -> dict:
@@ -69,18 +81,69 @@ def parse_nghttp(text: str) -> dict:
     return {"settings": settings, "connection_window": window}
 
 
-def h2_settings(port: int, path: str, body: Path, timeout_s: float = 5.0) -> dict | None:
-    """The server's HTTP/2 settings and connection window (parse_nghttp), from one gRPC call; None when
-    nghttp is missing or the call did not complete."""
+def parse_replay(text: str, message_bytes: int) -> dict:
+    """One replay's figures from `nghttp -v -m N` output: {requests, answered (grpc-status 0), split: the
+    first message sent in pieces ({stream, sent: its first DATA frame's bytes, data_before: DATA bytes sent
+    before it, credited_before: WINDOW_UPDATE bytes on stream 0 received before it}) or None, goaway,
+    rst_streams: frames the server sent}."""
+    requests = answered = sent = credited = rst = 0
+    split, goaway, frame = None, False, None
+    for line in text.splitlines():
+        d = _DATA.match(line)
+        if d:
+            length, flags, stream = int(d.group(1)), int(d.group(2), 16), int(d.group(3))
+            if split is None and length < message_bytes and not flags & END_STREAM:
+                split = {"stream": stream, "sent": length, "data_before": sent, "credited_before": credited}
+            sent += length
+        if _ANSWERED.match(line):
+            answered += 1
+        m = _FRAME.match(line)
+        if m:
+            frame = (m.group(1), m.group(2), int(m.group(3)))
+            requests += frame[:2] == ("send", "HEADERS")
+            goaway |= frame[:2] == ("recv", "GOAWAY")
+            rst += frame[:2] == ("recv", "RST_STREAM")
+        elif frame and frame[:2] == ("recv", "WINDOW_UPDATE") and frame[2] == 0:
+            i = _INCREMENT.search(line)
+            credited += int(i.group(1)) if i else 0
+    return {"requests": requests, "message_bytes": message_bytes, "answered": answered, "split": split,
+            "goaway": goaway, "rst_streams": rst}
+
+
+def replay_sizes(settings: dict, window: int, message_bytes: int) -> tuple[int, ...]:
+    """The two replays' requests (module doc), or none when the window holds every message the server allows
+    in flight on a connection (it cannot run short then)."""
+    fit = window // message_bytes
+    most = settings.get("MAX_CONCURRENT_STREAMS", 2 ** 31 - 1)
+    over = min(most, REPLAY_WINDOWS * -(-window // message_bytes))
+    return (fit, over) if 0 < fit < over else ()
+
+
+def _nghttp(port: int, path: str, body: Path, timeout_s: float, requests: int = 1) -> str | None:
     nghttp = shutil.which("nghttp")
     if not nghttp:
         return None
-    argv = [nghttp, "-v", "-n", "-H", "content-type: application/grpc", "-H", "te: trailers", "-d", str(body),
-            f"http://127.0.0.1:{port}{path}"]
+    argv = [nghttp, "-v", "-n", "-m", str(requests), "-H", "content-type: application/grpc", "-H", "te: trailers",
+            "-d", str(body), f"http://127.0.0.1:{port}{path}"]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if " recv HEADERS frame" not in out.stdout:
+    return out.stdout
+
+
+def h2_settings(port: int, path: str, body: Path, timeout_s: float = 5.0) -> dict | None:
+    """The server's HTTP/2 settings and connection window (parse_nghttp), from one gRPC call, with the
+    replays (parse_replay) when the window can run short; None when nghttp is missing or the call did not
+    complete."""
+    text = _nghttp(port, path, body, timeout_s)
+    if not text or " recv HEADERS frame" not in text:
         return None
-    return parse_nghttp(out.stdout)
+    h2 = parse_nghttp(text)
+    message = body.stat().st_size
+    replays = [(n, _nghttp(port, path, body, 2 * timeout_s, n))
+               for n in replay_sizes(h2["settings"], h2["connection_window"], message)]
+    if replays:
+        h2["replays"] = [parse_replay(text, message) if text else {"requests": n, "message_bytes": message}
+                         for n, text in replays]
+    return h2

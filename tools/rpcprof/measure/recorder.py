@@ -21,6 +21,15 @@ from rpcprof.measure import children
 # (no RPC server's frames are BPF programs); that thread polls with a 1 s timeout and perf waits for it at
 # exit, so each recording took 0.5-1.0 s to stop instead of 0.1 s (perf 6.1, measured here)
 PERF_RECORD_OPTIONS = ["--no-bpf-event"]
+# ... and on the recordings a run folder keeps (the profile window's perf.data, the off-CPU window's
+# offcpu.data), which `report.py fold` folds again: zstd-compressed as perf writes them (-z, level 1;
+# Debian's perf is built with zstd, and perf script, inject and evlist read them back). With DWARF
+# stacks each sample copies 8 KiB of the thread's stack, mostly the same bytes from sample to sample:
+# uncompressed, a default run's rounds of tonic_mt took 41-45 MB each here, and where the server's CPU is
+# kept from halting by a busy loop (--idle spin) its samples are recorded too (CPU 0 is sampled whole):
+# pajamax's rounds took 105-341 MB, 1.2 GB the run. Compressed, on the same host: tonic_mt's 3.0-4.0 MB,
+# pajamax's 4.2-9.0 MB, 56 MB the run.
+PERF_KEPT_OPTIONS = ["-z"]
 
 
 def require(tool: str, how: str = "run tools/setup.sh") -> str:

@@ -3,7 +3,7 @@
 A command opens one Session; every process or recorder it starts is registered with it, and whatever
 happens (return, exception, Ctrl-C, SIGTERM) closing the session stops what is still running, newest
 first (a profiler before the server it watches), by PID. Something stopped early (a server between
-repeats) is stopped through the session too, so it is never stopped twice or forgotten.
+rounds) is stopped through the session too, so it is never stopped twice or forgotten.
 """
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 
 from rpcprof.analyze.agreement import Agreement, earlier_peers, setup_agreement
@@ -86,17 +87,46 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
     return lines
 
 
+def took_s(manifest: dict) -> float | None:
+    """A run's seconds from its manifest's start to its end (its builds and host card in them, the setup
+    profile.sh runs before it not); None for a run without an end."""
+    try:
+        start, end = (datetime.fromisoformat(manifest[k]) for k in ("started", "finished"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
+def duration_text(s: float | None) -> str:
+    return "-" if s is None else f"{int(s) // 60} min {int(s) % 60:02d} s" if s >= 60 else f"{s:.0f} s"
+
+
+def took_line(took: dict[str, float | None]) -> str:
+    """How long the runs took, from their manifests (those that record an end)."""
+    known = sorted(s for s in took.values() if s is not None)
+    if not known:
+        return ""
+    span = duration_text(known[0]) + (f" to {duration_text(known[-1])}" if known[-1] != known[0] else "")
+    many = len(known) > 1
+    return (f"The {len(known)} run{'s' * many} took {span}{' each' * many} from start to end, as "
+            f"{'their manifests record' if many else 'its manifest records'} (the servers' builds and the host card "
+            "in that time, the setup profile.sh runs first not).\n")
+
+
 def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     setup, pairs, started = runs_agreement(run_dirs)
-    hosts, host_record = render_hosts([(Path(d), *load_run(d)) for d in run_dirs], setup["servers"], fmt)
+    loaded = [(Path(d), *load_run(d)) for d in run_dirs]
+    took = {d.name: took_s(manifest) for d, manifest, _ in loaded}
+    hosts, host_record = render_hosts(loaded, setup["servers"], fmt)
     if fmt == "json":
-        return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, **host_record},
-                          indent=2, sort_keys=True) + "\n"
-    columns = [("#", "#"), ("run", "run"), ("started", "started"), ("pairs", "pairs"),
+        return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, "took_s": took,
+                           **host_record}, indent=2, sort_keys=True) + "\n"
+    columns = [("#", "#"), ("run", "run"), ("started", "started"), ("took", "took"), ("pairs", "pairs"),
                ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
     blocks = []
     for name, a in pairs.items():
-        rows = [{"pair": name, "#": i, "run": r.label, "started": started[r.label], "pairs": len(r.logs),
+        rows = [{"pair": name, "#": i, "run": r.label, "started": started[r.label],
+                 "took": duration_text(took.get(r.label)), "pairs": len(r.logs),
                  "ratio": r.interval.text(),
                  "half_width_pct": None if r.interval.half_width is None else f"{100 * r.interval.half_width:.1f}",
                  "holds": (f"{sum(1 for o in a.runs if o is not r and r.holds(o.interval.ratio))} of {len(a.runs) - 1}"
@@ -107,7 +137,9 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
             continue
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
                       + "\n".join(agreement_lines(name, a)) + "\n")
-    return ("" if fmt == "csv" else "\n").join(blocks) + hosts
+    if fmt == "csv":
+        return "".join(blocks) + hosts
+    return "\n".join([*blocks, took_line(took)]) + hosts
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:

@@ -23,7 +23,9 @@ from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
 from rpcprof.report.paces import run_pace_findings
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
+from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows
 from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
+from rpcprof.status import MEASURED
 
 
 def first_profiles(run_dir: Path, manifest: dict) -> dict[str, Path]:
@@ -38,15 +40,15 @@ def round_profiles(run_dir: Path, name: str, m: dict) -> dict[int, Path]:
 
 def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
     """The rounds of a server in a run that have a profile: round, profile file, unprofiled CPU µs per
-    request and where that figure is (file and key), oldest first; one round for a run without repeats."""
+    request and where that figure is (file and key), oldest first; one round for a result of one measurement."""
     m = metrics.get(server) or {}
-    rows = m.get("repeats") or [{"repeat": 1, "cpu_us_per_req": m.get("cpu_us_per_req")}]
+    rows = round_rows(m)
     out = []
-    for row in rows:
-        folded = profile_folded(run_dir, server, row["repeat"])
+    for k, row in [(round_of(r), r) for r in rows] or [(1, m)]:
+        folded = profile_folded(run_dir, server, k)
         if folded.exists() and folded.stat().st_size:
-            key = (f"repeats[repeat={row['repeat']}].cpu_us_per_req" if m.get("repeats") else "cpu_us_per_req")
-            out.append({"round": row["repeat"], "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
+            key = f"{ROUNDS_KEY}[{ROUND_KEY}={k}].cpu_us_per_req" if rows else "cpu_us_per_req"
+            out.append({"round": k, "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
                         "file": f"{server}/{RESULT_FILE}", "key": key})
     return out
 
@@ -178,7 +180,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
         regex = ruler_override or server_ruler(metrics, name)
-        if not regex or m.get("status") not in ("ok", "incomplete") or not folded.exists() or not m.get("cpu_us_per_req"):
+        if not regex or m.get("status") not in MEASURED or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
         fs = frame_share(every_round(round_profiles(run_dir, name, m)), compile_regex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]

@@ -12,8 +12,10 @@
                 no categories, no app pattern and no unit (ns or samples) either
     otlp        an OpenTelemetry profiles document (ProfilesData of opentelemetry-proto's profiles
                 v1development, the version requirements.txt pins): one sample per folded stack, its category,
-                subcategory and tax group as attributes of those names; OTLP's JSON encoding for -o FILE.json,
-                protobuf otherwise
+                subcategory and tax group as attributes of those names; what consumers key on (otlp_meta):
+                service.name and process.pid on the resource, the window's start and length, the period
+                type and period, profile.frame.type on each location (kernel, jvm, native or cpython), and
+                the dictionary's zero entries; OTLP's JSON encoding for -o FILE.json, protobuf otherwise
 
 Every format but collapsed is written by rpcprof's compiled core (tools/core, the module rpcprof_core, called in
 process): it reads the folded file itself, while each stack's labels are found here (report/labels.py). A file it
@@ -28,6 +30,7 @@ type a pprof profile declares (rpcprof.pprof_in; rpcprof/folded.py's weight_unit
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -103,6 +106,34 @@ def _core_writes(folded: Path, write) -> int:
             raise UserError(f"{folded}: not a profile rpcprof can write ({e})") from None
 
 
+def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
+    """What an OTLP profile of folded says of itself, as rpcprof_core.labelled's keywords: on its resource,
+    service.name (the server's name: its folder in a run, else the file's name) and process.pid where the run
+    kept one; the profile window's start (profile.json's started_unix_ns; in run folders from before it, the
+    round's start, result.json's `started`) and length; the period type (the sample type) and period (the
+    weights' greatest common divisor: perf's sampling period in ns; 1 for counted samples); and the frame type
+    of a frame without inferno's `_[k]` or `_[j]` (native for perf, cpython for py-spy). source: the file the
+    core reads."""
+    import datetime as dt
+    from rpcprof.rundir import read_profile, read_result
+    folder = folded.parent
+    try:
+        prof, result = read_profile(folder), read_result(folder) or {}
+    except UserError:
+        prof, result = {}, {}
+    server = (folder.parent if re.fullmatch(r"round-\d+", folder.name) else folder).name if prof else folded.name.split(".")[0]
+    resource = [("service.name", server)]
+    if prof.get("pid_filter"):
+        resource.append(("process.pid", str(int(prof["pid_filter"]))))
+    start = prof.get("started_unix_ns")
+    if start is None and result.get("started"):
+        start = int(dt.datetime.fromisoformat(result["started"]).astimezone().timestamp() * 1e9)
+    _, period, _ = rpcprof_core.scan(str(source)) if unit == "nanoseconds" else (0, 1, 0)
+    return {"resource": resource, "time_unix_nano": int(start or 0),
+            "duration_nano": int(prof.get("duration_s", 0) * 1e9), "period": period,
+            "native": "cpython" if prof.get("profiler") == "py-spy" else "native"}
+
+
 def _otlp_json(protobuf: bytes) -> bytes:
     """OTLP's JSON encoding of a ProfilesData (the protobuf library's, keys sorted)."""
     from google.protobuf import json_format
@@ -130,8 +161,9 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
             return write_collapsed(folded, f)
     if fmt == "otlp" and out.suffix.lower() == ".json":
         with tempfile.NamedTemporaryFile(prefix="rpcprof-", suffix=".otlp") as tmp:
-            n = _core_writes(folded, lambda src: rpcprof_core.labelled("otlp", str(src), kind, unit, tmp.name,
-                                                                      label_blocks(src, rules)))
+            n = _core_writes(folded, lambda src: rpcprof_core.labelled(
+                "otlp", str(src), kind, unit, tmp.name, label_blocks(src, rules), period_type=(kind, unit),
+                **otlp_meta(folded, src, unit)))
             data = _otlp_json(Path(tmp.name).read_bytes())
         with output_file(out) as f:
             f.write(data)
@@ -146,6 +178,7 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
                 from rpcprof.pprof_in import APP_COMMENT
                 return rpcprof_core.labelled("pprof", str(src), kind, unit, f.name, label_blocks(src, rules),
                                              GZIP_LEVEL, APP_COMMENT + app if app else None)
-            return rpcprof_core.labelled("otlp", str(src), kind, unit, f.name, label_blocks(src, rules))
+            return rpcprof_core.labelled("otlp", str(src), kind, unit, f.name, label_blocks(src, rules),
+                                         period_type=(kind, unit), **otlp_meta(folded, src, unit))
 
     return _core_writes(folded, write)

@@ -35,7 +35,7 @@ from rpcprof.pprof_in import is_pprof
 from rpcprof.report.diff_stream import SPACE_AT_END, drawn_block
 from rpcprof.report.flamegraph import (PALETTE_MAP, category_legend, deannotated, displayable_frame,
                                        displayable_stack, finish_flamegraph, inferno_options, inferno_tool)
-from rpcprof.report.svg import _ATTR, _ATTR_Y, _FRAME, FRAME_HEIGHT, Box, recolour_frames
+from rpcprof.report.svg import SVG_ATTR, ATTR_Y, FRAME_BOX, FRAME_HEIGHT, Box, recolour_frames
 
 STREAM_FROM = 8 << 20            # bytes: a smaller file is drawn in memory, as before
 PLACEHOLDER = "rpcprof-subtitle-to-come"
@@ -86,7 +86,7 @@ class _DrawnNames:
 
 def _drawn_boxes(svg: str) -> list[tuple[int, int, int, str]]:
     """(depth, fg:x, fg:w, the frame's name) of every box inferno drew, depth 0 its `all`."""
-    found = [(m.group(1), dict(_ATTR.findall(m.group(2)))) for m in _FRAME.finditer(svg)]
+    found = [(m.group(1), dict(SVG_ATTR.findall(m.group(2)))) for m in FRAME_BOX.finditer(svg)]
     y_all = max((int(a["y"]) for _, a in found), default=0)
     return [((y_all - int(a["y"])) // FRAME_HEIGHT, int(a["fg:x"]), int(a["fg:w"]),
              html.unescape(title[:title.rfind(" (")] if " (" in title else title)) for title, a in found]

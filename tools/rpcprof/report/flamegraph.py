@@ -32,10 +32,11 @@ from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, Stack, add_legend, check_xml, dominant, fit_headings,
                                 hex_to_rgb, layout_boxes, legend_svg, recolour_frames, search_names_only)
-from rpcprof.report.tables import _cell    # the legend rounds shares as `report.py table` prints them
+from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml_chars
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile, write_text)
+from rpcprof.status import Status
 
 PALETTE_MAP = "palette.map"
 
@@ -141,7 +142,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
     """One item per category, the share rounded as `report.py table` prints it."""
-    return [LegendItem(f"{c} {_cell(100 * shares.get(c, 0.0))}%", rules.colors[c],
+    return [LegendItem(f"{c} {cell(100 * shares.get(c, 0.0))}%", rules.colors[c],
                        rules.descriptions.get(c) or "stacks that no rule matched")
             for c in rules.all_categories]
 
@@ -273,7 +274,7 @@ def draw_diff(scratch: Path, diff: bytes | str, out_svg: Path, title: str, subti
         svg = recolour(svg)
     svg = fit_headings(search_names_only(svg), title, subtitle)
     if rows:
-        items = [LegendItem(f"{r['category']} {_cell(r['a'])}→{_cell(r['b'])}") for r in rows]
+        items = [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}") for r in rows]
         svg = add_legend(svg, legend_svg(items, "category share A→B [%]:", 72))
     check_xml(svg, str(out_svg))
     write_atomically(out_svg, svg)
@@ -303,7 +304,7 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     if prof.get("samples") is not None:
         parts.append(f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
                      + (" TOO FEW" if prof.get("too_few_samples") else ""))
-    if m.get("status") not in (None, "ok"):
+    if m.get("status") not in (None, Status.OK):
         parts.append(f"status {m['status']}")
     return " · ".join(x for x in parts if x)
 

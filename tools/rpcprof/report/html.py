@@ -23,7 +23,7 @@ from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_f
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
-from rpcprof.report.tables import _cell
+from rpcprof.report.tables import cell
 from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
                             offcpu_folded, offwake_folded, profile_folded)
 
@@ -51,7 +51,7 @@ def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None =
         for k, _ in columns:
             v = r.get(k)
             numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-            cells.append(f'<td class="n">{esc(_cell(v))}</td>' if numeric else f"<td>{esc(_cell(v))}</td>")
+            cells.append(f'<td class="n">{esc(cell(v))}</td>' if numeric else f"<td>{esc(cell(v))}</td>")
         attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
         body.append(f"<tr{attr}>{''.join(cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

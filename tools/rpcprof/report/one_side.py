@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from rpcprof.report.flamegraph import deannotated, displayable_frame
-from rpcprof.report.svg import _FRAME
+from rpcprof.report.svg import FRAME_BOX
 from rpcprof.report.tables import render
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def _drawn_in(names, boxes: set[str]):
 def mark_one_side(svg: str, names: dict) -> str:
     """svg with the boxes of frames on one side only filled apart and named so in their hover text; names:
     {"a", "b": the frames on that side only, an iterable read once}."""
-    boxes = {_box_name(m) for m in _FRAME.finditer(svg)}
+    boxes = {_box_name(m) for m in FRAME_BOX.finditer(svg)}
     marks = {name: (NEW_FILL, "in B only") for name in _drawn_in(names["b"], boxes)}
     marks |= {name: (VANISHED_FILL, "in A only") for name in _drawn_in(names["a"], boxes)}
 
@@ -118,4 +118,4 @@ def mark_one_side(svg: str, names: dict) -> str:
         said = m.group(1)[:-1] + f"; {hit[1]})" if m.group(1).endswith(")") else f"{m.group(1)} ({hit[1]})"
         return f"<g><title>{said}</title><rect {rect}/>"
 
-    return _FRAME.sub(fix, svg)
+    return FRAME_BOX.sub(fix, svg)

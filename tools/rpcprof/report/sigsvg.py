@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rpcprof.analyze.significance import FrameTree
 from rpcprof.report.flamegraph import deannotated
-from rpcprof.report.svg import _ATTR, _FRAME, FRAME_HEIGHT
+from rpcprof.report.svg import SVG_ATTR, FRAME_BOX, FRAME_HEIGHT
 from rpcprof.report.text import xml
 
 if TYPE_CHECKING:
@@ -26,10 +26,10 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
     that holds it) and its name: red (more in B) or blue (less) in proportion to its difference where
     the test found it significant, grey elsewhere; its hover gives both sides' figures and the test's."""
     tests = d.frames.get(view, {})
-    matches = list(_FRAME.finditer(svg))
+    matches = list(FRAME_BOX.finditer(svg))
     boxes = []
     for m in matches:
-        attrs = dict(_ATTR.findall(m.group(2)))
+        attrs = dict(SVG_ATTR.findall(m.group(2)))
         boxes.append((int(attrs["y"]), int(attrs["fg:x"]), int(attrs["fg:w"]), m))
     y_all = max((y for y, *_ in boxes), default=0)
     by_depth: dict[int, list] = defaultdict(list)
@@ -69,7 +69,7 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
         name = title[:title.rfind(" (")] if " (" in title else title
         return f"<g><title>{xml(name)} ({xml(box_text(d, node, view, t))})</title><rect {rect}/>"
 
-    return _FRAME.sub(fix, svg)
+    return FRAME_BOX.sub(fix, svg)
 
 
 def _fill(attrs: str, color: str) -> str:

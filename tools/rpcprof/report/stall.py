@@ -1,5 +1,5 @@
 """A stalled window said: its mechanism, then the evidence (analyze/stall.py's figures), each line only
-when its figures hold it.
+when its figures hold it, and the replays of its load after the window (measure/connections.py's records).
 """
 from __future__ import annotations
 
@@ -27,7 +27,29 @@ def evidence_lines(e: Evidence) -> list[str]:
     if e.streams_allowed is not None:
         lines.append(f"the server allows {e.streams_allowed:,} concurrent streams on a connection, fewer than the "
                      f"{e.per_connection:,} asked: the client queues the rest")
+    if e.replays:
+        lines.append("replayed after the window, each on one new connection with nghttp: "
+                     + "; ".join(replay_line(r, e.connection_window) for r in e.replays))
     return lines
+
+
+def replay_line(r: dict, window: int) -> str:
+    """One replay (measure/connections.parse_replay) said: what was sent, what was answered, how it ended;
+    window: the connection window the server granted at the start."""
+    n, size = r["requests"], r["message_bytes"]
+    head = f"{n:,} requests of {size} B ({n * size:,} B)"
+    ended = ("" if r["answered"] == n else
+             " and ended the connection with " + ("a GOAWAY" if r.get("goaway") else
+                                                 f"{r['rst_streams']} RST_STREAM" if r.get("rst_streams") else
+                                                 "neither GOAWAY nor RST_STREAM"))
+    split = r.get("split")
+    if not split:
+        return f"{head}: none split, {r['answered']:,} answered{ended}"
+    left = window + split["credited_before"] - split["data_before"]
+    return (f"{head}: {split['data_before']:,} B of DATA sent and {split['credited_before']:,} B credited back left "
+            f"{left:,} B of the {window:,} B window, and the client sent stream {split['stream']}'s {size} B message "
+            f"as a DATA frame of {split['sent']} B without END_STREAM, the rest to follow; the server answered "
+            f"{r['answered']:,} of the {n:,}{ended}")
 
 
 def describe(s: dict, connections: int | None = None, streams: int | None = None) -> str:

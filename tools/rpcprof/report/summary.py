@@ -4,13 +4,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpcprof.analyze.intervals import cv, pilot_of, repeats_by_index, server_ratio
+from rpcprof.analyze.intervals import cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, regime_flags
 from rpcprof.report.paces import pace_line, pace_ratio_lines
 from rpcprof.report.stall import describe
 from rpcprof.report.tables import render
+from rpcprof.records import round_rows, rounds_asked
 from rpcprof.rundir import load_run
+from rpcprof.status import Status
 
 # what a run's --idle did, in its headline (runs made before the option halted)
 IDLE_TEXT = {"poll": ", server CPUs polling when idle", "spin": ", server CPUs kept from halting by an idle-priority loop"}
@@ -63,7 +65,7 @@ def run_columns(latency: str = "seed") -> list[tuple[str, str]]:
 
 
 def notes_for(m: dict) -> str:
-    if m.get("status") != "ok":
+    if m.get("status") != Status.OK:
         return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
     if m.get("stalled"):        # the other flags describe the burst and the silence, which this one names
         return f"STALLED ({m['stalled']['mechanism']})" + (f", {m['requests_non_ok']} non-OK" if m.get("requests_non_ok") else "")
@@ -97,11 +99,11 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
     A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
     run's --precision pilot (intervals.pilot_of), for the two-stage interval."""
     names = order or list(metrics)
-    figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == "ok" else {}) for n in names}
+    figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == Status.OK else {}) for n in names}
     base = next((figures[n]["req_per_cpu_s"] for n in names if figures[n].get("req_per_cpu_s")), None)
     rows = []
     for name in names:
-        m = metrics.get(name, {"server": name, "status": "not run"})
+        m = metrics.get(name, {"server": name, "status": Status.NOT_RUN})
         f = figures[name]
         lat = f.get("latency") or {}
         mem = f.get("memory") or {}
@@ -133,9 +135,9 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "regime_flags": regime_flags(f) if f else [],
             "counters_steady": counters_steady(f) if f else None,
             "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
-            "repeats": len(f.get("repeats") or []) or (1 if f else 0),
-            "cv_cpu_us_per_req": cv(list(repeats_by_index(f, "cpu_us_per_req").values())) if f else None,
-            "cv_req_per_cpu_s": cv(list(repeats_by_index(f, "req_per_cpu_s").values())) if f else None,
+            "repeats": len(round_rows(f)) or (1 if f else 0),
+            "cv_cpu_us_per_req": cv(list(figure_by_round(f, "cpu_us_per_req").values())) if f else None,
+            "cv_req_per_cpu_s": cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None,
         })
         row = rows[-1]
         spread = row["spread_req_per_cpu_s"]
@@ -244,11 +246,11 @@ def unsaturated_line(r: dict) -> str:
     return line
 
 
-def p_repeat(manifest: dict) -> str:
+def p_rounds(manifest: dict) -> str:
     p = manifest["parameters"]
     if p.get("precision"):
         return f"rounds to ±{100 * p['precision']:g} %"
-    return f"{p.get('repeat', 1)} rounds"
+    return f"{rounds_asked(p)} rounds"
 
 
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
@@ -260,7 +262,7 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     columns = run_columns(latency)
     if any(r.get("spread_text") for r in rows):
         at = [k for k, _ in columns].index("req_per_cpu_s") + 1
-        columns = columns[:at] + [("spread_text", f"min-max of {p_repeat(manifest)}")] + columns[at:]
+        columns = columns[:at] + [("spread_text", f"min-max of {p_rounds(manifest)}")] + columns[at:]
     if any((r.get("ratio_interval") or {}).get("low") for r in rows):
         at = [k for k, _ in columns].index("relative") + 1
         columns = columns[:at] + [("ratio_text", "ratio [95 % interval]")] + columns[at:]

@@ -87,9 +87,9 @@ def hex_to_rgb(color: str) -> str:
 
 # --- post-processing inferno's SVG ----------------------------------------------------------------
 
-_FRAME = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
-_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
-_ATTR_Y = re.compile(r'\by="(\d+)"')
+FRAME_BOX = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
+SVG_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
+ATTR_Y = re.compile(r'\by="(\d+)"')
 
 
 def category_text(weights: dict[str, int], order: list[str]) -> str:
@@ -109,13 +109,13 @@ def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors:
     Hover text: `NAME (N samples, P%; CATEGORY)`. inferno's script takes the label of a box from its
     title minus the last parenthesis, so the parenthesis holds no '('."""
     by_key = {(b.depth, b.start, b.end - b.start): b for b in boxes}
-    ys = [int(_ATTR_Y.search(m.group(2)).group(1)) for m in _FRAME.finditer(svg)]
+    ys = [int(ATTR_Y.search(m.group(2)).group(1)) for m in FRAME_BOX.finditer(svg)]
     y_all = max(ys) if ys else 0
     unmatched = 0
 
     def fix(m: re.Match) -> str:
         nonlocal unmatched
-        title, attrs = m.group(1), dict(_ATTR.findall(m.group(2)))
+        title, attrs = m.group(1), dict(SVG_ATTR.findall(m.group(2)))
         depth = (y_all - int(attrs["y"])) // FRAME_HEIGHT
         box = by_key.get((depth, int(attrs["fg:x"]), int(attrs["fg:w"])))
         if box is None:
@@ -129,7 +129,7 @@ def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors:
         rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(box.weights, order)])}"', m.group(2))
         return f"<g><title>{hover}</title><rect {rect}/>"
 
-    return _FRAME.sub(fix, svg), unmatched
+    return FRAME_BOX.sub(fix, svg), unmatched
 
 
 @dataclass

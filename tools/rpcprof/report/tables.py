@@ -16,7 +16,7 @@ from rpcprof.report.text import csv_field, markdown_cell, terminal
 FORMATS = ("table", "markdown", "json", "csv")
 
 
-def _cell(value) -> str:
+def cell(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -46,7 +46,7 @@ def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table")
             w.writerow(["" if r.get(k) is None else csv_field(r.get(k)) for k, _ in columns])
         return buf.getvalue()
     sink = markdown_cell if fmt == "markdown" else terminal
-    cells = [[sink(_cell(r.get(k))) for k, _ in columns] for r in rows]
+    cells = [[sink(cell(r.get(k))) for k, _ in columns] for r in rows]
     heads = [sink(h) for _, h in columns]
     numeric = [all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) or r.get(k) is None
                    for r in rows) for k, _ in columns]

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from rpcprof.report.chart import STYLE
 from rpcprof.report.flamegraph import check_xml, write_atomically
 from rpcprof.report.text import plot_label
+from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import load_run
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
@@ -25,8 +26,7 @@ def run_timelines(metrics: dict, servers: list[str]) -> dict[str, dict[int, dict
     out = {}
     for s in servers:
         m = metrics.get(s) or {}
-        rows = m.get("repeats") or [{"repeat": m.get("repeat", 1), "timeline": m.get("timeline")}]
-        found = {r["repeat"]: r["timeline"] for r in rows if r.get("timeline")}
+        found = {round_of(r): r["timeline"] for r in round_rows(m) or [m] if r.get("timeline")}
         if found:
             out[s] = found
     return out

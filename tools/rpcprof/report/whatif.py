@@ -21,7 +21,7 @@ from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles
 from rpcprof.report.indirect import summary_line
 from rpcprof.report.tables import render
-from rpcprof.rundir import RESULT_FILE, load_run, read_result, server_path
+from rpcprof.rundir import RESULT_FILE, load_run, read_server_result, server_path
 
 
 # --- a run's rounds of A and B, read from its folder ------------------------------------------------
@@ -32,7 +32,8 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
     profiles = round_profiles(run_dir, name, metrics[name])
     for k, (cpu, b) in sorted(round_breakdowns(profiles, rules, metrics[name], name).items()):
         folder = server_path(run_dir, name, k)
-        writes = kernel_figures((read_result(folder) or {}).get("syscalls"))["writes_per_req"]
+        result = read_server_result(folder)
+        writes = kernel_figures(result.figures.get("syscalls") if result else None)["writes_per_req"]
         if writes.value is None:
             raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
                             "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")

@@ -9,6 +9,8 @@ import pytest
 
 from rpcprof.analyze.intervals import pilot_of, rounds_needed, server_ratio
 from rpcprof.jobs.run import Run, RunOptions
+from rpcprof.records import ServerResult
+from rpcprof.status import Status
 
 
 class FakeRun(Run):
@@ -20,13 +22,13 @@ class FakeRun(Run):
         self.order: list[tuple[str, int]] = []
         self.written = 0
 
-    def measure(self, spec, repeat=1):
-        self.order.append((spec.name, repeat))
+    def measure(self, spec, k=1):
+        self.order.append((spec.name, k))
         values = self.rpc[spec.name]
-        v = values[(repeat - 1) % len(values)]
-        return {"server": spec.name, "status": "ok", "repeat": repeat, "started": f"round {repeat:03d} {spec.name}",
-                "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v,
-                "req_per_s": v, "server_cpu_cores": 1.0, "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}}
+        v = values[(k - 1) % len(values)]
+        return ServerResult(spec.name, Status.OK, k, started=f"round {k:03d} {spec.name}", figures={
+            "req_per_cpu_s": v, "cpu_us_per_req": 1e6 / v, "req_per_s": v, "server_cpu_cores": 1.0,
+            "client_cpu_share": 0.5, "latency": {"p99_ms": 1, "avg_ms": 1}})
 
     def write(self, status):
         self.written += 1
@@ -37,7 +39,7 @@ def opts(**kw):
 
 
 def test_rounds_interleave_the_servers():
-    run = FakeRun(opts(repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(rounds=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert run.order == [("rust_tonic_mt", 1), ("rust_pajamax", 1), ("rust_tonic_mt", 2), ("rust_pajamax", 2),
                          ("rust_tonic_mt", 3), ("rust_pajamax", 3)]
@@ -47,19 +49,20 @@ def test_rounds_interleave_the_servers():
 def test_precision_measures_the_rounds_the_pilot_asks_for():
     # the pilot's spread sets the rounds (Stein's second stage), whatever the rounds after it show
     tonic = [100, 104, 96] + [100] * 30
-    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
+    run = FakeRun(opts(precision=0.05, rounds=3), {"rust_tonic_mt": tonic, "rust_pajamax": [1000] * 33})
     run.rounds()
     rounds = max(k for _, k in run.order)
     logs = [math.log(1000 / v) for v in tonic[:3]]
     assert rounds == rounds_needed([logs], 0.05) > 3 and "two-stage rule" in run.stopped_by
     assert run.order[-2:] == [("rust_tonic_mt", rounds), ("rust_pajamax", rounds)]
     manifest = {"repeat": 3, "precision": 0.05}
-    interval = server_ratio(run.results["rust_tonic_mt"], run.results["rust_pajamax"], pilot=pilot_of(manifest))
+    interval = server_ratio(run.results["rust_tonic_mt"].to_json(), run.results["rust_pajamax"].to_json(),
+                            pilot=pilot_of(manifest))
     assert interval.n == rounds and interval.half_width <= 0.05
 
 
 def test_precision_with_a_steady_pilot_stops_after_it():
-    run = FakeRun(opts(precision=0.05, repeat=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
+    run = FakeRun(opts(precision=0.05, rounds=3), {"rust_tonic_mt": [100.0], "rust_pajamax": [1000.0]})
     run.rounds()
     assert max(k for _, k in run.order) == 3
 

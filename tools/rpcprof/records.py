@@ -1,0 +1,104 @@
+"""The typed records of a run folder, as rpcprof writes them: the manifest (Manifest) and a server's result
+(ServerResult). rundir.py writes them to its JSON and reads them back; ServerResult.to_json and from_json are
+the one writer and the one reader of a result's JSON.
+
+A run's rounds are `rounds` in the code (--rounds); their JSON keys keep the name they had when rounds were
+called repeats, so that every run folder reads alike: a round's number is `repeat` (ROUND_KEY) in a result
+and in each of its rows, the rows of a result's rounds are `repeats` (ROUNDS_KEY), and --rounds is
+`repeat` among the manifest's parameters. round_of, round_rows and rounds_asked are the one reader of each,
+parameters_json the writer of the last.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from rpcprof.status import Status, read_statuses
+
+
+@dataclass
+class Manifest:
+    """What a run folder is: written when it starts, rewritten as it goes and when it ends."""
+    mode: str
+    status: Status
+    command: list[str]
+    started: str
+    machine: dict
+    tools: dict
+    git: dict
+    parameters: dict                       # every option as given; `servers` among them
+    finished: str | None = None
+    servers: dict = field(default_factory=dict)         # server -> status
+    scenario: dict | None = None
+    sampled_event: str | None = None
+    process: dict | None = None            # attach: the process profiled
+    cells: dict | None = None              # sweep: CELL -> {connections, streams, run}
+    stopped_by: str | None = None          # --precision: what ended the rounds (precision or time budget)
+    owner: dict | None = None              # the rpcprof process writing it: pid, start time, boot id
+    killed: str | None = None              # why a later invocation marked it killed
+    host: dict | None = None               # the host card (measure/hostcard.py): unit costs of the host it ran on
+
+    def finish(self, status: Status) -> "Manifest":
+        self.status = status
+        self.finished = None if status == Status.RUNNING else dt.datetime.now().isoformat(timespec="seconds")
+        return self
+
+
+ROUND_KEY = "repeat"                    # a round's number, in a result and in a row of its rounds
+ROUNDS_KEY = "repeats"                  # the rows of a result's rounds (analyze/rounds.py)
+_ROUNDS_PARAMETER = "repeat"            # --rounds, among a manifest's parameters
+
+
+def round_of(row: dict) -> int:
+    """The round a server's result, or a row of its rounds, is of (1 where none is recorded)."""
+    return int(row.get(ROUND_KEY) or 1)
+
+
+def round_rows(result: dict) -> list[dict]:
+    """The rows of a server's result's rounds, each with its round's figures; [] for a result of one measurement
+    (its figures are the result's own)."""
+    return result.get(ROUNDS_KEY) or []
+
+
+def rounds_asked(parameters: dict) -> int:
+    """--rounds, as a manifest's parameters record it."""
+    return int(parameters.get(_ROUNDS_PARAMETER) or 1)
+
+
+def parameters_json(options: dict) -> dict:
+    """A job's options as its manifest's parameters: --rounds (the field `rounds`) under its key."""
+    out = {k: v for k, v in options.items() if k != "rounds"}
+    return {**out, _ROUNDS_PARAMETER: options["rounds"]} if "rounds" in options else out
+
+
+@dataclass
+class ServerResult:
+    """One server's measurement: a round of a run (SERVER/result.json, SERVER/round-K/result.json) or an attached
+    process's profile; in metrics.json, a server's result over its rounds (analyze/rounds.py). What rpcprof
+    decides is typed: whose, how it ended and why, which round, when it started; what the windows measured is
+    `figures`, under the keys they measured it by. Its JSON has the keys it always had."""
+    server: str
+    status: Status = Status.RUNNING
+    round: int | None = None                # ROUND_KEY; None: an attach, or a server its run did not reach
+    description: str | None = None          # the server's, from its server.yaml
+    started: str | None = None              # when its measurement started
+    error: str | None = None                # why it did not end ok
+    figures: dict = field(default_factory=dict)
+
+    def end(self, status: Status, error: str | None = None) -> "ServerResult":
+        self.status, self.error = status, error
+        return self
+
+    def to_json(self) -> dict:
+        """Its record as run folders hold it: the figures, and each typed field that is set under its key."""
+        typed = {"server": self.server, "status": self.status, ROUND_KEY: self.round, "description": self.description,
+                 "started": self.started, "error": self.error}
+        return {**self.figures, **{k: v for k, v in typed.items() if v is not None}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ServerResult":
+        """A result as a run folder holds it (its status read in today's words, status.read_statuses)."""
+        data = read_statuses(data, "server")
+        typed = ("server", "status", ROUND_KEY, "description", "started", "error")
+        return cls(data["server"], Status(data["status"]), data.get(ROUND_KEY), data.get("description"),
+                   data.get("started"), data.get("error"), {k: v for k, v in data.items() if k not in typed})
