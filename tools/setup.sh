@@ -13,7 +13,8 @@
 #                 server whose server.yaml says `language: java`)
 #   --cpp         also gRPC C++ and its code generator, for the C++ servers (profile.sh passes it when its
 #                 arguments name a server whose server.yaml says `language: cpp`)
-#   --for-tests   also what the tests need: ghz, a JDK and Maven, gRPC C++, shellcheck and chromium
+#   --for-tests   also what the tests need: ghz, a JDK and Maven, gRPC C++, shellcheck, chromium, and
+#                 an OpenTelemetry Collector and the profile readers (tools/collector)
 #                 (.ci/run and tests/run.sh pass it; tests/run.sh -m fast does not: the fast tier needs
 #                 only what a run needs)
 #
@@ -33,7 +34,10 @@
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
 #       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
 #       (tools/core: pip with maturin 1.16 and pyo3 0.30, pinned; linked to the system's zlib: Debian
-#       zlib1g-dev), into the virtualenv. Servers are built on demand by profile.sh.
+#       zlib1g-dev), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
+#       v0.165.0: OTLP receiver and exporters, contrib's file exporter) and rpcprof-profile-read
+#       (google/pprof's profile package, the Collector's pdata/pprofile), go build of tools/collector,
+#       every module pinned in its go.mod, into the virtualenv. Servers are built on demand by profile.sh.
 #
 # REQUIREMENTS: root (apt-get), cargo, go, python3.
 set -euo pipefail
@@ -53,7 +57,7 @@ for arg in "$@"; do
     --java) with_java=1 ;;
     --cpp) with_cpp=1 ;;
     --for-tests) for_tests=1; with_ghz=1; with_java=1; with_cpp=1 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -156,6 +160,24 @@ if [[ $(cat "$core_stamp" 2>/dev/null) != "$core_hash" ]]; then
     CARGO_TARGET_DIR="$RPCPROF_VENV/core-target" MATURIN_PEP517_ARGS=--locked \
       "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps ./tools/core
     echo "$core_hash" > "$core_stamp"
+  fi
+fi
+
+# --- rpcprof-otelcol, rpcprof-profile-read (go build), with --for-tests ---------------
+# The consumers the tests hand export's files to: an OpenTelemetry Collector (OTLP receiver and exporters,
+# contrib's file exporter) and a reader of pprof (google/pprof's profile package) and OTLP (the Collector's
+# pdata/pprofile), built from tools/collector into the virtualenv; again when its files change (the stamp
+# holds a hash of them).
+col_hash=$(cat tools/collector/go.mod tools/collector/go.sum tools/collector/*/*.go | sha256sum | cut -c1-16)
+col_stamp="$RPCPROF_VENV/.rpcprof-collector"
+if ((for_tests)) && [[ ! -x $RPCPROF_VENV/bin/rpcprof-otelcol || ! -x $RPCPROF_VENV/bin/rpcprof-profile-read ||
+                       $(cat "$col_stamp" 2>/dev/null) != "$col_hash" ]]; then
+  missing+=("rpcprof-otelcol and rpcprof-profile-read (tools/collector)")
+  if ((!check_only)); then
+    command -v go >/dev/null || { echo "setup: ERROR: go not found: install Go first." >&2; exit 1; }
+    note "building rpcprof-otelcol and rpcprof-profile-read (tools/collector, go build; the Collector's modules come from the Go module proxy)"
+    (cd tools/collector && go build -mod=mod -o "$RPCPROF_VENV/bin/" ./...)
+    echo "$col_hash" > "$col_stamp"
   fi
 fi
 

@@ -42,7 +42,7 @@ def test_the_unit_costs_predict_what_a_dearer_write_costs_each_server(tmp_path):
     a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
     b = copy_run(tmp_path, "20261126-000100-b", card(write_us=2.0, loop_ns=1.5), "boot-b")
     data = json.loads(render_runs([a, b], "json"))
-    assert [h["write_us"] for h in data["hosts"]] == ["2", "4 (x2.00)"]
+    assert [(h["write_us"], h["write_us_factor"]) for h in data["hosts"]] == [(2.0, 1.0), (4.0, 2.0)]   # numbers
     _, metrics = load_run(RUN)
     for p in data["predictions"]:
         m = metrics[p["server"]]
@@ -57,6 +57,8 @@ def test_the_unit_costs_predict_what_a_dearer_write_costs_each_server(tmp_path):
         assert p["predicted_b"] == pytest.approx(writes * 4.0 + other * 0.12 + sleeps * wake + 1.5 * rest)
     text = render_runs([a, b])
     assert "The runs ran on different hosts" in text
+    first, second = (line for line in text.splitlines() if "haltpoll" in line)      # the hosts table
+    assert "(x" not in first and " 4 (x2.00) " in second            # the table shows a factor from run #2 on
     assert "rust_tonic_mt on #2: " in text and "predicted by the unit costs (writes 1.00/req" in text
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE, SATURATED_SHARE, classify_bottleneck
 from rpcprof.report.summary import RUN_COLUMNS, run_rows, ratio_lines
-from rpcprof.report.tables import FORMATS, render
+from rpcprof.report.tables import FORMATS, Shown, render
 
 
 def metrics_for(req_per_s: float, server_cores: float, client_share: float, status: str = "ok", **extra) -> dict:
@@ -251,6 +251,18 @@ def test_table_shows_small_numbers_with_two_decimals_and_missing_ones_as_dashes(
     body = render(ROWS, COLUMNS, "table").splitlines()[2:]
     assert body[1].split()[2] == "12.25"
     assert body[2].split()[1:4] == ["-", "-", "-"]
+
+
+def test_a_cell_of_several_figures_is_text_in_the_table_and_a_column_each_in_csv():
+    shown = {"range": Shown(lambda r: None if r["lo"] is None else f"{r['lo']:,.0f}-{r['hi']:,.0f}",
+                            (("lo", "min"), ("hi", "max")))}
+    rows = [{"name": "a", "lo": 1000.0, "hi": 2499.75}, {"name": "bb", "lo": None, "hi": None}]
+    columns = [("name", "name"), ("range", "min-max")]
+    assert render(rows, columns, "table", shown).splitlines()[2:] == ["a     1,000-2,500", "bb    -"]
+    assert render(rows, columns, "markdown", shown).splitlines()[1] == "|---|---|"     # text: aligned left
+    assert list(csv.reader(io.StringIO(render(rows, columns, "csv", shown)))) == [
+        ["name", "min", "max"], ["a", "1000.0", "2499.75"], ["bb", "", ""]]
+    assert json.loads(render(rows, columns, "json", shown)) == rows
 
 
 def test_unknown_format_is_refused():

@@ -59,6 +59,11 @@ class RatioInterval:
     def as_dict(self) -> dict:
         return {**asdict(self), "significant": self.significant, "half_width": self.half_width}
 
+    @classmethod
+    def of(cls, d: dict) -> RatioInterval:
+        """Back from as_dict() (a report's row keeps the figures; its text is made where it is shown)."""
+        return cls(d["ratio"], d["low"], d["high"], d["n"])
+
 
 def paired_ratio(a: list[float], b: list[float]) -> RatioInterval:
     """b over a, pair by pair (a[k] and b[k] measured back to back); 95 % t interval on the log ratios."""

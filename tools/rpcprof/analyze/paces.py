@@ -174,7 +174,7 @@ def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[
                 continue
             interval = paired_ratio([ra[k] for k in common], [rb[k] for k in common])
             out.append({"pair": f"{b} vs {a}", "pace_of": server, "pace": pace, "rounds": common,
-                        "ratio": interval.as_dict(), "text": interval.text()})
+                        "ratio": interval.as_dict()})
     return out
 
 

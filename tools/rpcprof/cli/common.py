@@ -1,5 +1,5 @@
 """What both rpcprof command lines share: one-line errors, exit codes, the options several commands take
-(--format, --rules, --runs-dir, --requests), printing a report and checking an -o before any work."""
+(--format, --rules, --runs-dir, --requests, --otlp-endpoint), printing a report and checking an -o before any work."""
 from __future__ import annotations
 
 import os
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
 from rpcprof.paths import RULES_PATH, RUNS_DIR
+from rpcprof.report.otlp_push import FORMS as OTLP_FORMS, OTLP_TIMEOUT_S
 from rpcprof.report.tables import FORMATS
 from rpcprof.report.text import terminal, terminal_lines
 from rpcprof.rundir import CannotWrite, check_not_input
@@ -30,6 +31,17 @@ def requests_option(how_many: str):
     return click.option("--requests", type=click.IntRange(min=1), multiple=True, metavar="N",
                         help="Requests the profile served over its window (for a fleet's pprof: from the service's "
                              "request metrics): CPU µs per request from its CPU nanoseconds; " + how_many + ".")
+
+
+def otlp_options(what: str):
+    """--otlp-endpoint URL and --otlp-timeout SECONDS: what is sent to an OpenTelemetry Collector, over OTLP."""
+    def decorate(f):
+        f = click.option("--otlp-timeout", metavar="SECONDS", default=OTLP_TIMEOUT_S, show_default=True,
+                         type=click.FloatRange(min=0, min_open=True),
+                         help="Give up on an --otlp-endpoint that has not answered by then.")(f)
+        return click.option("--otlp-endpoint", metavar="URL", default=None,
+                            help=f"Send {what} to an OpenTelemetry Collector over OTLP: {OTLP_FORMS}.")(f)
+    return decorate
 
 
 def document_options(example: str):

@@ -6,8 +6,9 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.cli.common import rules_option, show
+from rpcprof.cli.common import otlp_options, rules_option, show
 from rpcprof.cli.report_options import app_for, app_option
+from rpcprof.errors import UserError
 from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 from rpcprof.rundir import RESULT_FILE
 
@@ -19,15 +20,24 @@ from rpcprof.rundir import RESULT_FILE
                    "or collapsed stacks (Pyroscope's folded ingest; neither carries the labels nor the app pattern), "
                    "or otlp (OpenTelemetry profiles, attributes category/subcategory/tax; JSON for -o FILE.json).")
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
+@otlp_options("the OTLP profile written (--format otlp), once written,")
 @rules_option
 @app_option
-def export(profile, fmt, out, rules_path, app):
+def export(profile, fmt, out, otlp_endpoint, otlp_timeout, rules_path, app):
     """Export a folded profile for pprof, Pyroscope/Parca, speedscope, with rpcprof's categories as labels.
 
     eg, ./report.py export flamegraphs/RUN/rust_tonic_mt/profile.folded --format pprof -o tonic.pb.gz
         go tool pprof -top -tagfocus=category=send tonic.pb.gz
+        ./report.py export RUN/SERVER/profile.folded --format otlp -o server.pb --otlp-endpoint 127.0.0.1:4317
     """
     from rpcprof.report.export import export as export_profile
+    from rpcprof.report.otlp_push import endpoint, push_file
+    if otlp_endpoint and fmt != "otlp":
+        raise UserError(f"--otlp-endpoint sends an OTLP profile: give --format otlp, not {fmt}")
+    to = endpoint(otlp_endpoint) if otlp_endpoint else None
     rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
     n = export_profile(profile, rules, fmt, out, app or app_for(profile))
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
+    if to:
+        push_file(out, to, otlp_timeout)
+        show(f"report.py: sent {out} to {to}\n", err=True)

@@ -1,13 +1,12 @@
 """The commands behind profile.sh: run, sweep and attach. Thin: options in (built by name, cli/values.py), jobs out."""
 from __future__ import annotations
 
-import json
 import math
 import sys
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, print_footprint, run_click, runs_dir_option
+from rpcprof.cli.common import format_option, latency_option, otlp_options, print_footprint, run_click, runs_dir_option
 from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
@@ -19,12 +18,10 @@ from rpcprof.measure.load import DRIVERS
 from rpcprof.measure.scenario import SCENARIOS
 from rpcprof.profiler_names import CALL_GRAPHS, PROFILERS
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.report.compare import render_compare, render_shares
-from rpcprof.report.agreement import earlier_lines
+from rpcprof.cli.printed import attach_report, run_report
 from rpcprof.report.summary import render_run
 from rpcprof.report.sweep_table import render_sweep
 from rpcprof.progress import bar_allowed
-from rpcprof.records import ServerResult
 from rpcprof.rundir import SERVER_LOG, server_path
 from rpcprof.status import Status
 
@@ -211,6 +208,7 @@ def main():
 @off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
 @rounds_options("", RUN["rounds"])
 @pictures_option(RUN["pictures"], "")
+@otlp_options("each round's profile of each server, as it is made,")
 @runs_dir_option
 @format_option
 def run(**params):
@@ -230,18 +228,15 @@ def run(**params):
             raise UserError(f"interrupted: everything started was stopped; what was measured is kept in "
                             f"{the_run.dir} (marked interrupted)", exit_code=EXIT_INTERRUPTED) from None
         raise UserError("interrupted", exit_code=EXIT_INTERRUPTED) from None
-    click.echo(render_run(run_dir, fmt, latency), nl=False)
-    if fmt in ("table", "markdown"):
-        click.echo("".join(f"{x}\n" for x in earlier_lines(run_dir, opts.runs_dir)), nl=False)
-    if opts.profile and fmt != "json" and any(r.figures.get("profile") for r in the_run.results.values()):
-        click.echo("\nWhere each request's CPU goes (report.py compare " + str(run_dir) + "):\n")
-        click.echo(render_compare(run_dir, the_run.rules, fmt, opts.app, opts.ruler), nl=False)
-    print_waits(run_dir, the_run.results, fmt, verdicts=False)   # the run table said them
+    for part in run_report(run_dir, the_run.results, the_run.rules, fmt, latency, opts.runs_dir, opts.profile, opts.app,
+                           opts.ruler):
+        click.echo(part, nl=False)
     print_footprint(run_dir)
     if any(r.status != Status.OK for r in the_run.results.values()):
         failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
         logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
+    the_run.sender.check(run_dir)
 
 
 def int_list(ctx, param, value):
@@ -334,6 +329,7 @@ def sweep(**params):
               help="For CPython: also perf's view after py-spy's.")
 @off_cpu_options(ATTACH["off_cpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
 @pictures_option(ATTACH["pictures"], "")
+@otlp_options("each profile, as it is made,")
 @runs_dir_option
 @format_option
 def attach(**params):
@@ -354,29 +350,10 @@ def attach(**params):
         if job.dir:
             raise UserError(f"{e} (kept in {job.dir})", e.exit_code) from None
         raise
-    per_request = any(r.figures.get("cpu_us_per_req") for r in job.results.values())
-    if fmt == "json":           # one document: the shares, and the per-request comparison when there is one
-        doc = {"run": str(run_dir), "shares": json.loads(render_shares(run_dir, job.rules, fmt)),
-               "compare": json.loads(render_compare(run_dir, job.rules, fmt, app)) if per_request else None}
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
-        print_footprint(run_dir)
-        return
-    click.echo(render_shares(run_dir, job.rules, fmt), nl=False)
-    if per_request:
-        click.echo("")
-        click.echo(render_compare(run_dir, job.rules, fmt, app), nl=False)
-    elif fmt in ("table", "markdown"):
-        click.echo("\nPer-request costs need the request count: --requests N, --rps R, or --load --target HOST:PORT.")
-    print_waits(run_dir, job.results, fmt, verdicts=True)       # attach prints no run table
+    for part in attach_report(run_dir, job.results, job.rules, fmt, app):
+        click.echo(part, nl=False)
     print_footprint(run_dir)
-
-
-def print_waits(run_dir, results: dict[str, ServerResult], fmt: str, verdicts: bool) -> None:
-    """The off-CPU window's wait reasons and verdict, when one was recorded (not in JSON: one document)."""
-    if fmt != "json" and any(r.figures.get("offcpu") for r in results.values()):
-        from rpcprof.report.waits import render_waits
-        click.echo(f"\nWhere the threads waited (report.py waits {run_dir}):\n")
-        click.echo(render_waits(run_dir, load_rules(), fmt, verdicts), nl=False)
+    job.sender.check(run_dir)
 
 
 def entry(args: list[str] | None = None) -> None:

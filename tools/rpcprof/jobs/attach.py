@@ -76,6 +76,8 @@ class AttachOptions:
     off_cpu: bool | None = None       # where its threads wait: None = with --load, when the window says it waited
     off_cpu_duration: float = ATTACH["off_cpu_duration"]
     pictures: bool = ATTACH["pictures"]   # flame graphs, charts and report.html drawn at the end
+    otlp_endpoint: str | None = None      # each profile sent there over OTLP as it is made
+    otlp_timeout: float = ATTACH["otlp_timeout"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
 
@@ -89,7 +91,7 @@ class Attach:
     """One `profile.sh attach`: a run folder like `run` writes, for a process rpcprof did not start."""
 
     def __init__(self, opts: AttachOptions):
-        self.opts = opts
+        self.opts, self.sender = opts, steps.ProfileSender(opts.otlp_endpoint, opts.otlp_timeout)
         self.info = inspect_process(opts.pid)
         self.name = re.sub(r"[^A-Za-z0-9_.-]+", "-", opts.name or self.info.comm).strip("-") or f"pid{opts.pid}"
         self.profiler, self.call_graph, self.hints = choose_profiler(self.info, opts.profiler)
@@ -152,11 +154,13 @@ class Attach:
             with Session() as session, Lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
                 session.own(monitor)
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
+                self.sender.send(self.dir, self.name, self.rules, self.app)
                 bar.update(1)
                 if second and not self.gone():
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
+                    self.sender.send(self.dir, f"{self.name}-perf", self.rules, self.app)
                 life.failed = any(r.status != Status.OK for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
             render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)

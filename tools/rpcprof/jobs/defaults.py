@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from rpcprof.capture.profiler import MIN_SAMPLES  # noqa: E402  (the layer that uses it owns it)
+from rpcprof.report.otlp_push import OTLP_TIMEOUT_S     # report.py export's too
 FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES is in reach
 
 # Keyed by the name of the option's field (jobs/run.py RunOptions, jobs/attach.py AttachOptions), which is
@@ -23,7 +24,7 @@ FREQUENCY = 999             # Hz; raised (then the duration) until MIN_SAMPLES i
 RUN = {"connections": 1, "streams": 1000, "duration": 6.0, "warmup": 2.0, "scenario": "helloworld",
        "driver": "h2load", "server_cpus": [0], "port": 50051, "label": "", "profile": True, "profile_duration": 5.0,
        "syscalls": True, "syscall_duration": 5.0, "io_sizes": False, "off_cpu_duration": 5.0, "frequency": FREQUENCY,
-       "min_samples": MIN_SAMPLES,
+       "min_samples": MIN_SAMPLES, "otlp_timeout": OTLP_TIMEOUT_S,
        "max_time": 600.0,       # --precision's time budget: ten minutes of rounds
        "idle": "poll",          # the server's CPUs poll when idle (measure/idle.py); --idle halt: the machine's own way
        "rounds": 5,             # an interval for every ratio and category by default
@@ -33,4 +34,4 @@ SWEEP = {**RUN, "rounds": 1, "connections": "1,10,100", "streams": "1,10,100,100
          "profile_duration": 5.0, "syscall_duration": 3.0, "off_cpu_duration": 3.0}
 ATTACH = {"duration": 10.0, "name": "", "frequency": FREQUENCY, "min_samples": MIN_SAMPLES, "driver": "h2load",
           "scenario": "helloworld", "connections": 1, "streams": 100, "warmup": 2.0, "second_profile": True,
-          "off_cpu_duration": 5.0, "pictures": True}
+          "off_cpu_duration": 5.0, "pictures": True, "otlp_timeout": OTLP_TIMEOUT_S}

@@ -19,6 +19,7 @@ from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_f
 from rpcprof.jobs.defaults import RUN
 from rpcprof.jobs.machine import IdleEffect, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
+from rpcprof.jobs.steps import ProfileSender
 from rpcprof.measure.idle import IDLE_MODES
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.procstat import keep_off
@@ -68,6 +69,8 @@ class RunOptions:
     idle: str = RUN["idle"]         # poll: the server's CPUs poll when idle instead of halting while the run measures
     runs_dir: Path = RUNS_DIR
     pictures: bool = RUN["pictures"]    # flame graphs, charts and report.html drawn at the end
+    otlp_endpoint: str | None = None    # each round's profile sent there over OTLP as it is made
+    otlp_timeout: float = RUN["otlp_timeout"]
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
     def resolved_load_cpus(self) -> list[int]:
@@ -92,6 +95,8 @@ def check_options(opts: RunOptions) -> None:
         raise UserError(f"server {dup!r} is named twice: name each server once")
     if opts.call_graph is not None and opts.call_graph not in CALL_GRAPHS:
         raise UserError(f"--call-graph must be one of {', '.join(CALL_GRAPHS)}")
+    if opts.otlp_endpoint and not opts.profile:
+        raise UserError("--otlp-endpoint sends the profiles a run makes: not with --no-profile")
 
 
 class Run:
@@ -104,6 +109,7 @@ class Run:
         self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
         self.settings.validate()
         check_options(opts)
+        self.sender = ProfileSender(opts.otlp_endpoint, opts.otlp_timeout)
         self.specs = [load_server(name) for name in opts.servers]
         for key in opts.params:
             if not any(key in spec.params for spec in self.specs):
@@ -201,6 +207,8 @@ class Run:
                 measured[spec.name].append(self.measure(spec, k))
                 self.results[spec.name] = aggregate_rounds(measured[spec.name])
                 self.write(Status.RUNNING)
+                if measured[spec.name][-1].status == Status.OK:
+                    self.sender.send(self.dir, spec.name, self.rules, measured[spec.name][-1].figures.get("app"), k)
                 bar.update(1)
             round_s = time.monotonic() - started
             if opts.precision is None:

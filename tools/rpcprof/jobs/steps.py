@@ -1,9 +1,11 @@
 """The steps every command is made of, on one process under load: warm up, measure a window with no
-profiler attached, count syscalls in a window of their own, profile a window. `run` applies them to the
-servers it starts, `attach` to a process it did not start, `sweep` to every cell's run.
+profiler attached, count syscalls in a window of their own, profile a window, send the profile to a
+Collector. `run` applies them to the servers it starts, `attach` to a process it did not start, `sweep` to
+every cell's run.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Callable
 
 from rpcprof.capture.profiler import ProfilePlan
 from rpcprof.capture.window import ProfileTarget, capture_profile
-from rpcprof.errors import UserError
+from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.proccounters import ProcWindow, per_request
@@ -222,6 +224,43 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
     RunFolder.write_profile(subject.out, {k: v for k, v in record.items() if k != "counted"})
     return record
+
+
+class ProfileSender:
+    """--otlp-endpoint: each profile sent over OTLP as soon as its server's folder is written, exported as `report.py
+    export --format otlp` makes it (report/otlp_push.py). After one is not taken, no other is sent (a Collector
+    that is down would cost each round its timeout), and check() ends the command with exit 1."""
+
+    def __init__(self, url: str | None, timeout: float):
+        from rpcprof.report.otlp_push import endpoint
+        self.to = endpoint(url) if url else None        # a URL of no form it takes: exit 2 before anything starts
+        self.timeout = timeout
+        self.error: str | None = None
+
+    def send(self, run_dir: Path, name: str, rules, app: str | None, repeat: int = 1) -> None:
+        """Server name's profile in run_dir (its round repeat), categorised by rules and its app pattern, sent if
+        one is to be."""
+        folded = rundir.profile_folded(run_dir, name, repeat) if self.to and not self.error and rules else None
+        if folded is None or not folded.is_file():
+            return
+        from rpcprof.report.export import export
+        from rpcprof.report.otlp_push import push_file
+        with tempfile.TemporaryDirectory(prefix="rpcprof-otlp-") as scratch:
+            try:
+                out = Path(scratch) / "profile.pb"
+                export(folded, rules.with_app(app), "otlp", out, app)
+                push_file(out, self.to, self.timeout)
+            except UserError as e:
+                self.error = f"{name}'s profile was not sent: {e}"
+                log(f"rpcprof: WARNING: {self.error}; no other profile is sent")
+                return
+        log(f"rpcprof: {name}: profile sent to {self.to}")
+
+    def check(self, run_dir: Path) -> None:
+        """UserError (exit 1) when a profile was not sent: what the endpoint did, and how to send it again."""
+        if self.error:
+            raise UserError(f"{self.error}; every profile is in {run_dir} (report.py export SERVER/profile.folded "
+                            "--format otlp -o FILE --otlp-endpoint URL sends one)", EXIT_FAILED)
 
 
 def wants_off_cpu(asked: bool | None, result: dict) -> bool:

@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 
 from rpcprof.analyze.agreement import Agreement, earlier_peers, setup_agreement
+from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.errors import UserError
 from rpcprof.report.hosts import render_hosts
-from rpcprof.report.summary import idle_text, ratio_text
-from rpcprof.report.tables import render
+from rpcprof.report.summary import RATIO_CELL, idle_text, ratio_text
+from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_manifest, load_run
 
 
@@ -113,6 +114,18 @@ def took_line(took: dict[str, float | None]) -> str:
             "in that time, the setup profile.sh runs first not).\n")
 
 
+# the table's cells of several figures, or of one rounded as the table shows it; csv has the figures
+RUNS_CELLS = {
+    "ratio_text": Shown(lambda r: RatioInterval(r["ratio"], r["ratio_low"], r["ratio_high"], r["pairs"]).text(),
+                        RATIO_CELL.parts),
+    "took": Shown(lambda r: duration_text(r["took_s"]), (("took_s", "took [s]"),)),
+    "half_width_pct": Shown(lambda r: None if r["half_width_pct"] is None else f"{r['half_width_pct']:.1f}",
+                            (("half_width_pct", "± [%]"),)),
+    "holds": Shown(lambda r: "-" if r["holds"] is None else f"{r['holds']} of {r['others']}",
+                   (("holds", "holds the others' ratios"), ("others", "others"))),
+}
+
+
 def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     setup, pairs, started = runs_agreement(run_dirs)
     loaded = [(Path(d), *load_run(d)) for d in run_dirs]
@@ -122,16 +135,17 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
         return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, "took_s": took,
                            **host_record}, indent=2, sort_keys=True) + "\n"
     columns = [("#", "#"), ("run", "run"), ("started", "started"), ("took", "took"), ("pairs", "pairs"),
-               ("ratio", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
+               ("ratio_text", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
     blocks = []
     for name, a in pairs.items():
-        rows = [{"pair": name, "#": i, "run": r.label, "started": started[r.label],
-                 "took": duration_text(took.get(r.label)), "pairs": len(r.logs),
-                 "ratio": r.interval.text(),
-                 "half_width_pct": None if r.interval.half_width is None else f"{100 * r.interval.half_width:.1f}",
-                 "holds": (f"{sum(1 for o in a.runs if o is not r and r.holds(o.interval.ratio))} of {len(a.runs) - 1}"
-                           if r.interval.low is not None else "-")} for i, r in enumerate(a.runs, 1)]
-        table = render(rows, [("pair", "pair")] * (fmt == "csv") + columns, fmt)
+        rows = [{"pair": name, "#": i, "run": r.label, "started": started[r.label], "took_s": took.get(r.label),
+                 "pairs": len(r.logs), "ratio": r.interval.ratio, "ratio_low": r.interval.low,
+                 "ratio_high": r.interval.high,
+                 "half_width_pct": None if r.interval.half_width is None else 100 * r.interval.half_width,
+                 "holds": (sum(1 for o in a.runs if o is not r and r.holds(o.interval.ratio))
+                           if r.interval.low is not None else None),
+                 "others": len(a.runs) - 1 if r.interval.low is not None else None} for i, r in enumerate(a.runs, 1)]
+        table = render(rows, [("pair", "pair")] * (fmt == "csv") + columns, fmt, RUNS_CELLS)
         if fmt == "csv":
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue

@@ -68,6 +68,12 @@ def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
 
 def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
     """(rows, columns, header lines) of the per-request comparison of a run's servers."""
+    return compare_table(run_dir, rules, app_override)[:3]
+
+
+def compare_table(run_dir: Path, rules: Rules, app_override: str | None = None
+                  ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
+    """compare_rows' rows, columns and header lines, and the figures of each server's header line."""
     manifest, metrics = load_run(run_dir)
     breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
@@ -78,7 +84,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
               for s in servers}
     by_rounds = all(len(r) >= 2 for r in rounds.values())
     min_samples = manifest["parameters"].get("min_samples")
-    head = []
+    head, figures = [], []
     for s in servers:
         m = metrics[s]
         prof = m.get("profile") or {}
@@ -97,11 +103,18 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
                     + (f" [{cost[0]:+.0f} to {cost[1]:+.0f} %]" if cost else "")
                     + f", {samples:,} samples" + (f" in {len(rounds[s])} rounds" if by_rounds else "") + note)
+        figures.append({"server": s, "req_per_cpu_s": m["req_per_cpu_s"], "ratio": ratio,
+                        "ratio_low": interval and interval.low, "ratio_high": interval and interval.high,
+                        "cpu_us_per_req": m["cpu_us_per_req"], "cpu_measured_while_profiling": bool(m.get("cpu_note")),
+                        "overhead_pct": overhead, "overhead_low_pct": cost[0] if cost else None,
+                        "overhead_high_pct": cost[1] if cost else None, "samples": samples,
+                        "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
+                        "regime_flags": regime_flags(m)})
     if by_rounds:
         return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
             "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
             "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0, "
-            "n.s. (not significant) where it contains 0."]
+            "n.s. (not significant) where it contains 0."], figures
     rows = []
     for cat in rules.all_categories + ["total"]:
         row = {"category": cat}
@@ -117,7 +130,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -
     for s in servers:
         columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_share", f"{s} [%]")]
     columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]") for s in servers[1:]]
-    return rows, columns, head
+    return rows, columns, head, figures
 
 
 def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> list[dict]:
@@ -322,7 +335,7 @@ RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_p
 
 def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override: str | None = None,
                    ruler_override: str | None = None, indirect=None) -> str:
-    rows, columns, head = compare_rows(run_dir, rules, app_override)
+    rows, columns, head, figures = compare_table(run_dir, rules, app_override)
     ruler, ruler_lines = ruler_rows(run_dir, ruler_override, indirect=indirect)
     explained = explanations(run_dir, rules, app_override, indirect)
     servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
@@ -330,8 +343,9 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     paces = run_pace_findings(run_dir, rules, load_run(run_dir)[1], servers)
     if fmt == "json":
         rounds = {s: round_records(run_dir, s, load_run(run_dir)[1]) for s in servers}     # the files behind µs/req
-        return json.dumps({"servers": head, "rows": rows, "ruler": ruler, "ruler_checks": ruler_lines, "rounds": rounds,
-                           "kernel": kernel, "explanation": explained, "paces": paces}, indent=2, sort_keys=True) + "\n"
+        return json.dumps({"servers": head, "server_figures": figures, "rows": rows, "ruler": ruler,
+                           "ruler_checks": ruler_lines, "rounds": rounds, "kernel": kernel, "explanation": explained,
+                           "paces": paces}, indent=2, sort_keys=True) + "\n"
     shown_rows = rows
     if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
         shown_rows = [r for r in rows if r["category"] in ("total", "other") or

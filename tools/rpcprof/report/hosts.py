@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rpcprof.analyze.hosts import predictions, unit_cost
 from rpcprof.host_units import HOST_UNITS
-from rpcprof.report.tables import render
+from rpcprof.report.tables import Shown, render
 
 UNITS = [(key, f"{name} [{unit}]") for key, name, unit, _ in HOST_UNITS]
 
@@ -19,8 +19,8 @@ def host_key(manifest: dict) -> tuple:
 
 
 def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
-    """A row per run: its host (kernel, idle driver, idle setting) and each unit cost, with its factor
-    over the first run's."""
+    """A row per run: its host (kernel, idle driver, idle setting) and each unit cost KEY, with its factor
+    over the first run's (KEY_factor)."""
     first = loaded[0][1].get("host") or {}
     rows = []
     for i, (d, manifest, _) in enumerate(loaded, 1):
@@ -30,9 +30,21 @@ def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
                "cpuidle": card.get("cpuidle_driver") or "-"}
         for key, _ in UNITS:
             v, v0 = unit_cost(card, key), unit_cost(first, key)
-            row[key] = None if v is None else (f"{v:.3g}" + (f" (x{v / v0:.2f})" if v0 and i > 1 else ""))
+            row[key], row[f"{key}_factor"] = v, (v / v0 if v is not None and v0 else None)
         rows.append(row)
     return rows
+
+
+def unit_text(key: str):
+    """A unit cost as the table shows it: `0.969 (x0.99)`, the factor from run #2 on."""
+    def text(row: dict) -> str | None:
+        v, x = row[key], row[f"{key}_factor"]
+        return None if v is None else f"{v:.3g}" + (f" (x{x:.2f})" if x is not None and row["#"] > 1 else "")
+    return text
+
+
+UNIT_CELLS = {key: Shown(unit_text(key), ((key, header), (f"{key}_factor", f"{name} x")))
+              for (key, header), (_, name, _, _) in zip(UNITS, HOST_UNITS)}
 
 
 PREDICTION_COLUMNS = [("server", "server"), ("run", "run"), ("measured_a", "#1 [µs/req]"),
@@ -67,7 +79,7 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     if fmt in ("json", "csv"):
         return "", record
     text = ("\nThe runs ran on different hosts; each host's unit costs (its host card: median of 7 batches, x: over "
-            "run #1's):\n\n" + render(rows, HOST_COLUMNS, fmt))
+            "run #1's):\n\n" + render(rows, HOST_COLUMNS, fmt, UNIT_CELLS))
     missing = [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]
     if missing:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rpcprof.analyze.breakdowns import round_numbers
 from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.analyze.paces import pace_categories, server_paces
 from rpcprof.rundir import profile_folded
 
@@ -32,7 +33,8 @@ def pace_ratio_lines(rows: list[dict]) -> list[str]:
     by_pair: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         by_pair.setdefault((r["pair"], r["pace_of"]), []).append(r)
-    return [f"{pair} within {who}'s " + "; ".join(f"{r['pace']} pace ({_rounds(r['rounds'])}): {r['text']}"
+    return [f"{pair} within {who}'s " + "; ".join(f"{r['pace']} pace ({_rounds(r['rounds'])}): "
+                                                  f"{RatioInterval.of(r['ratio']).text()}"
                                                   for r in rs) for (pair, who), rs in by_pair.items()]
 
 

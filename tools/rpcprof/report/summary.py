@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rpcprof.analyze.intervals import cv, figure_by_round, pilot_of, server_ratio
+from rpcprof.analyze.intervals import RatioInterval, cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, regime_flags
 from rpcprof.report.paces import pace_line, pace_ratio_lines
 from rpcprof.report.stall import describe
-from rpcprof.report.tables import render
+from rpcprof.report.tables import Shown, render
 from rpcprof.records import round_rows, rounds_asked
 from rpcprof.rundir import load_run
 from rpcprof.status import Status
@@ -140,16 +140,17 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "cv_req_per_cpu_s": cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None,
         })
         row = rows[-1]
-        spread = row["spread_req_per_cpu_s"]
-        row["spread_text"] = (f"{spread[0]:,.0f}-{spread[1]:,.0f} (CV {100 * row['cv_req_per_cpu_s']:.1f} %)"
-                              if spread and row["cv_req_per_cpu_s"] is not None else None)
+        spread, rsd = row["spread_req_per_cpu_s"], row["cv_req_per_cpu_s"]
+        row["req_per_cpu_s_min"], row["req_per_cpu_s_max"] = spread if spread else (None, None)
+        row["req_per_cpu_s_cv_pct"] = 100 * rsd if rsd is not None else None
     # ratios from adjacent pairs of the interleaved rounds, over the first measured server
     first = next((n for n in names if figures[n].get("req_per_cpu_s")), None)
     for row in rows:
         other = first and row["req_per_cpu_s"] and row["server"] != first
         interval = server_ratio(figures[first], figures[row["server"]], pilot=pilot) if other else None
         row["ratio_interval"] = interval.as_dict() if interval else None
-        row["ratio_text"] = interval.text() if interval else None
+        row["ratio"], row["ratio_low"], row["ratio_high"] = ((interval.ratio, interval.low, interval.high) if interval
+                                                             else (None, None, None))
         if interval:
             row["relative"] = interval.ratio
     for row in rows:
@@ -162,6 +163,27 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
 def ratio_text(ratio: float) -> str:
     """One decimal as seed 000 prints it, two below 1 so that a 0.04 does not read as 0.0."""
     return f"{ratio:.1f}" if ratio >= 1 else f"{ratio:.2f}"
+
+
+def interval_text(row: dict) -> str | None:
+    """`^54.7 [54.3-55.1]`: a row's ratio over the first server with its interval (None: no paired ratio)."""
+    i = row.get("ratio_interval")
+    return RatioInterval.of(i).text() if i else None
+
+
+def spread_text(row: dict) -> str | None:
+    """`103,459-104,880 (CV 0.5 %)`: the least and most req/s per CPU of a server's rounds, and their CV."""
+    if row.get("req_per_cpu_s_min") is None or row.get("req_per_cpu_s_cv_pct") is None:
+        return None
+    return f"{row['req_per_cpu_s_min']:,.0f}-{row['req_per_cpu_s_max']:,.0f} (CV {row['req_per_cpu_s_cv_pct']:.1f} %)"
+
+
+# the run table's cells of several figures; csv has each figure in a column of its own
+SPREAD_CELL = Shown(spread_text, (("req_per_cpu_s_min", "req/s per CPU min"), ("req_per_cpu_s_max", "req/s per CPU max"),
+                                   ("req_per_cpu_s_cv_pct", "req/s per CPU CV [%]")))
+RATIO_CELL = Shown(interval_text, (("ratio", "ratio"), ("ratio_low", "ratio low (95 % interval)"),
+                                   ("ratio_high", "ratio high (95 % interval)")))
+RUN_CELLS = {"spread_text": SPREAD_CELL, "ratio_text": RATIO_CELL}
 
 
 def significance(row: dict) -> str:
@@ -183,7 +205,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     base = measured[0] if measured else None
     lines = []
     for r in measured[1:]:                # the ratios need two servers; the flags below are each server's
-        text = r.get("ratio_text") or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
+        text = interval_text(r) or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
         lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
         if r.get("stalled"):        # its other flags describe the burst and the silence
@@ -260,13 +282,13 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
     columns = run_columns(latency)
-    if any(r.get("spread_text") for r in rows):
+    if any(spread_text(r) for r in rows):
         at = [k for k, _ in columns].index("req_per_cpu_s") + 1
         columns = columns[:at] + [("spread_text", f"min-max of {p_rounds(manifest)}")] + columns[at:]
     if any((r.get("ratio_interval") or {}).get("low") for r in rows):
         at = [k for k, _ in columns].index("relative") + 1
         columns = columns[:at] + [("ratio_text", "ratio [95 % interval]")] + columns[at:]
-    text = render(rows, columns, fmt)
+    text = render(rows, columns, fmt, RUN_CELLS)
     if fmt in ("table", "markdown"):
         p = manifest["parameters"]
         head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "

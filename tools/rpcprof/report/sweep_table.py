@@ -12,7 +12,7 @@ from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.report.compare import first_profiles
-from rpcprof.report.summary import ratio_text, run_rows
+from rpcprof.report.summary import RATIO_CELL, SPREAD_CELL, ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep
 
@@ -53,6 +53,7 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         for r in base_rows:
             m = metrics.get(r["server"], {})
             row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,
+                   "ratio_low": (interval or {}).get("low"), "ratio_high": (interval or {}).get("high"),
                    "cell_interval": interval}
             b = breakdowns.get(r["server"])
             for c in categories(rules):
@@ -70,10 +71,10 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
     rows = sweep_rows(sweep_dir, rules)
     if fmt == "json":
         return json.dumps(rows, indent=2, sort_keys=True, default=str) + "\n"
-    if fmt == "csv":
-        cols = [("connections", "C"), ("streams", "S"), ("ratio", "ratio")] + sweep_columns(rules)
-        return render(rows, cols, "csv")
-    table = render(rows, sweep_columns(rules), "table").splitlines()
+    if fmt == "csv":        # the cell's ratio (second server over first) with its interval, on each of its rows
+        cols = [("connections", "C"), ("streams", "S"), *RATIO_CELL.parts] + sweep_columns(rules)
+        return render(rows, cols, "csv", {"spread_text": SPREAD_CELL})
+    table = render(rows, sweep_columns(rules), "table", {"spread_text": SPREAD_CELL}).splitlines()
     header, rule, body = table[0], table[1], table[2:]
     width = len(rule)
     manifest, _ = load_sweep(sweep_dir)

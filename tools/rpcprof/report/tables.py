@@ -3,6 +3,10 @@
 Columns are (key, header) pairs; headers carry units. Text columns align left, numbers right. Names
 from profiles and run files go through report/text.py's sink for the format (terminal escapes, markdown
 cells, csv fields); json escapes them itself.
+
+Rows hold figures, never text made of them: where the table shows several figures in one cell
+(`^54.7 [54.3-55.1]`), a Shown column makes that cell for table and markdown, and csv gets the figures in
+columns of their own, as json has them as keys of the row.
 """
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import csv
 import io
 import json
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 from rpcprof.report.text import csv_field, markdown_cell, terminal
 
@@ -34,22 +40,35 @@ def cell(value) -> str:
     return str(value)
 
 
-def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table") -> str:
-    """Rows rendered in fmt; json keeps every key of every row, the others show the columns."""
+@dataclass(frozen=True)
+class Shown:
+    """A table cell made of several figures of a row: text(row) in table and markdown (None: `-`); in csv,
+    the figures' own columns (key, header)."""
+    text: Callable[[dict], str | None]
+    parts: tuple[tuple[str, str], ...]
+
+
+def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table",
+           shown: dict[str, Shown] | None = None) -> str:
+    """Rows rendered in fmt; json keeps every key of every row, the others show the columns. shown: the
+    columns (by key) that table and markdown show as one cell made of several figures."""
+    shown = shown or {}
     if fmt == "json":
         return json.dumps(rows, indent=2, sort_keys=True, default=str) + "\n"
     if fmt == "csv":
+        columns = [c for k, h in columns for c in (shown[k].parts if k in shown else [(k, h)])]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow([csv_field(h) for _, h in columns])
         for r in rows:
             w.writerow(["" if r.get(k) is None else csv_field(r.get(k)) for k, _ in columns])
         return buf.getvalue()
+    values = [[shown[k].text(r) if k in shown else r.get(k) for k, _ in columns] for r in rows]
     sink = markdown_cell if fmt == "markdown" else terminal
-    cells = [[sink(cell(r.get(k))) for k, _ in columns] for r in rows]
+    cells = [[sink(cell(v)) for v in vs] for vs in values]
     heads = [sink(h) for _, h in columns]
-    numeric = [all(isinstance(r.get(k), (int, float)) and not isinstance(r.get(k), bool) or r.get(k) is None
-                   for r in rows) for k, _ in columns]
+    numeric = [all(isinstance(vs[i], (int, float)) and not isinstance(vs[i], bool) or vs[i] is None for vs in values)
+               for i in range(len(columns))]
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |",
                  "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]

@@ -12,7 +12,7 @@ Every sink takes them through one function here instead of escaping on its own:
     xml_chars(s)       what XML 1.0 forbids replaced by U+FFFD (lines=True: every control character,
                        bidirectional ones included)
     xml(s), html(s)    xml_chars then escaped for an SVG or HTML text node or attribute
-    plot_label(s)      a matplotlib label: one line of XML-safe text, `$` not read as mathtext
+    plot_label(s)      a matplotlib label: XML-safe text, line breaks kept, `$` not read as mathtext
 """
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ def html(s) -> str:
 
 
 def plot_label(s) -> str:
-    """s as a matplotlib text (breakdown.svg): XML-safe on one line, and `$` escaped, which matplotlib
-    would otherwise parse as mathtext (and fail on, or draw as a formula)."""
-    return xml_chars(s, lines=True).replace("$", "\\$")
+    """s as a matplotlib text (breakdown.svg, timeline.svg): XML-safe, its line breaks kept as line breaks
+    (matplotlib draws each line; every other control character is replaced), and `$` escaped, which
+    matplotlib would otherwise parse as mathtext (and fail on, or draw as a formula)."""
+    return "\n".join(xml_chars(line, lines=True) for line in str(s).split("\n")).replace("$", "\\$")
