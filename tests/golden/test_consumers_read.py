@@ -25,9 +25,9 @@ import pytest
 from click.testing import CliRunner
 
 from rpcprof.analyze.categorize import load_rules, open_folded
-from rpcprof.analyze.per_request import weight_unit
 from rpcprof.analyze.rules import normalize_frame
 from rpcprof.cli.report import main as report_main
+from rpcprof.folded import weight_unit
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

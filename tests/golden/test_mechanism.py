@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.mechanism import differs, kernel_figures
-from rpcprof.analyze.mechanism import explain_gap as explain_with
+from rpcprof.report.mechanism import explain_gap as explain_with
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.cli.report import main
 from rpcprof.rundir import load_run

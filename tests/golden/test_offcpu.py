@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from rpcprof.analyze.categorize import load_rules, open_folded
-from rpcprof.analyze.waits import contention_verdict, socket_figures, stall_verdict, wait_rows
+from rpcprof.analyze.waits import socket_figures
 from rpcprof.capture.offcpu import RUNNABLE_FRAME, collapse_weighted, weigh_switches
+from rpcprof.report.waits import contention_verdict, stall_verdict, wait_rows
 from rpcprof.rundir import count_path
 
 DATA = Path(__file__).parents[1] / "data" / "offcpu"
@@ -134,7 +135,8 @@ def test_no_socket_sample_gives_no_verdict():
 def test_a_thread_asleep_the_whole_window_is_named_with_where_it_sleeps(tmp_path):
     """A process whose acceptor thread blocks in accept() while its main thread works: only the acceptor
     is asleep the whole window, named with the kernel function it sleeps in."""
-    from rpcprof.analyze.waits import asleep_text, asleep_whole_window
+    from rpcprof.analyze.waits import asleep_whole_window
+    from rpcprof.report.waits import asleep_text
     from rpcprof.measure.threads import thread_snapshot
     child = subprocess.Popen([sys.executable, "-c", ACCEPTOR], stdout=subprocess.PIPE, text=True)
     try:

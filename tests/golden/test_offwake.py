@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from rpcprof.analyze.categorize import load_rules, open_folded
-from rpcprof.analyze.wakers import split_wake, waker_rows, wakers_text
+from rpcprof.analyze.wakers import split_wake, waker_rows
 from rpcprof.capture.offcpu import collapse_weighted, pair_wakes, weigh_switches
 from rpcprof.folded import WAKE_SEPARATOR
+from rpcprof.report.waits import wakers_text
 
 pytestmark = pytest.mark.fast
 

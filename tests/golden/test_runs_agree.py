@@ -119,8 +119,7 @@ def copy_run(src, runs, name=None, **changes):
 
 @pytest.mark.slow
 def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(tmp_path):
-    from rpcprof.analyze.agreement import earlier_runs
-    from rpcprof.report.agreement import earlier_lines
+    from rpcprof.report.agreement import earlier_lines, earlier_runs
     first, second, third = (copy_run(d, tmp_path) for d in TODAY)
     # the same run but for one thing each, all started before the third: none is its peer
     other_load = copy_run(TODAY[1], tmp_path, "20261125-172200-other-load", **{"parameters.streams": 100})

@@ -1,11 +1,13 @@
-"""analyze/indirect.py: the slope with its interval, the record, and the figures made from it."""
+"""analyze/indirect.py: the slope with its interval, the record, and the figures made from it (the gap's
+sentence: report/indirect.py)."""
 import json
 
 import pytest
 
-from rpcprof.analyze.indirect import (IndirectCost, Slope, expected_ruler_ratio, gap_sentence, load_indirect,
-                                      ruler_expectation, slope_interval, user_cost)
+from rpcprof.analyze.indirect import (IndirectCost, Slope, expected_ruler_ratio, load_indirect, ruler_expectation,
+                                      slope_interval, user_cost)
 from rpcprof.errors import UserError
+from rpcprof.report.indirect import gap_sentence
 
 
 def cost(user=(0.9, 0.5, 1.3), ruler=(0.02, 0.01, 0.03)):

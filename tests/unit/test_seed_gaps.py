@@ -10,6 +10,7 @@ from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import categorize, load_rules
 from rpcprof.documents.seed_figures import SEED_RATIO_QUOTED, SEED_RUN
 from rpcprof.documents.seed_gaps import GAP, gap_rows
+from rpcprof.report.compare import round_profiles
 from rpcprof.rundir import load_run
 
 RUN = Path(__file__).resolve().parents[2] / "docs" / "data" / "20261124-074115-seed-001"
@@ -19,7 +20,8 @@ RUN = Path(__file__).resolve().parents[2] / "docs" / "data" / "20261124-074115-s
 def rows():
     rules = load_rules()
     manifest, metrics = load_run(RUN)
-    sends = {s: categorize(every_round(RUN, s, metrics[s]), rules).share("send") for s in ("rust_tonic_mt", "rust_pajamax")}
+    sends = {s: categorize(every_round(round_profiles(RUN, s, metrics[s])), rules).share("send")
+             for s in ("rust_tonic_mt", "rust_pajamax")}
     return gap_rows(RUN, rules, metrics, manifest, "rust_tonic_mt", "rust_pajamax", sends)
 
 

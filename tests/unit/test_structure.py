@@ -15,7 +15,9 @@ one owner of the run folder on disk.
     rundir.py  the run folder: written and read there only
 The three rooms of the reading side hold one arrow, analyze <- report <- documents: analyze imports
 neither report nor documents, report never imports documents, documents may import both; report holds
-no module that only computes (its figures belong in analyze/), and analyze/ draws nothing.
+no module that only computes (its figures belong in analyze/), and analyze/ draws nothing, reads no run
+folder (its caller does, through rundir.py) and writes no prose: it returns figures in typed records, and
+every sentence is made in report/.
 Below every layer, importing none: folded.py (the folded-file reader) and pprof_in.py (pprof's), syscall_families.py,
 profiler_names.py, status.py (the one vocabulary of statuses), records.py (a run folder's typed records), progress.py
 (the one logger), errors.py and paths.py. Each constant is defined in one module.
@@ -100,6 +102,112 @@ def test_the_analysis_draws_nothing():
         plots += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
                   and n.module.split(".")[0] == "matplotlib"]
         assert not renders and not plots, f"{path.relative_to(PKG)} draws ({renders + plots}): put it in report/"
+
+
+def test_the_analysis_reads_no_run_folder():
+    """analyze/ is handed what a run folder holds: its caller (report/, documents/, jobs/ or cli/) reads the
+    folder through rundir.py and gives analyze the records and files; no module of analyze/ imports rundir."""
+    bad = {str(path.relative_to(PKG)): sorted(m for m in imports_of(path) if m.split(".")[:2] == ["rpcprof", "rundir"])
+           for path in sorted((PKG / "analyze").glob("*.py"))}
+    bad = {module: names for module, names in bad.items() if names}
+    assert not bad, f"analyze/ reads run folders: {bad}: read the run folder in its caller and hand analyze the data"
+
+
+# prose: a text of PROSE_WORDS words or more, or with a sentence's punctuation between a word (or a value) and
+# the next word ("idle, with", "{}. The"); a word is two letters or more and nothing else (an apostrophe or a
+# hyphen inside), so keys (cpu_us_per_req), paths, regexes, units (µs/req) and names in capitals (CPU,
+# NAGLE/DELAYED-ACK) are not words
+PROSE_WORDS = 5
+WORD = re.compile(r"[A-Za-z][a-z]+(?:['-][a-z]+)*")
+BETWEEN_WORDS = re.compile(r"(?:\b[a-z]{2,}|})[.,;:] +[A-Za-z][a-z]+\b")
+# words analyze/ may keep, each a name a record keeps or an error's message, by module and definition
+WORDS_ALLOWED = {
+    "analyze/rules_file.py": {"FIX",               # the hint of every categorize.yaml error
+                              "_rule",             # where a rule's regex is, for its errors
+                              "check_examples",    # check-rules' problems with a rule's examples: errors
+                              "problems_line"},    # ... in one error line
+    "analyze/wakers.py": {"WAKE_PATHS"},           # the names of the wake-up paths, keys of the record
+    "analyze/stall.py": {"Mechanism"},             # a stall's mechanism, by the name metrics.json keeps
+    "analyze/paces.py": {"Paces.as_dict"},         # the name of the paces' test, a field of the JSON record
+}
+
+
+def is_prose(text: str) -> bool:
+    words = [w for w in (t.strip("()[]`'\".,;:!?") for t in text.split()) if WORD.fullmatch(w)]
+    return len(words) >= PROSE_WORDS or bool(BETWEEN_WORDS.search(text))
+
+
+def prose_of(source: str, allowed: set[str] = frozenset()) -> list[str]:
+    """`line N (where): text` of each text in source that is prose, outside docstrings, error messages (a
+    raise or assert, or a call of ...Error or _fail) and the definitions allowed (a module-level name, a
+    function, or Class.method). An f-string is read with {} for each value."""
+    found = []
+
+    def text_of(node) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        return None
+
+    def visit(node, where: str, exempt: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            where = f"{where}.{node.name}" if where else node.name
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and text_of(body[0].value) is not None:
+                body = body[1:]                                          # the docstring
+            for child in [*node.decorator_list, *body]:
+                visit(child, where, exempt or where in allowed)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and not where:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            where = next((t.id for t in targets if isinstance(t, ast.Name)), "")
+        exempt = (exempt or where in allowed or isinstance(node, (ast.Raise, ast.Assert))
+                  or isinstance(node, ast.Call) and re.search(r"(Error|_fail)$", ast.unparse(node.func)) is not None)
+        text = text_of(node)
+        if text is not None and not exempt and is_prose(text):
+            found.append(f"line {node.lineno} ({where or 'module'}): {text[:90]!r}")
+        # an f-string is read whole above: below it, only the expressions of its values
+        children = ([v.value for v in node.values if isinstance(v, ast.FormattedValue)]
+                    if isinstance(node, ast.JoinedStr) else ast.iter_child_nodes(node))
+        for child in children:
+            visit(child, where, exempt)
+
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and text_of(body[0].value) is not None:
+        body = body[1:]                                                  # the module's docstring
+    for node in body:
+        visit(node, "", False)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in (PKG / "analyze").glob("*.py")))
+def test_the_analysis_writes_no_prose(module):
+    """analyze/ returns figures in typed records (which branch holds as an Enum or a bool, never a test of its
+    own words); every sentence a report prints is made in report/ from them."""
+    found = prose_of((PKG / "analyze" / module).read_text(), WORDS_ALLOWED.get(f"analyze/{module}", set()))
+    assert not found, f"analyze/{module} writes prose: {found}: return the figures and say them in report/"
+
+
+def test_the_words_allowed_are_still_there():
+    """Each definition WORDS_ALLOWED names is in its module (a name that went leaves the list)."""
+    def names(module: str) -> set[str]:
+        classes = [n for n in module_definitions()[module].values() if isinstance(n, ast.ClassDef)]
+        return set(module_definitions()[module]) | {f"{c.name}.{f.name}" for c in classes for f in c.body
+                                                    if isinstance(f, ast.FunctionDef)}
+    gone = {m: sorted(allowed - names(m)) for m, allowed in WORDS_ALLOWED.items() if allowed - names(m)}
+    assert not gone, f"WORDS_ALLOWED names what its module no longer defines: {gone}"
+
+
+def test_the_prose_check_tells_a_sentence_from_a_label():
+    sentence = 'def gap(a, b, d):\n    return f"{b} needs {d:.2f} CPU µs per request less than {a}."\n'
+    clause = 'def stalled(s):\n    return f"answered {s}, then idle"\n'
+    nested = 'def word(d):\n    return f"{d:.2f} {\'less than the server that writes\' if d < 0 else \'more\'}"\n'
+    figures = ('KEYS = {"writes_per_req": "syscalls.writes_per_req", "flag": "PROFILE-REGIME: req/s {} %"}\n'
+               'def f(x):\n    """A docstring of many words, as long as it likes."""\n'
+               '    raise ValueError(f"{x}: not a count per request: measure the run again")\n')
+    assert prose_of(sentence) and prose_of(clause) and prose_of(nested) and not prose_of(figures)
+    assert not prose_of(sentence, {"gap"})
 
 
 def test_measure_is_below_capture():

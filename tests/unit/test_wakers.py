@@ -40,7 +40,7 @@ def test_a_syscall_whose_wrapper_was_inlined_is_named_from_the_frame_after_the_e
 
 
 def test_a_waker_with_a_sliver_of_the_time_is_not_printed_as_0_percent():
-    from rpcprof.analyze.wakers import wakers_text
+    from rpcprof.report.waits import wakers_text
     row = {"us": 1000, "wakers": [{"waker": "a: x", "us": 996, "share_pct": 99.6},
                                   {"waker": "b: y", "us": 4, "share_pct": 0.4}]}
     assert wakers_text("idle-poll", row) == "idle-poll: woken by a: x 100 %, b: y <1 %"

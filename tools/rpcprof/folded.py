@@ -1,6 +1,7 @@
 """Folded stacks (`frame;frame;... COUNT` lines), as inferno and py-spy write them: read here for every
 layer that needs them (folding checks a py-spy file, the analysis categorises them). A pprof profile is
-read by rpcprof.pprof_in into the same stacks.
+read by rpcprof.pprof_in into the same stacks. What a file's weights are (weight_unit) its header says for
+pprof, the profile record beside it in a run folder (rpcprof.rundir) for perf's.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from rpcprof.errors import UserError
-from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.pprof_in import is_pprof, read_pprof, sample_type_of
+from rpcprof.rundir import read_profile
 
 WAKE_SEPARATOR = "--"     # between the waker's stack and the sleeper's in a wake-up stack (as bcc's offwaketime)
 
@@ -83,3 +85,17 @@ def sample_weight(stacks: list[tuple[list[str], int]]) -> int:
     """The weight of one sample: the gcd of the weights (perf's period, as inferno-collapse-perf weighted
     the stacks; 1 for counts)."""
     return reduce(math.gcd, (w for _, w in stacks), 0) or 1
+
+
+def weight_unit(folded: Path | str) -> tuple[str, str]:
+    """(sample type, unit) of a folded file's weights: ("cpu", "nanoseconds") for perf, else ("samples", "count");
+    for a pprof profile, the sample type its weights were read as."""
+    if is_pprof(folded):
+        return sample_type_of(folded)
+    try:
+        prof = read_profile(Path(folded).parent)
+    except UserError:
+        prof = {}
+    if prof.get("profiler") == "perf" or "period in ns" in str(prof.get("weight", "")):
+        return "cpu", "nanoseconds"
+    return "samples", "count"

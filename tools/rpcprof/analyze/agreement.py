@@ -20,8 +20,8 @@ intervals hold each other's ratios all six ways only about 61 % of the time, and
 the next run's ratio about 88 % of the time (normal log noise, 5 pairs each; tests/unit/test_agreement.py
 simulates it): a run's interval is for the ratio, not for the next run's estimate.
 
-runs_agreement reads runs of one setup from their folders into these figures, pair by pair; earlier_runs
-finds the runs a new one is set beside (report/agreement.py writes both).
+setup_agreement makes these figures of runs of one setup, pair by pair; earlier_peers chooses the runs a new one is
+set beside (report/agreement.py reads the runs from their folders, and writes both).
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Iterable
 
 from rpcprof.analyze.intervals import RatioInterval, log_ratios, pilot_of, server_ratio, t975
 from rpcprof.errors import UserError
-from rpcprof.rundir import load_manifest, load_run
 from rpcprof.status import Status
 
 
@@ -102,7 +102,7 @@ def agreement(runs: list[RunRatio]) -> Agreement:
                      None if runs_var is None else math.sqrt(runs_var), between, over, next_run)
 
 
-# --- runs of one setup, read from their folders ---------------------------------------------------
+# --- runs of one setup ----------------------------------------------------------------------------
 
 # what makes two runs one setup: the same load on the same CPUs for the same windows
 SETUP = ("scenario", "driver", "connections", "streams", "duration", "warmup", "server_cpus", "load_cpus", "params",
@@ -120,20 +120,19 @@ def _ok(metrics: dict, server: str) -> dict | None:
     return m if m.get("status") == Status.OK and m.get("req_per_cpu_s") else None
 
 
-def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
+def setup_agreement(loaded: list[tuple[str, dict, dict]]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
     """(the setup's parameters, {"B vs A": Agreement}, {run: when it started}) for every server measured
-    in every run, over the first server of the first run. UserError when the runs are not of one setup or
-    share no pair."""
-    if len(run_dirs) < 2:
+    in every run ((its folder's name, manifest, metrics) each), over the first server of the first run.
+    UserError when fewer than two runs are given, the runs are not of one setup or share no pair."""
+    if len(loaded) < 2:
         raise UserError("runs: give two run folders or more (of one setup: same servers, load and windows)")
-    loaded = [(Path(d), *load_run(d)) for d in run_dirs]
-    first_dir, first, _ = loaded[0]
+    first_name, first, _ = loaded[0]
     p0 = first["parameters"]
-    for d, manifest, _ in loaded[1:]:
+    for name, manifest, _ in loaded[1:]:
         p = manifest["parameters"]
         for key in SETUP:
             if setup_value(p, key) != setup_value(p0, key):
-                raise UserError(f"runs: {d.name} differs from {first_dir.name} in {key} ({setup_value(p, key)!r} "
+                raise UserError(f"runs: {name} differs from {first_name} in {key} ({setup_value(p, key)!r} "
                                 f"against {setup_value(p0, key)!r}): compare runs of one setup")
     servers = [s for s in p0["servers"] if all(_ok(metrics, s) for _, _, metrics in loaded)]
     if len(servers) < 2:
@@ -142,15 +141,15 @@ def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], di
     out = {}
     for other in servers[1:]:
         ratios = []
-        for d, manifest, metrics in loaded:
+        for name, manifest, metrics in loaded:
             a, b = _ok(metrics, base), _ok(metrics, other)
             interval = server_ratio(a, b, pilot=pilot_of(manifest["parameters"]))
             if interval is None:
-                raise UserError(f"runs: {d.name} has no paired rounds of {base} and {other} (made before rounds): "
+                raise UserError(f"runs: {name} has no paired rounds of {base} and {other} (made before rounds): "
                                 "compare runs made with --rounds")
-            ratios.append(RunRatio(d.name, interval, log_ratios(a, b)))
+            ratios.append(RunRatio(name, interval, log_ratios(a, b)))
         out[f"{other} vs {base}"] = agreement(ratios)
-    started = {d.name: manifest.get("started") for d, manifest, _ in loaded}
+    started = {name: manifest.get("started") for name, manifest, _ in loaded}
     return {**{k: setup_value(p0, k) for k in SETUP}, "servers": servers}, out, started
 
 
@@ -167,21 +166,16 @@ def _same_bench(a: dict, b: dict) -> bool:
             and a.get("git") == b.get("git") and a.get("mode") == b.get("mode") == "run")
 
 
-def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
-    """The complete runs in runs_base of the same setup, servers, machine and code as run_dir, started in
-    the EARLIER_HOURS before it, the latest EARLIER_MAX, oldest first."""
-    this = load_manifest(run_dir)
+def earlier_peers(this: dict, candidates: Iterable[tuple[Path, dict | None]]) -> list[Path]:
+    """Of candidates ((folder, its manifest or None where it could not be read), the latest first), the complete
+    runs of the same setup, servers, machine and code as this (a run's manifest), started in the EARLIER_HOURS
+    before it, the latest EARLIER_MAX, oldest first. Candidates are read no further than needed."""
     start = datetime.fromisoformat(this["started"])
-    base = Path(runs_base)
-    # folder names begin with their start time: the latest first
-    candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
-        if base.is_dir() else []
     found = []
-    for d in candidates:
+    for d, m in candidates:
         try:
-            m = load_manifest(d)
             started = datetime.fromisoformat(m["started"])
-        except (UserError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             continue                    # not a run folder, or one a reader cannot use: not this run's peer
         if start - started > timedelta(hours=EARLIER_HOURS):
             break

@@ -8,7 +8,8 @@ has a slope of its own, kept apart. This machine kind has no PMU, so the cause (
 predictors evicted by the kernel's path) is inferred from where the time went, not counted.
 
 The record it writes (docs/data/indirect-syscall-cost.json, docs/data/README.md says how it was made)
-is read here by `load_indirect`, and used by the mechanism sentences, the ruler check and the what-if.
+is read here by `load_indirect`, and used by the mechanism (the user code the extra writes slow,
+slowed_by_writes), the ruler check and the what-if; report/indirect.py says them.
 """
 from __future__ import annotations
 
@@ -120,22 +121,26 @@ def expected_ruler_ratio(cost: IndirectCost, base_ruler_us: float, syscalls_base
     return out[1], out[0], out[2]
 
 
-def summary_line(cost: IndirectCost) -> str:
-    """One line: the figure with its interval, and what it rests on."""
-    return (f"user code slowed by a syscall: {cost.user.slope:.2f} µs/req per extra syscall per request "
-            f"[{cost.user.low:.2f} to {cost.user.high:.2f}], from {cost.user.n} windows of the calibration server "
-            f"({cost.source}; the cause, caches and predictors evicted, is inferred: no PMU counts it here)")
+@dataclass(frozen=True)
+class SlowedWrites:
+    """The user code slowed by the write syscalls one server makes more than the other: the extra writes per
+    request times the indirect cost per syscall (report/indirect.py says it)."""
+    more: str                          # the server that writes more
+    less: str
+    extra: float                       # its write syscalls per request more
+    us: float                          # µs/req of user code slowed, with its 95 % interval
+    low: float
+    high: float
+    per_syscall: float                 # the indirect cost: µs/req per extra syscall per request
 
 
-def gap_sentence(cost: IndirectCost, writes_base: float, writes_other: float, base: str, other: str) -> str:
-    """' Of the gap, ~X µs/req is user code slowed by the extra writes (...)': the write syscalls per
-    request one server makes more than the other, times the indirect cost per syscall."""
+def slowed_by_writes(cost: IndirectCost, writes_base: float, writes_other: float, base: str,
+                     other: str) -> SlowedWrites:
+    """The write syscalls per request one server makes more than the other, times the indirect cost per syscall."""
     more, less = (base, other) if writes_base > writes_other else (other, base)
     d = abs(writes_base - writes_other)
     x, lo, hi = user_cost(cost, d)
-    return (f" Of the gap, ~{x:.2f} µs/req [{lo:.2f}-{hi:.2f}] is user code in {more} slowed by the extra writes "
-            f"({d:.2f} more write syscalls/req than {less} × {cost.user.slope:.2f} µs each, measured on the "
-            "calibration server; caches and predictors evicted: inferred, not counted, no PMU here).")
+    return SlowedWrites(more, less, d, x, lo, hi, cost.user.slope)
 
 
 def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float | None,
@@ -156,19 +161,7 @@ def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float 
     return out
 
 
-def ruler_verdict(row: dict, base: dict, sc_base: float, sc_other: float, cost: IndirectCost) -> str:
-    """The verdict of a ruler check that has an expected ratio (ruler_expectation): DISAGREE only when the
-    measured interval misses the expected one, and then how much of the ruler's own difference the
-    syscalls explain."""
-    why = (f"expected ^{row['expected_ratio']:.2f} [{row['expected_low']:.2f}-{row['expected_high']:.2f}] from the "
-           f"syscalls per request ({row['server']} {sc_other:.2f}, {base['server']} {sc_base:.2f}) and the ruler's "
-           f"{cost.ruler.slope:.3f} µs/req per syscall on the calibration server")
-    if row["agrees"]:
-        return "agree within the sampling error; " + why
-    if row["expected_agrees"]:
-        return "agree with the " + why + ": the ruler's extra cost is the syscalls' indirect cost"
-    a, b = base["us_per_req"], row["us_per_req"]
-    err = 2 * math.hypot(base["us_per_req_err"], row["us_per_req_err"])
-    return (f"DISAGREE beyond the sampling error and the {why}: the same work costs {a:.3f} µs/req in "
-            f"{base['server']} and {b:.3f} in {row['server']} (±{err:.3f}), of which the syscalls explain "
-            f"{abs(cost.ruler.slope * (sc_other - sc_base)):.3f} µs/req")
+def syscalls_explain(cost: IndirectCost, sc_base: float, sc_other: float) -> float:
+    """µs/req of the ruler's own difference that the syscalls per request explain (the ruler's slope × their
+    difference), where a ruler check disagrees."""
+    return abs(cost.ruler.slope * (sc_other - sc_base))

@@ -2,9 +2,10 @@
 
 Input, per server: CPU µs per request by level-2 group (the profile's shares × the unprofiled CPU per
 request, as `report.py compare --level 2` shows them) and the kernel's per-request figures of the syscall
-window (result.json `syscalls`). Output: one finding per category that carries the difference, largest
-first, each a sentence and the figures it was made from (server, key in result.json, value), so that
-every number in the sentence can be looked up in the run folder. Nothing here knows a server by name.
+window (result.json `syscalls`). Output: a Gap, one Finding per category that carries the difference,
+largest first, each with the figures it was made from (server, key in result.json, value) and which of them
+differ, so that every number report/mechanism.py says can be looked up in the run folder. Nothing here
+knows a server by name.
 
 Which kernel figures speak for which category:
     send     write-family syscalls per request, bytes per write, CPU per write
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rpcprof.analyze.indirect import gap_sentence
+from rpcprof.analyze.indirect import IndirectCost, SlowedWrites, slowed_by_writes
 from rpcprof.analyze.rules_file import Groups
 from rpcprof.syscall_families import READS, WAITS, WRITES
 
@@ -29,9 +30,37 @@ MIN_US = 0.05             # a category's difference below this (µs/req) is not 
 
 @dataclass
 class Figure:
-    label: str            # words for the sentence
     key: str              # where it is in result.json
     value: float | None
+
+
+@dataclass(frozen=True)
+class Writes:
+    """How one server writes: write syscalls per request, requests per write (None where not known) and
+    bytes per write (None where not recorded)."""
+    per_req: float
+    req_per_write: float | None
+    bytes_per_write: float | None
+
+
+@dataclass(frozen=True)
+class Send:
+    """The mechanism of the writes' category: both servers' writes; where their counts differ (differ), the
+    user code the extra writes slow (with the indirect cost); where they do not, the send CPU µs per write
+    of each (where both write)."""
+    a: Writes
+    b: Writes
+    differ: bool
+    us_per_write: tuple[float, float] | None = None
+    slowed: SlowedWrites | None = None
+
+
+@dataclass(frozen=True)
+class Differing:
+    """A kernel figure (a name of kernel_figures) that differs by FACTOR or more between the two servers."""
+    name: str
+    a: float
+    b: float
 
 
 @dataclass
@@ -39,12 +68,27 @@ class Finding:
     category: str
     delta_us: float                   # other − base, µs per request
     share_of_gap: float               # of the total difference, signed fraction
-    text: str
+    a_us: float                       # the category's µs per request in base and in other
+    b_us: float
+    with_share: bool                  # the gap is large enough against the categories' movement to give a share
+    subs: list[tuple[str, float]] = field(default_factory=list)   # sub-categories that moved (3 at most), largest first
+    send: Send | None = None          # the writes' category, where both servers' write counts are known
+    differing: list[Differing] = field(default_factory=list)      # the kernel figures behind another category
     sources: list[dict] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
-        return {"category": self.category, "delta_us": self.delta_us, "share_of_gap": self.share_of_gap,
-                "text": self.text, "sources": self.sources}
+
+@dataclass
+class Gap:
+    """Where other's CPU per request differs from base's: the totals and the findings, largest first."""
+    base: str
+    other: str
+    total_a: float
+    total_b: float
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float:
+        return self.total_b - self.total_a
 
 
 def _get(record: dict, dotted: str):
@@ -69,48 +113,43 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
 
     def summed(names, key):
         present = [n for n in names if n in by]
-        return Figure("", key, sum((by[n] for n in present), 0.0) if by else None)
+        return Figure(key, sum((by[n] for n in present), 0.0) if by else None)
 
     figures = {
-        "writes_per_req": Figure("write syscalls per request", "syscalls.writes_per_req", sc.get("writes_per_req")),
-        "bytes_per_write": Figure("bytes per write", "syscalls.bytes_per_write", sc.get("bytes_per_write")),
-        "req_per_write": Figure("requests per write", "syscalls.req_per_write", sc.get("req_per_write")),
-        "reads_per_req": Figure("read syscalls per request", "syscalls.reads_per_req", sc.get("reads_per_req")),
-        "bytes_per_read": Figure("bytes per read", "syscalls.bytes_per_read", sc.get("bytes_per_read")),
-        "eagain_reads_per_req": Figure("reads that found nothing (EAGAIN) per request",
-                                       "syscalls.eagain_reads_per_req", sc.get("eagain_reads_per_req")),
+        "writes_per_req": Figure("syscalls.writes_per_req", sc.get("writes_per_req")),
+        "bytes_per_write": Figure("syscalls.bytes_per_write", sc.get("bytes_per_write")),
+        "req_per_write": Figure("syscalls.req_per_write", sc.get("req_per_write")),
+        "reads_per_req": Figure("syscalls.reads_per_req", sc.get("reads_per_req")),
+        "bytes_per_read": Figure("syscalls.bytes_per_read", sc.get("bytes_per_read")),
+        "eagain_reads_per_req": Figure("syscalls.eagain_reads_per_req", sc.get("eagain_reads_per_req")),
         "waits_per_req": summed(WAITS, "syscalls.by_syscall_per_req.epoll_wait"),
-        "futex_per_req": Figure("futex calls per request", "syscalls.by_syscall_per_req.futex",
-                                by.get("futex", 0.0) if by else None),
-        "switches_per_req": Figure("context switches per request", "syscalls.events_per_req.context_switches",
+        "futex_per_req": Figure("syscalls.by_syscall_per_req.futex", by.get("futex", 0.0) if by else None),
+        "switches_per_req": Figure("syscalls.events_per_req.context_switches",
                                    _get(sc, "events_per_req.context_switches")),
-        "wakeups_per_req": Figure("wake-ups issued per request", "syscalls.events_per_req.wakeups_issued",
-                                  _get(sc, "events_per_req.wakeups_issued")),
+        "wakeups_per_req": Figure("syscalls.events_per_req.wakeups_issued", _get(sc, "events_per_req.wakeups_issued")),
     }
-    figures["waits_per_req"].label = "epoll waits per request"
     if figures["writes_per_req"].value is None and by:
         figures["writes_per_req"] = summed(WRITES, "syscalls.by_syscall_per_req.(write family)")
-        figures["writes_per_req"].label = "write syscalls per request"
     if figures["reads_per_req"].value is None and by:
         figures["reads_per_req"] = summed(READS, "syscalls.by_syscall_per_req.(read family)")
-        figures["reads_per_req"].label = "read syscalls per request"
     if figures["req_per_write"].value is None and figures["writes_per_req"].value:
         figures["req_per_write"].value = 1 / figures["writes_per_req"].value
         figures["req_per_write"].key = "1 / syscalls.writes_per_req"
     return figures
 
 
-EXTRA_FIGURES = (("involuntary_per_req", "involuntary context switches per request", "events_per_req.involuntary_switches"),
-                 ("page_faults_per_req", "page faults per request", "events_per_req.page_faults"),
-                 ("syscalls_per_req", "syscalls per request", "per_req"),
-                 ("named_per_req", "request-path syscalls per request (those counted by name)", "named_per_req"))
+# the figures of kernel_table beside kernel_figures': name, key in the syscall record
+EXTRA_FIGURES = (("involuntary_per_req", "events_per_req.involuntary_switches"),
+                 ("page_faults_per_req", "events_per_req.page_faults"),
+                 ("syscalls_per_req", "per_req"),
+                 ("named_per_req", "named_per_req"))
 
 
 def kernel_table(syscalls: dict | None) -> dict[str, Figure]:
     """Every per-request kernel figure of the syscall window, for tables: kernel_figures and a few more."""
     figures = kernel_figures(syscalls)
-    for name, label, key in EXTRA_FIGURES:
-        figures[name] = Figure(label, f"syscalls.{key}", _get(syscalls or {}, key))
+    for name, key in EXTRA_FIGURES:
+        figures[name] = Figure(f"syscalls.{key}", _get(syscalls or {}, key))
     return figures
 
 
@@ -122,54 +161,29 @@ def differs(a: float | None, b: float | None) -> bool:
     return hi > 0 and (lo == 0 or hi / lo >= FACTOR) and hi - lo >= 0.01
 
 
-def _batching(fig: dict[str, Figure]) -> str:
-    per = fig["req_per_write"].value
-    writes = fig["writes_per_req"].value
-    if not per:
-        return f"{writes:.2f} write syscalls per request"
-    if 0.8 <= per <= 1.25:
-        how = "writes once per response"
-    elif per > 1.25:
-        how = f"writes once per {per:.0f} responses" if per >= 2 else f"writes once per {per:.1f} responses"
-    else:
-        how = f"writes {1 / per:.1f} times per response"
-    size = fig["bytes_per_write"].value
-    return f"{how} ({writes:.2f} write syscalls/req" + (f", {size:,.0f} B per write)" if size is not None else ")")
+def _writes(fig: dict[str, Figure]) -> Writes:
+    return Writes(fig["writes_per_req"].value, fig["req_per_write"].value, fig["bytes_per_write"].value)
 
 
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
-
-
-def _send(base, other, fa, fb, us_a, us_b, indirect=None):
-    """Sentences and the figures used, for send (with the indirect cost of a syscall, the user code the
-    extra writes slow down)."""
-    used = ["writes_per_req", "req_per_write", "bytes_per_write"]
+def _send(base, other, fa, fb, us_a, us_b, indirect=None) -> Send | None:
+    """The writes of both servers, for send (with the indirect cost of a syscall, the user code the extra
+    writes slow down); None where a server's write count is not known."""
     wa, wb = fa["writes_per_req"].value, fb["writes_per_req"].value
     if wa is None or wb is None:
-        return "", []
+        return None
     if differs(wa, wb):
-        more = gap_sentence(indirect, wa, wb, base, other) if indirect is not None else ""
-        return f" {base} {_batching(fa)}, {other} {_batching(fb)}." + more, used
-    text = f" Both make about as many write syscalls ({wa:.2f} and {wb:.2f} per request)"
-    if wa and wb:
-        text += f"; send costs {_num(us_a / wa)} µs per write in {base}, {_num(us_b / wb)} in {other}"
-        size_a, size_b = fa["bytes_per_write"].value, fb["bytes_per_write"].value
-        if size_a is not None and size_b is not None:
-            text += f" ({size_a:,.0f} and {size_b:,.0f} B per write)"
-    return text + ".", used
+        slowed = slowed_by_writes(indirect, wa, wb, base, other) if indirect is not None else None
+        return Send(_writes(fa), _writes(fb), True, slowed=slowed)
+    return Send(_writes(fa), _writes(fb), False, (us_a / wa, us_b / wb) if wa and wb else None)
 
 
-def _mechanisms(base, other, fa, fb, keys):
-    """' base X, other Y' for each figure of keys that differs."""
-    parts, used = [], []
-    for k in keys:
-        a, b = fa[k].value, fb[k].value
-        if differs(a, b):
-            parts.append(f"{fa[k].label}: {_num(a)} in {base}, {_num(b)} in {other}")
-            used.append(k)
-    text = "; ".join(parts)
-    return (" " + text[:1].upper() + text[1:] + "." if parts else ""), used
+# the kernel figures send's sentence rests on
+SEND_KEYS = ["writes_per_req", "req_per_write", "bytes_per_write"]
+
+
+def _differing(fa, fb, keys) -> list[Differing]:
+    """Each figure of keys that differs between the two servers."""
+    return [Differing(k, fa[k].value, fb[k].value) for k in keys if differs(fa[k].value, fb[k].value)]
 
 
 # the kernel figures that explain a category, by the part it plays in categorize.yaml's groups (the category
@@ -178,20 +192,18 @@ MECHANISM_KEYS = {"reads": ["reads_per_req", "bytes_per_read", "eagain_reads_per
                   "scheduling": ["waits_per_req", "futex_per_req", "switches_per_req", "wakeups_per_req"]}
 
 
-def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                category_groups: Groups, parent=lambda g: g.split("/", 1)[0], indirect=None) -> tuple[str, list[Finding]]:
-    """(headline, findings): where other's CPU per request differs from base's, by category, with the
-    kernel figures that differ between them. us[server][group] is CPU µs per request by level-2 group
-    (level-1 names work too: no sub-category split is then given). indirect (analyze/indirect.py's
-    IndirectCost): the send finding adds the user code slowed by the extra writes, where writes differ.
-    category_groups: the rules file's, which name the categories of the reads, the writes and the scheduling."""
+def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
+                 category_groups: Groups, parent=lambda g: g.split("/", 1)[0],
+                 indirect: IndirectCost | None = None) -> Gap:
+    """Where other's CPU per request differs from base's, by category, with the kernel figures that differ
+    between them. us[server][group] is CPU µs per request by level-2 group (level-1 names work too: no
+    sub-category split is then given). indirect (analyze/indirect.py's IndirectCost): the send finding adds
+    the user code slowed by the extra writes, where writes differ. category_groups: the rules file's, which
+    name the categories of the reads, the writes and the scheduling."""
     writes = category_groups.writes
     keys = {category_groups.reads: MECHANISM_KEYS["reads"], category_groups.scheduling: MECHANISM_KEYS["scheduling"]}
-    total_a, total_b = sum(us[base].values()), sum(us[other].values())
-    gap = total_b - total_a
-    word = "less" if gap < 0 else "more"
-    headline = (f"{other} needs {abs(gap):.2f} CPU µs per request {word} than {base} "
-                f"({total_b:.2f} vs {total_a:.2f}).")
+    out = Gap(base, other, sum(us[base].values()), sum(us[other].values()))
+    gap = out.delta
     groups = list(dict.fromkeys(list(us[base]) + list(us[other])))
     by_cat: dict[str, list[str]] = {}
     for g in groups:
@@ -204,32 +216,30 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
     # half of the summed movement, or no share)
     share_floor = max(MIN_US, 0.5 * summed)
     fa, fb = kernel_figures(syscalls.get(base)), kernel_figures(syscalls.get(other))
-    findings, covered = [], 0.0
+    covered = 0.0
     for cat in sorted(deltas, key=lambda c: -abs(deltas[c])):
         d = deltas[cat]
-        if abs(d) < MIN_US or len(findings) >= MAX_FINDINGS or covered >= COVER:
+        if abs(d) < MIN_US or len(out.findings) >= MAX_FINDINGS or covered >= COVER:
             break
         covered += abs(d) / summed
         a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
         b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
-        text = (f"{cat}: {other} spends {abs(d):.2f} µs/req {'less' if d < 0 else 'more'} than {base} "
-                f"({b_us:.2f} vs {a_us:.2f}; {100 * d / gap:.0f} % of the difference)" if abs(gap) >= share_floor else
-                f"{cat}: {b_us:.2f} vs {a_us:.2f} µs/req")
         subs = sorted((g for g in by_cat[cat] if "/" in g),
                       key=lambda g: -abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)))
-        parts = [f"{g} {us[other].get(g, 0.0) - us[base].get(g, 0.0):+.2f}" for g in subs
+        moved = [(g, us[other].get(g, 0.0) - us[base].get(g, 0.0)) for g in subs
                  if abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)) >= MIN_US][:3]
-        text += (", of which " + ", ".join(parts) if parts else "") + "."
-        sources = [{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
-                   for s in (base, other) for g in by_cat[cat]]
+        f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor, moved,
+                    sources=[{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
+                             for s in (base, other) for g in by_cat[cat]])
         if cat == writes:
-            more, used = _send(base, other, fa, fb, a_us, b_us, indirect)
+            f.send = _send(base, other, fa, fb, a_us, b_us, indirect)
+            used = SEND_KEYS if f.send else []
         else:
-            more, used = _mechanisms(base, other, fa, fb, keys.get(cat, []))
-        text += more
-        sources += [{"server": s, "key": f[k].key, "value": f[k].value}
-                    for k in used for s, f in ((base, fa), (other, fb))]
-        if cat == writes and indirect is not None and "Of the gap" in more:
-            sources.append({"server": None, "key": indirect.key(), "value": indirect.user.slope})
-        findings.append(Finding(cat, d, d / gap if gap else math.nan, text, sources))
-    return headline, findings
+            f.differing = _differing(fa, fb, keys.get(cat, []))
+            used = [x.name for x in f.differing]
+        f.sources += [{"server": s, "key": fig[k].key, "value": fig[k].value}
+                      for k in used for s, fig in ((base, fa), (other, fb))]
+        if f.send and f.send.slowed:
+            f.sources.append({"server": None, "key": indirect.key(), "value": indirect.user.slope})
+        out.findings.append(f)
+    return out

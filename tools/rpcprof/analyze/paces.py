@@ -38,7 +38,6 @@ from rpcprof.analyze.intervals import figure_by_round, paired_ratio
 from rpcprof.analyze.significance import benjamini_hochberg, sampling_variance, welch_gap
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.records import round_of, round_rows
-from rpcprof.rundir import profile_folded
 from rpcprof.status import Status
 
 PACE_LEVEL = 0.95         # the test's level: one pace is named two in at most 5 % of runs
@@ -179,15 +178,16 @@ def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[
     return out
 
 
-def _group_values(run_dir: Path, rules: Rules, result: dict, name: str) -> dict[int, tuple[dict, dict]] | None:
+def _group_values(profiles: dict[int, Path], rules: Rules, result: dict,
+                  name: str) -> dict[int, tuple[dict, dict]] | None:
     """{round: ({group: CPU µs/req}, {group: sampling variance})} at level 1 and 2 from each round's own
     profile; None when not every round had one (runs made before every round was profiled)."""
     level2 = rules.with_app(result.get("app"), f"{name}'s app pattern").using(level=2)
     out = {}
     for row in round_rows(result):
-        folded = profile_folded(run_dir, name, round_of(row))
+        folded = profiles.get(round_of(row))
         us = row.get("cpu_us_per_req")
-        if not us or not folded.exists() or not folded.stat().st_size:
+        if not us or folded is None or not folded.exists() or not folded.stat().st_size:
             return None
         b = categorize_file(folded, level2)
         shares = {g: b.share(g) for g in level2.all_categories}
@@ -200,11 +200,12 @@ def _group_values(run_dir: Path, rules: Rules, result: dict, name: str) -> dict[
     return out
 
 
-def pace_categories(run_dir: Path, rules: Rules, result: dict, name: str, p: Paces) -> list[dict]:
+def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name: str, p: Paces) -> list[dict]:
     """Each category and level-2 group: its CPU µs/req in the slow pace minus the fast, with Welch's t
-    across the paces' rounds and Benjamini-Hochberg over every group tested; [] when the rounds lack
-    profiles. A pace of one round gives point estimates with no test (significant None)."""
-    values = _group_values(run_dir, rules, result, name)
+    across the paces' rounds and Benjamini-Hochberg over every group tested, from each round's profile
+    ({round: its profile}); [] when the rounds lack profiles. A pace of one round gives point estimates
+    with no test (significant None)."""
+    values = _group_values(profiles, rules, result, name)
     if not values:
         return []
     groups = sorted({g for v, _ in values.values() for g in v})

@@ -2,29 +2,14 @@
 count the user gives (`--requests N`, e.g. from the service's request metrics over the profile's window):
 its CPU nanoseconds over N. Inside a run folder the unprofiled window measures the CPU instead
 (report.py compare); here the profile's own weights are the CPU, as its profiler sampled it. What the weights
-are (CPU nanoseconds, or samples counted) is weight_unit's, which report.py export also labels them with.
+are (CPU nanoseconds, or samples counted) the caller gives: rpcprof/folded.py's weight_unit, which report.py export
+also labels them with.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.pprof_in import is_pprof, sample_type_of
-from rpcprof.rundir import read_profile
-
-
-def weight_unit(folded: Path) -> tuple[str, str]:
-    """(sample type, unit) of a folded file's weights: ("cpu", "nanoseconds") for perf, else ("samples", "count");
-    for a pprof profile, the sample type its weights were read as."""
-    if is_pprof(folded):
-        return sample_type_of(folded)
-    try:
-        prof = read_profile(Path(folded).parent)
-    except UserError:
-        prof = {}
-    if prof.get("profiler") == "perf" or "period in ns" in str(prof.get("weight", "")):
-        return "cpu", "nanoseconds"
-    return "samples", "count"
 
 
 def requests_per_profile(requests: tuple[int, ...], profiles: tuple[Path, ...] | list[Path]) -> list[int | None]:
@@ -37,10 +22,11 @@ def requests_per_profile(requests: tuple[int, ...], profiles: tuple[Path, ...] |
     return list(requests)
 
 
-def cpu_us_per_req(profile: Path, total_weight: int, requests: int) -> float:
-    """CPU µs per request: the profile's weights (total_weight, their sum) in CPU nanoseconds over the requests;
-    UserError when they are not CPU time."""
-    kind, unit = weight_unit(profile)
+def cpu_us_per_req(profile: Path, weights: tuple[str, str], total_weight: int, requests: int) -> float:
+    """CPU µs per request: the profile's weights (total_weight, their sum; weights: what they are, as
+    rpcprof/folded.py's weight_unit gives it) in CPU nanoseconds over the requests; UserError when they are not
+    CPU time."""
+    kind, unit = weights
     if (kind, unit) != ("cpu", "nanoseconds"):
         raise UserError(f"{profile}: --requests needs weights in CPU nanoseconds and this profile's are {kind}/{unit}: "
                         "give a pprof CPU profile (cpu/nanoseconds) or perf's profile.folded inside its run folder")

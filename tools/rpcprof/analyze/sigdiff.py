@@ -16,8 +16,6 @@ from rpcprof.analyze.significance import (FrameTree, benjamini_hochberg, bh_adju
                                           sampling_variance)
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.folded import sample_weight
-from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows
-from rpcprof.rundir import RESULT_FILE, profile_folded
 
 MIN_SHARE = 0.001         # a box is tested when its mean share over every round of both sides reaches this
 
@@ -57,21 +55,6 @@ class Side:
     server: str | None = None
     app: str | None = None
     rounds: list[Round] = field(default_factory=list)
-
-
-def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
-    """The rounds of a server in a run that have a profile: round, profile file, unprofiled CPU µs per
-    request and where that figure is (file and key), oldest first; one round for a result of one measurement."""
-    m = metrics.get(server) or {}
-    rows = round_rows(m)
-    out = []
-    for k, row in [(round_of(r), r) for r in rows] or [(1, m)]:
-        folded = profile_folded(run_dir, server, k)
-        if folded.exists() and folded.stat().st_size:
-            key = f"{ROUNDS_KEY}[{ROUND_KEY}={k}].cpu_us_per_req" if rows else "cpu_us_per_req"
-            out.append({"round": k, "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
-                        "file": f"{server}/{RESULT_FILE}", "key": key})
-    return out
 
 
 @dataclass

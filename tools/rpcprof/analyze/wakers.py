@@ -4,7 +4,7 @@ Each stack of offwake.folded is one wait, weighted by its µs off CPU, written w
 `WAKER;waker root...leaf;--;sleeper leaf...root;SLEEPER` (capture/offcpu.py). The sleeper's half gets its
 wait reason by the waits view of categorize.yaml, exactly as offcpu.folded does; the waker's half gets a
 name from its comm and the path of its wake-up (waker_name). waker_rows gives, per wait reason, the
-wakers that ended the most of its time.
+wakers that ended the most of its time (report/waits.py says them).
 """
 from __future__ import annotations
 
@@ -91,12 +91,3 @@ def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
         rows[reason] = {"us": total, "wakers": [{"waker": name, "us": us, "share_pct": 100 * us / total}
                                                 for name, us in ranked]}
     return rows
-
-
-def wakers_text(reason: str, row: dict) -> str:
-    """'idle-poll: woken by h2load: sendto() -> ... 81 %, swapper/0: ... 12 %'"""
-    return f"{reason}: woken by " + ", ".join(f"{w['waker']} {_pct(w['share_pct'])}" for w in row["wakers"])
-
-
-def _pct(share: float) -> str:
-    return "<1 %" if share < 0.5 else f"{share:.0f} %"

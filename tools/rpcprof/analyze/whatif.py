@@ -8,23 +8,18 @@ B's predicted CPU µs/req, round by round, is its measured CPU µs/req minus (it
 × (its send µs per write + the indirect cost); the interval is the rounds' t interval, widened by the
 indirect cost's own (added in quadrature: the two were measured apart). Each category is predicted the
 same way (send by the direct cost, protocol/runtime/app by their own indirect slopes, the rest unchanged),
-so a miss can be placed in a category by comparing with A's measured figures.
+so a miss can be placed in a category by comparing with A's measured figures. The rounds of A and B are read
+from the run folder by report/whatif.py, which says the prediction.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from rpcprof.analyze.breakdowns import round_breakdowns
-from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.intervals import t975
-from rpcprof.analyze.mechanism import kernel_figures
-from rpcprof.analyze.rules_file import Groups, groups_of
-from rpcprof.errors import UserError
-from rpcprof.rundir import RESULT_FILE, load_run, read_server_result, server_path
+from rpcprof.analyze.rules_file import Groups
 
 
 @dataclass
@@ -157,53 +152,3 @@ def solve_writes(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCos
     half = None if w.half is None else math.hypot(w.half, statistics.fmean(sens) * cost.user.half)
     return Solved(ratio, Estimate(w.value, half), statistics.fmean(r.writes for r in b_rounds),
                   statistics.fmean(a.cpu for a in a_rounds) / ratio)
-
-
-# --- a run's rounds of A and B, read from its folder ------------------------------------------------
-
-def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tuple[list[Round], list[dict]]:
-    """(rounds, the files and keys behind them) of a server: CPU µs/req, µs/req by category, writes per request."""
-    rounds, sources = [], []
-    for k, (cpu, b) in sorted(round_breakdowns(run_dir, rules, metrics, name).items()):
-        folder = server_path(run_dir, name, k)
-        result = read_server_result(folder)
-        writes = kernel_figures(result.figures.get("syscalls") if result else None)["writes_per_req"]
-        if writes.value is None:
-            raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
-                            "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")
-        if isinstance(writes.value, bool) or not isinstance(writes.value, (int, float)) or not 0 <= writes.value < 1e6:
-            raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
-                            "the file is damaged; measure the run again")
-        rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
-        rel = folder.relative_to(run_dir) / RESULT_FILE
-        sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
-                        "cpu_us_per_req": "cpu_us_per_req", "us_per_req": "CPU µs/req × share of each category"})
-    return rounds, sources
-
-
-def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[list[Round], list[dict]]]:
-    """{server: (rounds, sources)} of A and B, checked: two servers of the run, each with 2+ profiled rounds."""
-    manifest, metrics = load_run(run_dir)
-    servers = manifest["parameters"]["servers"]
-    for s in (a, b):
-        if s not in servers:
-            raise UserError(f"{run_dir}: no server {s!r} in this run (it has {', '.join(servers)}): name two of them")
-    if a == b:
-        raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
-    got = {}
-    for s in (a, b):
-        rounds, sources = server_rounds(run_dir, rules, metrics, s)
-        if len(rounds) < 2:
-            raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
-                            "(profile.sh run --rounds 3)")
-        got[s] = (rounds, sources)
-    return got
-
-
-def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> tuple[WhatIf, list[dict]]:
-    """The model's prediction for b writing as a does, and the files behind each round's figures."""
-    got = both_rounds(run_dir, rules, a, b)
-    if not all(r.writes for r in got[b][0]):
-        raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
-                        "that writes more")
-    return predict(got[b][0], got[a][0], cost, groups_of(rules)), got[a][1] + got[b][1]

@@ -24,6 +24,7 @@ def table(folded, rules_path, app, requests, level, view, fmt):
     """Share of each category per profile, plus `other` (stacks no rule matched); with --requests, CPU µs
     per request by category instead. FOLDED: folded stacks, or pprof profiles (.pb.gz)."""
     from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
+    from rpcprof.folded import weight_unit
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):
@@ -31,7 +32,7 @@ def table(folded, rules_path, app, requests, level, view, fmt):
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         if n:
-            us = cpu_us_per_req(path, b.total, n)
+            us = cpu_us_per_req(path, weight_unit(path), b.total, n)
             row.update({"requests": n, "total_us": us, **{f"{c}_us": b.share(c) * us for c in rules.all_categories}})
         rows.append(row)
     columns = [("profile", "profile"), ("samples", "samples")]

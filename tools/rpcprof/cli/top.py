@@ -28,13 +28,14 @@ from rpcprof.rundir import RESULT_FILE
 def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     """The frames that decide CATEGORY's samples (for `other`: the leaf frames of unmatched stacks)."""
     from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
+    from rpcprof.folded import weight_unit
     rules = load_rules(rules_path).using(level, view)
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
     (n,) = requests_per_profile(requests, [folded])
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     b = categorize_file(folded, r)
-    us = cpu_us_per_req(folded, b.total, n) if n else None
+    us = cpu_us_per_req(folded, weight_unit(folded), b.total, n) if n else None
     frames = b.top_frames(category, limit)
     rows = []
     for frame, w in frames:

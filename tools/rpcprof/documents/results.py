@@ -13,9 +13,10 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import Groups, groups_of
-from rpcprof.analyze.stall import SPLIT, describe
+from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
+from rpcprof.report.stall import describe
 from rpcprof.documents.provenance import generator_command, header
 from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED

@@ -14,9 +14,10 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import load_indirect
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.analyze.rules_file import groups_of
-from rpcprof.analyze.whatif import both_rounds, solve_writes
+from rpcprof.analyze.whatif import solve_writes
 from rpcprof.errors import UserError
 from rpcprof.paths import INDIRECT_COST
+from rpcprof.report.whatif import both_rounds
 from rpcprof.documents.seed_figures import SEED_CLIENT_CPUS, SEED_FRAMES, SEED_RATIO_QUOTED, SEED_RUN
 
 GAP = 0.20                # a figure more than 20 % away from the seed's gets its reason

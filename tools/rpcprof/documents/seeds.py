@@ -19,7 +19,7 @@ from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
-from rpcprof.report.compare import ruler_check, ruler_rows
+from rpcprof.report.compare import round_profiles, ruler_check, ruler_rows
 from rpcprof.documents.provenance import generator_command, header
 from rpcprof.documents.results import RATIO_DEFINITION
 from rpcprof.documents.seed_gaps import GAP, gap_section, why_lines
@@ -91,7 +91,8 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         raise UserError(f"{run_dir}: seed 001 compares tonic and pajamax; this run measured {', '.join(servers) or 'none'} "
                         "successfully (run rust_tonic_mt rust_pajamax)")
     # every round's samples, as the ruler takes them (a run of one round: its profile)
-    stacks = {s: every_round(run_dir, s, metrics[s]) for s in servers if profile_folded(run_dir, s).exists()}
+    stacks = {s: every_round(round_profiles(run_dir, s, metrics[s])) for s in servers
+              if profile_folded(run_dir, s).exists()}
     sources = [run_dir, *map(Path, also), *map(Path, seed_002)]
     out = [
         *header("Seed 001 reproduced: tonic vs pajamax under ghz, 1 connection, 50 in flight",

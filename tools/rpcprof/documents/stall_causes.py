@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from rpcprof.analyze.stall import SPLIT, describe
+from rpcprof.analyze.stall import SPLIT
+from rpcprof.report.stall import describe
 from rpcprof.documents.provenance import source_path
 from rpcprof.errors import UserError
 from rpcprof.rundir import load_run

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.intervals import PILOT_ROUNDS
-from rpcprof.analyze.stall import describe, stall
+from rpcprof.analyze.stall import stall
 from rpcprof.capture.window import ProfileTarget
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
@@ -27,6 +27,7 @@ from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
 from rpcprof.records import ServerResult
+from rpcprof.report.stall import describe
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 from rpcprof.status import Status
 

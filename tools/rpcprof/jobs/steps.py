@@ -273,12 +273,13 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     """A window recording where the subject's threads wait (every context switch, with its stack and
     how long until the thread ran again) while its connections' TCP state is sampled (ss -tin), with the
     same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
-    sockets.log; returns the summary (analyze/waits.py) with the window's own req/s."""
-    from rpcprof.analyze.waits import asleep_text, asleep_whole_window, histogram_text, summarise
+    sockets.log; returns the summary (report/waits.py's, of analyze/waits.py's figures) with the window's own req/s."""
+    from rpcprof.analyze.waits import asleep_whole_window
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
     from rpcprof.measure.threads import thread_snapshot
     from rpcprof.report.text import terminal
+    from rpcprof.report.waits import asleep_text, histogram_text, summarise
     log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
         f"its connections' TCP state for {seconds:g} s")
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))

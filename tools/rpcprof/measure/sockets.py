@@ -2,8 +2,8 @@
 
 Every INTERVAL a thread runs `ss -tinH state established '( sport = :P or dport = :P )'` pinned to the
 load CPUs (never the server's) and appends its output to a log, each sample headed `# t=SECONDS`. The
-log is the saved capture; analyze/sockets.py reads it back, analyze/waits.py summarises it. The fields used
-(ss(8), from the kernel's tcp_info):
+log is the saved capture; report/waits.py reads it back, analyze/sockets.py parses it and analyze/waits.py
+summarises it. The fields used (ss(8), from the kernel's tcp_info):
   notsent   bytes written by the application that TCP has not sent yet
   unacked   segments sent and not acknowledged yet
   cwnd, mss congestion window (segments) and segment size

@@ -8,13 +8,37 @@ import math
 from datetime import datetime
 from pathlib import Path
 
-from rpcprof.analyze.agreement import Agreement, earlier_runs, runs_agreement
+from rpcprof.analyze.agreement import Agreement, earlier_peers, setup_agreement
 from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.errors import UserError
 from rpcprof.report.hosts import render_hosts
 from rpcprof.report.summary import RATIO_CELL, idle_text, ratio_text
 from rpcprof.report.tables import Shown, render
-from rpcprof.rundir import load_run
+from rpcprof.rundir import load_manifest, load_run
+
+
+def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
+    """analyze/agreement.py's setup_agreement of the runs in run_dirs, read from their folders (none read
+    when fewer than two are given)."""
+    return setup_agreement([(Path(d).name, *load_run(d)) for d in run_dirs] if len(run_dirs) >= 2 else [])
+
+
+def _manifest(run_dir: Path) -> dict | None:
+    try:
+        return load_manifest(run_dir)
+    except UserError:
+        return None
+
+
+def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
+    """The earlier runs in runs_base set beside run_dir (analyze/agreement.py's earlier_peers), each folder's
+    manifest read as the choice reaches it."""
+    this = load_manifest(run_dir)
+    base = Path(runs_base)
+    # folder names begin with their start time: the latest first
+    candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
+        if base.is_dir() else []
+    return earlier_peers(this, ((d, _manifest(d)) for d in candidates))
 
 
 def _setup_text(p: dict) -> str:

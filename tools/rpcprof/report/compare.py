@@ -8,29 +8,56 @@ import math
 import statistics
 from pathlib import Path
 
-from rpcprof.analyze.breakdowns import every_round, round_breakdowns, run_breakdowns
+from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
-from rpcprof.analyze.indirect import ruler_expectation, ruler_verdict
+from rpcprof.analyze.indirect import ruler_expectation
 from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio, t975
-from rpcprof.analyze.mechanism import explain_gap, kernel_table
+from rpcprof.analyze.mechanism import kernel_table
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
+from rpcprof.report.indirect import ruler_verdict
+from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
 from rpcprof.report.paces import run_pace_findings
-from rpcprof.analyze.sigdiff import round_records
 from rpcprof.report.summary import syscalls_per_request
 from rpcprof.report.tables import render
-from rpcprof.rundir import load_run, profile_folded
+from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows
+from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
 from rpcprof.status import MEASURED
+
+
+def first_profiles(run_dir: Path, manifest: dict) -> dict[str, Path]:
+    """Each server's first-round profile in a run folder, in the run's order."""
+    return {name: profile_folded(run_dir, name) for name in manifest["parameters"]["servers"]}
+
+
+def round_profiles(run_dir: Path, name: str, m: dict) -> dict[int, Path]:
+    """{round: its profile} of a server of a run folder (m: its result)."""
+    return {k: profile_folded(run_dir, name, k) for k in round_numbers(m)}
+
+
+def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
+    """The rounds of a server in a run that have a profile: round, profile file, unprofiled CPU µs per
+    request and where that figure is (file and key), oldest first; one round for a result of one measurement."""
+    m = metrics.get(server) or {}
+    rows = round_rows(m)
+    out = []
+    for k, row in [(round_of(r), r) for r in rows] or [(1, m)]:
+        folded = profile_folded(run_dir, server, k)
+        if folded.exists() and folded.stat().st_size:
+            key = f"{ROUNDS_KEY}[{ROUND_KEY}={k}].cpu_us_per_req" if rows else "cpu_us_per_req"
+            out.append({"round": k, "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
+                        "file": f"{server}/{RESULT_FILE}", "key": key})
+    return out
 
 
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
     """The category share of each profile of a run (report.py table, for a run folder)."""
     manifest, metrics = load_run(run_dir)
     rows = []
-    for name, b in run_breakdowns(run_dir, rules).items():
+    for name, b in run_breakdowns(first_profiles(run_dir, manifest), metrics, rules).items():
         prof = (metrics.get(name) or {}).get("profile") or {}
         row = {"profile": name, "samples": b.samples, "event": prof.get("event", "")}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
@@ -48,12 +75,13 @@ def compare_table(run_dir: Path, rules: Rules, app_override: str | None = None
                   ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
     """compare_rows' rows, columns and header lines, and the figures of each server's header line."""
     manifest, metrics = load_run(run_dir)
-    breakdowns = run_breakdowns(run_dir, rules, app_override)
+    breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
     if not servers:
         raise UserError(f"{run_dir}: no server with both a measured window and a profile (run without --no-profile)")
     base = servers[0]
-    rounds = {s: round_breakdowns(run_dir, rules, metrics, s, app_override) for s in servers}
+    rounds = {s: round_breakdowns(round_profiles(run_dir, s, metrics[s]), rules, metrics[s], s, app_override)
+              for s in servers}
     by_rounds = all(len(r) >= 2 for r in rounds.values())
     min_samples = manifest["parameters"].get("min_samples")
     head, figures = [], []
@@ -167,7 +195,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         regex = ruler_override or server_ruler(metrics, name)
         if not regex or m.get("status") not in MEASURED or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
-        fs = frame_share(every_round(run_dir, name, m), compile_regex(regex, f"{name}'s ruler"))
+        fs = frame_share(every_round(round_profiles(run_dir, name, m)), compile_regex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
@@ -268,7 +296,7 @@ def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
     tables = {s: kernel_table((metrics.get(s) or {}).get("syscalls")) for s in servers}
     rows = []
     for name, fig in tables[servers[0]].items() if servers else ():
-        row = {"figure": fig.label, "key": fig.key, **{s: tables[s][name].value for s in servers}}
+        row = {"figure": FIGURE_NAMES[name], "key": fig.key, **{s: tables[s][name].value for s in servers}}
         if any(row[s] is not None for s in servers):
             rows.append(row)
     return rows

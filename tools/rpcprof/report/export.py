@@ -25,7 +25,7 @@ naming the file and the line.
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
 counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
-type a pprof profile declares (rpcprof.pprof_in; analyze/per_request.py's weight_unit).
+type a pprof profile declares (rpcprof.pprof_in; rpcprof/folded.py's weight_unit).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.folded_blocks import Irregular, write_collapsed as write_blocks
-from rpcprof.analyze.per_request import weight_unit
+from rpcprof.folded import weight_unit
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, stream_folded
 from rpcprof.pprof_in import is_pprof, read_pprof

@@ -63,12 +63,11 @@ def data_uri(path: Path, mime: str) -> str:
 
 def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
     """The off-CPU window, where there is one: wait reasons, notes and verdict, offcpu.svg per server."""
-    from rpcprof.analyze.waits import offcpu_records
-    from rpcprof.report.waits import COLUMNS, notes, wait_rows
+    from rpcprof.report.waits import COLUMNS, notes, offcpu_records, table_rows
     records = offcpu_records(run_dir, rules)
     if not records:
         return []
-    parts = ["<h2>Where the threads waited (off-CPU window)</h2>", table(wait_rows(records), COLUMNS, "reason"),
+    parts = ["<h2>Where the threads waited (off-CPU window)</h2>", table(table_rows(records), COLUMNS, "reason"),
              '<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for n, r in records.items() for x in notes(n, r))
              + "</ul>"]
     with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
@@ -88,8 +87,7 @@ def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
 def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) -> list[str]:
     """With the indirect cost: per server after the first, the one of the pair that writes more, predicted
     writing as the other does (report.py whatif), where both have write counts and rounds."""
-    from rpcprof.analyze.whatif import whatif
-    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines
+    from rpcprof.report.whatif import CATEGORY_COLUMNS, lines, whatif
     parts = []
     for other in servers[1:]:
         try:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import round_numbers
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.analyze.paces import pace_categories, server_paces
+from rpcprof.rundir import profile_folded
 
 
 def _rounds(ks) -> str:
@@ -70,7 +72,8 @@ def run_pace_findings(run_dir: Path, rules: Rules, metrics: dict, servers: list[
         p = server_paces(metrics.get(name) or {})
         if p is None:
             continue
-        rows = pace_categories(run_dir, rules, metrics[name], name, p)
+        profiles = {k: profile_folded(run_dir, name, k) for k in round_numbers(metrics[name])}
+        rows = pace_categories(profiles, rules, metrics[name], name, p)
         lines = [pace_line(name, p.as_dict())] + [x for x in (pace_category_line(name, rows),) if x]
         out.append({"server": name, "paces": p.as_dict(), "categories": rows, "lines": lines})
     return out

@@ -20,9 +20,10 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules, open_folded
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
-from rpcprof.analyze.sigdiff import (MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks,
-                                     round_records)
+from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.errors import UserError
+from rpcprof.folded import weight_unit
+from rpcprof.report.compare import round_records
 from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
 from rpcprof.report.flamegraph import Drawing, displayable_stack, inferno_options, render_diff_flamegraph
 from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
@@ -56,7 +57,7 @@ def side_of(path: Path, requests: int | None = None) -> Side:
         if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
             return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
         stacks = open_folded(path)
-        us = cpu_us_per_req(path, sum(w for _, w in stacks), requests) if requests else None
+        us = cpu_us_per_req(path, weight_unit(path), sum(w for _, w in stacks), requests) if requests else None
         source = {"file": str(path), "key": f"--requests {requests}"} if requests else {}
         return Side(str(path), path, rounds=[drawn_round(1, path, us, stacks, source)])
     if requests:

@@ -7,8 +7,8 @@ from pathlib import Path
 from rpcprof.analyze.intervals import RatioInterval, cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, regime_flags
-from rpcprof.analyze.stall import describe
 from rpcprof.report.paces import pace_line, pace_ratio_lines
+from rpcprof.report.stall import describe
 from rpcprof.report.tables import Shown, render
 from rpcprof.records import round_rows, rounds_asked
 from rpcprof.rundir import load_run

@@ -11,6 +11,7 @@ from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import groups_of
+from rpcprof.report.compare import first_profiles
 from rpcprof.report.summary import RATIO_CELL, SPREAD_CELL, ratio_text, run_rows
 from rpcprof.report.tables import render
 from rpcprof.rundir import load_sweep
@@ -44,7 +45,7 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         run_dir = sweep_dir / cell["run"]
         metrics = cells[key][1]
         base_rows = run_rows(metrics, servers)
-        breakdowns = run_breakdowns(run_dir, rules)
+        breakdowns = run_breakdowns(first_profiles(run_dir, cells[key][0]), metrics, rules)
         second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") else None
         voided = any(r.get("stalled") for r in base_rows[:2])     # a stalled window's figures are not a pace
         ratio = second["relative"] if second and not voided else None

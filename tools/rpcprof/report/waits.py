@@ -1,28 +1,145 @@
-"""Where each server's threads waited: the off-CPU window's wait reasons, socket figures and verdict.
+"""Where each server's threads waited: the off-CPU window's wait reasons, socket figures and verdicts.
 
-Read back from the run folder's saved files (SERVER/offcpu.folded, .count, sockets.log) with the rules
-given (analyze/waits.py's offcpu_records), so a changed `waits:` section reclassifies a saved run; the
-window's own figures (waits, time, histogram, req/s) come from metrics.json.
+Read back from the run folder's saved files (SERVER/offcpu.folded, .count, offwake.folded, sockets.log) with
+the rules given (offcpu_records), so a changed `waits:` section reclassifies a saved run; the window's own
+figures (waits, time, histogram, req/s) come from metrics.json. The figures are analyze/waits.py's and
+analyze/wakers.py's; the verdicts and notes are said here (the off-CPU window of a run keeps its record,
+summarise's, in metrics.json).
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.waits import asleep_text, histogram_text, offcpu_records
-from rpcprof.analyze.wakers import wakers_text
+from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.waits import (Contention, NagleStall, contention, nagle_stall, reason_rows, sleepers,
+                                   socket_figures)
+from rpcprof.analyze.wakers import waker_rows
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
 from rpcprof.report.text import terminal
+from rpcprof.rundir import OFFCPU_FOLDED, OFFWAKE_FOLDED, SOCKETS_LOG, count_path, load_run, saved_copy
 
 COLUMNS = [("server", "server"), ("reason", "wait reason"), ("share_pct", "off-CPU [%]"), ("ms", "off-CPU [ms]"),
            ("waits", "waits"), ("mean_ms", "mean wait [ms]"), ("waits_per_req", "waits/req")]
 
 
-def wait_rows(records: dict[str, dict]) -> list[dict]:
+def table_rows(records: dict[str, dict]) -> list[dict]:
     return [{"server": name, **row, "mean_ms": row["mean_us"] / 1e3 if row.get("mean_us") else None}
             for name, rec in records.items() for row in rec.get("reasons") or []]
+
+
+# --- the window's files read back, and its record --------------------------------------------------
+
+def wait_rows(folded: Path, rules: Rules, requests: int | None) -> list[dict]:
+    """analyze/waits.py's reason_rows of an off-CPU window's folded stacks (and their counts beside them)."""
+    counted = saved_copy(count_path(folded))
+    return reason_rows(open_folded(saved_copy(folded)), open_folded(counted) if counted.exists() else None, rules,
+                       requests)
+
+
+def socket_summary(log: Path, ports: list[int]) -> dict | None:
+    """What the server's connections looked like over the window (a SocketSampler log); None without samples."""
+    log = saved_copy(log)
+    if not log.exists():
+        return None
+    opener = gzip.open if log.suffix == ".gz" else open
+    with opener(log, "rt", errors="replace") as f:
+        return socket_figures(f.read(), ports)
+
+
+def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, stats: dict) -> dict:
+    """The off-CPU record of one window from its saved files: reasons, sockets, verdicts."""
+    rows = wait_rows(out / OFFCPU_FOLDED, rules, requests)
+    sockets = socket_summary(out / SOCKETS_LOG, ports)
+    wakes = saved_copy(out / OFFWAKE_FOLDED)
+    return {"waits": stats.get("waits"), "threads": stats.get("threads"),
+            "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
+            "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
+            "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
+            "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s")),
+            "wakes": stats.get("wakes"), "wakers": waker_rows(wakes, rules) if wakes.exists() else None}
+
+
+def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
+    """server -> its off-CPU record, reclassified from the saved files with rules."""
+    run_dir = Path(run_dir)
+    _, metrics = load_run(run_dir)
+    records = {}
+    for name, m in metrics.items():
+        saved = m.get("offcpu")
+        if not saved:
+            continue
+        out = run_dir / name
+        if saved_copy(out / OFFCPU_FOLDED).exists():
+            stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
+            fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
+            saved = {**saved, **fresh}
+        records[name] = saved
+    return records
+
+
+# --- the verdicts and notes ---------------------------------------------------------------------------
+
+def nagle_text(s: NagleStall) -> str:
+    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show, and the fix."""
+    text = (f"NAGLE/DELAYED-ACK: in {100 * s.held_share:.0f} % of {s.samples} samples "
+            f"of the server's connections, {s.held_bytes:,.0f} B it had written were not "
+            f"sent, held behind {s.unacked:.0f} unacknowledged segment(s) with room in the "
+            f"congestion window (cwnd {s.cwnd:.0f}): Nagle's algorithm waits for that ACK, which "
+            f"comes late - the server's smoothed RTT is {s.rtt_ms:.1f} ms against {s.minrtt_ms:.3f} ms at best"
+            + (f", the peer may delay an ACK by up to {s.peer_ato_ms:.0f} ms" if s.peer_ato_ms else "") + ".")
+    if s.socket_data_mean_us:
+        text += (f" Meanwhile its threads waited for socket data {s.socket_data_pct:.0f} % of their off-CPU time "
+                 f"(mean wait {s.socket_data_mean_us / 1e3:.2f} ms).")
+    return text + " TCP_NODELAY on the server's sockets (or writing each batch whole) removes the stall."
+
+
+def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
+    """nagle_text of analyze/waits.py's nagle_stall, or None where the samples show no stall."""
+    found = nagle_stall(sockets, rows)
+    return nagle_text(found) if found else None
+
+
+def contention_text(c: Contention) -> str:
+    """`CPU-CONTENDED: ...`: how long other programs had the server's CPU while its threads were ready, and who."""
+    who = ", ".join(f"{name} {v / 1e6:.2f} s" for name, v in c.programs)
+    return (f"CPU-CONTENDED: its threads were ready to run but other programs had the CPU for {c.taken_us / 1e6:.2f} s"
+            + (f" of the {c.window_s:.1f} s window" if c.window_s else "") + f" ({100 * c.taken_us / c.off_cpu_us:.0f} "
+            f"% of the time off CPU): {who}. The server's CPU was shared, so its figures are not its own alone; keep "
+            "other work off its CPUs (--server-cpus).")
+
+
+def contention_verdict(stats: dict, window_s: float | None) -> str | None:
+    """contention_text of analyze/waits.py's contention, or None where the server's CPU was its own."""
+    found = contention(stats, window_s)
+    return contention_text(found) if found else None
+
+
+def _duration(us: float) -> str:
+    return f"{us:g} µs" if us < 1000 else f"{us / 1e3:g} ms" if us < 1e6 else f"{us / 1e6:g} s"
+
+
+def histogram_text(histogram: list[int]) -> str:
+    """'38 waits of 32.8-65.5 ms, ...' for the log2-µs buckets that hold waits."""
+    return ", ".join(f"{n} of {_duration(2 ** i)}-{_duration(2 ** (i + 1))}" for i, n in enumerate(histogram) if n)
+
+
+def asleep_text(asleep: list[dict]) -> str:
+    """'2 thread(s) asleep the whole window, not in these figures: 1 x rust_tonic in futex_do_wait, 1 x ...'"""
+    parts = ", ".join(f"{n} x {name or '?'} in {wchan or 'an unknown place'}" for name, wchan, n in sleepers(asleep))
+    return f"{len(asleep)} thread(s) asleep the whole window, not in these figures: {parts}"
+
+
+def wakers_text(reason: str, row: dict) -> str:
+    """'idle-poll: woken by h2load: sendto() -> ... 81 %, swapper/0: ... 12 %' (a row of analyze/wakers.py's
+    waker_rows)."""
+    return f"{reason}: woken by " + ", ".join(f"{w['waker']} {_pct(w['share_pct'])}" for w in row["wakers"])
+
+
+def _pct(share: float) -> str:
+    return "<1 %" if share < 0.5 else f"{share:.0f} %"
 
 
 def notes(name: str, rec: dict, verdicts: bool = True) -> list[str]:
@@ -59,7 +176,7 @@ def render_waits(run_dir: Path, rules: Rules, fmt: str = "table", verdicts: bool
     if not records:
         raise UserError(f"{run_dir}: no off-CPU window in this run: run with --off-cpu (it is automatic when a "
                         "window is LATENCY-BOUND or UNSATURATED)")
-    rows = wait_rows(records)
+    rows = table_rows(records)
     if fmt == "json":
         return json.dumps({"rows": rows, "servers": records}, indent=2, sort_keys=True, default=str) + "\n"
     text = render(rows, COLUMNS, fmt)

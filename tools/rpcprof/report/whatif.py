@@ -1,6 +1,6 @@
 """report.py whatif RUN A B: B's CPU µs per request if it wrote as A does (A's requests per write), with a
-95 % interval, checked against A's measured figures category by category (analyze/whatif.py's model, and the rounds it
-reads from the run folder).
+95 % interval, checked against A's measured figures category by category (analyze/whatif.py's model, of the rounds
+read here from the run folder).
 
 Where A and B run the same code and differ only in how they write (rust_tonic_st and rust_tonic_mt), A's
 measured CPU µs/req is what B would need: the interval containing it validates the model; a miss is
@@ -11,12 +11,68 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rpcprof.analyze.breakdowns import round_breakdowns
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.indirect import IndirectCost, summary_line
+from rpcprof.analyze.indirect import IndirectCost
+from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.rules_file import groups_of
-from rpcprof.analyze.whatif import WhatIf, both_rounds, solve_writes, whatif
+from rpcprof.analyze.whatif import Round, WhatIf, predict, solve_writes
 from rpcprof.errors import UserError
+from rpcprof.report.compare import round_profiles
+from rpcprof.report.indirect import summary_line
 from rpcprof.report.tables import render
+from rpcprof.rundir import RESULT_FILE, load_run, read_server_result, server_path
+
+
+# --- a run's rounds of A and B, read from its folder ------------------------------------------------
+
+def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tuple[list[Round], list[dict]]:
+    """(rounds, the files and keys behind them) of a server: CPU µs/req, µs/req by category, writes per request."""
+    rounds, sources = [], []
+    profiles = round_profiles(run_dir, name, metrics[name])
+    for k, (cpu, b) in sorted(round_breakdowns(profiles, rules, metrics[name], name).items()):
+        folder = server_path(run_dir, name, k)
+        result = read_server_result(folder)
+        writes = kernel_figures(result.figures.get("syscalls") if result else None)["writes_per_req"]
+        if writes.value is None:
+            raise UserError(f"{run_dir}: {name} has no write counts in round {k} (its syscalls were not counted "
+                            "by name): measure the run again with syscall tracepoints (profile.sh run, as root)")
+        if isinstance(writes.value, bool) or not isinstance(writes.value, (int, float)) or not 0 <= writes.value < 1e6:
+            raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
+                            "the file is damaged; measure the run again")
+        rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
+        rel = folder.relative_to(run_dir) / RESULT_FILE
+        sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
+                        "cpu_us_per_req": "cpu_us_per_req", "us_per_req": "CPU µs/req × share of each category"})
+    return rounds, sources
+
+
+def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[list[Round], list[dict]]]:
+    """{server: (rounds, sources)} of A and B, checked: two servers of the run, each with 2+ profiled rounds."""
+    manifest, metrics = load_run(run_dir)
+    servers = manifest["parameters"]["servers"]
+    for s in (a, b):
+        if s not in servers:
+            raise UserError(f"{run_dir}: no server {s!r} in this run (it has {', '.join(servers)}): name two of them")
+    if a == b:
+        raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
+    got = {}
+    for s in (a, b):
+        rounds, sources = server_rounds(run_dir, rules, metrics, s)
+        if len(rounds) < 2:
+            raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
+                            "(profile.sh run --rounds 3)")
+        got[s] = (rounds, sources)
+    return got
+
+
+def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> tuple[WhatIf, list[dict]]:
+    """The model's prediction for b writing as a does, and the files behind each round's figures."""
+    got = both_rounds(run_dir, rules, a, b)
+    if not all(r.writes for r in got[b][0]):
+        raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
+                        "that writes more")
+    return predict(got[b][0], got[a][0], cost, groups_of(rules)), got[a][1] + got[b][1]
 
 
 def verdict(w: WhatIf, a: str) -> str:

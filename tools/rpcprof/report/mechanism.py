@@ -1,0 +1,113 @@
+"""The gap between two servers explained by mechanism, in words: analyze/mechanism.py's Gap said as the
+headline and the sentences `report.py compare` prints (and its JSON keeps beside the figures they were
+made from), and the names of the kernel figures in its table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rpcprof.analyze.mechanism import Differing, Finding, Gap, Send, Writes, gap_findings
+from rpcprof.analyze.rules_file import Groups
+from rpcprof.report.indirect import slowed_text
+
+# each kernel figure (analyze/mechanism.py's kernel_table) by its name in a table and a sentence
+FIGURE_NAMES = {
+    "writes_per_req": "write syscalls per request",
+    "bytes_per_write": "bytes per write",
+    "req_per_write": "requests per write",
+    "reads_per_req": "read syscalls per request",
+    "bytes_per_read": "bytes per read",
+    "eagain_reads_per_req": "reads that found nothing (EAGAIN) per request",
+    "waits_per_req": "epoll waits per request",
+    "futex_per_req": "futex calls per request",
+    "switches_per_req": "context switches per request",
+    "wakeups_per_req": "wake-ups issued per request",
+    "involuntary_per_req": "involuntary context switches per request",
+    "page_faults_per_req": "page faults per request",
+    "syscalls_per_req": "syscalls per request",
+    "named_per_req": "request-path syscalls per request (those counted by name)",
+}
+
+
+@dataclass(frozen=True)
+class Explained:
+    """A finding as compare says it: its figures and its sentence, with the figures behind the sentence."""
+    category: str
+    delta_us: float
+    share_of_gap: float
+    text: str
+    sources: list[dict]
+
+    def as_dict(self) -> dict:
+        return {"category": self.category, "delta_us": self.delta_us, "share_of_gap": self.share_of_gap,
+                "text": self.text, "sources": self.sources}
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def batching_text(w: Writes) -> str:
+    """'writes once per 44 responses (0.02 write syscalls/req, 2,300 B per write)'."""
+    per, writes = w.req_per_write, w.per_req
+    if not per:
+        return f"{writes:.2f} write syscalls per request"
+    if 0.8 <= per <= 1.25:
+        how = "writes once per response"
+    elif per > 1.25:
+        how = f"writes once per {per:.0f} responses" if per >= 2 else f"writes once per {per:.1f} responses"
+    else:
+        how = f"writes {1 / per:.1f} times per response"
+    size = w.bytes_per_write
+    return f"{how} ({writes:.2f} write syscalls/req" + (f", {size:,.0f} B per write)" if size is not None else ")")
+
+
+def send_text(base: str, other: str, send: Send) -> str:
+    """How each server writes where the counts differ (and the user code the extra writes slow), or their
+    send cost per write where they do not."""
+    if send.differ:
+        slowed = slowed_text(send.slowed) if send.slowed else ""
+        return f" {base} {batching_text(send.a)}, {other} {batching_text(send.b)}." + slowed
+    text = f" Both make about as many write syscalls ({send.a.per_req:.2f} and {send.b.per_req:.2f} per request)"
+    if send.us_per_write:
+        per_a, per_b = send.us_per_write
+        text += f"; send costs {_num(per_a)} µs per write in {base}, {_num(per_b)} in {other}"
+        size_a, size_b = send.a.bytes_per_write, send.b.bytes_per_write
+        if size_a is not None and size_b is not None:
+            text += f" ({size_a:,.0f} and {size_b:,.0f} B per write)"
+    return text + "."
+
+
+def differing_text(base: str, other: str, differing: list[Differing]) -> str:
+    """' Epoll waits per request: 0.50 in base, 0.00 in other; ...' for each kernel figure that differs."""
+    text = "; ".join(f"{FIGURE_NAMES[x.name]}: {_num(x.a)} in {base}, {_num(x.b)} in {other}" for x in differing)
+    return " " + text[:1].upper() + text[1:] + "." if differing else ""
+
+
+def headline_text(gap: Gap) -> str:
+    word = "less" if gap.delta < 0 else "more"
+    return (f"{gap.other} needs {abs(gap.delta):.2f} CPU µs per request {word} than {gap.base} "
+            f"({gap.total_b:.2f} vs {gap.total_a:.2f}).")
+
+
+def finding_text(gap: Gap, f: Finding) -> str:
+    """The category's difference (with its share of the gap where one means something), the sub-categories
+    that moved most, and the kernel figures behind it."""
+    d, base, other = f.delta_us, gap.base, gap.other
+    text = (f"{f.category}: {other} spends {abs(d):.2f} µs/req {'less' if d < 0 else 'more'} than {base} "
+            f"({f.b_us:.2f} vs {f.a_us:.2f}; {100 * d / gap.delta:.0f} % of the difference)" if f.with_share else
+            f"{f.category}: {f.b_us:.2f} vs {f.a_us:.2f} µs/req")
+    parts = [f"{g} {delta:+.2f}" for g, delta in f.subs]
+    text += (", of which " + ", ".join(parts) if parts else "") + "."
+    if f.send:
+        return text + send_text(base, other, f.send)
+    return text + differing_text(base, other, f.differing)
+
+
+def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
+                category_groups: Groups, parent=lambda g: g.split("/", 1)[0],
+                indirect=None) -> tuple[str, list[Explained]]:
+    """(headline, findings said): analyze/mechanism.py's gap_findings (its arguments) in words."""
+    gap = gap_findings(base, other, us, syscalls, category_groups, parent, indirect)
+    return headline_text(gap), [Explained(f.category, f.delta_us, f.share_of_gap, finding_text(gap, f), f.sources)
+                                for f in gap.findings]
