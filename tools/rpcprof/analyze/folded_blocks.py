@@ -77,7 +77,7 @@ def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:
 
 def write_collapsed(path: Path, out) -> tuple[int, int]:
     """The stacks of a folded file written to out (a binary file) as `frame;frame;... weight` lines, as
-    report/export.to_collapsed writes them (a count with leading zeros written as its number), a block at a
+    report/export.write_collapsed writes them (a count with leading zeros written as its number), a block at a
     time; (stacks, total weight). Irregular when folded_rows raises it, or the file cannot be read; out's own
     OSError as it comes."""
     stacks = total = 0

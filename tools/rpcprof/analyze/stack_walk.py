@@ -165,7 +165,7 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
         return categorize(read_pprof(path), rules)
     try:
         tally = Tally(rules, keep_frames)
-        if not read_into(tally, Path(path)):      # the encoder's rows (encoded_rows.py), or read here
+        if not read_into(tally, Path(path)):      # the core's rows (encoded_rows.py), or read here
             tally = Tally(rules, keep_frames)
             for _, rows in folded_rows(Path(path)):
                 tally.add_rows(rows)

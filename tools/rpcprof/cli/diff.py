@@ -45,7 +45,7 @@ def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, req
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
     mode = "per-request" if per_request else "absolute" if no_normalize else mode
-    # two bare folded files: the encoder's pass over both starts now, while the rules are read
+    # two bare folded files: the core's pass over both starts now, while the rules are read
     started = None if requests or mode == "per-request" else start_sides(a, b, mode != "absolute")
     try:
         from rpcprof.report.sigdiff import render_diff

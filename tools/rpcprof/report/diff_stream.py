@@ -187,7 +187,7 @@ def write_vanished(path: Path, out, scale) -> None:
 def render_diff_streamed(read: SidesRead, out_svg: Path, title: str, subtitle: str, normalize: bool,
                          rows: list[dict], recolour, vanished: bool, scans: tuple) -> None:
     """flamegraph.render_diff_flamegraph of two bare folded files (also_in_b: the stacks of A that hold a frame
-    of A's alone, when vanished), from the lines the encoder merged (read.merged: drawn already, or drawn now) or
+    of A's alone, when vanished), from the lines the core merged (read.merged: drawn already, or drawn now) or
     the stacks read wrote; scans: each file's scan(). Removes read's scratch folder."""
     a, b = read.paths
     scratch = read.scratch
