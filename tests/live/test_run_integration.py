@@ -18,6 +18,7 @@ import pytest
 
 from conftest import ROOT, pid_alive
 from rpcprof.jobs.run import RunOptions
+from rpcprof.records import parameters_json, rounds_asked
 from rpcprof.measure.syscalls import EVENT_KEYS, IO_KEEP_BYTES, IO_READS, IO_WRITES
 from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE
 
@@ -193,7 +194,9 @@ def test_manifest_records_the_git_commit(manifest, head_before_run):
 
 def test_manifest_records_every_parameter_as_given(manifest):
     params = manifest["parameters"]
-    assert set(params) == {f.name for f in dataclasses.fields(RunOptions)}
+    # every field of RunOptions, under the key the manifest gives it (--rounds is `repeat` there)
+    assert set(params) == set(parameters_json({f.name: None for f in dataclasses.fields(RunOptions)}))
+    assert rounds_asked(params) == 1
     assert params["servers"] == SERVERS
     assert (params["duration"], params["warmup"], params["port"], params["label"]) == (2.0, 1.0, PORT, "pytest")
     assert (params["driver"], params["connections"], params["streams"]) == ("h2load", 1, 100)
