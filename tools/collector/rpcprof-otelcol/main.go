@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
@@ -19,8 +20,32 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+	"go.opentelemetry.io/collector/service/telemetry"
+	"go.uber.org/zap"
 )
+
+// telemetryConfig takes the service's telemetry section as the Collector's own configurations write it
+// (logs and metrics levels); this Collector logs to stderr and keeps no metrics or traces of its own, which
+// spares it otelconf's telemetry (its resource detectors alone are most of a Collector's build).
+type telemetryConfig struct {
+	Logs struct {
+		Level string `mapstructure:"level"`
+	} `mapstructure:"logs"`
+	Metrics struct {
+		Level string `mapstructure:"level"`
+	} `mapstructure:"metrics"`
+}
+
+func stderrLogger(_ context.Context, _ telemetry.LoggerSettings, cfg component.Config) (*zap.Logger, component.ShutdownFunc, error) {
+	config := zap.NewProductionConfig()
+	if level := cfg.(*telemetryConfig).Logs.Level; level != "" {
+		if err := config.Level.UnmarshalText([]byte(level)); err != nil {
+			return nil, nil, err
+		}
+	}
+	logger, err := config.Build()
+	return logger, nil, err
+}
 
 func components() (otelcol.Factories, error) {
 	receivers, err := otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory())
@@ -32,7 +57,8 @@ func components() (otelcol.Factories, error) {
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
-	return otelcol.Factories{Receivers: receivers, Exporters: exporters, Telemetry: otelconftelemetry.NewFactory()}, nil
+	return otelcol.Factories{Receivers: receivers, Exporters: exporters, Telemetry: telemetry.NewFactory(
+		func() component.Config { return &telemetryConfig{} }, telemetry.WithCreateLogger(stderrLogger))}, nil
 }
 
 func main() {
