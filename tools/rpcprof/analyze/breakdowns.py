@@ -59,4 +59,5 @@ def every_round(profiles: dict[int, Path]) -> list:
     rounds = [open_folded(folded) for folded in profiles.values() if _profiled(folded)]
     if len(rounds) == 1:
         return rounds[0]
-    return [(frames, w // sample_weight(stacks)) for stacks in rounds for frames, w in stacks]
+    periods = [sample_weight(stacks) for stacks in rounds]      # once a round: each stack's weight in its samples
+    return [(frames, w // period) for stacks, period in zip(rounds, periods) for frames, w in stacks]
