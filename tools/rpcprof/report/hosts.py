@@ -59,6 +59,17 @@ PREDICTION_COLUMNS = [("server", "server"), ("run", "run"), ("measured_a", "#1 [
                       ("measured_b", "measured [µs/req]"), ("predicted_b", "predicted [µs/req]"),
                       ("measured_factor", "measured x"), ("predicted_factor", "predicted x"),
                       ("explained_pct", "of the change predicted [%]")]
+
+
+def explained_text(p: dict) -> str | None:
+    """`23.1`, or why no share is given: the change lies within the runs' own noise, or their noise is unknown."""
+    if p["beyond_noise"] is None:
+        return "noise unknown (one round)"
+    return f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise"
+
+
+PREDICTION_CELLS = {"explained_pct": Shown(explained_text, (("explained_pct", "of the change predicted [%]"),
+                                                            ("noise_us", "noise [µs/req]")))}
 HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle")] + \
     UNITS
 
@@ -86,15 +97,17 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     record = {"hosts": rows, "predictions": preds}
     if fmt in ("json", "csv"):
         return "", record
+    columns = [(k, h) for k, h in HOST_COLUMNS if k not in UNIT_CELLS or any(r[k] is not None for r in rows)]
     text = ("\nThe runs ran on different hosts; each host's unit costs (its host card: median of 7 batches, x: over "
-            "run #1's):\n\n" + render(rows, HOST_COLUMNS, fmt, UNIT_CELLS))
+            "run #1's):\n\n" + render(rows, columns, fmt, UNIT_CELLS))
     missing = [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]
     if missing:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
     if preds:
         text += ("\nWhat the unit costs predict from run #1's counts (writes, other syscalls and sleeps per request, "
-                 "the rest scaled by the loop), against what was measured:\n\n" + render(preds, PREDICTION_COLUMNS, fmt)
+                 "the rest scaled by the loop), against what was measured:\n\n"
+                 + render(preds, PREDICTION_COLUMNS, fmt, PREDICTION_CELLS)
                  + "".join(prediction_line(p) + "\n" for p in preds))
     return text, record
 
@@ -102,7 +115,7 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
 # The ledger of hosts (report.py hosts add): one line per host met, for the README's setup, fixed here (not
 # taken from today's defaults: a line must stay comparable with the lines before it when those move).
 LEDGER = ROOT / "docs" / "data" / "hosts.jsonl"
-SETUP = {"servers": ["rust_tonic_mt", "rust_pajamax"], "scenario": "helloworld", "connections": 1, "streams": 1000,
+README_SETUP = {"servers": ["rust_tonic_mt", "rust_pajamax"], "scenario": "helloworld", "connections": 1, "streams": 1000,
          "driver": "h2load", "duration": 6.0, "warmup": 2.0, "idle": "poll", "server_cpus": [0], "params": {}}
 CARD_FIELDS = ("median", "min", "max", "set_kib")
 
@@ -112,7 +125,7 @@ def setup_mismatch(manifest: dict) -> str | None:
     if manifest.get("mode") != "run":
         return f"it is a {manifest.get('mode')}, not a run"
     p = manifest.get("parameters") or {}
-    for key, want in SETUP.items():
+    for key, want in README_SETUP.items():
         if p.get(key, {} if key == "params" else None) != want:
             return f"its {key} is {p.get(key, 'not recorded')}, the README's {want}"
     return None
@@ -128,7 +141,7 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
         raise UserError(f"{run_dir}: no host card in its manifest (made before runs had one)")
     rows = compare_rows(run_dir, rules)[0]
     return manifest, {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"}
-                      for s in SETUP["servers"]}
+                      for s in README_SETUP["servers"]}
 
 
 def figure(x: float) -> float:
@@ -152,7 +165,7 @@ def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
         if cards[0].get(key) is not None:
             card[key] = cards[0][key]
     servers = {s: {c: figure(statistics.median(cats[s][c] for _, _, cats in runs)) for c in runs[0][2][s]}
-               for s in SETUP["servers"]}
+               for s in README_SETUP["servers"]}
     key = host_key(manifests[0])
     return {"host": key[0], "kernel": key[1], "date": (manifests[0].get("finished") or "")[:10],
             "runs": [d.name for d, _, _ in runs], "card": card, "servers": servers}
@@ -203,7 +216,7 @@ def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     rows = [{"figure": f"{name} [{unit}]", **{h: unit_cost(line["card"], key) for (h, _), line in zip(hosts, lines)}}
             for key, name, unit, _ in HOST_UNITS]
     rows += [{"figure": f"{s} [µs/req]", **{h: sum(line["servers"][s].values()) for (h, _), line in zip(hosts, lines)}}
-             for s in SETUP["servers"]]
+             for s in README_SETUP["servers"]]
     return rows, [("figure", "host (boot, kernel, date):")] + hosts
 
 
@@ -218,7 +231,7 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
         return text + "\nThe model needs 2 hosts to predict one from the other: add a host with report.py hosts add RUN.\n"
     text += ("\nEach host left out in turn, each server's CPU µs/req predicted by category from that host's card, "
              "fitted on the other hosts:\n\n" + render(rows, MISS_COLUMNS, fmt) + "\n")
-    for s in SETUP["servers"]:
+    for s in README_SETUP["servers"]:
         mine = [m for m in misses if m.server == s]
         if not mine:
             continue
