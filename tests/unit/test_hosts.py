@@ -16,7 +16,7 @@ from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import figure_by_round, t975
 from rpcprof.records import ROUNDS_KEY
 from rpcprof.report.agreement import render_runs
-from rpcprof.report.hosts import add_hosts, ledger_hosts, render_model
+from rpcprof.report.hosts import add_hosts, ledger_hosts, read_ledger, render_model
 from rpcprof.rundir import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,3 +196,14 @@ def test_the_ledger_refuses_another_setup_a_run_without_card_and_a_host_it_has(t
     with pytest.raises(UserError, match="no host card"):
         add_hosts([no_card], load_rules(), ledger)
     assert ledger.read_text() == (ROOT / "docs" / "data" / "hosts.jsonl").read_text()
+
+
+def test_a_ledger_line_that_is_not_a_hosts_is_refused_in_one_line(tmp_path):
+    ledger = tmp_path / "hosts.jsonl"
+    line = dict(LEDGER_LINES[0])
+    del line["servers"]
+    ledger.write_text(json.dumps(LEDGER_LINES[0]) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(UserError, match=r"hosts.jsonl: line 2: not a host's line \(servers missing"):
+        read_ledger(ledger)
+    with pytest.raises(UserError, match="no such ledger"):
+        read_ledger(tmp_path / "none.jsonl")

@@ -11,7 +11,11 @@ user-space loop. A wake-up's unit is the card's CPU per round trip on the server
 syscalls of that round trip, which the syscall counts already hold. The prediction for B is the same
 sum with B's unit costs and A's counts: what the host alone would change, if the server did the same work
 per request on both. A measured change far from it says the server's work moved too (its batching, its
-pace) or that a cost the card does not hold moved.
+pace) or that a cost the card does not hold moved. The share of the change it predicts is given only where
+the change lies beyond the runs' own noise (change_noise).
+
+The host model (leave_one_out, below) is fitted instead on the ledger of hosts (report/hosts.py): each
+server's CPU per request by category, against each host's unit costs, user-code units included.
 """
 from __future__ import annotations
 

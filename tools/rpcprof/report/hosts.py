@@ -171,14 +171,29 @@ def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
             "runs": [d.name for d, _, _ in runs], "card": card, "servers": servers}
 
 
-def read_ledger(path: Path = LEDGER) -> list[dict]:
-    """The ledger's lines, oldest first ([] when there is none)."""
+LINE_KEYS = {"host": str, "kernel": str, "date": str, "runs": list, "card": dict, "servers": dict}
+
+
+def read_ledger(path: Path = LEDGER, missing_ok: bool = False) -> list[dict]:
+    """The ledger's lines, oldest first; UserError for a line that is not one (missing_ok: [] for no file)."""
     if not path.exists():
-        return []
-    try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: line {e.lineno}: not JSON ({e.msg})") from None
+        if missing_ok:
+            return []
+        raise UserError(f"{path}: no such ledger (report.py hosts add RUN makes one)")
+    lines = []
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}: line {n}: not JSON ({e.msg})") from None
+        bad = [k for k, kind in LINE_KEYS.items() if not isinstance(line, dict) or not isinstance(line.get(k), kind)]
+        if not bad and not all(isinstance(c, dict) and all(isinstance(v, (int, float)) for v in c.values())
+                               for c in line["servers"].values()):
+            bad = ["servers"]
+        if bad:
+            raise UserError(f"{path}: line {n}: not a host's line ({', '.join(bad)} missing or of another kind)")
+        lines.append(line)
+    return lines
 
 
 def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
@@ -189,7 +204,7 @@ def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
     if len(keys) > 1:
         raise UserError(f"{', '.join(map(str, run_dirs))}: runs of {len(keys)} hosts (boot and kernel): add one host at a time")
     (host, kernel), = keys
-    for line in read_ledger(path):
+    for line in read_ledger(path, missing_ok=True):
         if (line["host"], line["kernel"]) == (host, kernel):
             raise UserError(f"{run_dirs[0]}: its host (boot {host}, kernel {kernel}) is in {path} already, from "
                             f"{', '.join(line['runs'])}")
@@ -215,7 +230,8 @@ def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     hosts = [(f"h{i}", f"{line['host'][:8]} {line['kernel']} {line['date']}") for i, line in enumerate(lines, 1)]
     rows = [{"figure": f"{name} [{unit}]", **{h: unit_cost(line["card"], key) for (h, _), line in zip(hosts, lines)}}
             for key, name, unit, _ in HOST_UNITS]
-    rows += [{"figure": f"{s} [µs/req]", **{h: sum(line["servers"][s].values()) for (h, _), line in zip(hosts, lines)}}
+    rows += [{"figure": f"{s} [µs/req]", **{h: sum(line["servers"].get(s, {}).values()) or None
+                                           for (h, _), line in zip(hosts, lines)}}
              for s in README_SETUP["servers"]]
     return rows, [("figure", "host (boot, kernel, date):")] + hosts
 
