@@ -127,6 +127,8 @@ static long cache_kib(int level, long fallback) {
 
 #define LINE 64
 
+#define BATCH_NS 1e7              /* a chase's batch: at most about 10 ms, whatever a load costs here */
+
 /* ns per dependent load over a random cyclic permutation of the first set_kib KiB of mem, a pointer per line */
 static void chase(char *mem, long set_kib, long loads, double *out) {
     long n = set_kib * 1024 / LINE;
@@ -142,7 +144,11 @@ static void chase(char *mem, long set_kib, long loads, double *out) {
     for (long i = 0; i < n; i++) *(char **)(mem + (long)order[i] * LINE) = mem + (long)order[(i + 1) % n] * LINE;
     free(order);
     char **p = (char **)mem;
-    for (long i = 0; i < n && i < loads; i++) p = (char **)*p;  /* warm the set */
+    long warm = n < loads ? n : loads;
+    double t0 = now_ns(CLOCK_MONOTONIC);
+    for (long i = 0; i < warm; i++) p = (char **)*p;            /* warm the set */
+    double batch_ns = (now_ns(CLOCK_MONOTONIC) - t0) / warm * loads;
+    if (batch_ns > BATCH_NS) loads = (long)(loads * BATCH_NS / batch_ns) + 1000;    /* a slow host: fewer loads */
     for (int b = 0; b < BATCHES; b++) {
         double t0 = now_ns(CLOCK_MONOTONIC);
         for (long i = 0; i < loads; i++) p = (char **)*p;
@@ -155,7 +161,7 @@ static void alloc_pairs(double *out) {
     enum { LIVE = 256 };
     static const size_t sizes[] = {16, 24, 40, 64, 100, 160, 256, 512, 1024, 4096};
     void *live[LIVE] = {0};
-    const int n = 100000;
+    const int n = 50000;
     for (int b = -1; b < BATCHES; b++) {    /* batch -1 fills the ring */
         double t0 = now_ns(CLOCK_MONOTONIC);
         for (int i = 0; i < n; i++) {
@@ -177,7 +183,7 @@ TARGET(8) TARGET(9) TARGET(10) TARGET(11) TARGET(12) TARGET(13) TARGET(14) TARGE
 static void indirect_calls(double *out) {
     static uint64_t (*const targets[16])(uint64_t) = {f0, f1, f2, f3, f4, f5, f6, f7,
                                                        f8, f9, f10, f11, f12, f13, f14, f15};
-    const int n = 1000000;
+    const int n = 300000;
     volatile uint64_t sink;
     uint64_t acc = 0;
     for (int b = 0; b < BATCHES; b++) {
@@ -298,7 +304,8 @@ int main(int argc, char **argv) {
     double user0 = now_ns(CLOCK_MONOTONIC);
     long l1 = cache_kib(1, 32), l2 = cache_kib(2, 512), l3 = cache_kib(3, 32768);
     static const char *mem_names[] = {"mem_l1_ns", "mem_l2_ns", "mem_l3_ns", "mem_dram_ns"};
-    long sets[] = {l1 / 2, l2 / 2, l3 / 2 < 4 * l2 ? l3 / 2 : 4 * l2, 2 * l3}, loads[] = {500000, 300000, 100000, 50000};
+    long sets[] = {l1 / 2, l2 / 2, l3 / 2 < 4 * l2 ? l3 / 2 : 4 * l2, 2 * l3};
+    long loads[] = {200000, 100000, 30000, 20000};
     double mem_ns[4][BATCHES], alloc[BATCHES], calls[BATCHES];
     char *mem = mmap(NULL, sets[3] * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (mem == MAP_FAILED) die("memory for the chase");

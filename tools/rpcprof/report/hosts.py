@@ -116,9 +116,9 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
 # taken from today's defaults: a line must stay comparable with the lines before it when those move). Its
 # --idle poll records spin on a host with no cpuidle polling state (measure/idle.py): both keep the CPU awake.
 LEDGER = ROOT / "docs" / "data" / "hosts.jsonl"
-README_SETUP = {"servers": ["rust_tonic_mt", "rust_pajamax"], "scenario": "helloworld", "connections": 1, "streams": 1000,
-         "driver": "h2load", "duration": 6.0, "warmup": 2.0, "idle": ("poll", "spin"), "server_cpus": [0], "params": {}}
-CARD_FIELDS = ("median", "min", "max", "set_kib")
+README_SETUP = {"servers": ["rust_tonic_mt", "rust_pajamax"], "scenario": "helloworld", "connections": 1,
+                "streams": 1000, "driver": "h2load", "duration": 6.0, "warmup": 2.0, "idle": ("poll", "spin"),
+                "server_cpus": [0], "params": {}}
 
 
 def setup_mismatch(manifest: dict) -> str | None:
@@ -127,9 +127,9 @@ def setup_mismatch(manifest: dict) -> str | None:
         return f"it is a {manifest.get('mode')}, not a run"
     p = manifest.get("parameters") or {}
     for key, want in README_SETUP.items():
-        got = p.get(key, {} if key == "params" else None)
-        if got not in (want if isinstance(want, tuple) else (want,)):
-            return f"its {key} is {p.get(key, 'not recorded')}, the README's {' or '.join(map(str, want)) if isinstance(want, tuple) else want}"
+        allowed = want if isinstance(want, tuple) else (want,)
+        if p.get(key, {} if key == "params" else None) not in allowed:
+            return f"its {key} is {p.get(key, 'not recorded')}, the README's {' or '.join(map(str, allowed))}"
     return None
 
 
@@ -204,8 +204,11 @@ def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
     runs = [(d, *run_entry(d, rules)) for d in run_dirs]
     keys = {host_key(m) for _, m, _ in runs}
     if len(keys) > 1:
-        raise UserError(f"{', '.join(map(str, run_dirs))}: runs of {len(keys)} hosts (boot and kernel): add one host at a time")
+        raise UserError(f"{', '.join(map(str, run_dirs))}: runs of {len(keys)} hosts (boot and kernel): "
+                        "add one host at a time")
     (host, kernel), = keys
+    if not host or not kernel:
+        raise UserError(f"{run_dirs[0]}: its manifest names no boot or no kernel: which host it ran on is not known")
     for line in read_ledger(path, missing_ok=True):
         if (line["host"], line["kernel"]) == (host, kernel):
             raise UserError(f"{run_dirs[0]}: its host (boot {host}, kernel {kernel}) is in {path} already, from "
@@ -244,9 +247,11 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()}} for m in misses]
     if fmt in ("json", "csv"):
         return render(rows, MISS_COLUMNS, fmt)
-    text = f"The ledger ({path}) holds {len(lines)} host{'s' * (len(lines) != 1)}:\n\n" + render(*ledger_rows(lines), fmt)
+    text = (f"The ledger ({path}) holds {len(lines)} host{'s' * (len(lines) != 1)}:\n\n"
+            + render(*ledger_rows(lines), fmt))
     if len(lines) < 2:
-        return text + "\nThe model needs 2 hosts to predict one from the other: add a host with report.py hosts add RUN.\n"
+        return text + ("\nThe model needs 2 hosts to predict one from the other: add a host with "
+                       "report.py hosts add RUN.\n")
     text += ("\nEach host left out in turn, each server's CPU µs/req predicted by category from that host's card, "
              "fitted on the other hosts:\n\n" + render(rows, MISS_COLUMNS, fmt) + "\n")
     for s in README_SETUP["servers"]:
@@ -259,8 +264,8 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
         if len(lines) < HOSTS_TO_SCORE:
             verdict += f" (scored from {HOSTS_TO_SCORE} hosts)"
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
-                 + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} "
-                    f"({worst.category_measured:.3g} µs/req measured, {worst.category_predicted:.3g} predicted)") + ".\n")
+                 + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
+                    f"µs/req measured, {worst.category_predicted:.3g} predicted)") + ".\n")
     fitted = len(lines) - 1
     slopes = min(MAX_SLOPES, fitted - 1)
     if slopes < MAX_SLOPES:
