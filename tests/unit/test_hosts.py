@@ -166,6 +166,9 @@ def test_a_category_that_scales_as_a_power_of_its_unit_is_fitted_exactly_from_th
     assert len(misses) == 8 and all(abs(m.error_pct) < 1e-6 for m in misses)
     assert all(m.units["send"][0] == "write_us" and m.units["protocol"][0] == "mem_l2_ns" and m.fitted_on == 3
                for m in misses)
+    # pajamax spends nothing in runtime: its runtime is its mean, and tonic's runtime is fitted without it
+    assert {m.server: m.units["runtime"] for m in misses if m.host == "h0"} == {
+        "rust_pajamax": (), "rust_tonic_mt": ("wake_cpu_us", "loop_ns")}      # these cards have no indirect call
     assert TARGET_PCT == 15 and HOSTS_TO_SCORE == 4
 
 

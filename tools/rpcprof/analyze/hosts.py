@@ -148,13 +148,15 @@ def category_prediction(train: list[LedgerHost], target: dict[str, float], serve
                         category: str) -> tuple[float, tuple[str, ...]]:
     """(server's CPU µs/req in category on a host with unit costs target, the units used) fitted on train."""
     import numpy as np
-    servers = sorted({s for h in train for s in h.servers if category in h.servers[s]})
-    points = [(h, s, h.servers[s][category]) for h in train for s in servers if category in h.servers[s]]
+    points = [(h, s, h.servers[s][category]) for h in train for s in h.servers if category in h.servers[s]]
     mine = [y for h, s, y in points if s == server]
     if not mine:
         return 0.0, ()
-    if min(y for _, _, y in points) <= 0:      # a category a server never enters: no logarithm, its mean
+    # a server whose category is empty on some host has no logarithm there: it is left out of the fit
+    servers = sorted({s for _, s, _ in points} - {s for _, s, y in points if y <= 0})
+    if server not in servers:
         return float(np.mean(mine)), ()
+    points = [p for p in points if p[1] in servers]
     candidates = CATEGORY_UNITS.get(category, OTHER_UNITS)
     usable = [u for u in candidates if u in target and all(u in h.units and h.units[u] > 0 for h in train)]
     units = tuple(usable[:min(MAX_SLOPES, len(train) - 1)])

@@ -225,7 +225,7 @@ def ledger_hosts(lines: list[dict]) -> list[LedgerHost]:
             for line in lines]
 
 
-MISS_COLUMNS = [("host", "host left out"), ("server", "server"), ("measured", "measured [µs/req]"),
+MISS_COLUMNS = [("host", "host"), ("server", "server"), ("measured", "measured [µs/req]"),
                 ("predicted", "predicted [µs/req]"), ("error_pct", "error [%]"), ("category", "missed most in"),
                 ("category_measured", "its measured [µs/req]"), ("category_predicted", "its predicted [µs/req]")]
 
