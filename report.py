@@ -10,6 +10,7 @@ USAGE: ./report.py COMMAND [ARGS] [--format table|markdown|json|csv]
   compare RUN_DIR           req/s per CPU and CPU µs per request by category, side by side, and
                             the ruler check (--ruler REGEX: frames doing the same work in each server)
   runs RUN_DIR...           runs of one setup side by side: do they agree, and the ratio over runs
+  hosts [add RUN_DIR...]    the ledger of hosts (docs/data/hosts.jsonl) and the host model's error; add a run's host
   waits RUN_DIR             where the threads waited (the off-CPU window), why, and who woke them
   whatif RUN_DIR A B        B's CPU µs per request if it wrote as A does, with its interval
   top FOLDED -c CATEGORY    the frames that decide a category, to see and fix rules

@@ -15,6 +15,18 @@
  *                  round trip's wall time over two
  *   wake_cpu_us    ... and SERVER_CPU's thread CPU per round trip (its write, its read, sleeping and
  *                  being woken)
+ *   mem_l1_ns, mem_l2_ns, mem_l3_ns, mem_dram_ns
+ *                  a load that depends on the one before (a pointer chase over a random cyclic permutation,
+ *                  one pointer per cache line) in a working set that sits in L1, L2, L3 or only in DRAM:
+ *                  half of L1d, half of L2, four times L2 (at most half of L3: a virtual machine's share
+ *                  of a shared L3 is smaller than sysfs says; on a 2-CPU EPYC guest with 32 MiB of L3, a
+ *                  4 MiB set already ran at DRAM's latency), twice L3 (cpu0's sizes in sysfs; each
+ *                  figure has its set_kib, and caches_kib the sizes read), ns per load
+ *   alloc_ns       a free and a malloc of mixed sizes (16 B to 4 KiB, from 256 blocks kept live, the
+ *                  block's first byte written), ns per pair
+ *   indirect_ns    a call through a table of 16 functions, the target drawn at random each time (the
+ *                  branch predictor cannot learn it), ns per call
+ *   user_units_s   the wall time of the last six, set-up included
  *
  * eg,
  *   cc -O2 -pthread tools/hostcard.c -o /tmp/hostcard && /tmp/hostcard 0 1
@@ -32,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -67,14 +80,119 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void print_figure(const char *name, double *v, int last) {
+static void print_figure(const char *name, double *v, long set_kib) {
     double s[BATCHES];
     memcpy(s, v, sizeof s);
     qsort(s, BATCHES, sizeof s[0], cmp);
     printf("  \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"batches\": [", name, s[BATCHES / 2], s[0],
            s[BATCHES - 1]);
     for (int i = 0; i < BATCHES; i++) printf("%s%.6g", i ? ", " : "", v[i]);
-    printf("]}%s\n", last ? "" : ",");
+    if (set_kib) printf("], \"set_kib\": %ld},\n", set_kib);
+    else printf("]},\n");
+}
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t next_random(void) {         /* xorshift64 */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* cpu0's cache of this level (1: its data cache) in KiB, from sysfs; fallback when sysfs has none */
+static long cache_kib(int level, long fallback) {
+    for (int i = 0; i < 8; i++) {
+        char path[96], type[32] = "";
+        int lvl = 0;
+        long kib = 0;
+        FILE *f;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if (!(f = fopen(path, "r"))) break;
+        if (fscanf(f, "%d", &lvl) != 1) lvl = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%31s", type) != 1) type[0] = 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (lvl != level || !strcmp(type, "Instruction") || !(f = fopen(path, "r"))) continue;
+        if (fscanf(f, "%ldK", &kib) != 1) kib = 0;
+        fclose(f);
+        if (kib > 0) return kib;
+    }
+    return fallback;
+}
+
+#define LINE 64
+
+#define BATCH_NS 1e7              /* a chase's batch: at most about 10 ms, whatever a load costs here */
+
+/* ns per dependent load over a random cyclic permutation of the first set_kib KiB of mem, a pointer per line */
+static void chase(char *mem, long set_kib, long loads, double *out) {
+    long n = set_kib * 1024 / LINE;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order) die("memory for the chase's order");
+    for (long i = 0; i < n; i++) order[i] = (uint32_t)i;
+    for (long i = n - 1; i > 0; i--) {      /* Sattolo: one cycle through every line */
+        long j = (long)(next_random() % (uint64_t)i);
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (long i = 0; i < n; i++) *(char **)(mem + (long)order[i] * LINE) = mem + (long)order[(i + 1) % n] * LINE;
+    free(order);
+    char **p = (char **)mem;
+    long warm = n < loads ? n : loads;
+    double t0 = now_ns(CLOCK_MONOTONIC);
+    for (long i = 0; i < warm; i++) p = (char **)*p;            /* warm the set */
+    double batch_ns = (now_ns(CLOCK_MONOTONIC) - t0) / warm * loads;
+    if (batch_ns > BATCH_NS) loads = (long)(loads * BATCH_NS / batch_ns) + 1000;    /* a slow host: fewer loads */
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns(CLOCK_MONOTONIC);
+        for (long i = 0; i < loads; i++) p = (char **)*p;
+        out[b] = (now_ns(CLOCK_MONOTONIC) - t0) / loads;
+    }
+    if (!p) die("the chase");                /* keeps the loads */
+}
+
+static void alloc_pairs(double *out) {
+    enum { LIVE = 256 };
+    static const size_t sizes[] = {16, 24, 40, 64, 100, 160, 256, 512, 1024, 4096};
+    void *live[LIVE] = {0};
+    const int n = 50000;
+    for (int b = -1; b < BATCHES; b++) {    /* batch -1 fills the ring */
+        double t0 = now_ns(CLOCK_MONOTONIC);
+        for (int i = 0; i < n; i++) {
+            uint64_t r = next_random();
+            int slot = (int)(r % LIVE);
+            free(live[slot]);
+            if (!(live[slot] = malloc(sizes[(r >> 8) % (sizeof sizes / sizeof sizes[0])]))) die("malloc");
+            *(volatile char *)live[slot] = 1;
+        }
+        if (b >= 0) out[b] = (now_ns(CLOCK_MONOTONIC) - t0) / n;
+    }
+    for (int i = 0; i < LIVE; i++) free(live[i]);
+}
+
+#define TARGET(k) static __attribute__((noinline)) uint64_t f##k(uint64_t x) { return x * (2 * k + 1) + k; }
+TARGET(0) TARGET(1) TARGET(2) TARGET(3) TARGET(4) TARGET(5) TARGET(6) TARGET(7)
+TARGET(8) TARGET(9) TARGET(10) TARGET(11) TARGET(12) TARGET(13) TARGET(14) TARGET(15)
+
+static void indirect_calls(double *out) {
+    static uint64_t (*const targets[16])(uint64_t) = {f0, f1, f2, f3, f4, f5, f6, f7,
+                                                       f8, f9, f10, f11, f12, f13, f14, f15};
+    const int n = 300000;
+    volatile uint64_t sink;
+    uint64_t acc = 0;
+    for (int b = 0; b < BATCHES; b++) {
+        double t0 = now_ns(CLOCK_MONOTONIC);
+        for (int i = 0; i < n; i++) acc = targets[next_random() & 15](acc);
+        out[b] = (now_ns(CLOCK_MONOTONIC) - t0) / n;
+    }
+    sink = acc;
+    (void)sink;
 }
 
 static void bare_syscall(double *out) {
@@ -183,12 +301,29 @@ int main(int argc, char **argv) {
     user_loop(loop);
     loopback_write(wr);
     wake_up(wake, wake_cpu);
+    double user0 = now_ns(CLOCK_MONOTONIC);
+    long l1 = cache_kib(1, 32), l2 = cache_kib(2, 512), l3 = cache_kib(3, 32768);
+    static const char *mem_names[] = {"mem_l1_ns", "mem_l2_ns", "mem_l3_ns", "mem_dram_ns"};
+    long sets[] = {l1 / 2, l2 / 2, l3 / 2 < 4 * l2 ? l3 / 2 : 4 * l2, 2 * l3};
+    long loads[] = {200000, 100000, 30000, 20000};
+    double mem_ns[4][BATCHES], alloc[BATCHES], calls[BATCHES];
+    char *mem = mmap(NULL, sets[3] * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (mem == MAP_FAILED) die("memory for the chase");
+    for (int i = 0; i < 4; i++) chase(mem, sets[i], loads[i], mem_ns[i]);
+    munmap(mem, sets[3] * 1024);
+    alloc_pairs(alloc);
+    indirect_calls(calls);
+    double user_s = (now_ns(CLOCK_MONOTONIC) - user0) / 1e9;
     printf("{\n");
     print_figure("syscall_ns", sys, 0);
     print_figure("loop_ns", loop, 0);
     print_figure("write_us", wr, 0);
     print_figure("wake_us", wake, 0);
-    print_figure("wake_cpu_us", wake_cpu, 1);
-    printf("}\n");
+    print_figure("wake_cpu_us", wake_cpu, 0);
+    for (int i = 0; i < 4; i++) print_figure(mem_names[i], mem_ns[i], sets[i]);
+    print_figure("alloc_ns", alloc, 0);
+    print_figure("indirect_ns", calls, 0);
+    printf("  \"caches_kib\": {\"l1d\": %ld, \"l2\": %ld, \"l3\": %ld},\n", l1, l2, l3);
+    printf("  \"user_units_s\": %.3f\n}\n", user_s);
     return 0;
 }

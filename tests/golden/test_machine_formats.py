@@ -40,9 +40,10 @@ INDIRECT = DATA / "indirect-syscall-cost.json"
 # holds a digit must be a number.
 TEXT = {
     # names: of runs, cells, servers' files, frames, rules and their patterns, categories (protocol/http2),
-    # the keys of the records behind a figure (`repeats[repeat=1].cpu_us_per_req`), kernels and drivers
+    # the keys of the records behind a figure (`repeats[repeat=1].cpu_us_per_req`), kernels and drivers, hosts
+    # (a boot id)
     "run", "ratio_of", "outside_interval_of", "cell", "profile", "given", "file", "key", "svg", "frame", "path",
-    "rule", "pattern", "category", "group", "kernel", "driver",
+    "rule", "pattern", "category", "group", "kernel", "driver", "host",
     # flags and notes (`CLIENT-BOUND, PROFILE-REGIME: req/s +21 %`), and verdicts
     "notes", "regime_flags", "waits_verdicts", "verdict",
     # sentences for people, whose figures the same document carries as numbers of their own
@@ -128,6 +129,7 @@ COMPARED = (NEWEST, THREE, SAVED / "seed-001")
 CASES = [
     *(case("run", d) for d in [*RUNS, *CELLS]),
     case("runs", *PRE_IDLE), case("runs", *POLL), case("runs", "OTHER-HOST"),
+    case("hosts", "--ledger", DATA / "hosts.jsonl"),
     *(case("compare", d) for d in COMPARED), *(slow("compare", d) for d in RUNS if d not in COMPARED and any(d.glob("*/profile.folded*"))),
     case("compare", SAVED / "rounds", "--level", "2", "--indirect", INDIRECT),
     slow("compare", SEED_001, "--level", "2", "--indirect", INDIRECT), slow("compare", THREE, "--view", "tax"),

@@ -63,7 +63,7 @@ def test_the_published_data_is_trimmed_and_small():
     assert files, "docs/data/ is empty"
     assert sum(p.stat().st_size for p in files) <= MAX_BYTES
     for p in files:
-        assert p.suffix in (".json", ".gz", ".md"), f"{p.relative_to(ROOT)}: docs/data keeps JSON and gzip'd files"
+        assert p.suffix in (".json", ".jsonl", ".gz", ".md"), f"{p.relative_to(ROOT)}: docs/data keeps JSON and gzip'd files"
 
 
 def quotes() -> list[tuple[str, str, list[str]]]:

@@ -8,4 +8,12 @@ HOST_UNITS = (
     ("wake_us", "cross-CPU wake-up", "µs", "{:.1f}"),
     ("wake_cpu_us", "its CPU on the server's CPU", "µs", "{:.1f}"),
     ("loop_ns", "loop", "ns/iter", "{:.2f}"),
+    ("mem_l1_ns", "load in L1", "ns", "{:.1f}"),
+    ("mem_l2_ns", "load in L2", "ns", "{:.1f}"),
+    ("mem_l3_ns", "load in L3", "ns", "{:.0f}"),
+    ("mem_dram_ns", "load in DRAM", "ns", "{:.0f}"),
+    ("alloc_ns", "malloc+free", "ns", "{:.0f}"),
+    ("indirect_ns", "indirect call", "ns", "{:.1f}"),
 )
+# the units every card has had (runs' cards before the user-code units: the pairwise model's)
+FIRST_UNITS = ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns")

@@ -11,15 +11,20 @@ user-space loop. A wake-up's unit is the card's CPU per round trip on the server
 syscalls of that round trip, which the syscall counts already hold. The prediction for B is the same
 sum with B's unit costs and A's counts: what the host alone would change, if the server did the same work
 per request on both. A measured change far from it says the server's work moved too (its batching, its
-pace) or that a cost the card does not hold moved.
+pace) or that a cost the card does not hold moved. The share of the change it predicts is given only where
+the change lies beyond the runs' own noise (change_noise).
+
+The host model (leave_one_out, below) is fitted instead on the ledger of hosts (report/hosts.py): each
+server's CPU per request by category, against each host's unit costs, user-code units included.
 """
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
-from rpcprof.analyze.intervals import figure_by_round
-from rpcprof.host_units import HOST_UNITS
+from rpcprof.analyze.intervals import figure_by_round, t975
+from rpcprof.host_units import FIRST_UNITS
 
 
 def unit_cost(card: dict, key: str) -> float | None:
@@ -55,12 +60,12 @@ def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> li
     CPU µs per request measured on each host and the one the unit costs predict (module docstring)."""
     (_, m0, metrics0) = loaded[0]
     card0 = m0.get("host") or {}
-    if any(unit_cost(card0, k) is None for k, *_ in HOST_UNITS):
+    if any(unit_cost(card0, k) is None for k in FIRST_UNITS):
         return []
     out = []
     for i, (d, manifest, metrics) in enumerate(loaded[1:], 2):
         card = manifest.get("host") or {}
-        if any(unit_cost(card, k) is None for k, *_ in HOST_UNITS):
+        if any(unit_cost(card, k) is None for k in FIRST_UNITS):
             continue
         loop = unit_cost(card, "loop_ns") / unit_cost(card0, "loop_ns")
         for s in servers:
@@ -70,10 +75,110 @@ def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> li
             here = _costs(a, card0)
             there = _costs(a, card, here["rest"], loop)
             predicted = sum(there.values())
+            noise = change_noise(list(figure_by_round(metrics0[s], "cpu_us_per_req").values()),
+                                 list(figure_by_round(metrics[s], "cpu_us_per_req").values()))
+            beyond = None if noise is None else abs(b["cpu_us"] - a["cpu_us"]) > noise
             out.append({"server": s, "run": f"#{i}", "measured_a": a["cpu_us"], "measured_b": b["cpu_us"],
                         "predicted_b": predicted, "measured_factor": b["cpu_us"] / a["cpu_us"],
                         "predicted_factor": predicted / a["cpu_us"],
+                        "noise_us": noise, "beyond_noise": beyond,
                         "explained_pct": (100 * (predicted - a["cpu_us"]) / (b["cpu_us"] - a["cpu_us"])
-                                          if abs(b["cpu_us"] - a["cpu_us"]) > 1e-9 else None),
+                                          if beyond else None),
                         "terms_a": here, "terms_b": there, "counts_a": a, "counts_b": b})
+    return out
+
+
+def change_noise(a: list[float], b: list[float]) -> float | None:
+    """How far two runs' mean CPU µs per request may lie apart by their rounds' spread alone: the half-width
+    of the 95 % Welch interval of the difference of their means (a, b: each run's rounds); None with fewer
+    than two rounds in either run."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return 0.0
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    return t975(max(1, round(df))) * (va + vb) ** 0.5
+
+
+# The host model (report.py hosts): per category, log CPU µs/req = a server's own constant + slopes x log unit
+# costs, least squares over the ledger's hosts (report/hosts.py reads docs/data/hosts.jsonl), the slopes shared
+# by the servers. Each category's candidate units, most likely first: with n hosts to fit on, the first
+# n - 1 (at most MAX_SLOPES) that every one of them and the host predicted have.
+CATEGORY_UNITS = {
+    "send": ("write_us", "syscall_ns"),
+    "recv": ("syscall_ns", "write_us"),
+    "protocol": ("mem_l2_ns", "indirect_ns", "alloc_ns", "loop_ns"),
+    "app": ("alloc_ns", "mem_l2_ns", "loop_ns"),
+    "runtime": ("wake_cpu_us", "indirect_ns", "loop_ns"),
+}
+OTHER_UNITS = ("loop_ns",)
+MAX_SLOPES = 2
+TARGET_PCT = 15.0           # the model's goal: each server's total within this, leaving each host out in turn
+HOSTS_TO_SCORE = 4          # ... once this many hosts are in the ledger
+
+
+@dataclass(frozen=True)
+class LedgerHost:
+    """One host of the ledger: its name (boot), kernel, unit costs (medians) and each server's CPU µs/req
+    by category."""
+    host: str
+    kernel: str
+    units: dict[str, float]
+    servers: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class HostMiss:
+    """One server on a host left out of the fit: its CPU µs/req measured and predicted from the other hosts,
+    and the category whose prediction missed by the most µs/req."""
+    host: str
+    server: str
+    measured: float
+    predicted: float
+    error_pct: float
+    category: str
+    category_measured: float
+    category_predicted: float
+    units: dict[str, tuple[str, ...]]       # category -> the units its fit used
+    fitted_on: int                           # hosts
+
+
+def category_prediction(train: list[LedgerHost], target: dict[str, float], server: str,
+                        category: str) -> tuple[float, tuple[str, ...]]:
+    """(server's CPU µs/req in category on a host with unit costs target, the units used) fitted on train."""
+    import numpy as np
+    points = [(h, s, h.servers[s][category]) for h in train for s in h.servers if category in h.servers[s]]
+    mine = [y for h, s, y in points if s == server]
+    if not mine:
+        return 0.0, ()
+    # a server whose category is empty on some host has no logarithm there: it is left out of the fit
+    servers = sorted({s for _, s, _ in points} - {s for _, s, y in points if y <= 0})
+    if server not in servers:
+        return float(np.mean(mine)), ()
+    points = [p for p in points if p[1] in servers]
+    candidates = CATEGORY_UNITS.get(category, OTHER_UNITS)
+    usable = [u for u in candidates if u in target and all(u in h.units and h.units[u] > 0 for h in train)]
+    units = tuple(usable[:min(MAX_SLOPES, len(train) - 1)])
+    x = np.array([[float(s == t) for t in servers] + [np.log(h.units[u]) for u in units] for h, s, _ in points])
+    coef = np.linalg.lstsq(x, np.log([y for _, _, y in points]), rcond=None)[0]
+    row = [float(s == server) for s in servers] + [np.log(target[u]) for u in units]
+    return float(np.exp(np.dot(row, coef))), units
+
+
+def leave_one_out(ledger: list[LedgerHost]) -> list[HostMiss]:
+    """Each server on each host, predicted by category from its card with the model fitted on the other hosts."""
+    out = []
+    for i, h in enumerate(ledger):
+        train = ledger[:i] + ledger[i + 1:]
+        if not train:
+            continue
+        for server, cats in h.servers.items():
+            if not any(server in t.servers for t in train):
+                continue
+            fits = {c: category_prediction(train, h.units, server, c) for c in cats}
+            measured, predicted = sum(cats.values()), sum(p for p, _ in fits.values())
+            worst = max(cats, key=lambda c: abs(fits[c][0] - cats[c]))
+            out.append(HostMiss(h.host, server, measured, predicted, 100 * (predicted / measured - 1), worst,
+                                cats[worst], fits[worst][0], {c: u for c, (_, u) in fits.items()}, len(train)))
     return out

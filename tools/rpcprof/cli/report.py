@@ -19,6 +19,7 @@ COMMANDS = {
     "sweep": "sweep:sweep_table", "whatif": "whatif:whatif", "fold": "fold:fold",
     "results": "documents:results", "seeds": "documents:seeds",      # the generated documents
     "runs": "runs:runs",                                                # runs of one setup side by side
+    "hosts": "hosts:hosts",                                             # the ledger of hosts and its model
 }
 
 

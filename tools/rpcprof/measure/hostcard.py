@@ -5,9 +5,11 @@ Hosts of one machine kind differ 1.7-3.8x in a server's CPU per request, and une
 server that writes once per response pays the host's loopback write, one that sleeps between bursts its
 wake-ups. tools/hostcard.c measures each unit on the run's own CPUs, with the run's idle setting in
 force: a bare syscall, a 100-byte loopback TCP write (the peer's receive included, as the sender runs
-it), a cross-CPU wake-up over a pipe (its latency, and the server CPU's own CPU for it), and a fixed
-user-space loop. Each is the median of 7 batches, with their min and max. The program is built with cc
-on first use and kept, by its source's hash, in the user's cache folder.
+it), a cross-CPU wake-up over a pipe (its latency, and the server CPU's own CPU for it), a fixed
+user-space loop, and what user code spends on: a dependent load in working sets that sit in L1, L2, L3
+and DRAM (sized from the CPU's caches in sysfs), a malloc/free pair of mixed sizes and an indirect call to
+an unpredictable target. Each is the median of 7 batches, with their min and max. The program is built
+with cc on first use and kept, by its source's hash, in the user's cache folder.
 """
 from __future__ import annotations
 
@@ -94,6 +96,7 @@ def card_line(card: dict | None) -> str:
     for key, label, unit, fmt in HOST_UNITS:
         f = card.get(key)
         if f:
-            parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]")
+            parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]"
+                         + (f" ({f['set_kib']:,} KiB)" if f.get("set_kib") else ""))
     return (f"host: {', '.join(parts)} (median [min-max] of 7 batches each, CPU {card.get('server_cpu')} and "
             f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s)")
