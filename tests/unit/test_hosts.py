@@ -135,15 +135,19 @@ def test_the_seeded_line_is_the_published_host_with_each_figure_the_median_of_it
     assert line["host"] == cards[0]["boot_id"] and set(line["servers"]) == {"rust_tonic_mt", "rust_pajamax"}
 
 
-def test_the_ledgers_hosts_each_predicted_from_the_other_alone_are_its_figures_and_miss_in_protocol():
-    hosts = ledger_hosts(LEDGER_LINES[:2])
+def test_two_hosts_each_predicted_from_the_other_alone_are_its_figures_and_the_miss_is_named():
+    # the published host and a copy of it whose protocol work costs three times as much
+    line = LEDGER_LINES[0]
+    dearer = {**line, "host": "b", "servers": {s: {**cats, "protocol": 3 * cats["protocol"]}
+                                               for s, cats in line["servers"].items()}}
+    hosts = ledger_hosts([line, dearer])
     misses = leave_one_out(hosts)
     assert len(misses) == 4 and all(m.fitted_on == 1 and all(u == () for u in m.units.values()) for m in misses)
     for m in misses:
         other = next(h for h in hosts if h.host != m.host)
         assert m.predicted == pytest.approx(sum(other.servers[m.server].values()), rel=1e-9)
-        assert m.category == "protocol"            # where tonic and pajamax differ most between the two hosts
-    text = render_model(LEDGER_LINES[:2], Path("docs/data/hosts.jsonl"))
+        assert m.category == "protocol"
+    text = render_model([line, dearer], Path("docs/data/hosts.jsonl"))
     assert "outside the 15 % target (scored from 4 hosts); it missed most in protocol on" in text
     assert "With 1 host to fit on, each category's fit has 0 unit slopes" in text
 
@@ -225,3 +229,17 @@ def test_a_ledger_line_that_is_not_a_hosts_is_refused_in_one_line(tmp_path):
         read_ledger(ledger)
     with pytest.raises(UserError, match="no such ledger"):
         read_ledger(tmp_path / "none.jsonl")
+
+
+def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):
+    # a published run, its rust_tonic_mt given an off-CPU window in which other programs held its CPU for
+    # a third of its time off CPU (what the window of a run on a loaded machine records)
+    published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
+    run = tmp_path / published.name
+    shutil.copytree(published, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["rust_tonic_mt"]["offcpu"] = {"off_cpu_s": 3.0, "runnable_to": {"cc1": 1.0e6}}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(UserError, match="rust_tonic_mt CPU-CONTENDED .*run again with the machine otherwise idle"):
+        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
+    assert not (tmp_path / "hosts.jsonl").exists()

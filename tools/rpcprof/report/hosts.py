@@ -11,6 +11,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, leave_one_out, predictions,
                                    unit_cost)
+from rpcprof.analyze.waits import contention
 from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
 from rpcprof.paths import ROOT
@@ -141,6 +142,11 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
         raise UserError(f"{run_dir}: not the README's setup (./profile.sh run rust_tonic_mt rust_pajamax): {why}")
     if any(unit_cost(manifest.get("host") or {}, k) is None for k in FIRST_UNITS):
         raise UserError(f"{run_dir}: no host card in its manifest (made before runs had one)")
+    contended = [s for s, m in load_run(run_dir)[1].items() if m.get("offcpu")
+                 and contention({**m["offcpu"], "off_cpu_us": (m["offcpu"].get("off_cpu_s") or 0) * 1e6}, None)]
+    if contended:
+        raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
+                        "figures are not the host's; run again with the machine otherwise idle")
     rows = compare_rows(run_dir, rules)[0]
     return manifest, {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"}
                       for s in README_SETUP["servers"]}
