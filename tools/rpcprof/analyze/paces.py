@@ -14,11 +14,26 @@ percentile of the statistic over SIMULATIONS sets of n normal rounds (fixed seed
 time). Two paces are named when the statistic passes it AND the paces' CPU per request differ by at
 least MIN_APART: a 3 % step between steady rounds is real but is not what a reader calls a pace.
 
+The noise inside a pace, from each round's time slices (analyze/timeline.py: its window's CPU µs per
+request in 0.5 s slices). With 5 rounds the rounds' own spread inside the paces has 3 degrees of
+freedom: a noisy host's paces (rounds at 22-23 and 31-37 µs/req) pass for noise. A round's slices scatter
+about it, and that scatter says how far a round's figure strays by chance (variance s²/m over m slices,
+pooled over the rounds: ~55 degrees of freedom). When the rounds' spread inside the paces is no more than
+the slices account for (F below its POOL_LEVEL quantile), the two estimates are pooled and the t uses the
+pooled noise; its critical value is simulated as above, for rounds whose spread is their slices' noise,
+so that one pace is named two in at most 5 % of runs by either branch. Otherwise, and for rounds without
+slices (run folders made before the timeline), the rounds' spread alone decides, as without slices.
+
 What it can and cannot see (tests/unit/test_paces.py simulates both): one pace at any spread is named
-two paces in under 5 % of runs; two paces 1.5x apart, each of 5 rounds landing in either at random, are
+two paces in at most 5 % of runs (the level) when the rounds spread by their slices' noise, or by drift
+between rounds far beyond it; two paces 1.5x apart, each of 5 rounds landing in either at random, are
 found in over 95 % of runs that caught both when the rounds within a pace spread by 2.5 %, about 77 %
-at 4 % and 42 % at 6 %. With 5 rounds the spread inside the paces is estimated from 3 degrees of
-freedom: more rounds (--rounds) are what sharpen it.
+at 4 % and 42 % at 6 % (the rounds' own spread); rounds at 22, 23, 31, 34 and 37 µs/req whose slices
+scatter as rust_tonic_mt's did on a noisy host (sd 24 %) are named two paces in over 80 % of runs,
+which the rounds' spread alone never names. The cost: rounds that drift between rounds by a little more
+than their slices say, too little for 3 degrees of freedom to tell, are pooled and named two paces too
+often: at a 6 % spread of which a quarter to a half is the slices' noise, in a quarter to a third of
+runs (the 10 % floor included). More rounds (--rounds) sharpen the pretest as well as the test.
 
 Within a run: each server's paces (server_paces), the ratio within each pace (pace_ratios) and each
 category's change between the paces from each round's own profile (pace_categories), tested as report.py
@@ -45,6 +60,7 @@ MIN_APART = 1.10          # ... and only when the paces' CPU per request differ 
 MIN_ROUNDS = 4            # with 3 rounds the critical t is ~38: nothing short of a 2x jump passes
 SIMULATIONS = 100_000
 SEED = 20261126
+POOL_LEVEL = 0.75        # the slices' noise is pooled unless the rounds spread beyond it at the 25 % level
 MIN_PACE_ROUNDS = 2       # a pace's ratio needs this many rounds of it (an interval needs two pairs)
 
 
@@ -55,11 +71,9 @@ def _max_split_t(rows):
     n = x.shape[1]
     best = np.full(x.shape[0], -np.inf)
     for i in range(1, n):
-        a, b = x[:, :i], x[:, i:]
-        ma, mb = a.mean(axis=1), b.mean(axis=1)
-        ss = ((a - ma[:, None]) ** 2).sum(axis=1) + ((b - mb[:, None]) ** 2).sum(axis=1)
+        gap, ss, k = _cut_terms(x[:, :i], x[:, i:])
         with np.errstate(divide="ignore", invalid="ignore"):
-            t = (mb - ma) / (np.sqrt(ss / (n - 2)) * math.sqrt(1 / i + 1 / (n - i)))
+            t = gap / (np.sqrt(ss / (n - 2)) * k)
         best = np.maximum(best, np.where(np.isnan(t), -np.inf, t))
     return best
 
@@ -70,6 +84,55 @@ def _null(n: int):
     import numpy as np
     rng = np.random.default_rng(SEED + n)
     return np.sort(_max_split_t(rng.standard_normal((SIMULATIONS, n))))
+
+
+@lru_cache(maxsize=None)
+def _pooled_null(n: int, df: int):
+    """One pace of n rounds whose spread is their slices' noise alone (df degrees of freedom), simulated:
+    (the pooled statistic of the simulations that pass the pretest, sorted; the share of simulations that
+    fail it and pass the rounds' own test)."""
+    import numpy as np
+    rng = np.random.default_rng(SEED + 1000 * n + df)
+    x = np.sort(rng.standard_normal((SIMULATIONS, n)), axis=1)
+    w = rng.chisquare(df, SIMULATIONS) / df
+    gap, ss, k = (np.stack(c) for c in zip(*(_cut_terms(x[:, :i], x[:, i:]) for i in range(1, n))))
+    best = np.argmax(gap / np.sqrt(ss / (n - 2)) / k, axis=0)[None]      # the cut split() takes
+    gap, ss, k = (np.take_along_axis(c, best, axis=0)[0] for c in (gap, ss, k))
+    pooled = ss / (n - 2) / w < pool_below(n, df)
+    alone = float(np.mean(~pooled & (gap / np.sqrt(ss / (n - 2)) / k > critical_t(n))))
+    return np.sort((gap / np.sqrt((ss + df * w) / (n - 2 + df)) / k)[pooled]), alone
+
+
+def pooled_critical_t(n: int, df: int, level: float = PACE_LEVEL) -> float:
+    """The pooled statistic's critical value: one pace of n rounds (their slices' noise, df) is named two,
+    by either branch of the test, in at most 1 - level of runs."""
+    null, alone = _pooled_null(n, df)
+    room = int((1 - level - alone) * SIMULATIONS)
+    return float(null[max(0, len(null) - room - 1)])
+
+
+def pooled_p_value(t: float, n: int, df: int) -> float:
+    """The share of one-pace simulations (their slices' noise, df) named two by a pooled t of t or more, or
+    by the rounds' own test."""
+    import numpy as np
+    null, alone = _pooled_null(n, df)
+    return float((len(null) - np.searchsorted(null, t, side="left")) / SIMULATIONS + alone)
+
+
+def _cut_terms(a, b):
+    """(gap of means, within sum of squares, sqrt(1/na + 1/nb)) of the groups a and b (rows are runs)."""
+    import numpy as np
+    ma, mb = a.mean(axis=-1), b.mean(axis=-1)
+    ss = ((a - ma[..., None]) ** 2).sum(axis=-1) + ((b - mb[..., None]) ** 2).sum(axis=-1)
+    return mb - ma, ss, np.full(np.shape(ma), math.sqrt(1 / a.shape[-1] + 1 / b.shape[-1]))
+
+
+@lru_cache(maxsize=None)
+def pool_below(n: int, df: int) -> float:
+    """The pretest: the rounds' spread inside the paces over their slices' is pooled with the slices' below
+    F's POOL_LEVEL quantile (n - 2 and df degrees of freedom)."""
+    from scipy.stats import f
+    return float(f.ppf(POOL_LEVEL, n - 2, df))
 
 
 def critical_t(n: int, level: float = PACE_LEVEL) -> float:
@@ -95,16 +158,18 @@ class Paces:
     t: float
     critical: float
     p: float
+    slices: int = 0              # the time slices whose noise was pooled with the rounds' (0: the rounds' alone)
 
     @property
     def apart(self) -> float:
         return self.slow_us / self.fast_us
 
     def as_dict(self) -> dict:
+        noise = f", the noise pooled from the rounds and their {self.slices} slices" if self.slices else ""
         return {"fast_rounds": list(self.fast), "slow_rounds": list(self.slow), "fast_cpu_us_per_req": self.fast_us,
                 "slow_cpu_us_per_req": self.slow_us, "apart": self.apart, "t": self.t, "critical_t": self.critical,
-                "p": self.p, "test": f"largest split t of {len(self.fast) + len(self.slow)} sorted rounds, "
-                f"{int(100 * PACE_LEVEL)} % level, paces {100 * (MIN_APART - 1):.0f} % apart or more"}
+                "p": self.p, "slices": self.slices, "test": f"largest split t of {len(self.fast) + len(self.slow)} "
+                f"sorted rounds, {int(100 * PACE_LEVEL)} % level, paces {100 * (MIN_APART - 1):.0f} % apart or more{noise}"}
 
 
 def split(values: dict[int, float]) -> tuple[float, tuple[int, ...], tuple[int, ...]] | None:
@@ -118,11 +183,10 @@ def split(values: dict[int, float]) -> tuple[float, tuple[int, ...], tuple[int, 
     x = np.array([v for v, _ in items])
     best, cut = -math.inf, None
     for i in range(1, n):
-        a, b = x[:i], x[i:]
-        ss = float(((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum())
+        gap, ss, k = _cut_terms(x[:i], x[i:])
         if ss <= 0:
             continue
-        t = float(b.mean() - a.mean()) / (math.sqrt(ss / (n - 2)) * math.sqrt(1 / i + 1 / (n - i)))
+        t = float(gap / (math.sqrt(ss / (n - 2)) * k))
         if t > best:
             best, cut = t, i
     if cut is None:
@@ -131,21 +195,42 @@ def split(values: dict[int, float]) -> tuple[float, tuple[int, ...], tuple[int, 
     return best, tuple(sorted(rounds[:cut])), tuple(sorted(rounds[cut:]))
 
 
-def find_paces(values: dict[int, float]) -> Paces | None:
-    """Two paces when the rounds' CPU per request ({round: µs}) pass the test (module docstring), else None."""
+def slice_noise(slices: dict[int, list[float]], rounds) -> tuple[float, int] | None:
+    """(the variance of a round's ln CPU µs per request that its slices' scatter alone gives, its degrees of
+    freedom) over `rounds`, from {round: its slices' CPU µs per request}; None unless every round has 2 or more
+    and they scatter."""
+    ys = [[math.log(v) for v in slices.get(k) or [] if v and v > 0] for k in rounds]
+    if any(len(y) < 2 for y in ys):
+        return None
+    df = sum(len(y) - 1 for y in ys)
+    within = sum(sum((v - statistics.fmean(y)) ** 2 for v in y) for y in ys) / df
+    return (within * statistics.fmean(1 / len(y) for y in ys), df) if within > 0 else None
+
+
+def find_paces(values: dict[int, float], slices: dict[int, list[float]] | None = None) -> Paces | None:
+    """Two paces when the rounds' CPU per request ({round: µs}) pass the test (module docstring), else None;
+    slices: {round: CPU µs per request of each of its time slices}, where recorded."""
+    import numpy as np
     found = split(values)
     if found is None:
         return None
-    t, low, high = found
+    _, low, high = found
     n = len(low) + len(high)
-    crit = critical_t(n)
+    x = {k: math.log(values[k]) for k in low + high}
+    gap, ss, k = (float(v) for v in _cut_terms(*(np.array([x[r] for r in g]) for g in (low, high))))
+    t, crit, p, used = gap / (math.sqrt(ss / (n - 2)) * k), critical_t(n), None, 0
+    noise = slice_noise(slices, low + high) if slices else None
+    if noise and ss / (n - 2) / noise[0] < pool_below(n, noise[1]):
+        var, df = noise
+        t = gap / (math.sqrt((ss + df * var) / (n - 2 + df)) * k)
+        crit, p, used = pooled_critical_t(n, df), pooled_p_value(t, n, df), df + n
 
     def gmean(ks):
-        return math.exp(sum(math.log(values[k]) for k in ks) / len(ks))
+        return math.exp(sum(x[k] for k in ks) / len(ks))
     fast_us, slow_us = gmean(low), gmean(high)
     if t <= crit or slow_us / fast_us < MIN_APART:
         return None
-    return Paces(low, high, fast_us, slow_us, t, crit, p_value(t, n))
+    return Paces(low, high, fast_us, slow_us, t, crit, p_value(t, n) if p is None else p, used)
 
 
 # --- the paces of a run's servers -------------------------------------------------------------------
@@ -154,7 +239,8 @@ def server_paces(result: dict) -> Paces | None:
     """The two paces of one server's rounds (CPU µs per request of the unprofiled windows), or None."""
     if not result or result.get("status") != Status.OK:
         return None
-    return find_paces(figure_by_round(result, "cpu_us_per_req"))
+    slices = {round_of(r): (r.get("timeline") or {}).get("cpu_us_per_req") for r in round_rows(result)}
+    return find_paces(figure_by_round(result, "cpu_us_per_req"), slices)
 
 
 def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[dict]:

@@ -23,9 +23,10 @@ def _rounds(ks) -> str:
 def pace_line(server: str, p: dict) -> str:
     """One line: the server, the rounds in each pace, each pace's CPU µs per request, and the test
     (p: Paces.as_dict())."""
+    noise = f", noise from the rounds and their {p['slices']} slices" if p.get("slices") else ""
     return (f"{server} ran at two paces: {_rounds(p['fast_rounds'])} at {p['fast_cpu_us_per_req']:.3g} CPU µs/req, "
             f"{_rounds(p['slow_rounds'])} at {p['slow_cpu_us_per_req']:.3g} ({p['apart']:.2f}x; split test t "
-            f"{p['t']:.1f} > {p['critical_t']:.1f}, p {p['p']:.3f}): its intervals over all rounds mix the two.")
+            f"{p['t']:.1f} > {p['critical_t']:.1f}{noise}, p {p['p']:.3f}): its intervals over all rounds mix the two.")
 
 
 def pace_ratio_lines(rows: list[dict]) -> list[str]:
