@@ -337,8 +337,8 @@ def test_missing_folded_file_is_one_line_error(tmp_path):
     assert not (tmp_path / "x.svg").exists()
 
 
-def test_the_installed_inferno_is_the_version_the_box_matching_replays():
-    """layout_boxes and recolour_frames follow inferno's SVG: pinned together, checked together."""
+def test_the_installed_inferno_is_the_version_the_box_matching_relies_on():
+    """box_weights and recolour_frames follow inferno's order of lines and its SVG: pinned together, checked together."""
     import re
     import subprocess
     from rpcprof.report.svg import INFERNO_VERSION

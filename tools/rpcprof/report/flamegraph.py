@@ -5,9 +5,14 @@ The colour of a frame (a box of the graph) is the category that the leaf-first r
 gives the stacks passing through that box; a box that several categories share takes the one with the
 most weight. inferno's palette map (`--cp`) and `--nameattr` are keyed by function name, not by box: a
 function called from recv and from protocol code would get one colour and one hover text everywhere
-(10-25 % of the boxes of the five servers' captures). So inferno draws with a palette map of each
-function's dominant category, and then each box gets its own category and hover text, matched to the
-stacks beneath it by replaying inferno's layout (`layout_boxes`).
+(10-25 % of the boxes of the five servers' captures). So each box gets its own category and hover text:
+inferno sorts the lines it draws as byte strings and each box spans a run of adjacent lines, so the box
+at fg:x, fg:w holds the lines whose weights, summed in that order, run from x to x + w (`box_weights`).
+
+One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: the compiled core
+reads the rows (analyze/encoded_rows.py) and the rows are categorised a chunk at a time (stack_walk.Tally), written
+to a scratch file as inferno must read them (`drawn_block`); the core sorts that file's lines as inferno does
+(rpcprof_core.sorted_lines) while inferno draws it.
 
 Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
 rejects non-UTF-8 input and passes control characters through.
@@ -16,34 +21,37 @@ The choice, and its cost, are report/svg.py's, which rewrites inferno's SVG.
 """
 from __future__ import annotations
 
-import math
 import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
 from pathlib import Path
+from typing import Callable, Iterator
+
+import rpcprof_core
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
+from rpcprof.analyze.encoded_rows import chunks
+from rpcprof.analyze.stack_walk import Tally
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import sample_weight
-from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, Stack, add_legend, check_xml, dominant, fit_headings,
-                                hex_to_rgb, layout_boxes, legend_svg, recolour_frames, search_names_only)
+from rpcprof.folded import no_samples, refusal, sample_weight
+from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
+                                recolour_frames, search_names_only)
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.report.text import xml_chars
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile, write_text)
 from rpcprof.status import Status
 
-PALETTE_MAP = "palette.map"
-
 
 # --- input ---------------------------------------------------------------------------------------
 
 _TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
+SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
 
 
 def displayable_frame(name: str) -> str:
@@ -70,35 +78,99 @@ def displayable_stack(frames: list[str]) -> str:
     return stack or "[empty stack]"
 
 
-def classified_stacks(stacks: list[tuple[list[str], int]], rules: Rules, classify=None) -> list[Stack]:
-    """Each stack's category by the leaf-first rule (or classify(frames)), computed on the names as captured."""
-    classify = classify or (lambda frames: rules.classify_stack(frames)[0])
-    return [Stack(displayable_stack(frames), w, classify(frames)) for frames, w in stacks]
+def _odd_leaves(leaves: str) -> set[str]:
+    """The leaves (joined by newlines) that displayable_stack trims or whose end it rewrites."""
+    return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in SPACE_AT_END.finditer(leaves)}
 
 
-def write_folded(stacks: list[Stack], path: Path) -> None:
+def drawn_block(text: str, rows, scale=None, weighed=False) -> str:
+    """A block's lines (text: `CALLERS;LEAF COUNT` lines; rows: their (callers, leaf, count)) as displayable stacks
+    (weights scaled and rounded by scale; weighed: the lines whose weight is then 0 left out)."""
+    # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
+    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
+    # only such lines are rewritten when the block is otherwise printable ASCII)
+    printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
+                 and "\n " not in text and "\n#" not in text)
+    odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
+    if scale is None and printable and not odd and " 0" not in text:
+        return text + "\n"
+    weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
+    kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
+    if printable:
+        return "".join([f"{displayable_stack((c + leaf).split(';')) if leaf in odd else c + leaf} {w}\n"
+                        for (c, leaf, _), w in kept])
+    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
+
+
+def write_folded(stacks: list[tuple[list[str], int]], path: Path) -> None:
+    """The stacks as inferno must read them (displayable_stack), a line each."""
     with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{s.text} {s.weight}\n" for s in stacks)
+        f.writelines(f"{displayable_stack(frames)} {w}\n" for frames, w in stacks)
 
 
-# --- categories of functions ------------------------------------------------------------------------
+def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], object, list[str] | None]]:
+    """(callers `a;b;` or '', leaf, weight) of each row of a folded file, the compiled core's chunk at a time, with
+    the number of each row's callers (numbered in the order first seen) and the callers texts seen so far, or of a
+    pprof profile's stacks at once (numbers and texts None); UserError naming the file when it is missing or
+    damaged."""
+    if is_pprof(folded):
+        stacks = read_pprof(folded)
+        yield ([";".join(f[:-1]) + ";" if len(f) > 1 else "" for f, _ in stacks], [f[-1] for f, _ in stacks],
+               [w for _, w in stacks], None, None)
+        return
+    known: list[str] = []
+    try:
+        for texts, leaves, ids, counts, _ in chunks(folded):
+            known += texts
+            yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
+    except (rpcprof_core.Refused, EOFError):
+        raise refusal(folded) from None
 
-def function_categories(stacks: list[Stack], order: list[str]) -> dict[str, str]:
-    """Each function's dominant category over the stacks it appears in (a stack counts once)."""
-    weights: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for s in stacks:
-        for name in set(s.text.split(";")):
-            weights[name][s.category] += s.weight
-    return {name: dominant(w, order) for name, w in weights.items()}
+
+def categorised_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[list, list]:
+    """([weights], [groups]) of a folded file's rows, a list of each per chunk, each group a number (its place in
+    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows written to out
+    (text) as inferno must read them (drawn_block)."""
+    import numpy as np
+    tally = Tally(rules, keep_frames=False)
+    none_match, answer, callers_answer = tally.leaf_filter().none_match, tally.answer, tally.callers_answer
+    number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
+    weights, groups = [], []
+    by_callers = np.zeros(0, np.uint8)     # the group of a stack under each callers number whose leaf no rule answers
+    for callers, leaves, counts, ids, known in _rows(folded):
+        rows = list(zip(callers, leaves, counts))
+        out.write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
+        if classify:
+            found = [number(classify((c + leaf).split(";"))) for c, leaf, _ in rows]
+        elif known is not None and none_match("\n".join(leaves)):
+            new = [number(callers_answer(c)[0]) if c else 255 for c in known[len(by_callers):]]    # 255: one frame
+            by_callers = np.concatenate([by_callers, np.array(new, np.uint8)])
+            found = by_callers[ids]
+            for i in np.flatnonzero(found == 255).tolist():
+                found[i] = number(answer(leaves[i])[0])
+        else:
+            found = [number(answer(c + leaf)[0]) for c, leaf, _ in rows]
+        weights.append(np.array(counts, np.uint64))
+        groups.append(np.array(found, np.uint8))
+    return weights, groups
 
 
-def write_palette_map(categories: dict[str, str], colors: dict[str, str], path: Path) -> None:
-    """inferno's palette.map: one `NAME->rgb(R,G,B)` line per function (color/palette_map.rs). A name
-    containing '->' cannot be written; inferno falls back to --hash for it (its box is recoloured anyway)."""
-    with open(path, "w", encoding="utf-8") as f:
-        for name in sorted(categories):
-            if "->" not in name:
-                f.write(f"{name}->{hex_to_rgb(colors[categories[name]])}\n")
+def box_weights(boxes: set[tuple[int, int]], lines: Path, weights, groups, order: list[str]) -> dict:
+    """(fg:x, fg:w) -> {group: weight} of each box: the lines of the file inferno drew (lines), sorted as inferno
+    sorts them, whose weights summed in that order run from x to x + w."""
+    import numpy as np
+    ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)
+    weights, groups = weights[ranked], groups[ranked]
+    ends = np.concatenate([[0], np.cumsum(weights)])
+    xs, ws = np.array(sorted(boxes), np.uint64).reshape(-1, 2).T
+    first, last = np.searchsorted(ends, xs), np.searchsorted(ends, xs + ws)
+    found: dict[tuple[int, int], dict[str, int]] = {box: {} for box in sorted(boxes)}
+    for g in np.unique(groups).tolist():
+        summed = np.concatenate([[0], np.cumsum(np.where(groups == g, weights, 0))])
+        for box, w in zip(sorted(boxes), (summed[last] - summed[first]).tolist()):
+            if w:
+                found[box][order[g]] = w
+    return found
 
 
 # --- running inferno -----------------------------------------------------------------------------
@@ -147,37 +219,37 @@ def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
             for c in rules.all_categories]
 
 
-def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str,
-                      legend_shares: dict[str, float] | None = None, countname: str = "samples", classify=None) -> None:
-    """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
-    legend_shares: category -> share (0-1) for the legend; by default computed from the folded file.
-    countname: what a weight of 1 is (off-CPU graphs: µs). classify: frames -> category, when not the
-    rules' leaf-first walk over the whole stack."""
-    stacks = open_folded(folded)
-    weight = sample_weight(stacks) if countname == "samples" else 1
+def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str | Callable[[int], str],
+                      countname: str = "samples", classify=None) -> None:
+    """Write the annotated flame graph of a folded file (or pprof profile) to out_svg. rules: with the app pattern
+    added. subtitle: the text, or a function of the samples counted. countname: what a weight of 1 is (off-CPU
+    graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
+    import numpy as np
     order = rules.all_categories
-    classified = classified_stacks(stacks, rules, classify)
-    if legend_shares is None:
-        by = defaultdict(int)
-        for s in classified:
-            by[s.category] += s.weight
-        total = sum(by.values())
-        legend_shares = {c: by[c] / total if total else math.nan for c in order}
-    inferno = inferno_tool("inferno-flamegraph")
-    # inferno reads and rewrites palette.map in its working directory: a fresh one per render keeps
-    # concurrent renders and the user's own palette.map apart.
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
-        scratch = Path(scratch)
-        write_folded(classified, scratch / "stacks.folded")
-        write_palette_map(function_categories(classified, order), rules.colors, scratch / PALETTE_MAP)
-        svg = run_tool([inferno, "--cp", *inferno_options(title, subtitle, weight, countname), "stacks.folded"],
-                       scratch).decode("utf-8")
-    total = sum(s.weight for s in classified)
-    svg, unmatched = recolour_frames(svg, layout_boxes(classified), weight, total, rules.colors, order)
+        lines = Path(scratch) / "stacks.folded"
+        with open(lines, "w", encoding="utf-8") as out:
+            weights, groups = categorised_rows(Path(folded), rules, out, classify)
+        weights, groups = np.concatenate(weights), np.concatenate(groups)
+        total = int(weights.sum())
+        if not total:
+            raise no_samples(folded)
+        unit = int(np.gcd.reduce(weights))          # one sample's weight
+        weight = unit if countname == "samples" else 1
+        if not isinstance(subtitle, str):
+            subtitle = subtitle(total // unit)
+        drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname))
+        try:
+            svg = drawing.svg()
+            by_box = box_weights(set(drawn_boxes(svg)), lines, weights, groups, order)
+        finally:
+            drawing.stop()
+    svg, unmatched = recolour_frames(svg, by_box, weight, total, rules.colors, order)
     if unmatched:
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
-              "they keep their function's colour", file=sys.stderr)
-    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(legend_shares, rules), countname)
+              "they keep inferno's colour", file=sys.stderr)
+    shares = {c: int(weights[groups == i].sum()) / total for i, c in enumerate(order)}
+    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
 
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
@@ -222,7 +294,7 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)
         for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
-            write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
+            write_folded(stacks, scratch / name)
         diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
         draw_diff(scratch, diff, out_svg, title, subtitle, weight, rows, countname, recolour, flame_tool)
 
