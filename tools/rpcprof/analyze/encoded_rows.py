@@ -78,6 +78,16 @@ def chunks(path: Path):
         yield texts, leaves, ids, counts, rows
 
 
+def core_rows(path: Path):
+    """The rows of each chunk of the core's rows of a folded file as columns: each row's callers (`a;b;`, or '' for a
+    stack of one frame), leaf and count, its callers' number (numbered in the order first seen, a numpy array) and
+    the callers texts seen so far; as chunks raises."""
+    known: list[str] = []
+    for texts, leaves, ids, counts, _ in chunks(path):
+        known += texts
+        yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
+
+
 def read_into(tally, path: Path, between=None) -> bool:
     """Every row of the folded file counted into tally (a stack_walk.Tally whose others are not kept) by the
     core's chunks, between(at_once) called after each when given (at_once: whether it was counted at once);

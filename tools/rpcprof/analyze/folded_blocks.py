@@ -34,7 +34,7 @@ def folded_rows(path: Path, start: int = 0, stop: int | None = None) -> Iterator
     """(the block's text, its rows) of a folded file (.gz too), a block's worth of lines at a time, the text
     without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`; OSError
     or EOFError as open and read raise them. start, stop: the bytes [start, stop) of a file that is not
-    gzip'd, each at a line's start (halfway's), for one part of it."""
+    gzip'd, each at a line's start, for one part of it."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
         f.seek(start)
@@ -54,18 +54,6 @@ def folded_rows(path: Path, start: int = 0, stop: int | None = None) -> Iterator
             yield _rows(data[:cut - 1].decode("utf-8", "replace"))
         if rest:
             yield _rows(rest.decode("utf-8", "replace"))
-
-
-def halfway(path: Path, at_least: int = 2 * BLOCK) -> int | None:
-    """The start of the first line at or after the middle of a folded file that is not gzip'd and holds at_least
-    bytes, to read it in two parts at once; None for a smaller file, a gzip'd one, or no such line."""
-    if path.suffix == ".gz" or not path.is_file() or path.stat().st_size < max(at_least, 2):
-        return None
-    with open(path, "rb") as f:
-        f.seek(path.stat().st_size // 2 - 1)
-        after = f.read(BLOCK)
-    cut = after.find(b"\n")
-    return path.stat().st_size // 2 + cut if 0 <= cut < len(after) - 1 else None
 
 
 def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:

@@ -20,7 +20,8 @@ from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import Tally
 from rpcprof.pprof_in import is_pprof
-from rpcprof.report.flamegraph import draw_diff, drawn_block
+from rpcprof.report.flame_rows import drawn_block
+from rpcprof.report.flamegraph import draw_diff
 
 
 def scan(path: Path) -> tuple[int, int, int] | None:

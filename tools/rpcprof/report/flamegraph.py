@@ -5,172 +5,41 @@ The colour of a frame (a box of the graph) is the category that the leaf-first r
 gives the stacks passing through that box; a box that several categories share takes the one with the
 most weight. inferno's palette map (`--cp`) and `--nameattr` are keyed by function name, not by box: a
 function called from recv and from protocol code would get one colour and one hover text everywhere
-(10-25 % of the boxes of the five servers' captures). So each box gets its own category and hover text:
-inferno sorts the lines it draws as byte strings and each box spans a run of adjacent lines, so the box
-at fg:x, fg:w holds the lines whose weights, summed in that order, run from x to x + w (`box_weights`).
+(10-25 % of the boxes of the five servers' captures). So each box gets its own category and hover text,
+from the stacks beneath it (report/flame_rows.py's box_weights).
 
-One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: the compiled core
-reads the rows (analyze/encoded_rows.py) and the rows are categorised a chunk at a time (stack_walk.Tally), written
-to a scratch file as inferno must read them (`drawn_block`); the core sorts that file's lines as inferno does
-(rpcprof_core.sorted_lines) while inferno draws it.
-
-Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
-rejects non-UTF-8 input and passes control characters through.
+One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: its rows are
+categorised and written as inferno must read them (report/flame_rows.py), and inferno draws that file.
 
 The choice, and its cost, are report/svg.py's, which rewrites inferno's SVG.
 """
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterator
-
-import rpcprof_core
+from typing import Callable
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
-from rpcprof.analyze.encoded_rows import chunks
-from rpcprof.analyze.stack_walk import Tally
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import no_samples, refusal, sample_weight
-from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.folded import no_samples, sample_weight
+from rpcprof.report.flame_rows import box_weights, categorised_rows, displayable_frame, displayable_stack
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only)
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
-from rpcprof.report.text import xml_chars
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile, write_text)
 from rpcprof.status import Status
-
-
-# --- input ---------------------------------------------------------------------------------------
-
-_TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
-SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
-
-
-def displayable_frame(name: str) -> str:
-    """The frame name as drawn: control characters and what XML 1.0 forbids (U+FFFF, lone surrogates)
-    become U+FFFD. Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
-    return xml_chars(name, lines=True)
-
-
-def deannotated(name: str) -> str:
-    """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation (inferno's
-    deannotate)."""
-    return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
-
-
-def displayable_stack(frames: list[str]) -> str:
-    """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
-    lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""
-    stack = ";".join(displayable_frame(f) for f in frames).strip()
-    if stack.startswith("# "):
-        stack = "#\u00a0" + stack[2:]
-    m = _TRAILING_COUNT.search(stack)
-    if m:
-        stack = stack[:m.start()] + "\u00a0" + m.group(1)
-    return stack or "[empty stack]"
-
-
-def _odd_leaves(leaves: str) -> set[str]:
-    """The leaves (joined by newlines) that displayable_stack trims or whose end it rewrites."""
-    return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in SPACE_AT_END.finditer(leaves)}
-
-
-def drawn_block(text: str, rows, scale=None, weighed=False) -> str:
-    """A block's lines (text: `CALLERS;LEAF COUNT` lines; rows: their (callers, leaf, count)) as displayable stacks
-    (weights scaled and rounded by scale; weighed: the lines whose weight is then 0 left out)."""
-    # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
-    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
-    # only such lines are rewritten when the block is otherwise printable ASCII)
-    printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
-                 and "\n " not in text and "\n#" not in text)
-    odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
-    if scale is None and printable and not odd and " 0" not in text:
-        return text + "\n"
-    weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
-    kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
-    if printable:
-        return "".join([f"{displayable_stack((c + leaf).split(';')) if leaf in odd else c + leaf} {w}\n"
-                        for (c, leaf, _), w in kept])
-    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
 
 
 def write_folded(stacks: list[tuple[list[str], int]], path: Path) -> None:
     """The stacks as inferno must read them (displayable_stack), a line each."""
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(f"{displayable_stack(frames)} {w}\n" for frames, w in stacks)
-
-
-def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], object, list[str] | None]]:
-    """(callers `a;b;` or '', leaf, weight) of each row of a folded file, the compiled core's chunk at a time, with
-    the number of each row's callers (numbered in the order first seen) and the callers texts seen so far, or of a
-    pprof profile's stacks at once (numbers and texts None); UserError naming the file when it is missing or
-    damaged."""
-    if is_pprof(folded):
-        stacks = read_pprof(folded)
-        yield ([";".join(f[:-1]) + ";" if len(f) > 1 else "" for f, _ in stacks], [f[-1] for f, _ in stacks],
-               [w for _, w in stacks], None, None)
-        return
-    known: list[str] = []
-    try:
-        for texts, leaves, ids, counts, _ in chunks(folded):
-            known += texts
-            yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
-    except (rpcprof_core.Refused, EOFError):
-        raise refusal(folded) from None
-
-
-def categorised_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[list, list]:
-    """([weights], [groups]) of a folded file's rows, a list of each per chunk, each group a number (its place in
-    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows written to out
-    (text) as inferno must read them (drawn_block)."""
-    import numpy as np
-    tally = Tally(rules, keep_frames=False)
-    none_match, answer, callers_answer = tally.leaf_filter().none_match, tally.answer, tally.callers_answer
-    number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
-    weights, groups = [], []
-    by_callers = np.zeros(0, np.uint8)     # the group of a stack under each callers number whose leaf no rule answers
-    for callers, leaves, counts, ids, known in _rows(folded):
-        rows = list(zip(callers, leaves, counts))
-        out.write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
-        if classify:
-            found = [number(classify((c + leaf).split(";"))) for c, leaf, _ in rows]
-        elif known is not None and none_match("\n".join(leaves)):
-            new = [number(callers_answer(c)[0]) if c else 255 for c in known[len(by_callers):]]    # 255: one frame
-            by_callers = np.concatenate([by_callers, np.array(new, np.uint8)])
-            found = by_callers[ids]
-            for i in np.flatnonzero(found == 255).tolist():
-                found[i] = number(answer(leaves[i])[0])
-        else:
-            found = [number(answer(c + leaf)[0]) for c, leaf, _ in rows]
-        weights.append(np.array(counts, np.uint64))
-        groups.append(np.array(found, np.uint8))
-    return weights, groups
-
-
-def box_weights(boxes: set[tuple[int, int]], lines: Path, weights, groups, order: list[str]) -> dict:
-    """(fg:x, fg:w) -> {group: weight} of each box: the lines of the file inferno drew (lines), sorted as inferno
-    sorts them, whose weights summed in that order run from x to x + w."""
-    import numpy as np
-    ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)
-    weights, groups = weights[ranked], groups[ranked]
-    ends = np.concatenate([[0], np.cumsum(weights)])
-    xs, ws = np.array(sorted(boxes), np.uint64).reshape(-1, 2).T
-    first, last = np.searchsorted(ends, xs), np.searchsorted(ends, xs + ws)
-    found: dict[tuple[int, int], dict[str, int]] = {box: {} for box in sorted(boxes)}
-    for g in np.unique(groups).tolist():
-        summed = np.concatenate([[0], np.cumsum(np.where(groups == g, weights, 0))])
-        for box, w in zip(sorted(boxes), (summed[last] - summed[first]).tolist()):
-            if w:
-                found[box][order[g]] = w
-    return found
 
 
 # --- running inferno -----------------------------------------------------------------------------
