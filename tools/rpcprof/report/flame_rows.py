@@ -119,11 +119,10 @@ def categorised_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[li
     return weights, groups
 
 
-def box_weights(boxes: set[tuple[int, int]], lines: Path, weights, groups, order: list[str]) -> dict:
-    """(fg:x, fg:w) -> {group: weight} of each box: the lines of the file inferno drew (lines), sorted as inferno
-    sorts them, whose weights summed in that order run from x to x + w."""
+def box_weights(boxes: set[tuple[int, int]], ranked, weights, groups, order: list[str]) -> dict:
+    """(fg:x, fg:w) -> {group: weight} of each box: the lines whose weights, summed in inferno's order (ranked: the
+    lines' numbers in that order, rpcprof_core.sorted_lines), run from x to x + w."""
     import numpy as np
-    ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)
     weights, groups = weights[ranked], groups[ranked]
     ends = np.concatenate([[0], np.cumsum(weights)])
     xs, ws = np.array(sorted(boxes), np.uint64).reshape(-1, 2).T

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+import rpcprof_core
+
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
@@ -109,8 +111,9 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
             subtitle = subtitle(total // unit)
         drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname))
         try:
+            ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)     # while inferno draws
             svg = drawing.svg()
-            by_box = box_weights(set(drawn_boxes(svg)), lines, weights, groups, order)
+            by_box = box_weights(set(drawn_boxes(svg)), ranked, weights, groups, order)
         finally:
             drawing.stop()
     svg, unmatched = recolour_frames(svg, by_box, weight, total, rules.colors, order)
