@@ -91,7 +91,7 @@ def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], objec
         raise refusal(folded) from None
 
 
-def categorised_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[list, list]:
+def write_drawn_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[list, list]:
     """([weights], [groups]) of a folded file's rows, a list of each per chunk, each group a number (its place in
     rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows written to out
     (text) as inferno must read them (drawn_block)."""

@@ -29,7 +29,7 @@ from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, sample_weight
-from rpcprof.report.flame_rows import box_weights, categorised_rows, displayable_frame, displayable_stack
+from rpcprof.report.flame_rows import box_weights, displayable_frame, displayable_stack, write_drawn_rows
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only)
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
@@ -100,7 +100,7 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
         lines = Path(scratch) / "stacks.folded"
         with open(lines, "w", encoding="utf-8") as out:
-            weights, groups = categorised_rows(Path(folded), rules, out, classify)
+            weights, groups = write_drawn_rows(Path(folded), rules, out, classify)
         weights, groups = np.concatenate(weights), np.concatenate(groups)
         total = int(weights.sum())
         if not total:
