@@ -30,28 +30,19 @@ class Irregular(Exception):
     """A line the block reader does not take: read the file line by line instead."""
 
 
-def folded_rows(path: Path, start: int = 0, stop: int | None = None) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
+def folded_rows(path: Path) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
     """(the block's text, its rows) of a folded file (.gz too), a block's worth of lines at a time, the text
     without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`; OSError
-    or EOFError as open and read raise them. start, stop: the bytes [start, stop) of a file that is not
-    gzip'd, each at a line's start, for one part of it."""
+    or EOFError as open and read raise them."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
-        f.seek(start)
-        rest, left = b"", stop - start if stop is not None else None
-        while True:
-            data = f.read(BLOCK if left is None else min(BLOCK, left))
-            if not data:
-                break
-            if left is not None:
-                left -= len(data)
+        rest = b""
+        while data := f.read(BLOCK):
             data = rest + data
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
             rest = data[cut:]
-            yield _rows(data[:cut - 1].decode("utf-8", "replace"))
+            if cut:
+                yield _rows(data[:cut - 1].decode("utf-8", "replace"))
         if rest:
             yield _rows(rest.decode("utf-8", "replace"))
 

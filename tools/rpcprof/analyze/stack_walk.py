@@ -250,13 +250,6 @@ class Tally:
             weights[group] = weights.get(group, 0) + w
         return weights
 
-    def add(self, stack: str, w: int) -> None:
-        """One stack `a;b;c` of weight w."""
-        self._add(stack, w)
-        self.stacks += 1
-        if self.unit == 0 or w % self.unit:
-            self.unit = gcd(self.unit, w)
-
     def answer(self, stack: str) -> tuple[str, str]:
         """(group, the frame its samples are counted under) of a stack `a;b;c`, as stack_group gives them."""
         answers = self.answers
