@@ -359,6 +359,16 @@ def test_missing_folded_file_is_one_line_error(tmp_path):
     assert not (tmp_path / "x.svg").exists()
 
 
+@pytest.mark.parametrize("body", ["", "a 0\n\n"])
+def test_a_file_with_no_samples_is_one_line_error(tmp_path, body):
+    (tmp_path / "none.folded").write_text(body)
+    done = subprocess.run([str(ROOT / "report.py"), "svg", str(tmp_path / "none.folded"), "-o", str(tmp_path / "x.svg")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"report.py: error: {tmp_path / 'none.folded'}: no samples (") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.svg").exists()
+
+
 def test_the_installed_inferno_is_the_version_the_box_matching_relies_on():
     """box_weights and recolour_frames follow inferno's order of lines and its SVG: pinned together, checked together."""
     import re

@@ -101,10 +101,10 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
         lines = Path(scratch) / "stacks.folded"
         with open(lines, "w", encoding="utf-8") as out:
             weights, groups = write_drawn_rows(Path(folded), rules, out, classify)
-        weights, groups = np.concatenate(weights), np.concatenate(groups)
-        total = int(weights.sum())
+        total = sum(int(w.sum()) for w in weights)
         if not total:
             raise no_samples(folded)
+        weights, groups = np.concatenate(weights), np.concatenate(groups)
         unit = int(np.gcd.reduce(weights))          # one sample's weight
         weight = unit if countname == "samples" else 1
         if not isinstance(subtitle, str):
