@@ -1,10 +1,10 @@
-"""A folded file read in blocks, for profiles of a million distinct stacks (a fleet's merge): each block of
-lines parsed by one regex call into (callers, leaf, count) rows, with no Python work per line but a tuple.
+"""A folded file read in blocks by Python, for diff's drawn lines and the collapsed export of a fleet's merge
+(the categorisation reads the compiled core's rows, analyze/encoded_rows.py): each block of lines parsed by one
+regex call into (callers, leaf, count) rows, with no Python work per line but a tuple.
 
 Only well-formed files take this path: a block holding any line that parse_folded would skip or reject (an
 empty or blank line, a count that is not 1-15 ASCII digits, a CR before the newline) raises Irregular, and
-the caller reads the file again as it did before, line by line, so an error names the same line in the same
-words. The rows are the stacks parse_folded gives, in the same order, decoded the same way (UTF-8, bytes that
+the caller reads the file line by line, so an error names the same line in the same words. The rows are the stacks parse_folded gives, in the same order, decoded the same way (UTF-8, bytes that
 are not UTF-8 read as U+FFFD: a block ends at a newline, so no character is cut in two).
 
 LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
