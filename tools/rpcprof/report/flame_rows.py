@@ -91,22 +91,25 @@ def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], objec
         raise refusal(folded) from None
 
 
-def write_drawn_rows(folded: Path, rules: Rules, out, classify=None) -> tuple[list, list]:
+AT_ONCE_FROM = 4096     # rows of a chunk worth asking the LeafFilter (made once per process: a parse of every rule)
+
+
+def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[list, list]:
     """([weights], [groups]) of a folded file's rows, a list of each per chunk, each group a number (its place in
-    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows written to out
-    (text) as inferno must read them (drawn_block)."""
+    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows given to write
+    (a function of text) as inferno must read them (drawn_block)."""
     import numpy as np
     tally = Tally(rules, keep_frames=False)
-    none_match, answer, callers_answer = tally.leaf_filter().none_match, tally.answer, tally.callers_answer
+    answer, callers_answer = tally.answer, tally.callers_answer
     number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
     weights, groups = [], []
     by_callers = np.zeros(0, np.uint8)     # the group of a stack under each callers number whose leaf no rule answers
     for callers, leaves, counts, ids, known in _rows(folded):
         rows = list(zip(callers, leaves, counts))
-        out.write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
+        write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
         if classify:
             found = [number(classify((c + leaf).split(";"))) for c, leaf, _ in rows]
-        elif known is not None and none_match("\n".join(leaves)):
+        elif known is not None and len(rows) >= AT_ONCE_FROM and tally.leaf_filter().none_match("\n".join(leaves)):
             new = [number(callers_answer(c)[0]) if c else 255 for c in known[len(by_callers):]]    # 255: one frame
             by_callers = np.concatenate([by_callers, np.array(new, np.uint8)])
             found = by_callers[ids]

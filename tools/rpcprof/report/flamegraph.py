@@ -28,7 +28,8 @@ import rpcprof_core
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import no_samples, sample_weight
+from rpcprof.folded import no_samples, refusal, sample_weight
+from rpcprof.pprof_in import is_pprof, read_pprof
 from rpcprof.report.flame_rows import box_weights, displayable_frame, displayable_stack, write_drawn_rows
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only)
@@ -97,22 +98,26 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
     import numpy as np
     order = rules.all_categories
+    total, unit = weighed(Path(folded))
+    weight = unit if countname == "samples" else 1
+    if not isinstance(subtitle, str):
+        subtitle = subtitle(total // unit)
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
         lines = Path(scratch) / "stacks.folded"
-        with open(lines, "w", encoding="utf-8") as out:
-            weights, groups = write_drawn_rows(Path(folded), rules, out, classify)
-        total = sum(int(w.sum()) for w in weights)
-        if not total:
-            raise no_samples(folded)
-        weights, groups = np.concatenate(weights), np.concatenate(groups)
-        unit = int(np.gcd.reduce(weights))          # one sample's weight
-        weight = unit if countname == "samples" else 1
-        if not isinstance(subtitle, str):
-            subtitle = subtitle(total // unit)
-        drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname))
+        # inferno draws the lines as they are written (to the file the core sorts afterwards, and to its input)
+        drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname), piped=True)
         try:
-            ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)     # while inferno draws
+            with open(lines, "wb") as out:
+                def write(text: str) -> None:
+                    out.write(data := text.encode("utf-8"))
+                    try:
+                        drawing.proc.stdin.write(data)
+                    except BrokenPipeError:
+                        pass                        # inferno stopped: svg() says why
+                weights, groups = write_drawn_rows(Path(folded), rules, write, classify)
             svg = drawing.svg()
+            weights, groups = np.concatenate(weights), np.concatenate(groups)
+            ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)
             by_box = box_weights(set(drawn_boxes(svg)), ranked, weights, groups, order)
         finally:
             drawing.stop()
@@ -122,6 +127,22 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
               "they keep inferno's colour", file=sys.stderr)
     shares = {c: int(weights[groups == i].sum()) / total for i, c in enumerate(order)}
     finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
+
+
+def weighed(folded: Path) -> tuple[int, int]:
+    """(total weight, one sample's weight: the weights' gcd) of a folded file or pprof profile; UserError naming the
+    file when it is missing, damaged or holds no samples."""
+    if is_pprof(folded):
+        stacks = read_pprof(folded)
+        total, unit = sum(w for _, w in stacks), sample_weight(stacks)
+    else:
+        try:
+            total, unit, _ = rpcprof_core.scan(str(folded))
+        except rpcprof_core.Refused:
+            raise refusal(folded) from None
+    if not total:
+        raise no_samples(folded)
+    return total, unit
 
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
@@ -176,14 +197,19 @@ class Drawing:
     report.py does meanwhile; svg() waits for it and gives its SVG, or a UserError as run_tool says it. The
     caller owns the process: stop(), in a `finally`, kills it (by PID) if it still runs."""
 
-    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None) -> None:
+    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None,
+                 piped: bool = False) -> None:
         tool = flame_tool or inferno_tool("inferno-flamegraph")
         self.name = Path(tool).name
         self.out = open(scratch / (name + ".svg"), "w+b")
         self.err = open(scratch / (name + ".err"), "w+b")
-        self.proc = subprocess.Popen([tool, *options, name], cwd=scratch, stdout=self.out, stderr=self.err)
+        # piped: the lines are written to the process's input (proc.stdin) rather than read from the file
+        self.proc = subprocess.Popen([tool, *options, "-" if piped else name], cwd=scratch, stdout=self.out,
+                                     stderr=self.err, stdin=subprocess.PIPE if piped else None)
 
     def svg(self) -> str:
+        if self.proc.stdin:
+            self.proc.stdin.close()
         status = self.proc.wait()
         if status != 0:
             self.err.seek(0)
@@ -196,6 +222,8 @@ class Drawing:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        if self.proc.stdin:
+            self.proc.stdin.close()
         self.out.close()
         self.err.close()
 
