@@ -13,6 +13,8 @@ read_into() gives False, having counted nothing that stays, when the core refuse
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from pathlib import Path
 
 import rpcprof_core
@@ -61,9 +63,8 @@ class _Read:
 
 
 def chunks(path: Path):
-    """(new callers texts, leaves text, ids, counts, rows) of each chunk of the core's rows of a folded file;
-    rpcprof_core.Refused, or EOFError when the stream stops short."""
-    import numpy as np
+    """(new callers texts, leaves text, ids, counts, rows) of each chunk of the core's rows of a folded file, ids and
+    counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
     exactly = _Read(iter(rpcprof_core.rows(str(path)))).exactly
 
     while True:
@@ -73,14 +74,16 @@ def chunks(path: Path):
         rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
         texts = exactly(new_len).decode("utf-8").split("\n") if new else []
         leaves = exactly(leaves_len).decode("utf-8")
-        ids = np.frombuffer(exactly(4 * rows), np.uint32)
-        counts = np.frombuffer(exactly(8 * rows), np.uint64)
+        ids, counts = array("I", exactly(4 * rows)), array("Q", exactly(8 * rows))
+        if sys.byteorder == "big":
+            ids.byteswap()
+            counts.byteswap()
         yield texts, leaves, ids, counts, rows
 
 
 def core_rows(path: Path):
     """The rows of each chunk of the core's rows of a folded file as columns: each row's callers (`a;b;`, or '' for a
-    stack of one frame), leaf and count, its callers' number (numbered in the order first seen, a numpy array) and
+    stack of one frame), leaf and count, its callers' number (numbered in the order first seen, an array) and
     the callers texts seen so far; as chunks raises."""
     known: list[str] = []
     for texts, leaves, ids, counts, _ in chunks(path):
@@ -99,6 +102,7 @@ def read_into(tally, path: Path, between=None) -> bool:
         callers: list[str] = []
         sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
         for texts, leaves, ids, counts, rows in chunks(path):
+            ids, counts = np.frombuffer(ids, np.uint32), np.frombuffer(counts, np.uint64)
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts

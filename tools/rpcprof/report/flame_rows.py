@@ -5,7 +5,7 @@ The compiled core reads the rows (analyze/encoded_rows.py), a chunk at a time; e
 callers) and written to a file as inferno must read it (`drawn_block`). inferno sorts the lines it draws as byte
 strings and each box spans a run of adjacent lines, so the box at fg:x, fg:w holds the lines whose weights,
 summed in that order, run from x to x + w: the core sorts the file's lines as inferno does
-(rpcprof_core.sorted_lines), and numpy's running sums per category give each box its weights (`box_weights`).
+(rpcprof_core.sorted_lines), and running sums per category give each box its weights (`box_weights`).
 
 Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
 rejects non-UTF-8 input and passes control characters through.
@@ -13,6 +13,9 @@ rejects non-UTF-8 input and passes control characters through.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_left
+from itertools import accumulate, compress
 from pathlib import Path
 from typing import Iterator
 
@@ -95,45 +98,49 @@ AT_ONCE_FROM = 4096     # rows of a chunk worth asking the LeafFilter (made once
 
 
 def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[list, list]:
-    """([weights], [groups]) of a folded file's rows, a list of each per chunk, each group a number (its place in
+    """(weights, groups) of a folded file's rows, in order (arrays), each group a number (its place in
     rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows given to write
     (a function of text) as inferno must read them (drawn_block)."""
-    import numpy as np
     tally = Tally(rules, keep_frames=False)
     answer, callers_answer = tally.answer, tally.callers_answer
     number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
-    weights, groups = [], []
-    by_callers = np.zeros(0, np.uint8)     # the group of a stack under each callers number whose leaf no rule answers
+    weights, groups = array("Q"), array("B")
+    by_callers: list[int] = []     # the group of a stack under each callers number whose leaf no rule answers
     for callers, leaves, counts, ids, known in _rows(folded):
         rows = list(zip(callers, leaves, counts))
         write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
         if classify:
             found = [number(classify((c + leaf).split(";"))) for c, leaf, _ in rows]
         elif known is not None and len(rows) >= AT_ONCE_FROM and tally.leaf_filter().none_match("\n".join(leaves)):
-            new = [number(callers_answer(c)[0]) if c else 255 for c in known[len(by_callers):]]    # 255: one frame
-            by_callers = np.concatenate([by_callers, np.array(new, np.uint8)])
-            found = by_callers[ids]
-            for i in np.flatnonzero(found == 255).tolist():
-                found[i] = number(answer(leaves[i])[0])
+            by_callers += [number(callers_answer(c)[0]) if c else -1 for c in known[len(by_callers):]]   # -1: one frame
+            found = list(map(by_callers.__getitem__, ids))
+            if -1 in found:
+                found = [g if g >= 0 else number(answer(leaf)[0]) for g, leaf in zip(found, leaves)]
         else:
             found = [number(answer(c + leaf)[0]) for c, leaf, _ in rows]
-        weights.append(np.array(counts, np.uint64))
-        groups.append(np.array(found, np.uint8))
+        weights.extend(counts)
+        groups.extend(found)
     return weights, groups
 
 
 def box_weights(boxes: set[tuple[int, int]], ranked, weights, groups, order: list[str]) -> dict:
     """(fg:x, fg:w) -> {group: weight} of each box: the lines whose weights, summed in inferno's order (ranked: the
     lines' numbers in that order, rpcprof_core.sorted_lines), run from x to x + w."""
-    import numpy as np
-    weights, groups = weights[ranked], groups[ranked]
-    ends = np.concatenate([[0], np.cumsum(weights)])
-    xs, ws = np.array(sorted(boxes), np.uint64).reshape(-1, 2).T
-    first, last = np.searchsorted(ends, xs), np.searchsorted(ends, xs + ws)
-    found: dict[tuple[int, int], dict[str, int]] = {box: {} for box in sorted(boxes)}
-    for g in np.unique(groups).tolist():
-        summed = np.concatenate([[0], np.cumsum(np.where(groups == g, weights, 0))])
-        for box, w in zip(sorted(boxes), (summed[last] - summed[first]).tolist()):
-            if w:
-                found[box][order[g]] = w
+    weights, groups = list(map(weights.__getitem__, ranked)), bytes(map(groups.__getitem__, ranked))
+    ends = list(accumulate(weights, initial=0))
+    cuts = sorted({bisect_left(ends, at) for x, w in boxes for at in (x, x + w)})
+    # each group's weight from the first line up to each cut, summed from cut to cut
+    running = dict.fromkeys(set(groups), 0)
+    upto = {cuts[0]: dict(running)} if cuts else {}
+    for start, end in zip(cuts, cuts[1:]):
+        these, ws = groups[start:end], weights[start:end]
+        for g in running:
+            n = these.count(g)
+            if n:
+                running[g] += sum(ws) if n == len(these) else sum(compress(ws, map(g.__eq__, these)))
+        upto[end] = dict(running)
+    found: dict[tuple[int, int], dict[str, int]] = {}
+    for x, w in boxes:
+        first, last = upto[bisect_left(ends, x)], upto[bisect_left(ends, x + w)]
+        found[x, w] = {order[g]: last[g] - first[g] for g in sorted(running) if last[g] > first[g]}
     return found

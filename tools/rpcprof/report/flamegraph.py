@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from array import array
 from pathlib import Path
 from typing import Callable
 
@@ -96,7 +97,6 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     """Write the annotated flame graph of a folded file (or pprof profile) to out_svg. rules: with the app pattern
     added. subtitle: the text, or a function of the samples counted. countname: what a weight of 1 is (off-CPU
     graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
-    import numpy as np
     order = rules.all_categories
     total, unit = weighed(Path(folded))
     weight = unit if countname == "samples" else 1
@@ -116,16 +116,17 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
                         pass                        # inferno stopped: svg() says why
                 weights, groups = write_drawn_rows(Path(folded), rules, write, classify)
             svg = drawing.svg()
-            weights, groups = np.concatenate(weights), np.concatenate(groups)
-            ranked = np.frombuffer(rpcprof_core.sorted_lines(str(lines)), np.uint32)
-            by_box = box_weights(set(drawn_boxes(svg)), ranked, weights, groups, order)
+            ranked = array("I", rpcprof_core.sorted_lines(str(lines)))
+            if sys.byteorder == "big":
+                ranked.byteswap()
+            by_box = box_weights({*drawn_boxes(svg), (0, total)}, ranked, weights, groups, order)
         finally:
             drawing.stop()
     svg, unmatched = recolour_frames(svg, by_box, weight, total, rules.colors, order)
     if unmatched:
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
               "they keep inferno's colour", file=sys.stderr)
-    shares = {c: int(weights[groups == i].sum()) / total for i, c in enumerate(order)}
+    shares = {c: by_box[0, total].get(c, 0) / total for c in order}
     finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
 
 
