@@ -101,9 +101,9 @@ pub fn scan(path: &str) -> Result<(u128, u64, u64), Stop> {
 /// byte strings, inferno-flamegraph's order.
 pub fn sorted_lines(path: &str) -> std::io::Result<Vec<u32>> {
     let data = std::fs::read(path)?;
-    let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    // each line beside its number, so that a comparison reads the two lines and nothing else
+    let mut lines: Vec<(&[u8], u32)> = data.split(|&b| b == b'\n').zip(0..).collect();
     lines.pop();
-    let mut order: Vec<u32> = (0..lines.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| lines[a as usize].cmp(lines[b as usize]));
-    Ok(order)
+    lines.sort_unstable();
+    Ok(lines.into_iter().map(|(_, n)| n).collect())
 }

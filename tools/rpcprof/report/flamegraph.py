@@ -115,8 +115,9 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
                     except BrokenPipeError:
                         pass                        # inferno stopped: svg() says why
                 weights, groups = write_drawn_rows(Path(folded), rules, write, classify)
+            drawing.proc.stdin.close()
+            ranked = array("I", rpcprof_core.sorted_lines(str(lines)))       # while inferno lays the lines out
             svg = drawing.svg()
-            ranked = array("I", rpcprof_core.sorted_lines(str(lines)))
             if sys.byteorder == "big":
                 ranked.byteswap()
             by_box = box_weights({*drawn_boxes(svg), (0, total)}, ranked, weights, groups, order)
