@@ -14,6 +14,7 @@ import stat
 import subprocess
 import threading
 import xml.etree.ElementTree as ET
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from functools import reduce
 from pathlib import Path
@@ -21,10 +22,11 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.report.chart import render_breakdown_chart
-from rpcprof.report.flamegraph import render_run_flamegraph
+from rpcprof.report.flamegraph import displayable_stack, render_run_flamegraph
 from rpcprof.cli.report import main
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
@@ -131,17 +133,16 @@ def test_svg_and_diff_have_help(command):
     assert result.exit_code == 0 and "Usage:" in result.output
 
 
-@pytest.mark.parametrize("server", SERVERS)
-def test_every_frame_has_the_colour_of_the_category_of_the_stacks_through_it(server, rules, tmp_path):
-    app = CAPTURES[server]["app"]
-    out = tmp_path / "flame.svg"
-    assert report("svg", str(folded_of(server)), "-o", str(out), "--app", app).exit_code == 0
-    r = rules.with_app(app)
-    stacks = expected_boxes(open_folded(folded_of(server)), r)
+def assert_boxes_coloured_by_their_stacks(out: Path, stacks, r) -> None:
+    """Every box of out is as wide as the stacks beneath it in inferno's order, named after their frame at its
+    depth, and has the colour of their dominant category under rules r."""
+    stacks = expected_boxes(stacks, r)
+    starts = [s[0] for s in stacks]
     boxes = frame_boxes(parse(out))
     assert len(boxes) > 100
     for box in boxes:
-        beneath = [s for s in stacks if box["x"] <= s[0] and s[1] <= box["x"] + box["w"]]
+        near = stacks[bisect_left(starts, box["x"]):bisect_right(starts, box["x"] + box["w"])]
+        beneath = [s for s in near if box["x"] <= s[0] and s[1] <= box["x"] + box["w"]]
         assert sum(s[4] for s in beneath) == box["w"], box["title"]
         hover = HOVER.match(box["title"])
         assert hover, box["title"]
@@ -153,7 +154,28 @@ def test_every_frame_has_the_colour_of_the_category_of_the_stacks_through_it(ser
             weights[s[3]] += s[4]
         top = max(weights.values())
         dominant = next(c for c in r.all_categories if weights.get(c) == top)
-        assert box["fill"] == rgb(rules.colors[dominant]), f"{box['title']}: {dict(weights)}"
+        assert box["fill"] == rgb(r.colors[dominant]), f"{box['title']}: {dict(weights)}"
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_every_frame_has_the_colour_of_the_category_of_the_stacks_through_it(server, rules, tmp_path):
+    app = CAPTURES[server]["app"]
+    out = tmp_path / "flame.svg"
+    assert report("svg", str(folded_of(server)), "-o", str(out), "--app", app).exit_code == 0
+    assert_boxes_coloured_by_their_stacks(out, open_folded(folded_of(server)), rules.with_app(app))
+
+
+@pytest.mark.parametrize("level, view", [(2, "category"), (1, "tax")])
+def test_a_fleet_files_boxes_have_the_colour_of_their_stacks(rules, tmp_path, level, view):
+    """A gzip'd file of distinct leaves over more than one of the core's chunks, most of them counted by their
+    callers' answer at once, with real stacks and stacks of one frame among them."""
+    stacks = [f for f, _ in open_folded(folded_of("rust_tonic_st")) if displayable_stack(f) == ";".join(f)]
+    path = fleet_folded(tmp_path / "fleet.folded", 20_000, stacks)
+    gz = tmp_path / "fleet.folded.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    out = tmp_path / "flame.svg"
+    assert report("svg", str(gz), "-o", str(out), "--level", str(level), "--view", view).exit_code == 0
+    assert_boxes_coloured_by_their_stacks(out, open_folded(path), rules.using(level, view))
 
 
 def test_hover_shows_real_samples_share_and_category(rules, tmp_path):
@@ -337,8 +359,18 @@ def test_missing_folded_file_is_one_line_error(tmp_path):
     assert not (tmp_path / "x.svg").exists()
 
 
-def test_the_installed_inferno_is_the_version_the_box_matching_replays():
-    """layout_boxes and recolour_frames follow inferno's SVG: pinned together, checked together."""
+@pytest.mark.parametrize("body", ["", "a 0\n\n"])
+def test_a_file_with_no_samples_is_one_line_error(tmp_path, body):
+    (tmp_path / "none.folded").write_text(body)
+    done = subprocess.run([str(ROOT / "report.py"), "svg", str(tmp_path / "none.folded"), "-o", str(tmp_path / "x.svg")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"report.py: error: {tmp_path / 'none.folded'}: no samples (") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.svg").exists()
+
+
+def test_the_installed_inferno_is_the_version_the_box_matching_relies_on():
+    """box_weights and recolour_frames follow inferno's order of lines and its SVG: pinned together, checked together."""
     import re
     import subprocess
     from rpcprof.report.svg import INFERNO_VERSION

@@ -1,13 +1,11 @@
-"""The streamed categorisation (analyze/stack_walk.categorize_file) gives categorize()'s answer, the
+"""The categorisation of a file (analyze/stack_walk.categorize_file, from the compiled core's rows) gives categorize()'s answer, the
 straightforward one (Rules.classify_stack on each stack split into its frames), in every grouping: the same
 weights, totals, sample and stack counts, and the same deciding frames with the same weights in the same order;
 on the real captures, on hostile frame names, and on many stacks recombined from both."""
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from conftest import fleet_folded
@@ -15,7 +13,7 @@ from conftest import fleet_folded
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.errors import UserError
-from rpcprof.folded import parse_folded, stream_folded
+from rpcprof.folded import parse_folded
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CAPTURES = sorted(DATA.glob("*.folded.gz"))
@@ -70,23 +68,19 @@ def test_streamed_categorisation_is_the_per_stack_answer_on_hostile_and_recombin
 
 
 @pytest.mark.parametrize("level, view", GROUPINGS)
-def test_the_block_reader_gives_the_per_stack_answer(tmp_path, monkeypatch, level, view):
-    """Distinct leaves read in blocks (small ones here, so that lines and runs of leaves straddle them) and
-    counted by their callers' answers: the per-stack answer, with the deciding frames in the same order."""
-    from rpcprof.analyze import folded_blocks, stack_walk
-    monkeypatch.setattr(folded_blocks, "BLOCK", 4096)
+def test_distinct_leaves_over_chunks_give_the_per_stack_answer(tmp_path, monkeypatch, level, view):
+    """Distinct leaves read in the core's chunks (lines and runs of leaves across them) and counted by their
+    callers' answers: the per-stack answer, with the deciding frames in the same order."""
+    from rpcprof.analyze import stack_walk
     monkeypatch.setattr(stack_walk, "ROWS_AT_ONCE", 16)
     monkeypatch.setattr(stack_walk, "CACHE_LIMIT", 64)          # the sums by callers emptied as they grow
     # leaves a rule decides, kernel and JIT suffixes, generic arguments, empty frames, non-ASCII and control
-    # characters among the fleet's leaves: lines the block reader hands back to the walk frame by frame; the last
-    # line without its newline
+    # characters among the fleet's leaves; the last line without its newline
     odd = ["tcp_sendmsg_[k]", "malloc_[j]", "Vec<u8>::push", "", "é_leaf", "a\rb", "x\x7fy", "h2::proto::x"]
     stacks = [frames for p in CAPTURES[:2] for frames, _ in open_folded(p)]
     path = fleet_folded(tmp_path / "leaves.folded", 20_000, stacks, odd)
     for app in (None, APP):
         same_answer(path, RULES.using(level, view).with_app(app))
-    rows = [row for _, block in folded_blocks.folded_rows(path) for row in block]
-    assert [(c + leaf, int(w)) for c, leaf, w in rows] == list(stream_folded(path))
 
 
 @pytest.mark.parametrize("body", ["a;b 1\nnot a stack\n", "a;b 1\na 12\u0663\n", "a 1\nb 1234567890123456\n",
@@ -106,7 +100,11 @@ def test_a_missing_file_is_named_alike(tmp_path):
         categorize_file(tmp_path / "none.folded", RULES)
 
 
-def test_blank_lines_are_those_strip_leaves_empty():
+def test_blank_lines_are_those_strip_leaves_empty(tmp_path):
+    """The compiled core skips the same blank lines, and the CRs at a line's end, as parse_folded."""
     spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace() or not chr(c).strip()]
     lines = [f"{s}{s}\n" for s in spaces] + ["a 1\n", "\u00a0x 2\n"]
     assert list(parse_folded(lines)) == [("a", 1), ("\u00a0x", 2)]
+    path = tmp_path / "blank.folded"
+    path.write_text("".join(lines) + "tcp_sendmsg 3\r\r\n", encoding="utf-8", newline="\n")
+    same_answer(path, RULES)

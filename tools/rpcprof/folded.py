@@ -63,6 +63,13 @@ def stream_folded(path: Path | str) -> Iterator[tuple[str, int]]:
         raise UserError(f"{path}: {e}") from None
 
 
+def refusal(path: Path | str) -> UserError:
+    """The error for a folded file the compiled core refused: stream_folded's, which names the file and the line."""
+    for _ in stream_folded(path):
+        pass
+    return UserError(f"{path}: not a folded file ('frame;frame;... COUNT' lines)")
+
+
 def no_samples(path: Path | str) -> UserError:
     """The error for a file whose stacks weigh nothing."""
     return UserError(f"{path}: no samples (the file is empty or every count is 0): profile again, or "

@@ -10,6 +10,7 @@
 //!   speedscope(folded, name_json, unit, out)
 //!   rows(folded)                  an iterator of byte blocks, the file's rows for the categorisation (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
+//!   sorted_lines(path)            the numbers of a file's lines in sorted order (u32 each), as inferno sorts them
 //!   one_side(a, b, listed, names, vanished, merged, normalize)
 //!                                 diff's frames on one side only (one_side.rs), on a thread: a Task
 //!   diff_folded(a, b, normalize, out)
@@ -179,6 +180,13 @@ fn py_scan(py: Python<'_>, folded: String) -> PyResult<(u128, u64, u64)> {
 }
 
 #[pyfunction]
+#[pyo3(name = "sorted_lines")]
+fn py_sorted_lines(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyBytes>> {
+    let order = py.detach(|| rows::sorted_lines(&path)).map_err(|e| raised(Stop::CannotWrite(e)))?;
+    Ok(PyBytes::new(py, &order.iter().flat_map(|n| n.to_le_bytes()).collect::<Vec<u8>>()))
+}
+
+#[pyfunction]
 #[pyo3(name = "diff_folded")]
 fn py_diff_folded(py: Python<'_>, a: String, b: String, normalize: bool, out: String) -> PyResult<u64> {
     py.detach(|| {
@@ -267,6 +275,7 @@ fn rpcprof_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_labelled, m)?)?;
     m.add_function(wrap_pyfunction!(py_speedscope, m)?)?;
     m.add_function(wrap_pyfunction!(py_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(py_sorted_lines, m)?)?;
     m.add_function(wrap_pyfunction!(py_diff_folded, m)?)?;
     m.add_function(wrap_pyfunction!(py_rows, m)?)?;
     m.add_function(wrap_pyfunction!(py_one_side, m)?)?;

@@ -1,6 +1,6 @@
-//! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time, as folded_blocks.folded_rows
-//! takes them; a line it would not take (no count, a count that is not 1-15 ASCII digits) ends the encoding with
-//! Stop::Refused (raised as rpcprof_core.Refused).
+//! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time, as rpcprof.folded.parse_folded
+//! takes them (a blank line skipped, the CRs at a line's end dropped); a line it would not take (no count, a count
+//! that is not 1-15 ASCII digits) ends the encoding with Stop::Refused (raised as rpcprof_core.Refused).
 
 use std::fs::File;
 use std::io::Read;
@@ -71,8 +71,12 @@ fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<
     // bytes that are not UTF-8 read as U+FFFD, as Python's "replace" reads them (both replace each maximal
     // subpart of an ill-formed sequence, Unicode's recommended practice)
     let text = String::from_utf8_lossy(text);
-    for line in text.as_bytes().split(|&b| b == b'\n') {
-        each(parse(line)?)?;
+    for line in text.split('\n') {
+        let line = line.trim_end_matches('\r');
+        // blank as Python's str.isspace() says: Unicode's White_Space and the separators U+001C-U+001F
+        if !line.chars().all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)) {
+            each(parse(line.as_bytes())?)?;
+        }
     }
     Ok(())
 }
@@ -91,4 +95,15 @@ pub fn scan(path: &str) -> Result<(u128, u64, u64), Stop> {
         Ok(())
     })?;
     Ok((total, unit, stacks))
+}
+
+/// The numbers of a file's lines (each ending in a newline, the last one too) in the order of the lines sorted as
+/// byte strings, inferno-flamegraph's order.
+pub fn sorted_lines(path: &str) -> std::io::Result<Vec<u32>> {
+    let data = std::fs::read(path)?;
+    // each line beside its number, so that a comparison reads the two lines and nothing else
+    let mut lines: Vec<(&[u8], u32)> = data.split(|&b| b == b'\n').zip(0..).collect();
+    lines.pop();
+    lines.sort_unstable();
+    Ok(lines.into_iter().map(|(_, n)| n).collect())
 }

@@ -7,12 +7,14 @@ integers), as Tally.add_rows sums such a run by callers text, or, when the frame
 own leaves at once (stack_walk.new_leaves_at_once) when it can be; any other chunk is given to add_rows as rows.
 At the end, the sums join the tally's weights by callers text: the same Breakdown as folded_rows' rows give.
 
-read_into() gives False, having counted nothing that stays, when the core refuses the file (a line folded_blocks
-does not take): the caller then reads the file line by line, which says what is wrong with it.
+read_into() gives False, having counted nothing that stays, when the core refuses the file (a line that is not
+`STACK COUNT`, a damaged gzip stream): folded.refusal then says what is wrong with it.
 """
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from pathlib import Path
 
 import rpcprof_core
@@ -60,11 +62,10 @@ class _Read:
         return self.data[self.at - n:self.at]
 
 
-def _chunks(blocks):
-    """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
-    stream stops short."""
-    import numpy as np
-    exactly = _Read(blocks).exactly
+def chunks(path: Path):
+    """(new callers texts, leaves text, ids, counts, rows) of each chunk of the core's rows of a folded file, ids and
+    counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
+    exactly = _Read(iter(rpcprof_core.rows(str(path)))).exactly
 
     while True:
         kind = exactly(1)
@@ -73,22 +74,35 @@ def _chunks(blocks):
         rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
         texts = exactly(new_len).decode("utf-8").split("\n") if new else []
         leaves = exactly(leaves_len).decode("utf-8")
-        ids = np.frombuffer(exactly(4 * rows), np.uint32)
-        counts = np.frombuffer(exactly(8 * rows), np.uint64)
+        ids, counts = array("I", exactly(4 * rows)), array("Q", exactly(8 * rows))
+        if sys.byteorder == "big":
+            ids.byteswap()
+            counts.byteswap()
         yield texts, leaves, ids, counts, rows
+
+
+def core_rows(path: Path):
+    """The rows of each chunk of the core's rows of a folded file as columns: each row's callers (`a;b;`, or '' for a
+    stack of one frame), leaf and count, its callers' number (numbered in the order first seen, an array) and
+    the callers texts seen so far; as chunks raises."""
+    known: list[str] = []
+    for texts, leaves, ids, counts, _ in chunks(path):
+        known += texts
+        yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
 
 
 def read_into(tally, path: Path, between=None) -> bool:
     """Every row of the folded file counted into tally (a stack_walk.Tally whose others are not kept) by the
     core's chunks, between(at_once) called after each when given (at_once: whether it was counted at once);
     False when the core refused the file (tally then holds what it counted)."""
-    if not Path(path).is_file() or tally.others is not None:
+    if not Path(path).is_file():
         return False
     import numpy as np
     try:
         callers: list[str] = []
         sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
-        for texts, leaves, ids, counts, rows in _chunks(iter(rpcprof_core.rows(str(path)))):
+        for texts, leaves, ids, counts, rows in chunks(path):
+            ids, counts = np.frombuffer(ids, np.uint32), np.frombuffer(counts, np.uint64)
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts

@@ -1,10 +1,10 @@
-"""A folded file read in blocks, for profiles of a million distinct stacks (a fleet's merge): each block of
-lines parsed by one regex call into (callers, leaf, count) rows, with no Python work per line but a tuple.
+"""A folded file read in blocks by Python, for diff's drawn lines and the collapsed export of a fleet's merge
+(the categorisation reads the compiled core's rows, analyze/encoded_rows.py): each block of lines parsed by one
+regex call into (callers, leaf, count) rows, with no Python work per line but a tuple.
 
 Only well-formed files take this path: a block holding any line that parse_folded would skip or reject (an
 empty or blank line, a count that is not 1-15 ASCII digits, a CR before the newline) raises Irregular, and
-the caller reads the file again as it did before, line by line, so an error names the same line in the same
-words. The rows are the stacks parse_folded gives, in the same order, decoded the same way (UTF-8, bytes that
+the caller reads the file line by line, so an error names the same line in the same words. The rows are the stacks parse_folded gives, in the same order, decoded the same way (UTF-8, bytes that
 are not UTF-8 read as U+FFFD: a block ends at a newline, so no character is cut in two).
 
 LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
@@ -30,42 +30,21 @@ class Irregular(Exception):
     """A line the block reader does not take: read the file line by line instead."""
 
 
-def folded_rows(path: Path, start: int = 0, stop: int | None = None) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
+def folded_rows(path: Path) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
     """(the block's text, its rows) of a folded file (.gz too), a block's worth of lines at a time, the text
     without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`; OSError
-    or EOFError as open and read raise them. start, stop: the bytes [start, stop) of a file that is not
-    gzip'd, each at a line's start (halfway's), for one part of it."""
+    or EOFError as open and read raise them."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
-        f.seek(start)
-        rest, left = b"", stop - start if stop is not None else None
-        while True:
-            data = f.read(BLOCK if left is None else min(BLOCK, left))
-            if not data:
-                break
-            if left is not None:
-                left -= len(data)
+        rest = b""
+        while data := f.read(BLOCK):
             data = rest + data
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
             rest = data[cut:]
-            yield _rows(data[:cut - 1].decode("utf-8", "replace"))
+            if cut:
+                yield _rows(data[:cut - 1].decode("utf-8", "replace"))
         if rest:
             yield _rows(rest.decode("utf-8", "replace"))
-
-
-def halfway(path: Path, at_least: int = 2 * BLOCK) -> int | None:
-    """The start of the first line at or after the middle of a folded file that is not gzip'd and holds at_least
-    bytes, to read it in two parts at once; None for a smaller file, a gzip'd one, or no such line."""
-    if path.suffix == ".gz" or not path.is_file() or path.stat().st_size < max(at_least, 2):
-        return None
-    with open(path, "rb") as f:
-        f.seek(path.stat().st_size // 2 - 1)
-        after = f.read(BLOCK)
-    cut = after.find(b"\n")
-    return path.stat().st_size // 2 + cut if 0 <= cut < len(after) - 1 else None
 
 
 def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:

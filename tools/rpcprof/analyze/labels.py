@@ -17,7 +17,8 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
-from rpcprof.analyze.folded_blocks import folded_rows, leaf_filter
+from rpcprof.analyze.encoded_rows import core_rows
+from rpcprof.analyze.folded_blocks import leaf_filter
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, ROWS_AT_ONCE, Tally
 
@@ -77,12 +78,14 @@ class LabelSets:
 
 
 def label_blocks(folded: Path, rules: Rules):
-    """Every stack's label set, a block of records per block of folded_rows' rows (Irregular as it raises it)."""
+    """Every stack's label set, a block of records per chunk of the compiled core's rows (rpcprof_core.Refused or
+    EOFError as it raises them)."""
     sets = LabelSets(rules)
     none_match = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
     of_stack, of_callers, known, decided = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get
     neutral = sets.neutral
-    for _, rows in folded_rows(folded):
+    for callers, leaves, counts, _, _ in core_rows(folded):
+        rows = list(zip(callers, leaves, counts))
         ids = array("I")
         # a block whose leaves no rule matches at once, as one run; else runs of ROWS_AT_ONCE, as the table's walk
         whole = none_match("\n".join([leaf for _, leaf, _ in rows]))

@@ -3,10 +3,10 @@
 The answer is Rules.classify_stack's, stack by stack (rpcprof.analyze.categorize.categorize is the
 reference, tests/unit/test_stack_walk.py compares both); what changes is the work per stack:
 
-- the file is streamed: a stack is never held beyond its block of lines (analyze/folded_blocks.py; line by
-  line when a line is irregular), nor split into a list of frames;
+- the file is streamed: the compiled core reads it (analyze/encoded_rows.py), a stack is never held beyond its
+  chunk of rows, nor split into a list of frames;
 - a run of leaves that no rule of any question may match (one RE2 Set call over them, LeafFilter) is counted by
-  the stacks' callers alone: without deciding frames (`table`, `svg`), a sum per distinct caller whose answer
+  the stacks' callers alone: without deciding frames (`table`), a sum per distinct caller whose answer
   is asked once at the end; with them (`top`), each leaf added to its callers' group's frames;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
   category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/rule_set.py);
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Breakdown, categorize
 from rpcprof.analyze.encoded_rows import read_into
-from rpcprof.analyze.folded_blocks import Irregular, LeafFilter, folded_rows, leaf_filter
+from rpcprof.analyze.folded_blocks import LeafFilter, leaf_filter
 from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
-from rpcprof.folded import no_samples, stream_folded
+from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
 UNSEEN = object()
@@ -163,16 +163,9 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
     its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
     if is_pprof(path):
         return categorize(read_pprof(path), rules)
-    try:
-        tally = Tally(rules, keep_frames)
-        if not read_into(tally, Path(path)):      # the core's rows (encoded_rows.py), or read here
-            tally = Tally(rules, keep_frames)
-            for _, rows in folded_rows(Path(path)):
-                tally.add_rows(rows)
-    except (Irregular, OSError, EOFError):
-        tally = Tally(rules, keep_frames)       # line by line, as before: the same errors, the same lines skipped
-        for stack, w in stream_folded(path):
-            tally.add(stack, w)
+    tally = Tally(rules, keep_frames)
+    if not read_into(tally, Path(path)):
+        raise refusal(path)
     return tally.breakdown(path)
 
 
@@ -242,16 +235,10 @@ class Tally:
         self.unit = self.stacks = 0
         # without the deciding frames, the stacks whose leaf no rule answers are summed by their callers (`a;b;`)
         # alone, and their callers' answers asked once at the end: under_callers, emptied into weights when it
-        # grows past CACHE_LIMIT, unless a flame graph keeps it whole, with the others' sums by (callers, group)
+        # grows past CACHE_LIMIT
         self.under_callers: dict[str, int] = {}
-        self.others: dict[tuple[str, str], int] | None = None
         self._frames_of: dict[str, tuple[dict[str, int], str | None]] = {}    # callers -> (by_frame[group], frame)
         self._leaf_into: dict[str, dict[str, int] | bool] = {"": False}        # see new_leaves_at_once
-
-    def by_callers_weights(self) -> None:
-        """Keep the weights under each caller whole (under_callers), and those of the other stacks by their
-        callers (`a;b;`, '' for a stack of one frame) and group (others)."""
-        self.others = {}
 
     def group_weights(self) -> dict[str, int]:
         """Group -> weight of the stacks so far."""
@@ -262,13 +249,6 @@ class Tally:
             group = self.callers_answer(callers)[0]
             weights[group] = weights.get(group, 0) + w
         return weights
-
-    def add(self, stack: str, w: int) -> None:
-        """One stack `a;b;c` of weight w."""
-        self._add(stack, w)
-        self.stacks += 1
-        if self.unit == 0 or w % self.unit:
-            self.unit = gcd(self.unit, w)
 
     def answer(self, stack: str) -> tuple[str, str]:
         """(group, the frame its samples are counted under) of a stack `a;b;c`, as stack_group gives them."""
@@ -286,11 +266,7 @@ class Tally:
         return key
 
     def _add(self, stack: str, w: int) -> None:
-        group, frame = self.answer(stack)
-        self._count(group, frame, w)
-        if self.others is not None:
-            where = stack[:stack.rfind(";") + 1], group
-            self.others[where] = self.others.get(where, 0) + w
+        self._count(*self.answer(stack), w)
 
     def callers_answer(self, callers: str) -> tuple[str, str | None]:
         """callers_answer of `a;b;` (the callers with their last ';'), kept by that text."""
@@ -356,7 +332,7 @@ class Tally:
                 if frame is None:
                     frame = leaf
                 frames[frame] = frames.get(frame, 0) + w
-        if len(under) > CACHE_LIMIT and self.others is None:
+        if len(under) > CACHE_LIMIT:
             self.weights = self.group_weights()
             under.clear()
         self.counted(len(rows), gcd(*map(int, {w for _, _, w in rows})))

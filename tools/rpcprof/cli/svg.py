@@ -6,11 +6,9 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import output_for, rules_option, show
 from rpcprof.cli.report_options import app_for, app_option, command_line, grouping_options
 from rpcprof.paths import RULES_PATH
-from rpcprof.report.flame_stream import streamed_flamegraph
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.rundir import RESULT_FILE, run_of_folded
 
@@ -35,8 +33,5 @@ def svg(folded, out, title, rules_path, app, level, view):
                                   **{"--rules": None if default_rules else rules_path},
                                   **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
     countname = "µs" if view == "waits" else "samples"
-    if not streamed_flamegraph(folded, r, out, title, subtitle, countname):
-        if not isinstance(subtitle, str):
-            subtitle = subtitle(categorize_file(folded, r, keep_frames=False).samples)
-        render_flamegraph(folded, r, out, title, subtitle, countname=countname)
+    render_flamegraph(folded, r, out, title, subtitle, countname)
     show(f"report.py: wrote {out}\n", err=True)

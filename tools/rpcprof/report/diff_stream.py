@@ -10,7 +10,6 @@ the ones report.py gives any such file.
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from rpcprof.analyze.folded_blocks import Irregular, folded_rows
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import Tally
 from rpcprof.pprof_in import is_pprof
-from rpcprof.report.flamegraph import displayable_stack, draw_diff
+from rpcprof.report.flame_rows import drawn_block
+from rpcprof.report.flamegraph import draw_diff
 
 
 def scan(path: Path) -> tuple[int, int, int] | None:
@@ -59,7 +59,6 @@ class _Callers:
         return frames
 
 
-SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
 NAMES, VANISHED, MERGED = "one_side.names", "vanished.folded", "diff.folded"   # the core's files in scratch
 
 
@@ -145,30 +144,6 @@ def one_side_streamed(read: SidesRead, rows: list[dict]) -> dict:
     from rpcprof.report.one_side import one_side_found
     a, b = read.found["a"], read.found["b"]
     return one_side_found((dict(a["frames"]), a["count"]), (dict(b["frames"]), b["count"]), rows)
-
-
-def _odd_leaves(leaves: str) -> set[str]:
-    """The leaves (joined by newlines) that displayable_stack trims or whose end it rewrites."""
-    return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in SPACE_AT_END.finditer(leaves)}
-
-
-def drawn_block(text: str, rows, scale=None, weighed=False) -> str:
-    """A block's lines as write_folded writes displayable stacks (weights scaled and rounded by scale; weighed:
-    the lines whose weight is then 0 left out)."""
-    # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
-    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
-    # only such lines are rewritten when the block is otherwise printable ASCII)
-    printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
-                 and "\n " not in text and "\n#" not in text)
-    odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
-    if scale is None and printable and not odd and " 0" not in text:
-        return text + "\n"
-    weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
-    kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
-    if printable:
-        return "".join([f"{displayable_stack((c + leaf).split(';')) if leaf in odd else c + leaf} {w}\n"
-                        for (c, leaf, _), w in kept])
-    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
 
 
 def write_drawn(path: Path, out, scale=None) -> None:

@@ -5,100 +5,45 @@ The colour of a frame (a box of the graph) is the category that the leaf-first r
 gives the stacks passing through that box; a box that several categories share takes the one with the
 most weight. inferno's palette map (`--cp`) and `--nameattr` are keyed by function name, not by box: a
 function called from recv and from protocol code would get one colour and one hover text everywhere
-(10-25 % of the boxes of the five servers' captures). So inferno draws with a palette map of each
-function's dominant category, and then each box gets its own category and hover text, matched to the
-stacks beneath it by replaying inferno's layout (`layout_boxes`).
+(10-25 % of the boxes of the five servers' captures). So each box gets its own category and hover text,
+from the stacks beneath it (report/flame_rows.py's box_weights).
 
-Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
-rejects non-UTF-8 input and passes control characters through.
+One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: its rows are
+categorised and written as inferno must read them (report/flame_rows.py), and inferno draws that file.
 
 The choice, and its cost, are report/svg.py's, which rewrites inferno's SVG.
 """
 from __future__ import annotations
 
-import math
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
+from array import array
 from pathlib import Path
+from typing import Callable
+
+import rpcprof_core
 
 from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import sample_weight
-from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, Stack, add_legend, check_xml, dominant, fit_headings,
-                                hex_to_rgb, layout_boxes, legend_svg, recolour_frames, search_names_only)
+from rpcprof.folded import no_samples, refusal, sample_weight
+from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.report.flame_rows import box_weights, displayable_frame, displayable_stack, write_drawn_rows
+from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
+                                recolour_frames, search_names_only)
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
-from rpcprof.report.text import xml_chars
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile, write_text)
 from rpcprof.status import Status
 
-PALETTE_MAP = "palette.map"
 
-
-# --- input ---------------------------------------------------------------------------------------
-
-_TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
-
-
-def displayable_frame(name: str) -> str:
-    """The frame name as drawn: control characters and what XML 1.0 forbids (U+FFFF, lone surrogates)
-    become U+FFFD. Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
-    return xml_chars(name, lines=True)
-
-
-def deannotated(name: str) -> str:
-    """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation (inferno's
-    deannotate)."""
-    return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
-
-
-def displayable_stack(frames: list[str]) -> str:
-    """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
-    lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""
-    stack = ";".join(displayable_frame(f) for f in frames).strip()
-    if stack.startswith("# "):
-        stack = "#\u00a0" + stack[2:]
-    m = _TRAILING_COUNT.search(stack)
-    if m:
-        stack = stack[:m.start()] + "\u00a0" + m.group(1)
-    return stack or "[empty stack]"
-
-
-def classified_stacks(stacks: list[tuple[list[str], int]], rules: Rules, classify=None) -> list[Stack]:
-    """Each stack's category by the leaf-first rule (or classify(frames)), computed on the names as captured."""
-    classify = classify or (lambda frames: rules.classify_stack(frames)[0])
-    return [Stack(displayable_stack(frames), w, classify(frames)) for frames, w in stacks]
-
-
-def write_folded(stacks: list[Stack], path: Path) -> None:
+def write_folded(stacks: list[tuple[list[str], int]], path: Path) -> None:
+    """The stacks as inferno must read them (displayable_stack), a line each."""
     with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{s.text} {s.weight}\n" for s in stacks)
-
-
-# --- categories of functions ------------------------------------------------------------------------
-
-def function_categories(stacks: list[Stack], order: list[str]) -> dict[str, str]:
-    """Each function's dominant category over the stacks it appears in (a stack counts once)."""
-    weights: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for s in stacks:
-        for name in set(s.text.split(";")):
-            weights[name][s.category] += s.weight
-    return {name: dominant(w, order) for name, w in weights.items()}
-
-
-def write_palette_map(categories: dict[str, str], colors: dict[str, str], path: Path) -> None:
-    """inferno's palette.map: one `NAME->rgb(R,G,B)` line per function (color/palette_map.rs). A name
-    containing '->' cannot be written; inferno falls back to --hash for it (its box is recoloured anyway)."""
-    with open(path, "w", encoding="utf-8") as f:
-        for name in sorted(categories):
-            if "->" not in name:
-                f.write(f"{name}->{hex_to_rgb(colors[categories[name]])}\n")
+        f.writelines(f"{displayable_stack(frames)} {w}\n" for frames, w in stacks)
 
 
 # --- running inferno -----------------------------------------------------------------------------
@@ -147,37 +92,59 @@ def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
             for c in rules.all_categories]
 
 
-def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str,
-                      legend_shares: dict[str, float] | None = None, countname: str = "samples", classify=None) -> None:
-    """Write the annotated flame graph of a folded file to out_svg. rules: with the app pattern added.
-    legend_shares: category -> share (0-1) for the legend; by default computed from the folded file.
-    countname: what a weight of 1 is (off-CPU graphs: µs). classify: frames -> category, when not the
-    rules' leaf-first walk over the whole stack."""
-    stacks = open_folded(folded)
-    weight = sample_weight(stacks) if countname == "samples" else 1
+def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str | Callable[[int], str],
+                      countname: str = "samples", classify=None) -> None:
+    """Write the annotated flame graph of a folded file (or pprof profile) to out_svg. rules: with the app pattern
+    added. subtitle: the text, or a function of the samples counted. countname: what a weight of 1 is (off-CPU
+    graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
     order = rules.all_categories
-    classified = classified_stacks(stacks, rules, classify)
-    if legend_shares is None:
-        by = defaultdict(int)
-        for s in classified:
-            by[s.category] += s.weight
-        total = sum(by.values())
-        legend_shares = {c: by[c] / total if total else math.nan for c in order}
-    inferno = inferno_tool("inferno-flamegraph")
-    # inferno reads and rewrites palette.map in its working directory: a fresh one per render keeps
-    # concurrent renders and the user's own palette.map apart.
+    total, unit = weighed(Path(folded))
+    weight = unit if countname == "samples" else 1
+    if not isinstance(subtitle, str):
+        subtitle = subtitle(total // unit)
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
-        scratch = Path(scratch)
-        write_folded(classified, scratch / "stacks.folded")
-        write_palette_map(function_categories(classified, order), rules.colors, scratch / PALETTE_MAP)
-        svg = run_tool([inferno, "--cp", *inferno_options(title, subtitle, weight, countname), "stacks.folded"],
-                       scratch).decode("utf-8")
-    total = sum(s.weight for s in classified)
-    svg, unmatched = recolour_frames(svg, layout_boxes(classified), weight, total, rules.colors, order)
+        lines = Path(scratch) / "stacks.folded"
+        # inferno draws the lines as they are written (to the file the core sorts afterwards, and to its input)
+        drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname), piped=True)
+        try:
+            with open(lines, "wb") as out:
+                def write(text: str) -> None:
+                    out.write(data := text.encode("utf-8"))
+                    try:
+                        drawing.proc.stdin.write(data)
+                    except BrokenPipeError:
+                        pass                        # inferno stopped: svg() says why
+                weights, groups = write_drawn_rows(Path(folded), rules, write, classify)
+            drawing.proc.stdin.close()
+            ranked = array("I", rpcprof_core.sorted_lines(str(lines)))       # while inferno lays the lines out
+            svg = drawing.svg()
+            if sys.byteorder == "big":
+                ranked.byteswap()
+            by_box = box_weights({*drawn_boxes(svg), (0, total)}, ranked, weights, groups, order)
+        finally:
+            drawing.stop()
+    svg, unmatched = recolour_frames(svg, by_box, weight, total, rules.colors, order)
     if unmatched:
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
-              "they keep their function's colour", file=sys.stderr)
-    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(legend_shares, rules), countname)
+              "they keep inferno's colour", file=sys.stderr)
+    shares = {c: by_box[0, total].get(c, 0) / total for c in order}
+    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
+
+
+def weighed(folded: Path) -> tuple[int, int]:
+    """(total weight, one sample's weight: the weights' gcd) of a folded file or pprof profile; UserError naming the
+    file when it is missing, damaged or holds no samples."""
+    if is_pprof(folded):
+        stacks = read_pprof(folded)
+        total, unit = sum(w for _, w in stacks), sample_weight(stacks)
+    else:
+        try:
+            total, unit, _ = rpcprof_core.scan(str(folded))
+        except rpcprof_core.Refused:
+            raise refusal(folded) from None
+    if not total:
+        raise no_samples(folded)
+    return total, unit
 
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
@@ -222,7 +189,7 @@ def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)
         for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
-            write_folded([Stack(displayable_stack(f), w, OTHER) for f, w in stacks], scratch / name)
+            write_folded(stacks, scratch / name)
         diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
         draw_diff(scratch, diff, out_svg, title, subtitle, weight, rows, countname, recolour, flame_tool)
 
@@ -232,14 +199,19 @@ class Drawing:
     report.py does meanwhile; svg() waits for it and gives its SVG, or a UserError as run_tool says it. The
     caller owns the process: stop(), in a `finally`, kills it (by PID) if it still runs."""
 
-    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None) -> None:
+    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None,
+                 piped: bool = False) -> None:
         tool = flame_tool or inferno_tool("inferno-flamegraph")
         self.name = Path(tool).name
         self.out = open(scratch / (name + ".svg"), "w+b")
         self.err = open(scratch / (name + ".err"), "w+b")
-        self.proc = subprocess.Popen([tool, *options, name], cwd=scratch, stdout=self.out, stderr=self.err)
+        # piped: the lines are written to the process's input (proc.stdin) rather than read from the file
+        self.proc = subprocess.Popen([tool, *options, "-" if piped else name], cwd=scratch, stdout=self.out,
+                                     stderr=self.err, stdin=subprocess.PIPE if piped else None)
 
     def svg(self) -> str:
+        if self.proc.stdin:
+            self.proc.stdin.close()
         status = self.proc.wait()
         if status != 0:
             self.err.seek(0)
@@ -252,6 +224,8 @@ class Drawing:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        if self.proc.stdin:
+            self.proc.stdin.close()
         self.out.close()
         self.err.close()
 

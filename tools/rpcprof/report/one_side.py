@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from rpcprof.report.flamegraph import deannotated, displayable_frame
+from rpcprof.report.flame_rows import deannotated, displayable_frame
 from rpcprof.report.svg import FRAME_BOX
 from rpcprof.report.tables import render
 

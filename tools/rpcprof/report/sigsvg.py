@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from rpcprof.analyze.significance import FrameTree
-from rpcprof.report.flamegraph import deannotated
+from rpcprof.report.flame_rows import deannotated
 from rpcprof.report.svg import SVG_ATTR, FRAME_BOX, FRAME_HEIGHT
 from rpcprof.report.text import xml
 

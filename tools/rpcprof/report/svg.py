@@ -5,9 +5,9 @@ which runs inferno.
 The choice, and its cost. inferno's own options colour by function (`--cp` palette map, `--nameattr`
 hover text); that was rejected because a function shared by two categories (malloc under recv and under
 protocol, say) would be drawn in one colour everywhere, and the graph would contradict `report.py table`.
-So rpcprof keeps per-box colours and owns the part that gives them: `layout_boxes` replays inferno's
-layout (its frame height, font width and margin, below) and `recolour_frames` / `add_legend` rewrite
-inferno's SVG with regexes. That code is tied to inferno's output format: tools/setup.sh pins inferno
+So rpcprof keeps per-box colours and owns the part that gives them: report/flamegraph.py finds the stacks
+beneath each box from inferno's order of lines, and `recolour_frames` / `add_legend` rewrite inferno's SVG
+with regexes (its frame height, font width and margin, below). That code is tied to inferno's output format: tools/setup.sh pins inferno
 INFERNO_VERSION, a test checks the installed inferno is that version, and the golden-capture tests check
 that every box of every server's graph is matched and coloured as its stacks say. Upgrading inferno means
 changing the pin in both places and rerunning those tests; a box left unmatched is reported, not hidden.
@@ -16,24 +16,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rpcprof.errors import UserError
 from rpcprof.report.text import xml
 
-INFERNO_VERSION = "0.12.8"   # the inferno whose SVG layout the code below replays (tools/setup.sh pins it)
+INFERNO_VERSION = "0.12.8"   # the inferno whose SVG and order of lines the code relies on (tools/setup.sh pins it)
 FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
 FONT_WIDTH = 7.08        # inferno's 12 px monospace (--fontsize 12 x --fontwidth 0.59)
 XPAD = 10                # inferno's left margin
 LEGEND_HEIGHT = 24       # room made between the subtitle and the frames for the legend row
-
-
-@dataclass
-class Stack:
-    text: str                # the stack as written for inferno (displayable_stack)
-    weight: int
-    category: str
 
 
 # --- categories of boxes ---------------------------------------------------------------------------
@@ -41,42 +33,6 @@ class Stack:
 def dominant(weights: dict[str, int], order: list[str]) -> str:
     """The category with the most weight; ties go to the category listed first."""
     return max(order, key=lambda c: (weights.get(c, 0), -order.index(c)))
-
-
-@dataclass
-class Box:
-    """One rectangle of the flame graph: depth 0 is inferno's `all`."""
-    depth: int
-    name: str
-    start: int
-    end: int = 0
-    weights: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-
-
-def layout_boxes(stacks: list[Stack]) -> list[Box]:
-    """The boxes inferno draws for these stacks, with the category weights beneath each: inferno sorts
-    the lines as text and merges the common prefix of adjacent lines (flamegraph/merge.rs), so a box
-    spans a run of adjacent lines, not every line with its prefix."""
-    boxes: list[Box] = []
-    path: list[Box] = []
-    time = 0
-    for s in sorted(stacks, key=lambda s: f"{s.text} {s.weight}"):
-        frames = [""] + s.text.split(";")
-        common = 0
-        while common < len(path) and common < len(frames) and path[common].name == frames[common]:
-            common += 1
-        for box in path[common:]:
-            box.end = time
-            boxes.append(box)
-        del path[common:]
-        path += [Box(depth, frames[depth], time) for depth in range(common, len(frames))]
-        for box in path:
-            box.weights[s.category] += s.weight
-        time += s.weight
-    for box in path:
-        box.end = time
-        boxes.append(box)
-    return boxes
 
 
 def hex_to_rgb(color: str) -> str:
@@ -89,7 +45,6 @@ def hex_to_rgb(color: str) -> str:
 
 FRAME_BOX = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
 SVG_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
-ATTR_Y = re.compile(r'\by="(\d+)"')
 
 
 def category_text(weights: dict[str, int], order: list[str]) -> str:
@@ -102,31 +57,33 @@ def category_text(weights: dict[str, int], order: list[str]) -> str:
     return ", ".join(parts) + (", ..." if len(present) > 3 else "")
 
 
-def recolour_frames(svg: str, boxes: list[Box], weight: int, total: int, colors: dict[str, str],
-                    order: list[str]) -> tuple[str, int]:
-    """inferno's SVG with each box's fill and hover text set from its own stacks; (svg, boxes unmatched).
+def drawn_boxes(svg: str) -> list[tuple[int, int]]:
+    """(fg:x, fg:w) of every box inferno drew: where its stacks start, in inferno's order, and their weight."""
+    return [(int(a["fg:x"]), int(a["fg:w"])) for a in (dict(SVG_ATTR.findall(m.group(2))) for m in FRAME_BOX.finditer(svg))]
+
+
+def recolour_frames(svg: str, boxes: dict[tuple[int, int], dict[str, int]], weight: int, total: int,
+                    colors: dict[str, str], order: list[str]) -> tuple[str, int]:
+    """inferno's SVG with each box's fill and hover text set from its own stacks (boxes: (fg:x, fg:w) -> weight of
+    each category beneath it); (svg, boxes unmatched: those whose weights do not sum to their width).
 
     Hover text: `NAME (N samples, P%; CATEGORY)`. inferno's script takes the label of a box from its
     title minus the last parenthesis, so the parenthesis holds no '('."""
-    by_key = {(b.depth, b.start, b.end - b.start): b for b in boxes}
-    ys = [int(ATTR_Y.search(m.group(2)).group(1)) for m in FRAME_BOX.finditer(svg)]
-    y_all = max(ys) if ys else 0
     unmatched = 0
 
     def fix(m: re.Match) -> str:
         nonlocal unmatched
         title, attrs = m.group(1), dict(SVG_ATTR.findall(m.group(2)))
-        depth = (y_all - int(attrs["y"])) // FRAME_HEIGHT
-        box = by_key.get((depth, int(attrs["fg:x"]), int(attrs["fg:w"])))
-        if box is None:
+        width = int(attrs["fg:w"])
+        weights = boxes.get((int(attrs["fg:x"]), width))
+        if weights is None or sum(weights.values()) != width:
             unmatched += 1
             return m.group(0)
-        width = box.end - box.start
         name = title[:title.rfind(" (")] if " (" in title else title
         n = width // weight
         hover = (f"{name} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
-                 f"{xml(category_text(box.weights, order))})")
-        rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(box.weights, order)])}"', m.group(2))
+                 f"{xml(category_text(weights, order))})")
+        rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(weights, order)])}"', m.group(2))
         return f"<g><title>{hover}</title><rect {rect}/>"
 
     return FRAME_BOX.sub(fix, svg), unmatched
