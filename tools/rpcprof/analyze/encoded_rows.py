@@ -60,7 +60,7 @@ class _Read:
         return self.data[self.at - n:self.at]
 
 
-def _chunks(blocks):
+def chunks(blocks):
     """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
     stream stops short."""
     import numpy as np
@@ -88,7 +88,7 @@ def read_into(tally, path: Path, between=None) -> bool:
     try:
         callers: list[str] = []
         sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
-        for texts, leaves, ids, counts, rows in _chunks(iter(rpcprof_core.rows(str(path)))):
+        for texts, leaves, ids, counts, rows in chunks(iter(rpcprof_core.rows(str(path)))):
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts
