@@ -60,11 +60,11 @@ class _Read:
         return self.data[self.at - n:self.at]
 
 
-def chunks(blocks):
-    """(new callers texts, leaves text, ids, counts, rows) of each chunk; None at the end; EOFError when the
-    stream stops short."""
+def chunks(path: Path):
+    """(new callers texts, leaves text, ids, counts, rows) of each chunk of the core's rows of a folded file;
+    rpcprof_core.Refused, or EOFError when the stream stops short."""
     import numpy as np
-    exactly = _Read(blocks).exactly
+    exactly = _Read(iter(rpcprof_core.rows(str(path)))).exactly
 
     while True:
         kind = exactly(1)
@@ -88,7 +88,7 @@ def read_into(tally, path: Path, between=None) -> bool:
     try:
         callers: list[str] = []
         sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
-        for texts, leaves, ids, counts, rows in chunks(iter(rpcprof_core.rows(str(path)))):
+        for texts, leaves, ids, counts, rows in chunks(path):
             if empty is None and "" in texts:
                 empty = len(callers) + texts.index("")
             callers += texts

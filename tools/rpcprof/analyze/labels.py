@@ -16,8 +16,6 @@ import sys
 from array import array
 from pathlib import Path
 
-import rpcprof_core
-
 from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.encoded_rows import chunks
 from rpcprof.analyze.folded_blocks import leaf_filter
@@ -89,7 +87,7 @@ def label_blocks(folded: Path, rules: Rules):
     callers: list[str] = []
     by_number = np.zeros(0, np.uint32)      # per callers number: the set of its stacks whose leaf no rule matches
     empty = None                            # the number of the callers text "" (a stack of one frame), once met
-    for texts, leaves, numbers, _, _ in chunks(iter(rpcprof_core.rows(str(folded)))):
+    for texts, leaves, numbers, _, _ in chunks(folded):
         if empty is None and "" in texts:
             empty = len(callers) + texts.index("")
         callers += texts
