@@ -24,6 +24,7 @@ from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.errors import UserError
 from rpcprof.folded import weight_unit
+from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records
 from rpcprof.report.diff_stream import MERGED, SidesRead, write_for_core
 from rpcprof.report.flamegraph import Drawing, displayable_stack, draw_diff, inferno_options, render_diff_flamegraph
@@ -41,13 +42,7 @@ def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
     with requests, its CPU µs per request from its CPU nanoseconds). Each round's file is scanned (write_for_core:
     scratch holds the copies the core reads)."""
     path = Path(path)
-    run_server = None
-    if path.is_dir():
-        run_server = _run_and_server(path)
-    elif path.is_file():
-        found = run_of_folded(path)
-        if found and profile_folded(*found).resolve() == path.resolve():
-            run_server = found
+    run_server = _run_and_server(path) if path.is_dir() else run_profile(path)
     if not run_server:
         r = scanned(Round(1, path, None), scratch)
         if requests:
@@ -64,6 +59,12 @@ def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
+
+
+def run_profile(path: Path) -> tuple[Path, str] | None:
+    """(run, server) when path is a server's profile.folded in a run folder."""
+    found = run_of_folded(path) if path.is_file() else None
+    return found if found and profile_folded(*found).resolve() == path.resolve() else None
 
 
 def scanned(r: Round, scratch: Path) -> Round:
@@ -163,6 +164,9 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)
+        # two bare folded files: the core's pass over them starts now, while they are scanned
+        bare = [Path(p) for p in (a_path, b_path) if Path(p).is_file() and not is_pprof(p) and not run_profile(Path(p))]
+        early = SidesRead(bare[:1], bare[1:], scratch, not per_request, normalize) if len(bare) == 2 else None
         a, b = sides_of(a_path, b_path, scratch, (count_a, count_b), per_request)
         means = bool(a.rounds[0].displayed)
         origin = label_sides(a, b)
@@ -189,7 +193,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         def draw(found: dict) -> Drawing:     # one round a side: drawn once merged, while categorised
             return Drawing(scratch, MERGED, inferno_options(title, subtitle_of(found), b.rounds[0].unit or 1))
 
-        read = SidesRead([r.read for r in a.rounds], [r.read for r in b.rounds], scratch, not means, normalize)
+        files = [r.read for r in a.rounds], [r.read for r in b.rounds]
+        read = early if early and [bare[:1], bare[1:]] == list(files) else SidesRead(*files, scratch, not means, normalize)
         try:
             try:
                 for side, rules_side in ((a, rules_a), (b, rules_b)):
