@@ -84,8 +84,13 @@ class SidesRead:
         return {"a": side("a"), "b": side("b")}
 
     def cleanup(self) -> None:
+        """Stop the drawing, and wait for the core's pass to end (its files are in scratch)."""
         if self.drawing:
             self.drawing.stop()
+        try:
+            self.task.result()
+        except Exception:       # said by found(), when it is asked
+            pass
 
 
 # --- a block of rows as inferno reads it (report/flame_stream.py) --------------------------------------

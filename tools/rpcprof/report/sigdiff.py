@@ -167,7 +167,12 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         # two bare folded files: the core's pass over them starts now, while they are scanned
         bare = [Path(p) for p in (a_path, b_path) if Path(p).is_file() and not is_pprof(p) and not run_profile(Path(p))]
         early = SidesRead(bare[:1], bare[1:], scratch, not per_request, normalize) if len(bare) == 2 else None
-        a, b = sides_of(a_path, b_path, scratch, (count_a, count_b), per_request)
+        try:
+            a, b = sides_of(a_path, b_path, scratch, (count_a, count_b), per_request)
+        except BaseException:
+            if early:
+                early.cleanup()
+            raise
         means = bool(a.rounds[0].displayed)
         origin = label_sides(a, b)
         d = build_diff(a, b, absolute=not normalize and not per_request)
@@ -195,6 +200,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
 
         files = [r.read for r in a.rounds], [r.read for r in b.rounds]
         read = early if early and [bare[:1], bare[1:]] == list(files) else SidesRead(*files, scratch, not means, normalize)
+        if early and read is not early:
+            early.cleanup()
         try:
             try:
                 for side, rules_side in ((a, rules_a), (b, rules_b)):
