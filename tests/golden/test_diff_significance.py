@@ -27,7 +27,7 @@ from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
 from rpcprof.report.flamegraph import displayable_stack
 from rpcprof.report.one_side import drawn_names
-from rpcprof.report.sigdiff import side_of
+from rpcprof.report.sigdiff import sides_of
 
 pytestmark = pytest.mark.skipif(not (shutil.which("inferno-flamegraph")
                                      or (Path.home() / ".cargo/bin/inferno-flamegraph").exists()),
@@ -147,8 +147,8 @@ def test_two_profiles_of_the_same_server_have_nothing_significant(capsys, tmp_pa
     assert fills == {GREY}
 
 
-def test_bh_marks_fewer_frames_than_the_uncorrected_test(same_server):
-    d = build_diff(side_of(same_server / "first"), side_of(same_server / "second"))
+def test_bh_marks_fewer_frames_than_the_uncorrected_test(same_server, tmp_path):
+    d = build_diff(*sides_of(same_server / "first", same_server / "second", tmp_path))
     pvalues = [t.gap.p for t in d.frames["us"].values()]
     uncorrected = sum(p < 0.05 for p in pvalues)
     assert uncorrected > 0 and sum(benjamini_hochberg(pvalues)) == 0 < uncorrected
@@ -411,3 +411,16 @@ def test_on_real_captures_only_frames_of_one_side_are_marked(capsys, tmp_path):
     assert teal and amber
     assert teal <= drawn_names(r["frame"] for r in found["frames_only_in_b"])      # as drawn: _[k] left out
     assert amber <= drawn_names(r["frame"] for r in found["frames_only_in_a"])
+
+
+def test_the_graph_of_two_profiles_draws_hostile_names_as_displayable_stack_does(capsys, tmp_path):
+    """Control characters, bidirectional overrides, `# `, a leaf ending in ` 12`, markup: each box is named as
+    displayable_stack draws its frame (inferno leaving out a `_[k]`), and the graph parses."""
+    a, b, out = DATA / "hostile.folded", tmp_path / "b.folded", tmp_path / "d.svg"
+    b.write_text("main;shared 2\nmain;é\u202e;x 3\n")
+    code, _, err = report(capsys, "diff", a, b, "-o", out)
+    assert code == 0, err
+    drawn = {name for f in (a, b) for frames, _ in open_folded(f) for name in displayable_stack(frames).split(";")}
+    boxes = set(boxes_of(out)) - {"all"}
+    assert boxes and boxes <= drawn | {n[:-4] for n in drawn if n.endswith("_[k]")}
+    assert "é\ufffd" in boxes and not any("\u202e" in n or "\x1b" in n for n in boxes)

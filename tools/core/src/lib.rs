@@ -11,15 +11,13 @@
 //!   rows(folded)                  an iterator of byte blocks, the file's rows for the categorisation (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
 //!   sorted_lines(path)            the numbers of a file's lines in sorted order (u32 each), as inferno sorts them
-//!   one_side(a, b, listed, names, vanished, merged, normalize)
-//!                                 diff's frames on one side only (one_side.rs), on a thread: a Task
-//!   diff_folded(a, b, normalize, out)
-//!                                 inferno-diff-folded's lines (diff_folded.rs)
+//!   one_side(a, b, listed, names, merged=None, normalize=False)
+//!                                 diff's frames on one side only of two sides' files, and the lines its graph
+//!                                 is drawn from (one_side.rs), on a thread: a Task
 //!
 //! FOLDED is a folded file, gzip'd when its name ends in .gz. A file it does not take raises Refused (one line:
 //! why); an output it cannot write, OSError. The functions give back the number of stacks.
 
-mod diff_folded;
 mod grouped;
 mod gzip;
 mod intern;
@@ -111,6 +109,24 @@ impl Write for Sent {
     }
 }
 
+/// What encode writes, gzip'd on a thread of its own (compression overlaps encoding) into w.
+fn gzipped(mut w: BufWriter<File>, level: i32, encode: impl FnOnce(&mut Sent) -> Result<u64, Stop>)
+           -> Result<u64, Stop> {
+    let (tx, rx) = sync_channel::<Vec<u8>>(4);
+    let zipper = std::thread::spawn(move || -> io::Result<()> {
+        let mut gz = gzip::Gzip::new(&mut w, level)?;
+        for block in rx {
+            gz.write_all(&block)?;
+        }
+        gz.finish()
+    });
+    let mut sent = Sent { tx, buf: Vec::new() };
+    let n = encode(&mut sent).and_then(|n| Ok(sent.flush().map(|_| n)?));
+    drop(sent);
+    zipper.join().map_err(|_| io::Error::other("rpcprof_core: the gzip thread failed"))??;
+    n
+}
+
 fn created(path: &str) -> Result<BufWriter<File>, Stop> {
     Ok(BufWriter::with_capacity(1 << 20, File::create(path)?))
 }
@@ -135,15 +151,15 @@ fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: St
         let input = Blocks { rx, buf: Vec::new(), at: 0 };
         let mut w = created(&out)?;
         let n = match format {
-            Format::Pprof => {
-                let mut gz = gzip::Gzip::new(&mut w, level.unwrap_or(1))?;
-                let n = profile::encode(format, &folded, &kind, &unit, comment.as_deref(), &meta, input, &mut gz)?;
-                gz.finish()?;
+            Format::Pprof => gzipped(w, level.unwrap_or(1), |gz| {
+                profile::encode(format, &folded, &kind, &unit, comment.as_deref(), &meta, input, gz)
+            })?,
+            Format::Otlp => {
+                let n = profile::encode(format, &folded, &kind, &unit, None, &meta, input, &mut w)?;
+                w.flush()?;
                 n
             }
-            Format::Otlp => profile::encode(format, &folded, &kind, &unit, None, &meta, input, &mut w)?,
         };
-        w.flush()?;
         Ok(n)
     });
     let fed = (|| -> PyResult<()> {
@@ -184,18 +200,6 @@ fn py_scan(py: Python<'_>, folded: String) -> PyResult<(u128, u64, u64)> {
 fn py_sorted_lines(py: Python<'_>, path: String) -> PyResult<Bound<'_, PyBytes>> {
     let order = py.detach(|| rows::sorted_lines(&path)).map_err(|e| raised(Stop::CannotWrite(e)))?;
     Ok(PyBytes::new(py, &order.iter().flat_map(|n| n.to_le_bytes()).collect::<Vec<u8>>()))
-}
-
-#[pyfunction]
-#[pyo3(name = "diff_folded")]
-fn py_diff_folded(py: Python<'_>, a: String, b: String, normalize: bool, out: String) -> PyResult<u64> {
-    py.detach(|| {
-        let mut w = created(&out)?;
-        let n = diff_folded::encode(&a, &b, normalize, &mut w)?;
-        w.flush()?;
-        Ok(n)
-    })
-    .map_err(raised)
 }
 
 /// Byte blocks a thread writes, read as an iterator; the thread's Refused or OSError raised at its end.
@@ -257,13 +261,12 @@ impl Task {
 }
 
 #[pyfunction]
-#[pyo3(name = "one_side")]
-#[allow(clippy::too_many_arguments)]
-fn py_one_side(a: String, b: String, listed: usize, names: String, vanished: String, merged: String,
-            normalize: bool) -> Task {
+#[pyo3(name = "one_side", signature = (a, b, listed, names, merged=None, normalize=false))]
+fn py_one_side(a: Vec<String>, b: Vec<String>, listed: usize, names: String, merged: Option<String>,
+               normalize: bool) -> Task {
     let worker = std::thread::spawn(move || {
         let mut out = Vec::new();
-        one_side::encode(&a, &b, listed, &names, &vanished, Some((&merged, normalize)), &mut out)?;
+        one_side::encode(&a, &b, listed, &names, merged.as_deref().map(|m| (m, normalize)), &mut out)?;
         Ok(out)
     });
     Task { worker: Some(worker), found: None }
@@ -276,7 +279,6 @@ fn rpcprof_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_speedscope, m)?)?;
     m.add_function(wrap_pyfunction!(py_scan, m)?)?;
     m.add_function(wrap_pyfunction!(py_sorted_lines, m)?)?;
-    m.add_function(wrap_pyfunction!(py_diff_folded, m)?)?;
     m.add_function(wrap_pyfunction!(py_rows, m)?)?;
     m.add_function(wrap_pyfunction!(py_one_side, m)?)?;
     m.add_class::<Stream>()?;

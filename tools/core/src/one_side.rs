@@ -1,15 +1,12 @@
-//! report.py diff's frames on one side only, of two folded files, as report/diff_stream.py finds them: a frame
-//! in B's stacks and in none of A's is new, one in A's and in none of B's has vanished. Each comes with the share
-//! of its side's weight whose stacks hold it, summed stack by stack in the file's order as diff_stream.shares_of
-//! sums them (the same floats). Writes to stdout, as JSON, each side's count and its `listed` largest (share,
-//! then name), and whether the merged lines below were written ("merged"); to names_out every such frame,
-//! `a\tNAME` or `b\tNAME` a line; to vanished_out A's lines that hold a vanished frame, as written.
+//! report.py diff's frames on one side only, of two sides' folded files (each side's rounds): a frame in B's
+//! stacks and in none of A's is new, one in A's and in none of B's has vanished. Each comes with the share of its
+//! side's weight whose stacks hold it (the mean over the side's files), summed stack by stack in the files' order.
+//! Gives, as JSON, each side's count and its `listed` largest (share, then name); writes to names_out every such
+//! frame, `a\tNAME` or `b\tNAME` a line.
 //!
-//! Given a merged file, it also writes there the lines inferno-flamegraph draws the diff from, as
-//! diff_stream.render_diff_streamed makes them (diff_folded.rs's lines of the drawn files, A scaled and its
-//! stacks that hold a vanished frame added to B's when there are any), each stack as displayable_stack draws it,
-//! when every line of both files is printable ASCII (drawn: what displayable_stack does to such a line): an
-//! empty file otherwise, and report.py makes them its own way.
+//! Given a merged file (one file a side), it also writes there the lines inferno-flamegraph draws the diff from
+//! (inferno-diff-folded's `STACK COUNT_A COUNT_B`), each stack as report.py's displayable_stack draws it, A scaled
+//! and its stacks that hold a vanished frame added to B's at A's width when there are any.
 //!
 //! Each side is read once: a distinct callers text is split into its frames once, and a stack is numbered by
 //! its (callers, leaf) pair, so a million stacks under a hundred thousand callers cost a million leaves' look-ups.
@@ -35,24 +32,13 @@ struct Both {
     counts: Vec<[u64; 2]>,
     totals: [u128; 2],
     rows: [u64; 2],
-    merged: bool, // every line drawn here: the merged lines are written
 }
 
-/// How report.py's displayable_stack draws a row's stack, for the lines inferno reads.
-enum Drawn {
-    Same,
-    Other(Vec<u8>),
-    Unknown, // not printable ASCII: report.py draws such a file itself
-}
-
-/// displayable_stack of a printable-ASCII stack: its spaces at both ends stripped (the only whitespace there is),
-/// a `# ` at its start made `#` and a no-break space (inferno skips a line starting `# `), a last space followed
-/// by what reads as a count (`[0-9]*(\.[0-9]*)?`) made a no-break space, and `[empty stack]` for nothing.
-fn drawn(row: &Row) -> Drawn {
-    let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
-    if !printable(row.callers) || !printable(row.leaf) {
-        return Drawn::Unknown;
-    }
+/// The stack as report.py's displayable_stack draws it, for the lines inferno reads; None when it is drawn as written.
+/// Control characters and what XML forbids become U+FFFD; whitespace at both ends is stripped; a `# ` at its start
+/// becomes `#` and a no-break space (inferno skips a line starting `# `), a last space followed by what reads as a
+/// count (`[0-9]*(\.[0-9]*)?`) a no-break space; nothing at all is `[empty stack]`.
+fn drawn(row: &Row) -> Option<Vec<u8>> {
     let counted = |s: &[u8]| match s.iter().rposition(|&b| b == b' ') {
         Some(at) => {
             let rest = &s[at + 1..];
@@ -62,23 +48,30 @@ fn drawn(row: &Row) -> Drawn {
         }
         None => None,
     };
+    let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
     let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
     let last = if row.leaf.is_empty() { row.callers.last() } else { row.leaf.last() };
     let hash_space = first == Some(&b'#') && [row.callers, row.leaf].concat().get(1) == Some(&b' ');
-    if !matches!(first, None | Some(b' ')) && last != Some(&b' ') && !hash_space && counted(row.leaf).is_none() {
-        return Drawn::Same;
+    if printable(row.callers) && printable(row.leaf) && !matches!(first, None | Some(b' ')) && last != Some(&b' ')
+        && !hash_space && counted(row.leaf).is_none() {
+        return None;
     }
-    let whole = [row.callers, row.leaf].concat();
-    let start = whole.iter().position(|&b| b != b' ').unwrap_or(whole.len());
-    let end = whole.iter().rposition(|&b| b != b' ').map_or(start, |e| e + 1);
-    let mut stack = whole[start..end].to_vec();
+    let forbidden = |c: char| {
+        matches!(c, '\0'..='\x1f' | '\x7f'..='\u{9f}' | '\u{fffe}' | '\u{ffff}' | '\u{61c}' | '\u{200e}' | '\u{200f}'
+                    | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let whole = String::from_utf8_lossy(&[row.callers, row.leaf].concat()).replace(forbidden, "\u{fffd}");
+    let mut stack = whole.trim().as_bytes().to_vec();
     if stack.starts_with(b"# ") {
         stack.splice(1..2, "\u{a0}".bytes());
     }
     if let Some(at) = counted(&stack) {
         stack.splice(at..at + 1, "\u{a0}".bytes());
     }
-    Drawn::Other(if stack.is_empty() { b"[empty stack]".to_vec() } else { stack })
+    if stack.is_empty() {
+        stack = b"[empty stack]".to_vec();
+    }
+    (stack != [row.callers, row.leaf].concat()).then_some(stack)
 }
 
 impl Both {
@@ -118,8 +111,10 @@ impl Both {
         &self.callers_frames[start..end]
     }
 
-    fn read(&mut self, path: &str, side: usize) -> Result<(), Stop> {
+    /// The file's rows counted as the side's; its total weight.
+    fn read(&mut self, path: &str, side: usize) -> Result<u128, Stop> {
         let bit = 1u8 << side;
+        let mut total = 0u128;
         each_row(path, |row| {
             let c = self.callers_of(row.callers, bit, true);
             let (leaf, new, at) = self.frames.intern_at(row.leaf);
@@ -128,7 +123,7 @@ impl Both {
             }
             self.seen[leaf as usize] |= bit;
             let (s, new) = match drawn(&row) {
-                Drawn::Other(stack) => {
+                Some(stack) => {
                     let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
                     let c = self.callers_of(dc, bit, false);
                     let (leaf, new, at) = self.frames.intern_at(dl);
@@ -137,24 +132,21 @@ impl Both {
                     }
                     self.stack_of(c, leaf, at)
                 }
-                Drawn::Unknown => {
-                    self.merged = false;
-                    self.stack_of(c, leaf, at)
-                }
-                Drawn::Same => self.stack_of(c, leaf, at),
+                None => self.stack_of(c, leaf, at),
             };
             if new {
                 self.counts.push([0, 0]);
             }
             self.counts[s as usize][side] += row.count;
-            self.totals[side] += row.count as u128;
+            total += row.count as u128;
             self.rows[side] += 1;
             Ok(())
         })?;
+        self.totals[side] += total;
         if self.totals[side] >= 1 << 53 {
             return Err(refused("a total weight of 2^53 or more (Python divides it exactly, f64 does not)"));
         }
-        Ok(())
+        Ok(total)
     }
 
     /// (the number, whether it is new) of the stack (c, leaf), at: where the leaf's record starts. A leaf notes in
@@ -183,11 +175,11 @@ impl Both {
         let c = self.callers.find(row.callers).expect("read before");
         let leaf = self.frames.find(row.leaf).expect("read before");
         let s = match drawn(row) {
-            Drawn::Other(stack) => {
+            Some(stack) => {
                 let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
                 self.stack_found(self.callers.find(dc).expect("read before"), dl)
             }
-            _ => self.stack_found(c, row.leaf),
+            None => self.stack_found(c, row.leaf),
         };
         (c, leaf, s)
     }
@@ -209,20 +201,23 @@ impl Both {
 }
 
 /// A side's second pass, when it holds frames the other lacks: per frame (by its number) the share of the side's
-/// weight whose stacks hold it; each row of A that holds one written to vanished and, when scale is given, its
-/// weight scaled (A's weights drawn at B's scale) added to B's count of its stack as the drawn files have it.
+/// weight whose stacks hold it, the mean over the side's files (its rounds); when scale is given, the weight of each
+/// row of A that holds one, scaled (A's weights drawn at B's scale), added to B's count of its stack as drawn.
 struct Again<'a> {
     both: &'a mut Both,
-    side: usize,
     only: &'a [bool],
     held: Vec<Option<Vec<u32>>>, // per callers text: its frames on this side only, once each
+    sums: Vec<f64>,
 }
 
 impl Again<'_> {
-    fn shares(&mut self, path: &str, mut vanished: Option<&mut BufWriter<File>>, scale: Option<f64>)
-              -> Result<Vec<f64>, Stop> {
-        let mut sums = vec![0.0f64; self.only.len()];
-        let total = self.both.totals[self.side].max(1) as f64;
+    fn new<'a>(both: &'a mut Both, only: &'a [bool]) -> Again<'a> {
+        let held = vec![None; both.callers.len() as usize];
+        Again { sums: vec![0.0; only.len()], both, only, held }
+    }
+
+    fn shares(&mut self, path: &str, total: u128, files: usize, scale: Option<f64>) -> Result<(), Stop> {
+        let total = total.max(1) as f64;
         let mut held: Vec<u32> = Vec::new();
         each_row(path, |row| {
             let (c, leaf, s) = self.both.stack_read(&row);
@@ -243,22 +238,16 @@ impl Again<'_> {
             if held.is_empty() {
                 return Ok(());
             }
-            let share = row.count as f64 / total;
+            let share = row.count as f64 / total / files as f64;
             for &i in &held {
-                sums[i as usize] += share;
-            }
-            if let Some(out) = vanished.as_deref_mut() {
-                out.write_all(row.callers)?;
-                out.write_all(row.leaf)?;
-                writeln!(out, " {}", row.count)?;
+                self.sums[i as usize] += share;
             }
             if let Some(scale) = scale {
                 let w = (row.count as f64 * scale).round_ties_even() as u64;
                 self.both.counts[s as usize][1] += w;
             }
             Ok(())
-        })?;
-        Ok(sums)
+        })
     }
 }
 
@@ -279,60 +268,65 @@ fn listed(both: &Both, only: &[bool], sums: &[f64], n: usize, out: &mut Vec<u8>)
     out.extend_from_slice(b"]}");
 }
 
-/// The drawn files' lines merged as diff_folded.rs merges them: with vanished frames, A's counts drawn at B's
-/// scale row by row (read_again added A's stacks that hold one to B's counts), else A's raw counts, normalised
-/// to B's total at the end as --normalize does.
+/// The drawn lines merged as inferno-diff-folded merges them (`STACK COUNT_A COUNT_B`): with vanished frames, A's
+/// counts drawn at B's scale row by row (Again added A's stacks that hold one to B's counts), else A's raw counts,
+/// normalised to B's total at the end as --normalize does.
 fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bool) -> Result<(), Stop> {
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    if both.merged {
-        let (t1, t2) = (both.totals[0] as u64, both.totals[1] as u64);
-        for (s, [first, second]) in both.counts.iter().enumerate() {
-            let first = match scaled_a {
-                Some(scaled) => scaled[s],
-                None if normalize && t1 != t2 => (*first as f64 * t2 as f64 / t1 as f64) as u64,
-                None => *first,
-            };
-            let (c, leaf) = ((both.stacks[s] >> 32) as u32, both.stacks[s] as u32);
-            out.write_all(both.callers.get(c))?;
-            out.write_all(both.frames.get(leaf))?;
-            writeln!(out, " {first} {second}")?;
-        }
+    let (t1, t2) = (both.totals[0] as u64, both.totals[1] as u64);
+    for (s, [first, second]) in both.counts.iter().enumerate() {
+        let first = match scaled_a {
+            Some(scaled) => scaled[s],
+            None if normalize && t1 != t2 => (*first as f64 * t2 as f64 / t1 as f64) as u64,
+            None => *first,
+        };
+        let (c, leaf) = ((both.stacks[s] >> 32) as u32, both.stacks[s] as u32);
+        out.write_all(both.callers.get(c))?;
+        out.write_all(both.frames.get(leaf))?;
+        writeln!(out, " {first} {second}")?;
     }
     out.flush()?;
     Ok(())
 }
 
-/// merged: (the file to write the merged lines to, whether A is normalised to B's total).
-pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, merged: Option<(&str, bool)>,
+/// a, b: each side's files (its rounds); merged: (the file to write the merged lines to, whether A is normalised
+/// to B's total), given one file a side.
+pub fn encode(a: &[String], b: &[String], n: usize, names_out: &str, merged: Option<(&str, bool)>,
               out: &mut impl Write) -> Result<u64, Stop> {
-    let mut both = Both { merged: true, ..Both::default() };
-    both.read(a, 0)?;
-    both.read(b, 1)?;
+    let mut both = Both::default();
+    let mut totals: [Vec<u128>; 2] = Default::default();
+    for (side, files) in [a, b].into_iter().enumerate() {
+        for file in files {
+            totals[side].push(both.read(file, side)?);
+        }
+    }
     let (only_a, only_b) = (both.only(0), both.only(1));
     let normalize = merged.is_some_and(|(_, norm)| norm);
-    let mut vanished = BufWriter::with_capacity(1 << 20, File::create(vanished_out)?);
     let mut scaled_a = None;
     let sums_a = if only_a.contains(&true) {
-        // A scaled to B's own total, as --normalize would, before B grows by A's stacks (render_diff_streamed)
+        // A scaled to B's own total, as --normalize would, before B grows by A's stacks
         let scale = if normalize { both.totals[1] as f64 / both.totals[0] as f64 } else { 1.0 };
-        let counts_a: Vec<u64> = both.counts.iter().map(|c| c[0]).collect();
-        let held = vec![None; both.callers.len() as usize];
-        let mut again = Again { both: &mut both, side: 0, only: &only_a, held };
-        let sums = again.shares(a, Some(&mut vanished), merged.map(|_| scale))?;
+        let mut again = Again::new(&mut both, &only_a);
+        for (file, &total) in a.iter().zip(&totals[0]) {
+            again.shares(file, total, a.len(), merged.map(|_| scale))?;
+        }
+        let sums = again.sums;
         if merged.is_some() {
-            scaled_a = Some(scale_rows(a, &both, scale, counts_a.len())?);
+            scaled_a = Some(scale_rows(&a[0], &both, scale, both.counts.len())?);
         }
         sums
     } else {
         vec![]
     };
     let sums_b = if only_b.contains(&true) {
-        let held = vec![None; both.callers.len() as usize];
-        Again { both: &mut both, side: 1, only: &only_b, held }.shares(b, None, None)?
+        let mut again = Again::new(&mut both, &only_b);
+        for (file, &total) in b.iter().zip(&totals[1]) {
+            again.shares(file, total, b.len(), None)?;
+        }
+        again.sums
     } else {
         vec![]
     };
-    vanished.flush()?;
     if let Some((path, normalize)) = merged {
         write_merged(&both, path, scaled_a.as_deref(), normalize)?;
     }
@@ -349,7 +343,7 @@ pub fn encode(a: &str, b: &str, n: usize, names_out: &str, vanished_out: &str, m
     listed(&both, &only_a, &sums_a, n, &mut doc);
     doc.extend_from_slice(b",\"b\":");
     listed(&both, &only_b, &sums_b, n, &mut doc);
-    doc.extend_from_slice(format!(",\"merged\":{}}}\n", both.merged).as_bytes());
+    doc.extend_from_slice(b"}\n");
     out.write_all(&doc)?;
     out.flush()?;
     Ok(both.rows[0] + both.rows[1])

@@ -1,5 +1,5 @@
 """Each stack's labels in an export (its category, its sub-category where its category has them, its tax
-group), as the core's writers (rpcprof_core.labelled) read them: a block of records per block of folded rows,
+group), as the core's writers (rpcprof_core.labelled) read them: a block of records per chunk of the core's rows,
 integers little-endian u32 (tools/core/src/labels.rs):
 
   b'L' ID N (KEY_LEN KEY VALUE_LEN VALUE)*N   label set ID is these N (key, value) pairs
@@ -17,10 +17,10 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
-from rpcprof.analyze.encoded_rows import core_rows
+from rpcprof.analyze.encoded_rows import chunks
 from rpcprof.analyze.folded_blocks import leaf_filter
 from rpcprof.analyze.rules import Rules, remember
-from rpcprof.analyze.stack_walk import NEUTRAL, ROWS_AT_ONCE, Tally
+from rpcprof.analyze.stack_walk import NEUTRAL, Tally
 
 
 def labels_of(groups: tuple) -> list[tuple[str, str]]:
@@ -78,25 +78,31 @@ class LabelSets:
 
 
 def label_blocks(folded: Path, rules: Rules):
-    """Every stack's label set, a block of records per chunk of the compiled core's rows (rpcprof_core.Refused or
-    EOFError as it raises them)."""
+    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.chunks; EOFError or
+    rpcprof_core.Refused as they raise them)."""
+    import numpy as np
     sets = LabelSets(rules)
     none_match = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
-    of_stack, of_callers, known, decided = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get
-    neutral = sets.neutral
-    for callers, leaves, counts, _, _ in core_rows(folded):
-        rows = list(zip(callers, leaves, counts))
-        ids = array("I")
-        # a block whose leaves no rule matches at once, as one run; else runs of ROWS_AT_ONCE, as the table's walk
-        whole = none_match("\n".join([leaf for _, leaf, _ in rows]))
-        step = len(rows) if whole else ROWS_AT_ONCE
-        for i in range(0, len(rows), step):
-            run = rows[i:i + step]
-            if whole or none_match("\n".join([leaf for _, leaf, _ in run])):
-                ids.extend([known(c) or (of_callers(c) if c else of_stack(leaf)) for c, leaf, _ in run])
-            else:
-                ids.extend([decided(leaf) or (known(c) or of_callers(c) if c and leaf in neutral else of_stack(c + leaf))
-                            for c, leaf, _ in run])
+    of_stack, of_callers, known, decided, neutral = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get, sets.neutral
+    callers: list[str] = []
+    by_number = np.zeros(0, np.uint32)      # per callers number: the set of its stacks whose leaf no rule matches
+    empty = None                            # the number of the callers text "" (a stack of one frame), once met
+    for texts, leaves, numbers, _, _ in chunks(folded):
+        numbers = np.frombuffer(numbers, np.uint32)
+        if empty is None and "" in texts:
+            empty = len(callers) + texts.index("")
+        callers += texts
+        by_number = np.concatenate([by_number, np.zeros(len(texts), np.uint32)])
+        if none_match(leaves) and (empty is None or not (numbers == empty).any()):
+            # every stack takes its callers' set, asked once per callers text, in the order first met
+            seen, first = np.unique(numbers, return_index=True)
+            for i in seen[np.argsort(first)].tolist():
+                by_number[i] = by_number[i] or of_callers(callers[i])
+            ids = array("I", by_number[numbers].tobytes())
+        else:
+            rows = zip(map(callers.__getitem__, numbers.tolist()), leaves.split("\n"))
+            ids = array("I", [decided(leaf) or (known(c) or of_callers(c) if c and leaf in neutral else of_stack(c + leaf))
+                              for c, leaf in rows])
         if sys.byteorder == "big":
             ids.byteswap()
         yield b"".join(sets.new) + b"R" + struct.pack("<I", len(ids)) + ids.tobytes()

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Rules, categorize
+from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.significance import (FrameTree, benjamini_hochberg, bh_adjusted, boxes_to_test, frame_tests, gap,
                                           sampling_variance)
 from rpcprof.analyze.stack_walk import categorize_file
-from rpcprof.folded import sample_weight
 
 MIN_SHARE = 0.001         # a box is tested when its mean share over every round of both sides reaches this
 
@@ -23,28 +21,26 @@ MIN_SHARE = 0.001         # a box is tested when its mean share over every round
 @dataclass
 class Round:
     k: int
-    folded: Path
+    folded: Path                        # as given
     cpu_us_per_req: float | None
-    stacks: list = field(default_factory=list)
     source: dict = field(default_factory=dict)        # where cpu_us_per_req is: file and key
-    # the stacks with their frames as the graph draws them, so boxes match by name (the loader's:
-    # report/sigdiff.py gives them as inferno reads them back)
+    read: Path | None = None            # the file the compiled core reads (report/diff_stream.write_for_core)
+    total: int = 0                      # its total weight
+    unit: int = 1                       # the gcd of its weights (perf's period; 1 for counts)
+    # the stacks with their frames as the graph draws them, so boxes match by name (report/sigdiff.py gives them,
+    # when the graph is drawn from the mean over rounds)
     displayed: list[tuple[list[str], int]] = field(default_factory=list)
-    # a bare folded file read as it goes (report/diff_stream.py), stacks and displayed left empty: its scan()
-    scanned: tuple | None = None
     known: tuple | None = None          # (rules, the Breakdown of the file under them), when read already
 
     def breakdown(self, rules: Rules):
-        """The round's Breakdown: of its stacks, or of its file read as it goes."""
+        """The round's Breakdown under rules."""
         if self.known and self.known[0] is rules:
             return self.known[1]
-        if self.scanned:
-            return categorize_file(self.folded, rules, keep_frames=False)
-        return categorize(self.stacks, rules)
+        return categorize_file(self.read or self.folded, rules, keep_frames=False)
 
-    @cached_property
+    @property
     def samples(self) -> int:
-        return sum(w for _, w in self.stacks) // sample_weight(self.stacks)
+        return self.total // (self.unit or 1)
 
 
 @dataclass
@@ -75,7 +71,7 @@ class Diff:
                       r.cpu_us_per_req if view == "us" else r.samples if view == "abs" else 1.0) for r in side.rounds}
 
     def total(self, side: Side, r: Round) -> float:
-        return self.tree.weights[0].get((side.label, r.k), 0) or 1
+        return r.total or 1
 
     def test_name(self) -> str:
         n = f"{len(self.a.rounds)} rounds" if self.paired else f"{len(self.a.rounds)} and {len(self.b.rounds)} rounds"
@@ -83,8 +79,8 @@ class Diff:
 
 
 def build_diff(a: Side, b: Side, absolute: bool = False) -> Diff:
-    """The two sides' boxes in one tree, and each box tested across rounds in share, in µs per request when
-    both sides have it, and in samples when absolute, when it can be."""
+    """The two sides' boxes in one tree (of their rounds' displayed stacks), and each box tested across rounds in
+    share, in µs per request when both sides have it, and in samples when absolute, when it can be."""
     common = {r.k for r in a.rounds} & {r.k for r in b.rounds}
     paired = bool(a.run_dir and b.run_dir and a.run_dir.resolve() == b.run_dir.resolve() and len(common) >= 2)
     if paired:

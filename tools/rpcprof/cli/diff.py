@@ -37,7 +37,6 @@ def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, req
 
     eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
     """
-    from rpcprof.report.diff_stream import start_sides
     output_for(out, a, b)
     default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
@@ -45,12 +44,6 @@ def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, req
                                   **{"--per-request": per_request}, **{"--app": app},
                                   **{"--rules": None if default_rules else rules_path})
     mode = "per-request" if per_request else "absolute" if no_normalize else mode
-    # two bare folded files: the core's pass over both starts now, while the rules are read
-    started = None if requests or mode == "per-request" else start_sides(a, b, mode != "absolute")
-    try:
-        from rpcprof.report.sigdiff import render_diff
-        show(render_diff(a, b, out, load_rules(rules_path), app, mode != "absolute", mode == "per-request", title, fmt,
-                         requests, started), fmt)
-    finally:
-        if started:
-            started.cleanup()
+    from rpcprof.report.sigdiff import render_diff
+    show(render_diff(a, b, out, load_rules(rules_path), app, mode != "absolute", mode == "per-request", title, fmt,
+                     requests), fmt)

@@ -26,7 +26,7 @@ from typing import Callable
 
 import rpcprof_core
 
-from rpcprof.analyze.categorize import OTHER, Rules, categorize, open_folded
+from rpcprof.analyze.categorize import OTHER, Rules, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, sample_weight
@@ -157,34 +157,16 @@ def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend
     write_atomically(out_svg, svg)
 
 
-def category_shares(stacks: list[tuple[list[str], int]], rules: Rules) -> dict[str, float]:
-    b = categorize(stacks, rules)
-    return {c: b.share(c) for c in rules.all_categories}
-
-
-def category_diff_rows(a: Path, b: Path, rules_a: Rules, rules_b: Rules) -> list[dict]:
-    """Per category: share of A and B in %, and B − A in percentage points (the deltas sum to 0)."""
-    sa, sb = category_shares(open_folded(a), rules_a), category_shares(open_folded(b), rules_b)
-    return [{"category": c, "a": 100 * sa[c], "b": 100 * sb[c], "delta": 100 * (sb[c] - sa[c])}
-            for c in rules_a.all_categories]
-
-
 def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool = True,
-                           rows: list[dict] | None = None, countname: str = "samples", recolour=None,
-                           also_in_b=None) -> None:
+                           rows: list[dict] | None = None, countname: str = "samples", recolour=None) -> None:
     """Write the differential flame graph of B against A (inferno-diff-folded | inferno-flamegraph):
     widths are B's, red = more samples in B, blue = fewer. normalize: scale A to B's total first.
-    rows: category_diff_rows, shown as a text legend. countname: what a weight of 1 is. recolour: a
-    function of inferno's SVG that sets the boxes' colours and hover texts (report/sigdiff.py). also_in_b:
-    a function of A's stacks giving those drawn in B too, at A's width (scaled as A is)."""
+    rows: per category, A's and B's share in % and B − A in points, shown as a text legend. countname: what a
+    weight of 1 is. recolour: a function of inferno's SVG that sets the boxes' colours and hover texts
+    (report/sigdiff.py)."""
     stacks_b = open_folded(b)
     stacks_a = open_folded(a)
-    weight, extra = sample_weight(stacks_b), also_in_b(stacks_a) if also_in_b else []
-    if extra:       # A scaled to B's own total here, as --normalize would, before B grows by A's stacks
-        scale = sum(w for _, w in stacks_b) / sum(w for _, w in stacks_a) if normalize else 1
-        stacks_a = [(f, round(w * scale)) for f, w in stacks_a]
-        stacks_b = stacks_b + [(f, round(w * scale)) for f, w in extra if round(w * scale) > 0]
-        normalize = False
+    weight = sample_weight(stacks_b)
     diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
     with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
         scratch = Path(scratch)

@@ -14,39 +14,15 @@ from __future__ import annotations
 import heapq
 import html
 import re
-from collections import defaultdict
-from typing import TYPE_CHECKING
 
 from rpcprof.report.flame_rows import deannotated, displayable_frame
 from rpcprof.report.svg import FRAME_BOX
 from rpcprof.report.tables import render
 
-if TYPE_CHECKING:
-    from rpcprof.analyze.sigdiff import Diff, Side
-
 SHOWN = 15          # rows of each list in text
 LISTED = 1000       # rows of each list in json (its count says how many there are in all)
 NEW_FILL, VANISHED_FILL = "rgb(0,170,170)", "rgb(230,170,0)"
 MARKS = "teal: in B only; amber: in A only, drawn at A's width"
-
-
-def inclusive_shares(side: Side) -> dict[str, float]:
-    """{frame: share of the side's samples whose stack holds it}, the mean over its rounds."""
-    shares: dict[str, float] = defaultdict(float)
-    for r in side.rounds:
-        total = sum(w for _, w in r.stacks) or 1
-        for frames, w in r.stacks:
-            for frame in set(frames):
-                shares[frame] += w / total / len(side.rounds)
-    return shares
-
-
-def one_side(d: Diff, rows: list[dict]) -> tuple[dict, dict[str, set[str]]]:
-    """(found, names): found as one_side_found gives it; names: {"a", "b": every frame on that side only}."""
-    a, b = inclusive_shares(d.a), inclusive_shares(d.b)
-    names = {"a": {f for f in a if f not in b}, "b": {f for f in b if f not in a}}
-    return one_side_found(({f: a[f] for f in names["a"]}, len(names["a"])),
-                          ({f: b[f] for f in names["b"]}, len(names["b"])), rows), names
 
 
 def one_side_found(a: tuple[dict[str, float], int], b: tuple[dict[str, float], int], rows: list[dict]) -> dict:
@@ -80,11 +56,6 @@ def drawn_names(frames) -> set[str]:
     """The names frames are drawn under (inferno leaves out a _[k]-style annotation from some)."""
     names = {displayable_frame(f) for f in frames}
     return names | {deannotated(n) for n in names}
-
-
-def vanished_stacks(stacks, vanished: set[str]) -> list:
-    """The stacks, (frames, weight), that hold a vanished frame (names as drawn or as captured)."""
-    return [(frames, w) for frames, w in stacks if not vanished.isdisjoint(frames)]
 
 
 def _box_name(m: re.Match) -> str:

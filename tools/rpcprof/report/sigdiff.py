@@ -18,15 +18,18 @@ import tempfile
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.folded_blocks import Irregular
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.errors import UserError
 from rpcprof.folded import weight_unit
+from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records
-from rpcprof.report.diff_stream import SidesRead, one_side_streamed, render_diff_streamed, scan
-from rpcprof.report.flamegraph import Drawing, displayable_stack, inferno_options, render_diff_flamegraph
-from rpcprof.report.one_side import MARKS, drawn_names, mark_one_side, one_side, one_side_text, vanished_stacks
+from rpcprof.report.diff_stream import MERGED, SidesRead, write_for_core
+from rpcprof.report.flame_rows import displayable_stack
+from rpcprof.report.flamegraph import Drawing, draw_diff, inferno_options, render_diff_flamegraph
+from rpcprof.report.one_side import MARKS, mark_one_side, one_side_found, one_side_text
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
@@ -34,64 +37,58 @@ from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded,
 FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
 
 
-def drawn_round(k: int, folded: Path, cpu_us: float | None, stacks: list, source: dict) -> Round:
-    """A round whose stacks are also given with their frames as inferno draws them (displayable_stack), so
-    the tree's boxes match the graph's by name."""
-    return Round(k, folded, cpu_us, stacks, source, [(displayable_stack(frames).split(";"), w) for frames, w in stacks])
-
-
-def side_of(path: Path, requests: int | None = None) -> Side:
+def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
     profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
-    with requests, its CPU µs per request from its CPU nanoseconds)."""
+    with requests, its CPU µs per request from its CPU nanoseconds). Each round's file is scanned (write_for_core:
+    scratch holds the copies the core reads)."""
     path = Path(path)
-    run_server = None
-    if path.is_dir():
-        run_server = _run_and_server(path)
-    elif path.is_file():
-        found = run_of_folded(path)
-        if found and profile_folded(*found).resolve() == path.resolve():
-            run_server = found
+    run_server = _run_and_server(path) if path.is_dir() else run_profile(path)
     if not run_server:
-        scanned = None if requests else scan(path)
-        if scanned:             # read as it goes (report/diff_stream.py), unless the other side is not
-            return Side(str(path), path, rounds=[Round(1, path, None, scanned=scanned)])
-        stacks = open_folded(path)
-        us = cpu_us_per_req(path, weight_unit(path), sum(w for _, w in stacks), requests) if requests else None
-        source = {"file": str(path), "key": f"--requests {requests}"} if requests else {}
-        return Side(str(path), path, rounds=[drawn_round(1, path, us, stacks, source)])
+        r = scanned(Round(1, path, None), scratch)
+        if requests:
+            r.cpu_us_per_req = cpu_us_per_req(path, weight_unit(path), r.total, requests)
+            r.source = {"file": str(path), "key": f"--requests {requests}"}
+        return Side(str(path), path, rounds=[r])
     if requests:
         raise UserError(f"--requests: {path} is a server of a run, which brings its own CPU per request: give "
                         "--requests only when both sides are profiles without a run folder")
     run_dir, server = run_server
     _, metrics = load_run(run_dir)
-    rounds = [drawn_round(r["round"], Path(r["profile"]), r["cpu_us_per_req"], open_folded(r["profile"]),
-                          {"file": r["file"], "key": r["key"]}) for r in round_records(run_dir, server, metrics)]
+    rounds = [scanned(Round(r["round"], Path(r["profile"]), r["cpu_us_per_req"], {"file": r["file"], "key": r["key"]}),
+                      scratch) for r in round_records(run_dir, server, metrics)]
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
 
 
-def sides_of(a_path: Path, b_path: Path, count_a: int | None, count_b: int | None) -> tuple[Side, Side]:
-    """side_of A and B."""
-    return side_of(a_path, count_a), side_of(b_path, count_b)
+def run_profile(path: Path) -> tuple[Path, str] | None:
+    """(run, server) when path is a server's profile.folded in a run folder."""
+    found = run_of_folded(path) if path.is_file() else None
+    return found if found and profile_folded(*found).resolve() == path.resolve() else None
 
 
-def stream_sides(a: Side, b: Side, rules_a: Rules, rules_b: Rules, normalize: bool, draw,
-                 started: SidesRead | None = None) -> SidesRead:
-    """Two bare folded files read once each (report/diff_stream.py: started, or started here), each round given
-    its Breakdown (draw: as SidesRead.categorize takes it); a UserError when one cannot be read again (changed or
-    removed since it was scanned) or the scratch folder written."""
-    from rpcprof.analyze.folded_blocks import Irregular
-    try:
-        read = started or SidesRead(a.path, b.path, normalize)
-        read.categorize(rules_a, rules_b, draw)
-    except (OSError, EOFError, Irregular) as e:
-        raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch files "
-                        f"written ({e or 'a line changed'}); run the command again") from None
-    for side, rules, breakdown in zip((a, b), (rules_a, rules_b), read.breakdowns):
-        side.rounds[0].known = rules, breakdown
-    return read
+def scanned(r: Round, scratch: Path) -> Round:
+    """r with the file the core reads, its total weight and the gcd of its weights."""
+    r.read, r.total, r.unit = write_for_core(r.folded, scratch)
+    return r
+
+
+def sides_of(a_path: Path, b_path: Path, scratch: Path, requests: tuple = (None, None),
+             per_request: bool = False) -> tuple[Side, Side]:
+    """side_of A and B, and, when the graph is drawn from the mean over rounds (rounds on either side, or CPU µs per
+    request), each round's displayed stacks."""
+    a, b = side_of(a_path, scratch, requests[0]), side_of(b_path, scratch, requests[1])
+    if per_request or len(a.rounds) > 1 or len(b.rounds) > 1:
+        for r in a.rounds + b.rounds:
+            r.displayed = displayed_stacks(r.folded)
+    return a, b
+
+
+def displayed_stacks(folded: Path) -> list[tuple[list[str], int]]:
+    """The stacks of a file with their frames as inferno draws them (displayable_stack), so the tree's boxes match
+    the graph's by name."""
+    return [(displayable_stack(frames).split(";"), w) for frames, w in open_folded(folded)]
 
 
 def _run_and_server(folder: Path) -> tuple[Path, str]:
@@ -162,68 +159,74 @@ def rounds_note(d: Diff) -> str:
 
 
 def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | None, normalize: bool,
-                per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = (),
-                started: SidesRead | None = None) -> str:
+                per_request: bool, title: str, fmt: str, requests: tuple[int, ...] = ()) -> str:
     """Write the differential graph of B against A to out and return the report of the differences.
-    requests: A's and B's request counts, for two profiles without a run folder (per_request.py); started:
-    start_sides' of A and B, used when they are read as they go (the caller stops it)."""
+    requests: A's and B's request counts, for two profiles without a run folder (per_request.py)."""
     count_a, count_b = requests_per_profile(requests, [a_path, b_path])
-    a, b = sides_of(a_path, b_path, count_a, count_b)
-    streamed = all(r.scanned for s in (a, b) for r in s.rounds)
-    if not streamed:
-        for r in (r for s in (a, b) for r in s.rounds if r.scanned):
-            r.stacks, r.scanned = open_folded(r.folded), None
-            r.displayed = drawn_round(r.k, r.folded, None, r.stacks, {}).displayed
-    origin = label_sides(a, b)
-    d = build_diff(a, b, absolute=not normalize and not per_request)
-    if per_request and not d.per_request:
-        raise UserError("--per-request needs both sides' CPU µs per request: give RUN/SERVER or its profile.folded "
-                        "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
-    rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
-    rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
-    view = "us" if per_request else "share" if normalize else "abs"
-    means = d.tested or per_request or len(a.rounds) > 1 or len(b.rounds) > 1      # drawn: the mean over rounds
-    if means:
-        scaling = {"us": "CPU µs per request", "share": "shares of samples", "abs": "samples, not normalised"}[view] + (
-            ", mean over each side's rounds")
-    else:
-        scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
-    sig = significance_line(d, view)
-
-    def subtitle_of(one_sided) -> str:
-        return " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
-                                      "red: more in B, blue: less", sig, scaling,
-                                      MARKS if not means and one_sided else "") if x)
-    def draw(scratch: Path, found: dict) -> Drawing:     # two bare files: drawn once merged, while categorised
-        one_sided = found["a"]["count"] or found["b"]["count"]
-        return Drawing(scratch, "diff.folded", inferno_options(title, subtitle_of(one_sided), b.rounds[0].scanned[1] or 1))
-    read = stream_sides(a, b, rules_a, rules_b, normalize, draw, started) if streamed else None
-    try:
-        rows = category_rows(d, rules_a, rules_b)
-        if read:
-            found = one_side_streamed(read, rows)
-        else:
-            found, held = one_side(d, rows)      # held: every frame on each side only
-        subtitle = subtitle_of(found["frames_only_in_a_count"] or found["frames_only_in_b_count"])
-        legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
+    with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
+        scratch = Path(scratch)
+        # two bare folded files: the core's pass over them starts now, while they are scanned
+        bare = [Path(p) for p in (a_path, b_path) if Path(p).is_file() and not is_pprof(p) and not run_profile(Path(p))]
+        early = SidesRead(bare[:1], bare[1:], scratch, not per_request, normalize) if len(bare) == 2 else None
+        try:
+            a, b = sides_of(a_path, b_path, scratch, (count_a, count_b), per_request)
+        except BaseException:
+            if early:
+                early.cleanup()
+            raise
+        means = bool(a.rounds[0].displayed)
+        origin = label_sides(a, b)
+        d = build_diff(a, b, absolute=not normalize and not per_request)
+        if per_request and not d.per_request:
+            raise UserError("--per-request needs both sides' CPU µs per request: give RUN/SERVER or its profile.folded "
+                            "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
+        rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
+        rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
+        view = "us" if per_request else "share" if normalize else "abs"
         if means:
-            with tempfile.TemporaryDirectory(prefix="rpcprof-sigdiff-") as scratch:
-                files = [Path(scratch) / "a.folded", Path(scratch) / "b.folded"]
+            scaling = {"us": "CPU µs per request", "share": "shares of samples", "abs": "samples, not normalised"}[view] + (
+                ", mean over each side's rounds")
+        else:
+            scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
+        sig = significance_line(d, view)
+
+        def subtitle_of(found: dict) -> str:
+            one_sided = found["a"]["count"] or found["b"]["count"]
+            return " · ".join(x for x in (f"A = {a.label} → B = {b.label}", origin, "widths: B",
+                                          "red: more in B, blue: less", sig, scaling,
+                                          MARKS if not means and one_sided else "") if x)
+
+        def draw(found: dict) -> Drawing:     # one round a side: drawn once merged, while categorised
+            return Drawing(scratch, MERGED, inferno_options(title, subtitle_of(found), b.rounds[0].unit or 1))
+
+        files = [r.read for r in a.rounds], [r.read for r in b.rounds]
+        read = early if early and [bare[:1], bare[1:]] == list(files) else SidesRead(*files, scratch, not means, normalize)
+        if early and read is not early:
+            early.cleanup()
+        try:
+            try:
+                for side, rules_side in ((a, rules_a), (b, rules_b)):
+                    for r in side.rounds:
+                        r.known = rules_side, read.categorize(r.read, rules_side, None if means else draw)
+                found = read.found()
+            except (OSError, EOFError, Irregular) as e:
+                raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch "
+                                f"files written ({e or 'a line changed'}); run the command again") from None
+            rows = category_rows(d, rules_a, rules_b)
+            legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
+            if means:
+                files = [scratch / "a.mean", scratch / "b.mean"]
                 for side, f in zip((a, b), files):
                     write_stacks(mean_stacks(d, side, view), f)
-                render_diff_flamegraph(*files, out, title, subtitle, False, legend,
+                render_diff_flamegraph(*files, out, title, subtitle_of(found), False, legend,
                                        countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
                                        recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
-        elif read:
-            render_diff_streamed(read, out, title, subtitle, normalize, legend, lambda svg: mark_one_side(svg, read.names()),
-                                 bool(found["frames_only_in_a_count"]), (a.rounds[0].scanned, b.rounds[0].scanned))
-        else:
-            render_diff_flamegraph(a.rounds[0].folded, b.rounds[0].folded, out, title, subtitle, normalize, legend,
-                                   recolour=lambda svg: mark_one_side(svg, held),
-                                   also_in_b=lambda stacks: vanished_stacks(stacks, drawn_names(held["a"]) | held["a"]))
-    finally:
-        if read:
+            else:
+                draw_diff(scratch, MERGED, out, title, subtitle_of(found), b.rounds[0].unit or 1, legend, "samples",
+                          lambda svg: mark_one_side(svg, read.names()), drawing=read.drawing)
+        finally:
             read.cleanup()
+    found = one_side_found(*((dict(found[s]["frames"]), found[s]["count"]) for s in "ab"), rows)
     return diff_report(a, b, d, rows, found, out, fmt, origin, sig or scaling)
 
 
