@@ -9,8 +9,8 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.report import diff_stream, sigdiff
-from rpcprof.report.diff_stream import drawn_block
-from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.report.flame_rows import drawn_block
+from rpcprof.report.flame_rows import displayable_stack
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RULES = load_rules()

@@ -43,13 +43,20 @@ def _stats():
     return stats
 
 
+def _special():
+    """scipy.special, whose stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing
+    scipy.stats (seconds on a loaded host, where scipy.special takes a fraction of that)."""
+    from scipy import special
+    return special
+
+
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom (df need not be whole)."""
     if math.isnan(t):
         return 1.0
     if math.isinf(t):
         return 0.0
-    return float(2 * _stats().t.sf(abs(t), df))
+    return float(2 * _special().stdtr(df, -abs(t)))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
@@ -61,7 +68,7 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 
 @lru_cache(maxsize=4096)
 def _t_quantile(df: float, level: float) -> float:
-    return float(_stats().t.ppf(0.5 + level / 2, df))
+    return float(_special().stdtrit(df, 0.5 + level / 2))
 
 
 # --- one figure across rounds -------------------------------------------------------------------
