@@ -84,12 +84,26 @@ def output_file(path: Path, mode: str = "wb", where: str = "-o"):
         raise CannotWrite(path, e, where) from None
 
 
-def overwrite_in_place(path: Path, text: str) -> bool:
-    """Rewrite an existing file in place (not whole-or-nothing: the last resort on a full disk); True if done."""
+def overwrite_in_place(path: Path, data) -> bool:
+    """Rewrite an existing JSON file in place (not whole-or-nothing: the last resort on a full disk); True if done.
+    The data goes in the bytes the file holds: indented as json_text writes it when that fits, else on one line
+    (a write past the file's end needs room the disk may not have); a write that fails puts the old bytes back."""
     try:
         with open(path, "r+b") as f:
-            f.write(text.encode("utf-8"))
-            f.truncate()
+            old = f.read()
+            new = json_text(data).encode("utf-8")
+            if len(new) > len(old):
+                new = (json.dumps(data, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+            try:
+                f.seek(0)
+                f.write(new)
+                f.truncate()
+                f.flush()
+            except OSError:
+                f.seek(0)
+                f.write(old)
+                f.truncate()
+                raise
         return True
     except OSError:
         return False
@@ -186,7 +200,7 @@ class RunFolder:
         except CannotWrite as e:
             # a full disk has no room for a second copy: the manifest is rewritten in the space it holds,
             # so the folder still says how it ended
-            if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not overwrite_in_place(path, text):
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not overwrite_in_place(path, asdict(manifest)):
                 raise
         if results is not None:
             write_json(self.path / "metrics.json", {n: r.to_json() for n, r in results.items()}, RUNS)
