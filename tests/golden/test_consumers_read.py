@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.analyze.categorize import group_of, load_rules, open_folded
 from rpcprof.analyze.rules import normalize_frame
 from rpcprof.cli.report import main as report_main
 from rpcprof.folded import weight_unit
@@ -87,8 +87,8 @@ def expected_labels(folded: Path) -> dict[tuple[str, ...], list[tuple[str, str]]
     level2, tax = rules.using(level=2), rules.using(view="tax")
     out = {}
     for frames, _ in open_folded(folded):
-        sub = level2.classify_stack(frames)[0]
-        out[tuple(frames)] = sorted([("category", rules.classify_stack(frames)[0]), ("tax", tax.classify_stack(frames)[0])]
+        sub = group_of(frames, level2)
+        out[tuple(frames)] = sorted([("category", group_of(frames, rules)), ("tax", group_of(frames, tax))]
                                     + ([("subcategory", sub)] if "/" in sub else []))
     return out
 

@@ -24,7 +24,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import fleet_folded
 
-from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.analyze.categorize import group_of, load_rules, open_folded
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import displayable_stack, render_run_flamegraph
 from rpcprof.cli.report import main
@@ -94,7 +94,7 @@ def expected_boxes(stacks, rules) -> list[tuple[int, int, list[str], str, int]]:
     lines = sorted(stacks, key=lambda s: f"{';'.join(s[0])} {s[1]}")
     out, x = [], 0
     for frames, w in lines:
-        out.append((x, x + w, frames, rules.classify_stack(frames)[0], w))
+        out.append((x, x + w, frames, group_of(frames, rules), w))
         x += w
     return out
 

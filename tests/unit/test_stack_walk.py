@@ -1,5 +1,6 @@
-"""The categorisation of a file (analyze/stack_walk.categorize_file, from the compiled core's rows) gives categorize()'s answer, the
-straightforward one (Rules.classify_stack on each stack split into its frames), in every grouping: the same
+"""The categorisation of a file read by the compiled core in chunks (analyze/stack_walk.categorize_file: a chunk whose
+leaves no rule matches summed at once by callers, or counted under its leaves at once) gives what the same walk
+gives its stacks one row at a time (categorize() on the stacks held in memory), in every grouping: the same
 weights, totals, sample and stack counts, and the same deciding frames with the same weights in the same order;
 on the real captures, on hostile frame names, and on many stacks recombined from both."""
 from __future__ import annotations

@@ -17,7 +17,8 @@ refused. Weights are those values as integers: nanoseconds of CPU, or samples.
 Frames: each location's lines, the inlined ones as frames of their own (pprof lists a location's lines
 leaf first), the function's name (else its system name); a location without lines is its mapping's file
 name in brackets, else [unknown], as inferno names an unsymbolised frame; a frame of the mapping
-[kernel.kallsyms] gets perf's kernel mark `_[k]`. Labels are ignored: samples with the same frames are
+[kernel.kallsyms] gets perf's kernel mark `_[k]`. What a folded line cannot hold in a frame becomes what it can, as
+async-profiler writes a method's descriptor: a name's `;` becomes `|`, its line breaks spaces. Labels are ignored: samples with the same frames are
 summed into one stack. Samples whose value is 0 are left out.
 
 The app rule: a profile that `report.py export` wrote carries the server's app pattern as a comment,
@@ -250,6 +251,9 @@ def _length(value: bytes) -> bytes:
             return bytes(out) + value
 
 
+FOLDABLE = str.maketrans({";": "|", "\n": " ", "\r": " "})     # what a folded line's frame cannot hold
+
+
 def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str, str]]:
     strings = list(profile.string_table)
 
@@ -278,8 +282,9 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
     mappings = {m.id: string(m.filename, f"mapping {m.id}'s file name") for m in profile.mapping}
     functions = {}
     for f in profile.function:
-        functions[f.id] = (string(f.name, f"function {f.id}'s name")
-                           or string(f.system_name, f"function {f.id}'s system name") or "[unknown]")
+        name = (string(f.name, f"function {f.id}'s name") or string(f.system_name, f"function {f.id}'s system name")
+                or "[unknown]")
+        functions[f.id] = name.translate(FOLDABLE)
     locations = {}
     for loc in profile.location:
         mapping = mappings.get(loc.mapping_id, "")

@@ -18,58 +18,11 @@ Three more groupings come from the same file, chosen with Rules.using(level=2) o
 """
 from __future__ import annotations
 
-import heapq
-import math
-from collections import defaultdict
-from dataclasses import dataclass
-
-# The rules and the folded-file reader live in their own modules; they are importable from here as before.
+# One engine: stack_walk's walk over a stack's text, for a file read by the compiled core (categorize_file) and for
+# stacks held in memory (categorize, group_of) alike. The rules, the reader and the breakdown are importable from here.
+from rpcprof.analyze.breakdown import Breakdown  # noqa: F401
 from rpcprof.analyze.rules import (LEVELS, OTHER, VIEWS, Rule, Rules, TaxGroup, View, normalize_frame,  # noqa: F401
                                    shade, strip_generics)
 from rpcprof.analyze.rules_file import check_examples, load_rules  # noqa: F401
+from rpcprof.analyze.stack_walk import categorize, categorize_file, group_of  # noqa: F401
 from rpcprof.folded import open_folded, read_folded  # noqa: F401
-from rpcprof.folded import sample_weight as one_sample
-
-
-@dataclass
-class Breakdown:
-    """Weights per category of one profile, and per deciding frame for `top`."""
-    weights: dict[str, int]
-    total: int
-    samples: int
-    by_frame: dict[str, dict[str, int]]     # category -> deciding frame -> weight
-    stacks: int
-
-    def share(self, category: str) -> float:
-        return self.weights.get(category, 0) / self.total if self.total else math.nan
-
-    def top_frames(self, category: str, limit: int) -> list[tuple[str, int]]:
-        """The limit (frame, weight) of category with the most weight, ties by name (a fleet's profile can
-        hold a million: none is sorted beyond them)."""
-        frames = self.by_frame.get(category, {})
-        if limit <= 0 or not frames:
-            return []
-        # heapq.nsmallest(limit, items, key=(-weight, name)) without a key call per frame: the limit-th largest
-        # weight, the frames above it by that order, then the ties at it by name
-        least = heapq.nlargest(limit, frames.values())[-1]
-        above = sorted([(f, w) for f, w in frames.items() if w > least], key=lambda kv: (-kv[1], kv[0]))
-        ties = heapq.nsmallest(limit - len(above), [f for f, w in frames.items() if w == least])
-        return above + [(f, least) for f in ties]
-
-
-def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:
-    """The category breakdown of folded stacks. sample_weight: weight of one sample (perf's period
-    when inferno weighted by period); inferred as the gcd of the weights when not given."""
-    weights: dict[str, int] = defaultdict(int)
-    by_frame: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    total = 0
-    for frames, w in stacks:
-        cat, idx = rules.classify_stack(frames)
-        weights[cat] += w
-        by_frame[cat][frames[idx] if idx >= 0 else frames[-1]] += w
-        total += w
-    if sample_weight is None:
-        sample_weight = one_sample(stacks)
-    return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total,
-                     total // sample_weight if sample_weight else 0,
-                     {c: dict(v) for c, v in by_frame.items()}, len(stacks))

@@ -174,8 +174,8 @@ class Groupings:
 
 
 class Rules(Groupings):
-    """The validated rule set; `classify_stack` is the whole categorisation, in the grouping chosen with
-    `using` (level 1 categories by default; level-2 sub-categories; the tax view)."""
+    """The validated rule set, in the grouping chosen with `using` (level 1 categories by default; level-2
+    sub-categories; the tax or waits view); what it says of one frame. A stack's group is stack_walk's walk."""
 
     def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
                  rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
@@ -195,9 +195,6 @@ class Rules(Groupings):
         self.category_colors = colors
         self.category_descriptions = descriptions
         self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
-        self._cache: dict[str, tuple[str, Rule] | None] = {}
-        self._sub_cache: dict[tuple[str, str], Rule | None] = {}
-        self._tax_cache: dict[tuple[str, str], Rule | None] = {}
 
     def _copy(self, **changes) -> "Rules":
         args = dict(categories=self.categories, colors=self.category_colors,
@@ -249,23 +246,16 @@ class Rules(Groupings):
 
     def classify_frame(self, raw: str) -> tuple[str, Rule] | None:
         """(category, rule) of the first level-1 rule matching this frame, or None."""
-        hit = self._cache.get(raw, False)
-        if hit is not False:
-            return hit
         rule = self.first_rule(raw, "category")
-        return remember(self._cache, raw, (rule.category, rule) if rule else None)
+        return (rule.category, rule) if rule else None
 
     def sub_rule(self, raw: str, category: str) -> Rule | None:
         """The first rule of category with a `sub` matching this frame (level 2), or None."""
-        key = (raw, category)
-        hit = self._sub_cache.get(key, False)
-        return remember(self._sub_cache, key, self.first_rule(raw, f"sub:{category}")) if hit is False else hit
+        return self.first_rule(raw, f"sub:{category}")
 
     def tax_rule(self, raw: str, view: str = "tax") -> Rule | None:
         """The first rule of the tax (or waits) view matching this frame, or None."""
-        key = (raw, view)
-        hit = self._tax_cache.get(key, False)
-        return remember(self._tax_cache, key, self.first_rule(raw, view)) if hit is False else hit
+        return self.first_rule(raw, view)
 
     def rule_for(self, frame: str, group: str) -> Rule | None:
         """The rule that made frame decide group in this grouping (for `top`), or None."""
@@ -275,38 +265,6 @@ class Rules(Groupings):
             return self.sub_rule(frame, self.parent(group))
         hit = self.classify_frame(frame)
         return hit[1] if hit else None
-
-    def classify_category(self, frames: list[str]) -> tuple[str, int]:
-        """(level-1 category, index of the deciding frame or -1). frames go root first, leaf last."""
-        for i in range(len(frames) - 1, -1, -1):
-            hit = self.classify_frame(frames[i])
-            if hit:
-                return hit[0], i
-        return OTHER, -1
-
-    def classify_stack(self, frames: list[str]) -> tuple[str, int]:
-        """(group in the chosen grouping, index of the deciding frame or -1)."""
-        if self.view == "waits":
-            for i in range(len(frames) - 1, -1, -1):
-                rule = self.tax_rule(frames[i], "waits")
-                if rule:
-                    return rule.category, i
-            return self.waits.rest, -1
-        category, idx = self.classify_category(frames)
-        if self.view == "tax":
-            stop = max(idx, 0)
-            for i in range(len(frames) - 1, stop - 1, -1):
-                rule = self.tax_rule(frames[i])
-                if rule:
-                    return rule.category, i
-            return self.tax_rest, idx
-        if self.level == 1 or category == OTHER or category not in self.subcategories:
-            return category, idx
-        for i in range(len(frames) - 1, -1, -1):
-            rule = self.sub_rule(frames[i], category)
-            if rule:
-                return f"{category}/{rule.sub}", i
-        return f"{category}/{OTHER}", idx
 
 
 def shade(color: str, i: int, n: int) -> str:

@@ -1,7 +1,6 @@
-"""Categorise a folded file as it is read, for profiles of millions of distinct stacks (a fleet's merge).
-
-The answer is Rules.classify_stack's, stack by stack (rpcprof.analyze.categorize.categorize is the
-reference, tests/unit/test_stack_walk.py compares both); what changes is the work per stack:
+"""The categorisation: every stack's group in the rules' grouping, for a folded file as it is read (categorize_file,
+up to a fleet's merge of millions of distinct stacks) and for stacks held in memory (categorize, group_of), by one
+walk (stack_group) over the stack's text. A file's work per stack is kept small:
 
 - the file is streamed: the compiled core reads it (analyze/encoded_rows.py), a stack is never held beyond its
   chunk of rows, nor split into a list of frames;
@@ -16,10 +15,11 @@ reference, tests/unit/test_stack_walk.py compares both); what changes is the wor
 """
 from __future__ import annotations
 
+import weakref
 from math import gcd
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Breakdown, categorize
+from rpcprof.analyze.breakdown import Breakdown
 from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import LeafFilter, leaf_filter
 from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
@@ -127,7 +127,12 @@ def _tax_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
 
 def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     """(group of stack `a;b;c` in the rules' grouping, the frame its samples are counted under in `top`): the
-    deciding frame, or the leaf when none decides; as Rules.classify_stack."""
+    deciding frame, or the leaf when none decides.
+
+    Walking from the leaf toward the root, the first frame a rule matches decides its level-1 category (`other`
+    when none does); at level 2, walking again, the first frame that matches a rule of that category carrying a
+    `sub:` decides the sub-category (CATEGORY/other when none does). The tax view takes the first frame with a tax
+    group no further than the frame deciding the category; the waits view, the first frame with a waits group."""
     rules = answers.rules
     if rules.view == "waits":
         group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of)
@@ -353,3 +358,27 @@ class Tally:
             raise no_samples(path)
         return Breakdown({c: weights.get(c, 0) for c in self.rules.all_categories}, total,
                          total // (self.unit or 1), self.by_frame, self.stacks)
+
+
+def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:
+    """The Breakdown of stacks held in memory ((frames root first, weight)), counted as a file's rows are.
+    sample_weight: the weight of one sample (perf's period when inferno weighted by period); the gcd of the
+    weights when not given."""
+    tally = Tally(rules, keep_frames=True)
+    tally.add_rows([(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", frames[-1], w) for frames, w in stacks])
+    weights = tally.group_weights()
+    total = sum(weights.values())
+    unit = sample_weight or tally.unit or 1
+    return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // unit, tally.by_frame,
+                     tally.stacks)
+
+
+_ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # Rules -> its FrameAnswers, for group_of
+
+
+def group_of(frames: list[str], rules: Rules) -> str:
+    """The group of one stack (frames root first) in the rules' grouping, by stack_group's walk."""
+    answers = _ANSWERS.get(rules)
+    if answers is None:
+        answers = _ANSWERS[rules] = FrameAnswers(rules)
+    return stack_group(";".join(frames), answers)[0]

@@ -12,7 +12,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.categorize import Rules, group_of, open_folded
 from rpcprof.folded import WAKE_SEPARATOR
 
 TOP = 3     # wakers named per reason
@@ -81,7 +81,7 @@ def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
         if halves is None:
             continue
         waker, sleeper = halves
-        by[waits.classify_stack(sleeper)[0]][waker_name(waker)] += w
+        by[group_of(sleeper, waits)][waker_name(waker)] += w
     rows = {}
     for reason in waits.all_categories:
         if reason not in by:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round
-from rpcprof.analyze.categorize import Rules, categorize
+from rpcprof.analyze.categorize import Rules, categorize, group_of
 from rpcprof.analyze.frames import compile_regex, frame_share
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP, groups_of
@@ -300,11 +300,10 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
         r = rules.with_app(m.get("app"), f"{s}'s app pattern")
         b = categorize(stacks[s], r)
         us = m["cpu_us_per_req"]
+        app_stacks = [(frames, w) for frames, w in stacks[s] if group_of(frames, r) == APP]
         leaves: dict[str, int] = {}
-        for frames, w in stacks[s]:
-            if r.classify_stack(frames)[0] == APP:
-                leaves[frames[-1]] = leaves.get(frames[-1], 0) + w
-        app_stacks = [(frames, w) for frames, w in stacks[s] if r.classify_stack(frames)[0] == APP]
+        for frames, w in app_stacks:
+            leaves[frames[-1]] = leaves.get(frames[-1], 0) + w
         teardown = frame_share(app_stacks, compile_regex(TEARDOWN, "teardown")).weight / b.total * us if b.total else 0
         ruler = frame_share(app_stacks, compile_regex(RULER, "ruler")).weight / b.total * us if b.total else 0
         out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share(APP) * us:.3f} µs/req "

@@ -26,7 +26,7 @@ from typing import Callable
 
 import rpcprof_core
 
-from rpcprof.analyze.categorize import OTHER, Rules, open_folded
+from rpcprof.analyze.categorize import OTHER, Rules, group_of, open_folded
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, sample_weight
@@ -293,7 +293,7 @@ def render_offwake_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg:
 
     def reason(frames: list[str]) -> str:
         halves = split_wake(frames)
-        return waits.classify_stack(halves[1])[0] if halves else OTHER
+        return group_of(halves[1], waits) if halves else OTHER
 
     subtitle = (f"{server} · who woke its threads: waker below --, sleeper above (sched_waking stacks paired "
                 f"with the waits they ended), µs off CPU · {wakes.get('paired') or 0:,} waits paired")
