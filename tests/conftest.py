@@ -18,6 +18,7 @@ it starts it itself or through profile.sh or report.py (tests/fast_tier/sitecust
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -126,19 +127,41 @@ RUN_FOLDER_LINE = re.compile(r"^rpcprof: run folder (\S+)", re.M)
 COMMANDS_WITH_RUNS_DIR = ("run", "sweep", "attach")
 
 
+CARD_OPTIONS = ("--host-card", "--server-cpus", "--load-cpus", "--idle")
+_card_run: list[Path] = []
+
+
+def card_run() -> Path:
+    """A run folder of this session whose host card the live tests' runs take (--host-card), so that the card is
+    measured once, not in every run (about 2 s each); made by a short run the first time it is asked for. The tests
+    of the card itself measure it (Profile.run(..., measure_card=True), tests/live/test_hostcard_live.py)."""
+    if not _card_run:
+        runs = Path(tempfile.mkdtemp(prefix="rpcprof-test-card-"))
+        atexit.register(shutil.rmtree, runs, True)
+        done = subprocess.run([str(PROFILE_SH), "run", "rust_tonic_st", "--runs-dir", str(runs), "-d", "1", "-w", "0",
+                               "--no-profile", "--no-syscalls", "--no-off-cpu", "--no-pictures", "--rounds", "1",
+                               "--port", str(take_port())],
+                              cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        found = RUN_FOLDER_LINE.search(done.stderr)
+        assert done.returncode == 0 and found, done.stderr
+        _card_run.append(Path(found.group(1)))
+    return _card_run[0]
+
+
 class Profile:
     """Runs ./profile.sh as subprocesses with a runs folder of its own; on cleanup stops any still running
-    (SIGINT to its process group, so rpcprof stops its servers) and deletes that runs folder."""
+    (SIGINT to its process group, so rpcprof stops its servers) and deletes that runs folder. A run that names
+    none of CARD_OPTIONS takes the session's host card (card_run) unless measure_card is given."""
 
     def __init__(self) -> None:
         self.started: list[Running] = []
         self.runs_dir = Path(tempfile.mkdtemp(prefix="rpcprof-test-runs-"))
 
-    def run(self, *args: str, timeout: float = RUN_TIMEOUT_S) -> "Finished":
+    def run(self, *args: str, timeout: float = RUN_TIMEOUT_S, measure_card: bool = False) -> "Finished":
         """Run profile.sh with args to the end; the result carries returncode, stdout, stderr, run_dir."""
-        return self.start(*args).finish(timeout)
+        return self.start(*args, measure_card=measure_card).finish(timeout)
 
-    def start(self, *args: str) -> "Running":
+    def start(self, *args: str, measure_card: bool = False) -> "Running":
         """Start profile.sh in a process group of its own; stderr is read line by line in the background."""
         if args and args[0] in COMMANDS_WITH_RUNS_DIR and "--runs-dir" not in args:
             args = (args[0], "--runs-dir", str(self.runs_dir), *args[1:])
@@ -149,6 +172,8 @@ class Profile:
             args = (*args, "--no-pictures")  # drawn by the tests that read them (run_integration, offcpu): they name --pictures
         if args and args[0] == "run" and not any(a.startswith(("--rounds", "--repeat", "--precision")) for a in args):
             args = (*args, "--rounds", "1")  # rounds triple a run: the tests of rounds name their options
+        if args and args[0] == "run" and not measure_card and not any(a.startswith(CARD_OPTIONS) for a in args):
+            args = (*args, "--host-card", str(card_run()))
         proc = subprocess.Popen([str(PROFILE_SH), *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         running = Running(proc)

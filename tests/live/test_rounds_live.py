@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import card_run
 
 from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import load_run, profile_folded
@@ -71,10 +72,11 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
 
 def test_a_run_cards_its_host_and_records_each_window_over_time(profile, port):
     done = profile.run("run", "rust_tonic_st", "-d", "2", "-w", "0.5", "--profile-duration", "1",
-                       "--min-samples", "300", "--port", str(port))
+                       "--min-samples", "300", "--port", str(port), measure_card=True)
     assert done.returncode == 0, done.stderr
     manifest, metrics = load_run(done.run_dir)
     card = manifest["host"]
+    assert "taken_from" not in card
     for key in ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns"):
         f = card[key]
         assert 0 < f["min"] <= f["median"] <= f["max"] and len(f["batches"]) == 7, (key, f)
@@ -88,3 +90,19 @@ def test_a_run_cards_its_host_and_records_each_window_over_time(profile, port):
     page = report("html", str(done.run_dir))
     assert page.returncode == 0, page.stderr
     assert "Each measured window over time" in (done.run_dir / "report.html").read_text()
+
+
+def test_a_run_takes_an_earlier_runs_host_card_and_refuses_one_measured_otherwise(profile, port):
+    card = card_run()
+    done = profile.run("run", "rust_tonic_st", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls", "--port", str(port),
+                       "--host-card", str(card))
+    assert done.returncode == 0, done.stderr
+    taken, earlier = load_run(done.run_dir)[0]["host"], load_run(card)[0]["host"]
+    assert taken["taken_from"] == str(card) and taken["syscall_ns"] == earlier["syscall_ns"]
+    assert f"taken from {card})" in done.stderr
+    # measured with the CPUs polling (or spinning) when idle: not a card for a run whose CPUs halt
+    before = sorted(profile.runs_dir.iterdir())
+    refused = profile.run("run", "rust_tonic_st", "--idle", "halt", "--port", str(port), "--host-card", str(card))
+    errors = [line for line in refused.stderr.splitlines() if "error" in line]
+    assert refused.returncode == 2 and len(errors) == 1 and "--host-card" in errors[0] and "--idle halt" in errors[0]
+    assert "Traceback" not in refused.stderr and sorted(profile.runs_dir.iterdir()) == before

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, pid_alive
+from conftest import ROOT, card_run, pid_alive
 from rpcprof.jobs.run import RunOptions
 from rpcprof.records import parameters_json, rounds_asked
 from rpcprof.measure.syscalls import EVENT_KEYS, IO_KEEP_BYTES, IO_READS, IO_WRITES
@@ -158,7 +158,8 @@ def test_manifest_says_complete_with_every_server_ok(manifest, module_profile):
     assert manifest["servers"] == {name: "ok" for name in SERVERS}
     assert manifest["started"] <= manifest["finished"]
     assert manifest["command"] == ["profile.sh", ARGS[0], "--runs-dir", str(module_profile.runs_dir), *ARGS[1:],
-                                   "--rounds", "1"]        # conftest's: one round unless a test names rounds
+                                   "--rounds", "1",        # conftest's: one round unless a test names rounds
+                                   "--host-card", str(card_run())]     # and the session's host card
     assert manifest["scenario"] == {"name": "helloworld", "method": "/helloworld.Greeter/SayHello"}
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import click
 
@@ -209,6 +210,9 @@ def main():
 @rounds_options("", RUN["rounds"])
 @pictures_option(RUN["pictures"], "")
 @otlp_options("each round's profile of each server, as it is made,")
+@click.option("--host-card", default=None, metavar="RUN", type=click.Path(exists=True, path_type=Path),
+              help="Take the host card of RUN (a run of this boot on the same CPUs and --idle) instead of measuring "
+                   "it (about 2 s): for runs in a row on one host. The card records where it came from.")
 @runs_dir_option
 @format_option
 def run(**params):

@@ -5,11 +5,14 @@ what the run did instead.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from rpcprof.errors import UserError
 from rpcprof.measure import hostcard
 from rpcprof.measure.idle import IdlePoll, IdleSpin, NoPollingState, poll_time_us
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
+from rpcprof.rundir import load_manifest
 
 HALTING = "this run's server CPUs halt when idle (recorded as --idle halt)"
 
@@ -51,6 +54,21 @@ class IdleEffect:
             return (f"rpcprof: --idle spin: the busy loop ran {self.holder.cpu_seconds() - self.spun:.1f} s on the "
                     "server's CPUs while the server idled during the rounds")
         return None
+
+
+def card_of(source: Path, server_cpu: int, load_cpu: int, idle: str) -> dict:
+    """The host card of an earlier run (--host-card RUN, its folder), to take as this run's; UserError in one line
+    when it has none, or was measured on another boot, other CPUs or another --idle."""
+    card = load_manifest(source).get("host") or {}
+    wrong = ("it holds none" if not card or card.get("error") else
+             "it was measured before this machine last booted" if card.get("boot_id") != hostcard.boot_id() else
+             f"it was measured on CPUs {card.get('server_cpu')} and {card.get('load_cpu')} with --idle {card.get('idle')}, "
+             f"this run's are {server_cpu} and {load_cpu} with --idle {idle}"
+             if (card.get("server_cpu"), card.get("load_cpu"), card.get("idle")) != (server_cpu, load_cpu, idle) else None)
+    if wrong:
+        raise UserError(f"--host-card {source}: {wrong}; give a run of this boot with the same CPUs and --idle, "
+                        "or leave --host-card out to measure the card")
+    return {**card, "taken_from": str(source)}
 
 
 def host_card(card: dict | None, server_cpu: int, load_cpu: int, idle: str) -> dict:

@@ -17,7 +17,7 @@ from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
 from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
 from rpcprof.jobs.defaults import RUN
-from rpcprof.jobs.machine import IdleEffect, hold_idle, host_card
+from rpcprof.jobs.machine import IdleEffect, card_of, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
 from rpcprof.jobs.steps import ProfileSender
 from rpcprof.measure.idle import IDLE_MODES
@@ -71,6 +71,7 @@ class RunOptions:
     pictures: bool = RUN["pictures"]    # flame graphs, charts and report.html drawn at the end
     otlp_endpoint: str | None = None    # each round's profile sent there over OTLP as it is made
     otlp_timeout: float = RUN["otlp_timeout"]
+    host_card: Path | None = None   # an earlier run of this boot whose host card this run takes instead of measuring
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
     def resolved_load_cpus(self) -> list[int]:
@@ -143,6 +144,8 @@ class Run:
     def execute(self, base: Path | None = None) -> Path:
         with Session() as machine:      # --idle poll's setting, held for the whole run, given back on any exit
             self.hold_idle(machine)
+            if self.opts.host_card:     # an earlier run's, taken before any folder is made: checked against the idle in force
+                self.host = card_of(self.opts.host_card, self.opts.server_cpus[0], self.load_cpus[0], self.opts.idle)
             return self._execute(base)
 
     def hold_idle(self, machine: Session) -> None:

@@ -99,4 +99,5 @@ def card_line(card: dict | None) -> str:
             parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]"
                          + (f" ({f['set_kib']:,} KiB)" if f.get("set_kib") else ""))
     return (f"host: {', '.join(parts)} (median [min-max] of 7 batches each, CPU {card.get('server_cpu')} and "
-            f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s)")
+            f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s"
+            + (f"; taken from {card['taken_from']})" if card.get("taken_from") else ")"))
