@@ -33,8 +33,8 @@
 #       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
 #       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
 #       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
-#       (tools/core: pip with maturin 1.16 and pyo3 0.30, pinned; linked to the system's zlib: Debian
-#       zlib1g-dev), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
+#       (tools/core: pip with maturin 1.16, pyo3 0.30 and flate2 1.1, pinned; linked to the system's zlib:
+#       Debian zlib1g-dev and pkg-config), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
 #       v0.165.0: OTLP receiver and exporters, contrib's file exporter) and rpcprof-profile-read
 #       (google/pprof's profile package, the Collector's pdata/pprofile), go build of tools/collector,
 #       every module pinned in its go.mod, into the virtualenv. Servers are built on demand by profile.sh.
@@ -77,8 +77,9 @@ declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-
 debs=()
 # The tests' lint (ShellCheck) and their headless look at report.html (Chromium; tools/svg_to_png.sh too):
 # only with --for-tests, so that the main command installs only what a run needs
-# zlib's headers and link library: rpcprof_core's gzip (below) is the system's zlib, as Python's is
-needed=(perf h2load protoc taskset ss /usr/include/zlib.h)
+# zlib's headers and link library, found by pkg-config: rpcprof_core's gzip (below, the flate2 crate's zlib backend)
+# is the system's zlib, as Python's is
+needed=(perf h2load protoc taskset ss pkg-config /usr/include/zlib.h)
 ((for_tests)) && needed+=(shellcheck chromium)
 # the Java servers: only when one is asked for (or for the tests)
 ((with_java)) && needed+=(java jcmd mvn)

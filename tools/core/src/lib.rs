@@ -19,7 +19,6 @@
 //! why); an output it cannot write, OSError. The functions give back the number of stacks.
 
 mod grouped;
-mod gzip;
 mod intern;
 mod labels;
 mod one_side;
@@ -114,11 +113,12 @@ fn gzipped(mut w: BufWriter<File>, level: i32, encode: impl FnOnce(&mut Sent) ->
            -> Result<u64, Stop> {
     let (tx, rx) = sync_channel::<Vec<u8>>(4);
     let zipper = std::thread::spawn(move || -> io::Result<()> {
-        let mut gz = gzip::Gzip::new(&mut w, level)?;
+        // the system's zlib (flate2's zlib backend), as Python's zlib module calls it
+        let mut gz = flate2::GzBuilder::new().operating_system(3).write(&mut w, flate2::Compression::new(level as u32));
         for block in rx {
             gz.write_all(&block)?;
         }
-        gz.finish()
+        gz.try_finish()
     });
     let mut sent = Sent { tx, buf: Vec::new() };
     let n = encode(&mut sent).and_then(|n| Ok(sent.flush().map(|_| n)?));

@@ -48,7 +48,7 @@ pub fn each_row(path: &str, mut each: impl FnMut(Row) -> Result<(), Stop>) -> Re
     let file = File::open(path).map_err(|e| refused(format!("{path}: {e}")))?;
     // gzip'd as folded_blocks reads it: by the name's suffix
     let mut file: Box<dyn Read> =
-        if path.ends_with(".gz") { Box::new(crate::gzip::Gunzip::new(file)?) } else { Box::new(file) };
+        if path.ends_with(".gz") { Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) } else { Box::new(file) };
     let mut data: Vec<u8> = Vec::with_capacity(2 * BLOCK);
     let mut buf = vec![0u8; BLOCK];
     loop {
