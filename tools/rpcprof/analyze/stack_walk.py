@@ -16,6 +16,8 @@ reference, tests/unit/test_stack_walk.py compares both); what changes is the wor
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from math import gcd
 from pathlib import Path
 
@@ -157,16 +159,38 @@ def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None
     return group, frame if frame != last or known is not NEUTRAL else None
 
 
+_KEPT: ContextVar[dict | None] = ContextVar("rpcprof_breakdowns_kept", default=None)
+
+
+@contextmanager
+def breakdowns_kept():
+    """Within it, categorize_file of a file it categorised before with the same Rules object gives the same
+    Breakdown again (report.html's charts, tables and mechanism each read a run's profiles); the files must not
+    change meanwhile, nor anyone change a Breakdown it returns."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
 def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
     streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
     its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
+    kept, key = _KEPT.get(), (Path(path), rules, keep_frames)
+    if kept is not None and key in kept:
+        return kept[key]
     if is_pprof(path):
-        return categorize(read_pprof(path), rules)
-    tally = Tally(rules, keep_frames)
-    if not read_into(tally, Path(path)):
-        raise refusal(path)
-    return tally.breakdown(path)
+        b = categorize(read_pprof(path), rules)
+    else:
+        tally = Tally(rules, keep_frames)
+        if not read_into(tally, Path(path)):
+            raise refusal(path)
+        b = tally.breakdown(path)
+    if kept is not None:
+        kept[key] = b
+    return b
 
 
 ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
