@@ -12,7 +12,7 @@ import pytest
 from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
-from rpcprof.analyze.stack_walk import categorize_file
+from rpcprof.analyze.stack_walk import breakdowns_kept, categorize_file
 from rpcprof.errors import UserError
 from rpcprof.folded import parse_folded
 
@@ -109,3 +109,25 @@ def test_blank_lines_are_those_strip_leaves_empty(tmp_path):
     path = tmp_path / "blank.folded"
     path.write_text("".join(lines) + "tcp_sendmsg 3\r\r\n", encoding="utf-8", newline="\n")
     same_answer(path, RULES)
+
+
+def test_a_server_app_pattern_or_grouping_asked_again_is_the_same_rules():
+    """Each report of report.html asks for a server's rules anew: they are the same object, so that it shares their
+    answers and the profiles categorised with them."""
+    assert RULES.with_app(APP, "go_grpc's app pattern") is RULES.with_app(APP, "go_grpc's app pattern")
+    assert RULES.with_app(APP, "--app") is not RULES.with_app(APP, "go_grpc's app pattern")
+    assert RULES.using(level=2).with_app(APP) is RULES.using(level=2).with_app(APP)
+    assert RULES.using(level=2) is not RULES.using(level=1)
+
+
+def test_within_breakdowns_kept_a_file_is_categorised_once_per_rules(tmp_path):
+    path = tmp_path / "a.folded"
+    path.write_text("main;tcp_sendmsg_[k] 3\nmain;other 2\n")
+    level2 = RULES.using(level=2)
+    with breakdowns_kept():
+        first = categorize_file(path, RULES)
+        path.write_text("main;tcp_recvmsg_[k] 5\n")          # not read again: the files must not change meanwhile
+        assert categorize_file(path, RULES) is first
+        assert categorize_file(path, level2).total == 5
+    again = categorize_file(path, RULES)
+    assert first.weights["send"] == 3 and again.weights["recv"] == 5

@@ -131,8 +131,8 @@ def _cut_terms(a, b):
 def pool_below(n: int, df: int) -> float:
     """The pretest: the rounds' spread inside the paces over their slices' is pooled with the slices' below
     F's POOL_LEVEL quantile (n - 2 and df degrees of freedom)."""
-    from scipy.stats import f
-    return float(f.ppf(POOL_LEVEL, n - 2, df))
+    from scipy.special import fdtri     # what scipy.stats.f.ppf computes, without importing scipy.stats (a second)
+    return float(fdtri(n - 2, df, POOL_LEVEL))
 
 
 def critical_t(n: int, level: float = PACE_LEVEL) -> float:

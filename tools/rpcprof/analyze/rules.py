@@ -195,6 +195,7 @@ class Rules(Groupings):
         self.category_colors = colors
         self.category_descriptions = descriptions
         self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
+        self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
 
     def _copy(self, **changes) -> "Rules":
         args = dict(categories=self.categories, colors=self.category_colors,
@@ -215,18 +216,25 @@ class Rules(Groupings):
             raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
         if view == "tax" and not self.tax_groups or view == "waits" and not self.waits.groups:
             raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
-        return self._copy(level=level, view=view)
+        copy = self._copies.get((level, view))
+        if copy is None:
+            copy = self._copies[level, view] = self._copy(level=level, view=view)
+        return copy
 
     def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
-        """A copy with the server's app pattern added to the `app` category."""
+        """A copy with the server's app pattern added to the `app` category; the same copy for the same
+        pattern and origin (its rules compiled once, and report.html's reports share its answers)."""
         if not regex:
             return self
-        pattern = UserRegex(regex, origin)
-        rules = list(self.rules)
-        idx = next((i for i, r in enumerate(rules) if self.categories.index(r.category) > self.categories.index("app")),
-                   len(rules))
-        rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
-        return self._copy(rules=rules)
+        copy = self._copies.get((regex, origin))
+        if copy is None:
+            pattern = UserRegex(regex, origin)
+            rules = list(self.rules)
+            idx = next((i for i, r in enumerate(rules)
+                        if self.categories.index(r.category) > self.categories.index("app")), len(rules))
+            rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
+            copy = self._copies[regex, origin] = self._copy(rules=rules)
+        return copy
 
     # --- classification ----------------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ walk (stack_group) over the stack's text. A file's work per stack is kept small:
 from __future__ import annotations
 
 import weakref
+from contextlib import contextmanager
+from contextvars import ContextVar
 from math import gcd
 from pathlib import Path
 
@@ -127,12 +129,7 @@ def _tax_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
 
 def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     """(group of stack `a;b;c` in the rules' grouping, the frame its samples are counted under in `top`): the
-    deciding frame, or the leaf when none decides.
-
-    Walking from the leaf toward the root, the first frame a rule matches decides its level-1 category (`other`
-    when none does); at level 2, walking again, the first frame that matches a rule of that category carrying a
-    `sub:` decides the sub-category (CATEGORY/other when none does). The tax view takes the first frame with a tax
-    group no further than the frame deciding the category; the waits view, the first frame with a waits group."""
+    deciding frame, or the leaf when none decides. The walks are those analyze/categorize.py's docstring states."""
     rules = answers.rules
     if rules.view == "waits":
         group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of)
@@ -162,16 +159,35 @@ def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None
     return group, frame if frame != last or known is not NEUTRAL else None
 
 
+_KEPT: ContextVar[dict | None] = ContextVar("rpcprof_breakdowns_kept", default=None)
+
+
+@contextmanager
+def breakdowns_kept():
+    """Within it, categorize_file of a file it categorised before with the same Rules object gives the same
+    Breakdown again (report.html's charts, tables and mechanism each read a run's profiles); the files must not
+    change meanwhile, nor anyone change a Breakdown it returns."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
 def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
     streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
     its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
-    if is_pprof(path):
-        return categorize(read_pprof(path), rules)
+    kept, key = _KEPT.get(), (Path(path), rules, keep_frames)
+    if kept is not None and key in kept:
+        return kept[key]
     tally = Tally(rules, keep_frames)
-    if not read_into(tally, Path(path)):
+    if not is_pprof(path) and not read_into(tally, Path(path)):
         raise refusal(path)
-    return tally.breakdown(path)
+    b = categorize(read_pprof(path), rules) if is_pprof(path) else tally.breakdown(path)
+    if kept is not None:
+        kept[key] = b
+    return b
 
 
 ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call

@@ -21,6 +21,7 @@ from rpcprof.report.timeline_chart import render_timeline_chart
 from rpcprof.report.chart import render_breakdown_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
+from rpcprof.analyze.stack_walk import breakdowns_kept
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
 from rpcprof.report import text
 from rpcprof.report.tables import cell
@@ -108,7 +109,11 @@ def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) ->
 def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
     """The page for a run folder (mode run or attach); with indirect (analyze/indirect.py), the user code
     slowed by the extra writes in the mechanism and a what-if per pair of servers."""
-    run_dir = Path(run_dir)
+    with breakdowns_kept():         # each profile categorised once per grouping, whichever section asks
+        return _page(Path(run_dir), rules, indirect)
+
+
+def _page(run_dir: Path, rules: Rules, indirect) -> str:
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
     rows = run_rows(metrics, servers, pilot_of(manifest["parameters"]))
