@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import category_shares
+from conftest import card_run, category_shares
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import profile_folded
@@ -50,7 +50,7 @@ def calibration_runs(tmp_path_factory):
         proc = subprocess.run(
             [str(ROOT / "profile.sh"), "run", "calibration", "--param", f"burn_us={burn}", "-d", "1.5", "-w", "0.5",
              "--profile-duration", "1.5", "--no-off-cpu", "--rounds", str(ROUNDS), "--port", "50551", "--label", label,
-             "--no-pictures", "--format", "json", "--runs-dir", str(runs_dir)],
+             "--no-pictures", "--format", "json", "--runs-dir", str(runs_dir), "--host-card", str(card_run())],
             capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
         run_dir = next(runs_dir.glob(f"*-{label}"))

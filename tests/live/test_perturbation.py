@@ -62,7 +62,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import category_shares, port_is_free
+from conftest import card_run, category_shares, port_is_free
 from rpcprof.analyze.fit import LinearFit, linear_fit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
             "--profile-duration", str(windows["profile_duration"]),
             "--syscall-duration", str(windows["syscall_duration"]), "--no-off-cpu",
             "--port", str(port), "--label", label, "--format", "json", "--runs-dir", str(runs_dir), "--rounds", "1",
-            "-S", str(STREAMS), "--no-pictures"]
+            "-S", str(STREAMS), "--no-pictures", "--host-card", str(card_run())]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{setting.name}: profile.sh run failed:\n{proc.stderr[-2000:]}"
     return next(runs_dir.glob(f"*-{label}"))

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import card_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +17,8 @@ def run(runs: Path, streams: int, label: str) -> tuple[subprocess.CompletedProce
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "run", "rust_pajamax", "--scenario", "complex_proto", "-C", "1", "-S", str(streams),
          "-d", "2", "-w", "0.5", "--rounds", "1", "--profile-duration", "1", "--min-samples", "200",
-         "--syscall-duration", "1", "--no-off-cpu", "--no-pictures", "--port", "50661", "--label", label, "--runs-dir", str(runs)],
+         "--syscall-duration", "1", "--no-off-cpu", "--no-pictures", "--port", "50661", "--label", label, "--runs-dir", str(runs),
+         "--host-card", str(card_run())],
         capture_output=True, text=True, timeout=300)
     folder = next(runs.glob(f"*-{label}"))
     return proc, json.loads((folder / "rust_pajamax" / "result.json").read_text())
