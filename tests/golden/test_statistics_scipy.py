@@ -115,15 +115,10 @@ def recorded_runs() -> list[Path]:
 
 
 @pytest.mark.slow
-def test_the_reports_of_a_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path):
-    run = ROOT / "tests" / "data" / "runs" / "rounds"
-    assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(run, tmp_path)))
-
-
-@pytest.mark.slow
 @pytest.mark.parametrize("run", recorded_runs(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_reports_of_every_recorded_run_compute_what_they_did_by_hand(monkeypatch, tmp_path, run):
-    """One run at a time, so that the full suite's workers share them out; a run of one round tests nothing."""
+    """One run at a time, so that the full suite's workers share them out (tests/data/runs/rounds among them); a run of
+    one round tests nothing."""
     rounds = rounds_asked(json.loads((run / "manifest.json").read_text())["parameters"])
     assert_the_same_as_by_hand(calls_of_the_reports(monkeypatch, recorded_commands(run, tmp_path)), rounds > 1)
 
