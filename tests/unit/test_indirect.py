@@ -7,7 +7,8 @@ import pytest
 from rpcprof.analyze.indirect import (IndirectCost, Slope, expected_ruler_ratio, load_indirect, ruler_expectation,
                                       slope_interval, user_cost)
 from rpcprof.errors import UserError
-from rpcprof.report.indirect import gap_sentence
+from rpcprof.analyze.indirect import slowed_by_writes
+from rpcprof.report.indirect import slowed_text
 
 
 def cost(user=(0.9, 0.5, 1.3), ruler=(0.02, 0.01, 0.03)):
@@ -62,7 +63,7 @@ def test_a_measured_ratio_outside_the_expected_one_is_not_in_agreement():
 
 
 def test_the_gap_sentence_names_the_server_that_writes_more_and_the_figure():
-    text = gap_sentence(cost(), 0.02, 1.02, "pajamax", "tonic")
+    text = slowed_text(slowed_by_writes(cost(), 0.02, 1.02, "pajamax", "tonic"))
     assert "~0.90 µs/req [0.50-1.30] is user code in tonic slowed by the extra writes" in text
     assert "1.00 more write syscalls/req than pajamax" in text and "inferred, not counted" in text
 

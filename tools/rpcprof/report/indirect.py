@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from rpcprof.analyze.indirect import IndirectCost, SlowedWrites, slowed_by_writes, syscalls_explain
+from rpcprof.analyze.indirect import IndirectCost, SlowedWrites, syscalls_explain
 
 
 def summary_line(cost: IndirectCost) -> str:
@@ -21,11 +21,6 @@ def slowed_text(s: SlowedWrites) -> str:
     return (f" Of the gap, ~{s.us:.2f} µs/req [{s.low:.2f}-{s.high:.2f}] is user code in {s.more} slowed by the extra "
             f"writes ({s.extra:.2f} more write syscalls/req than {s.less} × {s.per_syscall:.2f} µs each, measured on "
             "the calibration server; caches and predictors evicted: inferred, not counted, no PMU here).")
-
-
-def gap_sentence(cost: IndirectCost, writes_base: float, writes_other: float, base: str, other: str) -> str:
-    """slowed_text of the write syscalls per request one server makes more than the other."""
-    return slowed_text(slowed_by_writes(cost, writes_base, writes_other, base, other))
 
 
 def ruler_verdict(row: dict, base: dict, sc_base: float, sc_other: float, cost: IndirectCost) -> str:
