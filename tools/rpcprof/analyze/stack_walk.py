@@ -181,10 +181,12 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) ->
     kept, key = _KEPT.get(), (Path(path), rules, keep_frames)
     if kept is not None and key in kept:
         return kept[key]
-    tally = Tally(rules, keep_frames)
-    if not is_pprof(path) and not read_into(tally, Path(path)):
+    if is_pprof(path):
+        b = categorize(read_pprof(path), rules)
+    elif read_into(tally := Tally(rules, keep_frames), Path(path)):
+        b = tally.breakdown(path)
+    else:
         raise refusal(path)
-    b = categorize(read_pprof(path), rules) if is_pprof(path) else tally.breakdown(path)
     if kept is not None:
         kept[key] = b
     return b
@@ -377,9 +379,8 @@ class Tally:
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:
-    """The Breakdown of stacks held in memory ((frames root first, weight)), counted as a file's rows are.
-    sample_weight: the weight of one sample (perf's period when inferno weighted by period); the gcd of the
-    weights when not given."""
+    """The Breakdown of stacks held in memory ((frames root first, weight)), counted as a file's rows are; sample_weight:
+    one sample's weight (perf's period when inferno weighted by period), else the gcd of the weights."""
     tally = Tally(rules, keep_frames=True)
     tally.add_rows([(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", frames[-1], w) for frames, w in stacks])
     weights = tally.group_weights()
@@ -394,7 +395,6 @@ _ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # Rules ->
 
 def group_of(frames: list[str], rules: Rules) -> str:
     """The group of one stack (frames root first) in the rules' grouping, by stack_group's walk."""
-    answers = _ANSWERS.get(rules)
-    if answers is None:
-        answers = _ANSWERS[rules] = FrameAnswers(rules)
-    return stack_group(";".join(frames), answers)[0]
+    if rules not in _ANSWERS:
+        _ANSWERS[rules] = FrameAnswers(rules)
+    return stack_group(";".join(frames), _ANSWERS[rules])[0]

@@ -212,7 +212,8 @@ def main():
 @otlp_options("each round's profile of each server, as it is made,")
 @click.option("--host-card", default=None, metavar="RUN", type=click.Path(exists=True, path_type=Path),
               help="Take the host card of RUN (a run of this boot on the same CPUs and --idle) instead of measuring "
-                   "it (about 2 s): for runs in a row on one host. The card records where it came from.")
+                   "it (its line gives the seconds that takes): for runs in a row on one host. The card records where "
+                   "it came from.")
 @runs_dir_option
 @format_option
 def run(**params):
