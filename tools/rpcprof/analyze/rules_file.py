@@ -149,13 +149,11 @@ def check_examples(rules: Rules) -> list[str]:
     """Problems with the rules' examples: an example decided by another rule (a shadowed or wrong rule),
     at level 1, at level 2 (rules with a `sub`) and in the tax and waits views."""
     problems = []
-    spaces = [(r, lambda ex: rules.classify_frame(ex)) for r in rules.rules if r.level == 1]
-    spaces += [(r, lambda ex, c=r.category: rules.sub_rule(ex, c)) for r in rules.rules if r.sub]
-    spaces += [(r, lambda ex: rules.tax_rule(ex)) for r in rules.tax_rules]
-    spaces += [(r, lambda ex: rules.tax_rule(ex, "waits")) for r in rules.waits.rules]
-    for rule, decide in spaces:
-        deciders = [decide(ex) for ex in rule.examples]
-        deciders = [d[1] if isinstance(d, tuple) else d for d in deciders]
+    spaces = [(r, "category") for r in rules.rules if r.level == 1]
+    spaces += [(r, f"sub:{r.category}") for r in rules.rules if r.sub]
+    spaces += [(r, "tax") for r in rules.tax_rules] + [(r, "waits") for r in rules.waits.rules]
+    for rule, question in spaces:
+        deciders = [rules.first_rule(ex, question) for ex in rule.examples]
         what = f"rule {rule.name!r} in {rule.category}" + (f" (sub {rule.sub})" if rule.sub else "")
         if all(d is not None and d is not rule for d in deciders):
             problems.append(f"{what} can never decide its examples: rule {deciders[0].name!r} in "
