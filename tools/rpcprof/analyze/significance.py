@@ -36,27 +36,16 @@ LEVEL = 0.95          # the intervals' coverage
 
 # --- Student's t (scipy.stats) ------------------------------------------------------------------
 
-def _stats():
-    """scipy.stats, imported when a statistic is first computed: the import takes over half a second, which
-    every report.py command would pay otherwise."""
-    from scipy import stats
-    return stats
-
-
-def _special():
-    """scipy.special, whose stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing
-    scipy.stats (seconds on a loaded host, where scipy.special takes a fraction of that)."""
-    from scipy import special
-    return special
-
-
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom (df need not be whole)."""
     if math.isnan(t):
         return 1.0
     if math.isinf(t):
         return 0.0
-    return float(2 * _special().stdtr(df, -abs(t)))
+    # scipy.special's stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing scipy.stats
+    # (seconds on a loaded host, where scipy.special takes a fraction of that), imported when first used
+    from scipy.special import stdtr
+    return float(2 * stdtr(df, -abs(t)))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
@@ -68,7 +57,8 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 
 @lru_cache(maxsize=4096)
 def _t_quantile(df: float, level: float) -> float:
-    return float(_special().stdtrit(df, 0.5 + level / 2))
+    from scipy.special import stdtrit
+    return float(stdtrit(df, 0.5 + level / 2))
 
 
 # --- one figure across rounds -------------------------------------------------------------------
@@ -174,7 +164,10 @@ def benjamini_hochberg(pvalues: list[float], q: float = FDR) -> list[bool]:
 
 def bh_adjusted(pvalues: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values): p_(i) · m / i, made monotone, at most 1."""
-    return [float(x) for x in _stats().false_discovery_control(pvalues, method="bh")] if pvalues else []
+    if not pvalues:
+        return []
+    from scipy.stats import false_discovery_control     # imported here: it takes over half a second
+    return [float(x) for x in false_discovery_control(pvalues, method="bh")]
 
 
 # --- every box of a flame graph, per round --------------------------------------------------------
