@@ -255,9 +255,7 @@ class Tally:
         answers = self.answers
         cut = stack.rfind(";")
         leaf = stack[cut + 1:]
-        key = answers.by_leaf.get(leaf, UNSEEN)
-        if key is UNSEEN:
-            key = answers.leaf_decides(leaf)
+        key = cached(answers.by_leaf, answers.leaf_decides, leaf)
         if key is NEUTRAL and cut >= 0:
             group, frame = self.callers_answer(stack[:cut + 1])
             return group, leaf if frame is None else frame
@@ -347,9 +345,7 @@ class Tally:
     def _frames_for(self, callers: str) -> tuple[dict[str, int], str | None]:
         """(by_frame's dict of the group of callers `a;b;`, the frame deciding it or None), kept by callers."""
         group, frame = self.callers_answer(callers)
-        frames = self.by_frame.get(group)
-        if frames is None:
-            frames = self.by_frame[group] = {}
+        frames = self.by_frame.setdefault(group, {})
         remember(self._leaf_into, callers, frame is None and frames)
         return remember(self._frames_of, callers, (frames, frame))
 
