@@ -89,13 +89,14 @@ class Gap:
 MAX_DF = 1000.0          # t with 1000 degrees of freedom is the normal distribution to 1e-3
 
 
-def _df(n: int, spread: float, var: float) -> float:
-    """Degrees of freedom of a variance taken as max(spread across n rounds, sampling variance): n - 1
-    when the spread decides; when the floor does, the part estimated (the spread beyond sampling) is
-    uncertain only as the spread is, Satterthwaite's (n - 1)(var / spread)^2, the normal at most."""
-    if spread <= 0:
-        return MAX_DF
-    return min(MAX_DF, (n - 1) * (var / spread) ** 2)
+def _floored(values: list[float], floor: float) -> tuple[float, float]:
+    """(the variance of values, taken as max(their spread across rounds, floor: the sampling variance), its
+    degrees of freedom): n - 1 when the spread decides; when the floor does, the part estimated (the spread
+    beyond sampling) is uncertain only as the spread is, Satterthwaite's (n - 1)(var / spread)^2, the normal
+    at most."""
+    spread = statistics.variance(values)
+    var = max(spread, floor)
+    return var, MAX_DF if spread <= 0 else min(MAX_DF, (len(values) - 1) * (var / spread) ** 2)
 
 
 def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> Gap:
@@ -106,10 +107,8 @@ def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> 
     mean = statistics.fmean(d) if d else math.nan
     if len(d) < 2:
         return Gap(mean, None, None, "paired t", len(d), len(d))
-    spread = statistics.variance(d)
-    var = max(spread, floor)
+    var, df = _floored(d, floor)
     se = math.sqrt(var / len(d))
-    df = _df(len(d), spread, var)
     return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "paired t", len(d), len(d))
 
 
@@ -119,12 +118,8 @@ def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: flo
     mean = (statistics.fmean(b) if b else math.nan) - (statistics.fmean(a) if a else math.nan)
     if len(a) < 2 or len(b) < 2:
         return Gap(mean, None, None, "Welch t", len(a), len(b))
-    parts = []
-    for values, floor in ((a, floor_a), (b, floor_b)):
-        spread = statistics.variance(values)
-        var = max(spread, floor)
-        parts.append((var / len(values), _df(len(values), spread, var)))
-    (va, dfa), (vb, dfb) = parts
+    (va, dfa), (vb, dfb) = _floored(a, floor_a), _floored(b, floor_b)
+    va, vb = va / len(a), vb / len(b)
     se = math.sqrt(va + vb)
     # Welch-Satterthwaite; with no spread at all the test has nothing to say beyond the means
     df = min(MAX_DF, (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)) if se else len(a) + len(b) - 2
