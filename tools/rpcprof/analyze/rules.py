@@ -124,7 +124,7 @@ class Rules:
                  rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
                  tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
                  tax_rest: str = "everything-else", level: int = 1, view: str = "category",
-                 waits: View = NO_WAITS):
+                 waits: View = NO_WAITS, groups=None):
         self.categories = categories
         self.rules = rules
         self.source = source
@@ -137,6 +137,7 @@ class Rules:
         self.view = view
         self.category_colors = colors
         self.category_descriptions = descriptions
+        self.groups = groups            # how the reports group and order the categories (rules_file.Groups)
         self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
         self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
 
@@ -187,7 +188,7 @@ class Rules:
         args = dict(categories=self.categories, colors=self.category_colors,
                     descriptions=self.category_descriptions, rules=self.rules, source=self.source,
                     subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
-                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
+                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits, groups=self.groups)
         args.update(changes)
         copy = Rules(**args)
         if copy.rules is self.rules and copy.tax_rules is self.tax_rules and copy.waits is self.waits:

@@ -6,7 +6,6 @@ Every problem is one UserError line naming the file, the key or the rule, and th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -45,22 +44,9 @@ def _groups(path: Path, section: dict | None, categories: list[str]) -> Groups:
     return Groups(**{k: tuple(v) if isinstance(v, list) else v for k, v in section.items()})
 
 
-@lru_cache(maxsize=16)
-def _groups_of_file(source: str, mtime_ns: int, size: int) -> Groups:
-    path = Path(source)
-    data = _read(path)
-    return _groups(path, data.get("groups"), [c["name"] for c in data["categories"]])
-
-
 def groups_of(rules: Rules) -> Groups:
-    """The groups of the rules file rules were loaded from (checked when it was loaded); none for rules
-    made without a file."""
-    try:
-        st = Path(rules.source).stat()
-    except OSError:
-        return Groups()
-    return _groups_of_file(str(rules.source), st.st_mtime_ns, st.st_size)
-
+    """The groups of the rules file rules were loaded from (checked when it was loaded)."""
+    return rules.groups
 
 
 # libyaml's safe loader where PyYAML was built with it (a tenth of the pure-Python one's time on
@@ -138,11 +124,11 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             rules.append(rule)
     if APP not in categories:
         _fail(path, f"a category named `{APP}` is required (the server's handler pattern is added to it)")
-    _groups(path, data.get("groups"), categories)
+    groups = _groups(path, data.get("groups"), categories)
     tax = _view(path, data.get("tax"), "tax", "everything-else")
     waits = _view(path, data.get("waits"), "waits", "other-wait")
     return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,
-                 waits=waits)
+                 waits=waits, groups=groups)
 
 
 def check_examples(rules: Rules) -> list[str]:
