@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from reference_statistics import T975
-from rpcprof.analyze.intervals import cv, paired_ratio, pilot_of, rounds_needed, server_ratio, stein_ratio, t975
+from rpcprof.analyze.intervals import cv, paired_ratio, pilot_of, rounds_needed, server_ratio, t975
 
 
 def test_t_quantiles_are_the_tables():
@@ -81,7 +81,7 @@ def test_two_stage_rounds_and_interval_on_known_pairs():
     assert rounds_needed([[0.1, 0.1, 0.1]], 0.05) == 3       # no spread: the pilot is enough
     a = [100.0] * 5
     b = [100 * math.exp(x) for x in (0.10, 0.14, 0.06, 0.11, 0.09)]
-    r = stein_ratio(a, b, pilot=3)
+    r = paired_ratio(a, b, pilot=3)
     logs = [0.10, 0.14, 0.06, 0.11, 0.09]
     half = t975(2) * statistics.stdev(logs[:3]) / math.sqrt(5)    # the pilot's spread, every pair's mean
     assert r.n == 5 and r.ratio == pytest.approx(math.exp(statistics.fmean(logs)))
@@ -96,7 +96,7 @@ def _covers(sigma: float, target: float, rng, two_stage: bool, budget: int = 60)
     if two_stage:
         n = min(rounds_needed([logs], target), budget)
         logs += [rng.gauss(0.0, sigma) for _ in range(n - 3)]
-        r = stein_ratio([1.0] * n, [math.exp(x) for x in logs], pilot=3)
+        r = paired_ratio([1.0] * n, [math.exp(x) for x in logs], pilot=3)
     else:                                   # the old rule: stop as soon as the interval looks narrow enough
         r = paired_ratio([1.0] * 3, [math.exp(x) for x in logs])
         while r.half_width > target and len(logs) < budget:

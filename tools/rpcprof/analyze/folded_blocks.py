@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from rpcprof.analyze.rule_set import re2_superset
+from rpcprof.analyze.rule_set import compile_set, re2_superset
 
 BLOCK = 1 << 21          # bytes read at a time
 # (callers with their last ';', or '' for a stack of one frame; leaf; count), one per well-formed line
@@ -80,26 +80,10 @@ class LeafFilter:
     """Whether no rule of any question matches any of many leaf frames, in one RE2 call."""
 
     def __init__(self, rules: list) -> None:
-        self._match = None
-        try:
-            import re2
-        except ImportError:
-            return
+        # each pattern in multi-line mode; a rule RE2 cannot stand in for leaves no filter: every leaf is asked
         patterns = [re2_superset(r.pattern.pattern) for r in rules]
-        if None in patterns:
-            return                       # a rule RE2 cannot stand in for: every leaf is asked
-        options = re2.Options()
-        options.max_mem = 64 << 20
-        options.log_errors = False
-        rule_set = re2.Set.SearchSet(options)
-        try:
-            for p in patterns:
-                rule_set.Add("(?m)" + p)
-            self._sentinel = rule_set.Add("")
-            rule_set.Compile()
-        except re2.error:
-            return
-        self._match = getattr(rule_set, "_set", rule_set).Match
+        match, _, outside, self._sentinel = compile_set([None if p is None else "(?m)" + p for p in patterns])
+        self._match = None if outside else match
 
     def none_match(self, leaves: str) -> bool:
         """True when no rule matches any of the leaves (joined by newlines) as categorize.yaml reads them;

@@ -14,6 +14,7 @@ a ratio of two independent shares gets its 95 % interval on the log scale (delta
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -50,14 +51,7 @@ def compile_regex(regex: str, origin: str) -> UserRegex:
 def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> FrameShare:
     """The share of samples with at least one frame matching pattern (names as the rules see them:
     generic arguments stripped, inferno's _[k]/_[j] suffixes removed)."""
-    seen: dict[str, bool] = {}
-
-    def hit(frame: str) -> bool:
-        h = seen.get(frame)
-        if h is None:
-            h = seen[frame] = pattern.search(normalize_frame(frame)[0]) is not None
-        return h
-
+    hit = functools.cache(lambda frame: pattern.search(normalize_frame(frame)[0]) is not None)     # once a frame
     weight = total = 0
     for frames, w in stacks:
         total += w

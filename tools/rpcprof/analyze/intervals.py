@@ -66,8 +66,13 @@ class RatioInterval:
         return cls(d["ratio"], d["low"], d["high"], d["n"])
 
 
-def paired_ratio(a: list[float], b: list[float]) -> RatioInterval:
-    """b over a, pair by pair (a[k] and b[k] measured back to back); 95 % t interval on the log ratios."""
+PILOT_ROUNDS = 3
+
+
+def paired_ratio(a: list[float], b: list[float], pilot: int | None = None) -> RatioInterval:
+    """b over a, pair by pair (a[k] and b[k] measured back to back); 95 % t interval on the log ratios. pilot:
+    the two-stage interval of a run made with --precision: the spread of the first `pilot` pairs, t with
+    pilot - 1 degrees of freedom, the mean of every pair (see the module's text)."""
     pairs = [(x, y) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
     if not pairs:
         raise ValueError("no pair with both figures")
@@ -75,22 +80,7 @@ def paired_ratio(a: list[float], b: list[float]) -> RatioInterval:
     mean = statistics.fmean(logs)
     if len(logs) < 2:
         return RatioInterval(math.exp(mean), None, None, 1)
-    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
-
-
-PILOT_ROUNDS = 3
-
-
-def stein_ratio(a: list[float], b: list[float], pilot: int) -> RatioInterval:
-    """b over a as paired_ratio, with the two-stage interval: the spread of the first `pilot` pairs,
-    t with pilot - 1 degrees of freedom, the mean of every pair (see the module's text)."""
-    pairs = [(x, y) for x, y in zip(a, b) if x and y and x > 0 and y > 0]
-    logs = [math.log(y / x) for x, y in pairs]
-    k = min(pilot, len(logs))
-    if k < 2:
-        return paired_ratio(a, b)
-    mean = statistics.fmean(logs)
+    k = min(pilot, len(logs)) if pilot and pilot >= 2 else len(logs)
     half = t975(k - 1) * statistics.stdev(logs[:k]) / math.sqrt(len(logs))
     return RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
@@ -135,16 +125,14 @@ def interleaved(result: dict) -> bool:
 def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s", pilot: int | None = None) -> RatioInterval | None:
     """other's figure over base's, paired by round; None when no round measured both, or when the
     measurements were not made in rounds (no adjacent pairs to take an interval from). pilot: the run
-    was made with --precision, its interval is the two-stage one (stein_ratio)."""
+    was made with --precision, its interval is the two-stage one (paired_ratio's)."""
     if not (interleaved(base) and interleaved(other)):
         return None
     a, b = figure_by_round(base, figure), figure_by_round(other, figure)
     common = sorted(a.keys() & b.keys())
     if not common:
         return None
-    if pilot:
-        return stein_ratio([a[k] for k in common], [b[k] for k in common], pilot)
-    return paired_ratio([a[k] for k in common], [b[k] for k in common])
+    return paired_ratio([a[k] for k in common], [b[k] for k in common], pilot)
 
 
 def profiled_ratio(base: dict, other: dict) -> RatioInterval | None:

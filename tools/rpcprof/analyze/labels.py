@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.encoded_rows import chunks
-from rpcprof.analyze.folded_blocks import leaf_filter
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, Tally
 
@@ -82,7 +81,7 @@ def label_blocks(folded: Path, rules: Rules):
     rpcprof_core.Refused as they raise them)."""
     import numpy as np
     sets = LabelSets(rules)
-    none_match = leaf_filter(rules.rules + rules.tax_rules + rules.waits.rules).none_match
+    none_match = sets.tallies[0].leaf_filter().none_match
     of_stack, of_callers, known, decided, neutral = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get, sets.neutral
     callers: list[str] = []
     by_number = np.zeros(0, np.uint32)      # per callers number: the set of its stacks whose leaf no rule matches

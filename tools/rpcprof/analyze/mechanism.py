@@ -115,19 +115,14 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
         present = [n for n in names if n in by]
         return Figure(key, sum((by[n] for n in present), 0.0) if by else None)
 
-    figures = {
-        "writes_per_req": Figure("syscalls.writes_per_req", sc.get("writes_per_req")),
-        "bytes_per_write": Figure("syscalls.bytes_per_write", sc.get("bytes_per_write")),
-        "req_per_write": Figure("syscalls.req_per_write", sc.get("req_per_write")),
-        "reads_per_req": Figure("syscalls.reads_per_req", sc.get("reads_per_req")),
-        "bytes_per_read": Figure("syscalls.bytes_per_read", sc.get("bytes_per_read")),
-        "eagain_reads_per_req": Figure("syscalls.eagain_reads_per_req", sc.get("eagain_reads_per_req")),
-        "waits_per_req": summed(WAITS, "syscalls.by_syscall_per_req.epoll_wait"),
-        "futex_per_req": Figure("syscalls.by_syscall_per_req.futex", by.get("futex", 0.0) if by else None),
-        "switches_per_req": Figure("syscalls.events_per_req.context_switches",
-                                   _get(sc, "events_per_req.context_switches")),
-        "wakeups_per_req": Figure("syscalls.events_per_req.wakeups_issued", _get(sc, "events_per_req.wakeups_issued")),
-    }
+    plain = ("writes_per_req", "bytes_per_write", "req_per_write", "reads_per_req", "bytes_per_read",
+             "eagain_reads_per_req")
+    figures = {name: Figure(f"syscalls.{name}", sc.get(name)) for name in plain}
+    figures["waits_per_req"] = summed(WAITS, "syscalls.by_syscall_per_req.epoll_wait")
+    figures["futex_per_req"] = Figure("syscalls.by_syscall_per_req.futex", by.get("futex", 0.0) if by else None)
+    for name, key in (("switches_per_req", "events_per_req.context_switches"),
+                      ("wakeups_per_req", "events_per_req.wakeups_issued")):
+        figures[name] = Figure(f"syscalls.{key}", _get(sc, key))
     if figures["writes_per_req"].value is None and by:
         figures["writes_per_req"] = summed(WRITES, "syscalls.by_syscall_per_req.(write family)")
     if figures["reads_per_req"].value is None and by:

@@ -121,9 +121,9 @@ def re2_superset(source: str) -> str | None:
         return None
 
 
-def _compile(patterns: list[str | None]):
-    """(RE2 Set, set index -> list position, list positions not in the set, the sentinel's index); the set
-    is None when google-re2 is missing or no pattern could be added."""
+def compile_set(patterns: list[str | None]):
+    """(the RE2 Set's own Match, given bytes, set index -> list position, list positions not in the set, the
+    sentinel's index); Match is None when google-re2 is missing or the set does not compile."""
     try:
         import re2
     except ImportError:
@@ -146,7 +146,8 @@ def _compile(patterns: list[str | None]):
         rule_set.Compile()
     except re2.error:
         return None, [], list(range(len(patterns))), -1
-    return rule_set, members, outside, sentinel
+    # the binding's own Match, given bytes: its Python wrapper's checks and encoder cost a third as much again
+    return getattr(rule_set, "_set", rule_set).Match, members, outside, sentinel
 
 
 class RuleSet:
@@ -155,10 +156,8 @@ class RuleSet:
 
     def __init__(self, rules: list[Rule]):
         self.rules = rules
-        self._set, self._members, self._outside, self._sentinel = _compile(
+        self._match, self._members, self._outside, self._sentinel = compile_set(
             [re2_superset(r.pattern.pattern) for r in rules])
-        # the binding's own Match, given bytes: its Python wrapper's checks and encoder cost a third as much again
-        self._match = getattr(self._set, "_set", self._set).Match if self._set is not None else None
 
     def first(self, name: str, kernel: bool) -> Rule | None:
         """The first rule that matches name (a normalised frame), as the per-rule loop finds it."""

@@ -115,19 +115,31 @@ def remember(cache: dict, key, answer):
     return answer
 
 
-class Groupings:
-    """The groups of the grouping a Rules object was made for (`Rules.using`): their names, parents, colours
-    and descriptions."""
-    categories: list[str]
-    subcategories: dict[str, list[str]]
-    tax_groups: list[TaxGroup]
-    tax_rules: list[Rule]
-    tax_rest: str
-    waits: View
-    level: int
-    view: str
-    category_colors: dict[str, str]
-    category_descriptions: dict[str, str]
+class Rules:
+    """The validated rule set, in the grouping chosen with `using` (level 1 categories by default; level-2
+    sub-categories; the tax or waits view): the groups of that grouping (their names, parents, colours and
+    descriptions) and what it says of one frame. A stack's group is stack_walk's walk."""
+
+    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
+                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
+                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
+                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
+                 waits: View = NO_WAITS, groups=None):
+        self.categories = categories
+        self.rules = rules
+        self.source = source
+        self.subcategories = subcategories or {}
+        self.tax_groups = tax_groups or []
+        self.tax_rules = tax_rules or []
+        self.tax_rest = tax_rest
+        self.waits = waits              # the waits view
+        self.level = level
+        self.view = view
+        self.category_colors = colors
+        self.category_descriptions = descriptions
+        self.groups = groups            # how the reports group and order the categories (rules_file.Groups)
+        self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
+        self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
 
     def groups_of(self, category: str) -> list[str]:
         """Level-2 groups of a category, in file order, `CATEGORY/other` last; [category] if unsplit."""
@@ -172,36 +184,11 @@ class Groupings:
             return {g.name: g.description for g in view.groups}
         return self.category_descriptions
 
-
-class Rules(Groupings):
-    """The validated rule set, in the grouping chosen with `using` (level 1 categories by default; level-2
-    sub-categories; the tax or waits view); what it says of one frame. A stack's group is stack_walk's walk."""
-
-    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
-                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
-                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
-                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
-                 waits: View = NO_WAITS):
-        self.categories = categories
-        self.rules = rules
-        self.source = source
-        self.subcategories = subcategories or {}
-        self.tax_groups = tax_groups or []
-        self.tax_rules = tax_rules or []
-        self.tax_rest = tax_rest
-        self.waits = waits              # the waits view
-        self.level = level
-        self.view = view
-        self.category_colors = colors
-        self.category_descriptions = descriptions
-        self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
-        self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
-
     def _copy(self, **changes) -> "Rules":
         args = dict(categories=self.categories, colors=self.category_colors,
                     descriptions=self.category_descriptions, rules=self.rules, source=self.source,
                     subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
-                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits)
+                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits, groups=self.groups)
         args.update(changes)
         copy = Rules(**args)
         if copy.rules is self.rules and copy.tax_rules is self.tax_rules and copy.waits is self.waits:
@@ -257,22 +244,13 @@ class Rules(Groupings):
         rule = self.first_rule(raw, "category")
         return (rule.category, rule) if rule else None
 
-    def sub_rule(self, raw: str, category: str) -> Rule | None:
-        """The first rule of category with a `sub` matching this frame (level 2), or None."""
-        return self.first_rule(raw, f"sub:{category}")
-
-    def tax_rule(self, raw: str, view: str = "tax") -> Rule | None:
-        """The first rule of the tax (or waits) view matching this frame, or None."""
-        return self.first_rule(raw, view)
-
     def rule_for(self, frame: str, group: str) -> Rule | None:
         """The rule that made frame decide group in this grouping (for `top`), or None."""
         if self._leaf_view():
-            return self.tax_rule(frame, self.view)
+            return self.first_rule(frame, self.view)
         if self.level == 2 and "/" in group:
-            return self.sub_rule(frame, self.parent(group))
-        hit = self.classify_frame(frame)
-        return hit[1] if hit else None
+            return self.first_rule(frame, f"sub:{self.parent(group)}")
+        return self.first_rule(frame, "category")
 
 
 def shade(color: str, i: int, n: int) -> str:

@@ -6,7 +6,6 @@ Every problem is one UserError line naming the file, the key or the rule, and th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -45,22 +44,9 @@ def _groups(path: Path, section: dict | None, categories: list[str]) -> Groups:
     return Groups(**{k: tuple(v) if isinstance(v, list) else v for k, v in section.items()})
 
 
-@lru_cache(maxsize=16)
-def _groups_of_file(source: str, mtime_ns: int, size: int) -> Groups:
-    path = Path(source)
-    data = _read(path)
-    return _groups(path, data.get("groups"), [c["name"] for c in data["categories"]])
-
-
 def groups_of(rules: Rules) -> Groups:
-    """The groups of the rules file rules were loaded from (checked when it was loaded); none for rules
-    made without a file."""
-    try:
-        st = Path(rules.source).stat()
-    except OSError:
-        return Groups()
-    return _groups_of_file(str(rules.source), st.st_mtime_ns, st.st_size)
-
+    """The groups of the rules file rules were loaded from (checked when it was loaded)."""
+    return rules.groups
 
 
 # libyaml's safe loader where PyYAML was built with it (a tenth of the pure-Python one's time on
@@ -138,24 +124,22 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             rules.append(rule)
     if APP not in categories:
         _fail(path, f"a category named `{APP}` is required (the server's handler pattern is added to it)")
-    _groups(path, data.get("groups"), categories)
+    groups = _groups(path, data.get("groups"), categories)
     tax = _view(path, data.get("tax"), "tax", "everything-else")
     waits = _view(path, data.get("waits"), "waits", "other-wait")
     return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,
-                 waits=waits)
+                 waits=waits, groups=groups)
 
 
 def check_examples(rules: Rules) -> list[str]:
     """Problems with the rules' examples: an example decided by another rule (a shadowed or wrong rule),
     at level 1, at level 2 (rules with a `sub`) and in the tax and waits views."""
     problems = []
-    spaces = [(r, lambda ex: rules.classify_frame(ex)) for r in rules.rules if r.level == 1]
-    spaces += [(r, lambda ex, c=r.category: rules.sub_rule(ex, c)) for r in rules.rules if r.sub]
-    spaces += [(r, lambda ex: rules.tax_rule(ex)) for r in rules.tax_rules]
-    spaces += [(r, lambda ex: rules.tax_rule(ex, "waits")) for r in rules.waits.rules]
-    for rule, decide in spaces:
-        deciders = [decide(ex) for ex in rule.examples]
-        deciders = [d[1] if isinstance(d, tuple) else d for d in deciders]
+    spaces = [(r, "category") for r in rules.rules if r.level == 1]
+    spaces += [(r, f"sub:{r.category}") for r in rules.rules if r.sub]
+    spaces += [(r, "tax") for r in rules.tax_rules] + [(r, "waits") for r in rules.waits.rules]
+    for rule, question in spaces:
+        deciders = [rules.first_rule(ex, question) for ex in rule.examples]
         what = f"rule {rule.name!r} in {rule.category}" + (f" (sub {rule.sub})" if rule.sub else "")
         if all(d is not None and d is not rule for d in deciders):
             problems.append(f"{what} can never decide its examples: rule {deciders[0].name!r} in "

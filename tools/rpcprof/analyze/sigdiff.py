@@ -67,11 +67,8 @@ class Diff:
     def scales(self, side: Side, view: str) -> dict:
         """{round: (its key in the tree, total weight, samples, scale)}: a box's figure is its share × scale (µs
         per request in view "us", samples in view "abs")."""
-        return {r.k: ((side.label, r.k), self.total(side, r), r.samples,
+        return {r.k: ((side.label, r.k), r.total or 1, r.samples,
                       r.cpu_us_per_req if view == "us" else r.samples if view == "abs" else 1.0) for r in side.rounds}
-
-    def total(self, side: Side, r: Round) -> float:
-        return r.total or 1
 
     def test_name(self) -> str:
         n = f"{len(self.a.rounds)} rounds" if self.paired else f"{len(self.a.rounds)} and {len(self.b.rounds)} rounds"
@@ -94,7 +91,7 @@ def build_diff(a: Side, b: Side, absolute: bool = False) -> Diff:
         for r in side.rounds:
             d.tree.add((side.label, r.k), r.displayed)
     if d.tested:
-        totals = {(s.label, r.k): d.total(s, r) for s in (a, b) for r in s.rounds}
+        totals = {(s.label, r.k): r.total or 1 for s in (a, b) for r in s.rounds}
         nodes = boxes_to_test(d.tree, totals, MIN_SHARE)
         d.tested_boxes = len(nodes)
         for view in (["us"] if per_request else []) + ["share"] + (["abs"] if absolute else []):

@@ -36,27 +36,16 @@ LEVEL = 0.95          # the intervals' coverage
 
 # --- Student's t (scipy.stats) ------------------------------------------------------------------
 
-def _stats():
-    """scipy.stats, imported when a statistic is first computed: the import takes over half a second, which
-    every report.py command would pay otherwise."""
-    from scipy import stats
-    return stats
-
-
-def _special():
-    """scipy.special, whose stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing
-    scipy.stats (seconds on a loaded host, where scipy.special takes a fraction of that)."""
-    from scipy import special
-    return special
-
-
 def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom (df need not be whole)."""
     if math.isnan(t):
         return 1.0
     if math.isinf(t):
         return 0.0
-    return float(2 * _special().stdtr(df, -abs(t)))
+    # scipy.special's stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing scipy.stats
+    # (seconds on a loaded host, where scipy.special takes a fraction of that), imported when first used
+    from scipy.special import stdtr
+    return float(2 * stdtr(df, -abs(t)))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
@@ -68,7 +57,8 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 
 @lru_cache(maxsize=4096)
 def _t_quantile(df: float, level: float) -> float:
-    return float(_special().stdtrit(df, 0.5 + level / 2))
+    from scipy.special import stdtrit
+    return float(stdtrit(df, 0.5 + level / 2))
 
 
 # --- one figure across rounds -------------------------------------------------------------------
@@ -99,13 +89,14 @@ class Gap:
 MAX_DF = 1000.0          # t with 1000 degrees of freedom is the normal distribution to 1e-3
 
 
-def _df(n: int, spread: float, var: float) -> float:
-    """Degrees of freedom of a variance taken as max(spread across n rounds, sampling variance): n - 1
-    when the spread decides; when the floor does, the part estimated (the spread beyond sampling) is
-    uncertain only as the spread is, Satterthwaite's (n - 1)(var / spread)^2, the normal at most."""
-    if spread <= 0:
-        return MAX_DF
-    return min(MAX_DF, (n - 1) * (var / spread) ** 2)
+def _floored(values: list[float], floor: float) -> tuple[float, float]:
+    """(the variance of values, taken as max(their spread across rounds, floor: the sampling variance), its
+    degrees of freedom): n - 1 when the spread decides; when the floor does, the part estimated (the spread
+    beyond sampling) is uncertain only as the spread is, Satterthwaite's (n - 1)(var / spread)^2, the normal
+    at most."""
+    spread = statistics.variance(values)
+    var = max(spread, floor)
+    return var, MAX_DF if spread <= 0 else min(MAX_DF, (len(values) - 1) * (var / spread) ** 2)
 
 
 def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> Gap:
@@ -116,10 +107,8 @@ def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> 
     mean = statistics.fmean(d) if d else math.nan
     if len(d) < 2:
         return Gap(mean, None, None, "paired t", len(d), len(d))
-    spread = statistics.variance(d)
-    var = max(spread, floor)
+    var, df = _floored(d, floor)
     se = math.sqrt(var / len(d))
-    df = _df(len(d), spread, var)
     return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "paired t", len(d), len(d))
 
 
@@ -129,12 +118,8 @@ def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: flo
     mean = (statistics.fmean(b) if b else math.nan) - (statistics.fmean(a) if a else math.nan)
     if len(a) < 2 or len(b) < 2:
         return Gap(mean, None, None, "Welch t", len(a), len(b))
-    parts = []
-    for values, floor in ((a, floor_a), (b, floor_b)):
-        spread = statistics.variance(values)
-        var = max(spread, floor)
-        parts.append((var / len(values), _df(len(values), spread, var)))
-    (va, dfa), (vb, dfb) = parts
+    (va, dfa), (vb, dfb) = _floored(a, floor_a), _floored(b, floor_b)
+    va, vb = va / len(a), vb / len(b)
     se = math.sqrt(va + vb)
     # Welch-Satterthwaite; with no spread at all the test has nothing to say beyond the means
     df = min(MAX_DF, (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)) if se else len(a) + len(b) - 2
@@ -174,7 +159,10 @@ def benjamini_hochberg(pvalues: list[float], q: float = FDR) -> list[bool]:
 
 def bh_adjusted(pvalues: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values): p_(i) · m / i, made monotone, at most 1."""
-    return [float(x) for x in _stats().false_discovery_control(pvalues, method="bh")] if pvalues else []
+    if not pvalues:
+        return []
+    from scipy.stats import false_discovery_control     # imported here: it takes over half a second
+    return [float(x) for x in false_discovery_control(pvalues, method="bh")]
 
 
 # --- every box of a flame graph, per round --------------------------------------------------------

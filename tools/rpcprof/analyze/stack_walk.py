@@ -29,6 +29,7 @@ from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
 UNSEEN = object()
+_NONE = object()          # a kept answer of None (walk_callers)
 NEUTRAL = ("", "")        # a leaf that answers none of the walk's questions: its stack is its callers' answer
 
 
@@ -40,7 +41,13 @@ class FrameAnswers:
         self.category: dict[str, str | None] = {}
         self.subs: dict[str, dict[str, str | None]] = {c: {} for c in rules.subcategories}
         self.leaf_view: dict[str, str | None] = {}
+        self.tax_stop: dict[str, str | None] = {}
         self.by_leaf: dict[str, tuple[str, str] | None] = {}
+        # the tax or waits view's question, whose first answer from the leaf decides a stack, and the group of
+        # a stack where no frame answers it
+        self.view_known, self.view_of, self.view_rest = (
+            (self.tax_stop, self.tax_stop_of, rules.tax_rest) if rules.view == "tax" else
+            (self.leaf_view, self.leaf_view_of, rules.waits.rest))
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
         """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; NEUTRAL when
@@ -48,15 +55,8 @@ class FrameAnswers:
         rules = self.rules
         answer = None
         if rules.view in ("tax", "waits"):
-            group = self.leaf_view_of(leaf)
-            if group is not None:
-                answer = group, leaf
-            elif rules.view == "waits":
-                answer = NEUTRAL
-            elif self.category_of(leaf) is not None:
-                answer = rules.tax_rest, leaf        # the tax walk stops at the frame deciding the category
-            else:
-                answer = NEUTRAL
+            group = self.view_of(leaf)
+            answer = NEUTRAL if group is None else (group, leaf)
         elif (category := self.category_of(leaf)) is not None:
             if rules.level == 1 or category == OTHER or category not in self.subs:
                 answer = category, leaf
@@ -77,6 +77,21 @@ class FrameAnswers:
     def leaf_view_of(self, frame: str) -> str | None:
         rule = self.rules.first_rule(frame, self.rules.view)
         return remember(self.leaf_view, frame, rule.category if rule else None)
+
+    def tax_stop_of(self, frame: str) -> str | None:
+        """The tax walk's answer at a frame: its tax group; else the tax rest where the frame decides the level-1
+        category (the walk stops there); else None."""
+        rule = self.rules.first_rule(frame, "tax")
+        group = rule.category if rule else None
+        if group is None and self.category_of(frame) is not None:
+            group = self.rules.tax_rest
+        return remember(self.tax_stop, frame, group)
+
+
+def cached(known: dict, ask, frame: str, *args):
+    """known[frame] where the frame was asked before, else ask(frame, *args) (which keeps its answer in known)."""
+    answer = known.get(frame, UNSEEN)
+    return ask(frame, *args) if answer is UNSEEN else answer
 
 
 def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, str]:
@@ -99,43 +114,13 @@ def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, s
         end = cut
 
 
-def _tax_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
-    """The tax view's (group, frame), in one walk from the leaf: the first frame with a tax group, among
-    the frames up to the one that decides the level-1 category (included); when none has one, the rest
-    group, counted under the deciding frame (or the leaf, when no frame decides)."""
-    known, ask = answers.leaf_view, answers.leaf_view_of
-    category, category_of = answers.category, answers.category_of
-    end = len(stack)
-    leaf = None
-    while True:
-        cut = stack.rfind(";", 0, end)
-        frame = stack[cut + 1:end]
-        if leaf is None:
-            leaf = frame
-        group = known.get(frame, UNSEEN)
-        if group is UNSEEN:
-            group = ask(frame)
-        if group is not None:
-            return group, frame
-        decided = category.get(frame, UNSEEN)
-        if decided is UNSEEN:
-            decided = category_of(frame)
-        if decided is not None:
-            return answers.rules.tax_rest, frame
-        if cut < 0:
-            return answers.rules.tax_rest, leaf
-        end = cut
-
-
 def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
     """(group of stack `a;b;c` in the rules' grouping, the frame its samples are counted under in `top`): the
     deciding frame, or the leaf when none decides. The walks are those analyze/categorize.py's docstring states."""
     rules = answers.rules
-    if rules.view == "waits":
-        group, frame = _first_from_leaf(stack, answers.leaf_view, answers.leaf_view_of)
-        return (group, frame) if group else (rules.waits.rest, frame)
-    if rules.view == "tax":
-        return _tax_group(stack, answers)
+    if rules.view != "category":
+        group, frame = _first_from_leaf(stack, answers.view_known, answers.view_of)
+        return (group, frame) if group else (answers.view_rest, frame)
     category, decider = _first_from_leaf(stack, answers.category, answers.category_of)
     category = category or OTHER
     if rules.level == 1 or category == OTHER or category not in answers.subs:
@@ -153,9 +138,7 @@ def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None
     # the tax and waits walks name the callers' last frame both when it decides and when none does: it
     # decides only if it answers one of the questions
     last = callers[callers.rfind(";") + 1:]
-    known = answers.by_leaf.get(last, UNSEEN)
-    if known is UNSEEN:
-        known = answers.leaf_decides(last)
+    known = cached(answers.by_leaf, answers.leaf_decides, last)
     return group, frame if frame != last or known is not NEUTRAL else None
 
 
@@ -217,31 +200,25 @@ def new_leaves_at_once(callers, leaves, weights, leaf_into: dict, frames_for) ->
     return True
 
 
-def _level1_callers(callers: str, by_callers: dict, answers: FrameAnswers) -> tuple[str, str | None]:
-    """callers_answer at level 1 of `a;b;`, from the callers' callers: their last frame decides, or the answer of
-    the callers less that frame does (kept in by_callers too, so each new caller costs one frame's look-up)."""
-    category, category_of = answers.category, answers.category_of
+def walk_callers(callers: str, memo: dict, own) -> object:
+    """The first answer own(frame, cut) gives walking callers `a;b;c;` from its last frame up (cut: where the
+    frame's `;` before it is, -1 at the root), None when none does; memo keeps it by prefix for each prefix
+    walked, so that callers sharing their upper frames are walked once."""
     pending, end, prefix = [], len(callers) - 1, callers
     while True:
-        cut = callers.rfind(";", 0, end)
-        frame = callers[cut + 1:end]
-        decided = category.get(frame, UNSEEN)
-        if decided is UNSEEN:
-            decided = category_of(frame)
-        pending.append(prefix)
-        if decided is not None:
-            known = decided, frame if decided != OTHER else None
+        hit = memo.get(prefix, UNSEEN)
+        if hit is not UNSEEN:
             break
-        if cut < 0:
-            known = OTHER, None
+        pending.append(prefix)
+        cut = callers.rfind(";", 0, end)
+        hit = own(callers[cut + 1:end], cut)
+        if hit is not None or cut < 0:
+            hit = _NONE if hit is None else hit
             break
         end, prefix = cut, callers[:cut + 1]
-        known = by_callers.get(prefix)
-        if known is not None:
-            break
-    for prefix in pending:
-        remember(by_callers, prefix, known)
-    return known
+    for p in pending:
+        remember(memo, p, hit)
+    return None if hit is _NONE else hit
 
 
 class Tally:
@@ -278,9 +255,7 @@ class Tally:
         answers = self.answers
         cut = stack.rfind(";")
         leaf = stack[cut + 1:]
-        key = answers.by_leaf.get(leaf, UNSEEN)
-        if key is UNSEEN:
-            key = answers.leaf_decides(leaf)
+        key = cached(answers.by_leaf, answers.leaf_decides, leaf)
         if key is NEUTRAL and cut >= 0:
             group, frame = self.callers_answer(stack[:cut + 1])
             return group, leaf if frame is None else frame
@@ -296,9 +271,16 @@ class Tally:
         known = self.by_callers.get(callers)
         if known is None:
             if self.rules.view == "category" and self.rules.level == 1:
-                return _level1_callers(callers, self.by_callers, self.answers)
+                return walk_callers(callers, self.by_callers, self._level1_own)
             known = remember(self.by_callers, callers, callers_answer(callers[:-1], self.answers))
         return known
+
+    def _level1_own(self, frame: str, cut: int) -> tuple[str, str | None] | None:
+        """walk_callers' answer at a frame of the callers at level 1: the frame decides, or none does up to the root."""
+        decided = cached(self.answers.category, self.answers.category_of, frame)
+        if decided is not None:
+            return decided, frame if decided != OTHER else None
+        return (OTHER, None) if cut < 0 else None
 
     def _count(self, group: str, frame: str, w: int) -> None:
         weights = self.weights
@@ -363,19 +345,19 @@ class Tally:
     def _frames_for(self, callers: str) -> tuple[dict[str, int], str | None]:
         """(by_frame's dict of the group of callers `a;b;`, the frame deciding it or None), kept by callers."""
         group, frame = self.callers_answer(callers)
-        frames = self.by_frame.get(group)
-        if frames is None:
-            frames = self.by_frame[group] = {}
+        frames = self.by_frame.setdefault(group, {})
         remember(self._leaf_into, callers, frame is None and frames)
         return remember(self._frames_of, callers, (frames, frame))
 
-    def breakdown(self, path) -> Breakdown:
+    def breakdown(self, path=None, unit: int | None = None) -> Breakdown:
+        """The Breakdown of the stacks so far, UserError naming path (the file read) when they hold no samples;
+        unit: one sample's weight, else the gcd of their weights."""
         weights = self.group_weights()
         total = sum(weights.values())
-        if not total:
+        if path is not None and not total:
             raise no_samples(path)
         return Breakdown({c: weights.get(c, 0) for c in self.rules.all_categories}, total,
-                         total // (self.unit or 1), self.by_frame, self.stacks)
+                         total // (unit or self.unit or 1), self.by_frame, self.stacks)
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:
@@ -383,11 +365,7 @@ def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight:
     one sample's weight (perf's period when inferno weighted by period), else the gcd of the weights."""
     tally = Tally(rules, keep_frames=True)
     tally.add_rows([(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", frames[-1], w) for frames, w in stacks])
-    weights = tally.group_weights()
-    total = sum(weights.values())
-    unit = sample_weight or tally.unit or 1
-    return Breakdown({c: weights.get(c, 0) for c in rules.all_categories}, total, total // unit, tally.by_frame,
-                     tally.stacks)
+    return tally.breakdown(unit=sample_weight)
 
 
 _ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # Rules -> its FrameAnswers, for group_of

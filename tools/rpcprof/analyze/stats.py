@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from fractions import Fraction
-from typing import Iterable
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
 
@@ -25,13 +24,6 @@ class LatencyHistogram:
         self.counts[us] += count
         self.n += count
 
-    def extend(self, values: Iterable[int]) -> None:
-        for v in values:
-            self.add(v)
-
-    def _sorted_items(self) -> list[tuple[int, int]]:
-        return sorted(self.counts.items())
-
     def percentile(self, p: float) -> float:
         """Nearest-rank percentile in µs; NaN when empty."""
         if self.n == 0:
@@ -39,7 +31,7 @@ class LatencyHistogram:
         # exact arithmetic: in floats 99.9/100*1000 is 999.0000000000001, one rank too far
         rank = max(1, math.ceil(Fraction(str(p)) * self.n / 100))
         seen = 0
-        for value, count in self._sorted_items():
+        for value, count in sorted(self.counts.items()):
             seen += count
             if seen >= rank:
                 return float(value)
@@ -62,12 +54,8 @@ class LatencyHistogram:
         if self.n == 0:
             return math.nan
         cut = self.percentile(p)
-        total = count_sum = 0
-        for v, c in self.counts.items():
-            if v <= cut:
-                total += v * c
-                count_sum += c
-        return total / count_sum
+        kept = [(v, c) for v, c in self.counts.items() if v <= cut]
+        return sum(v * c for v, c in kept) / sum(c for _, c in kept)
 
     def summary(self) -> dict:
         """Latency figures in milliseconds, keyed as in the metrics JSON."""
