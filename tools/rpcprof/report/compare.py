@@ -289,8 +289,7 @@ def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
     return rows
 
 
-WINDOWS = {None: "the syscall window: tracepoints counted in the kernel, no profiler",
-           "own": "the syscall window: tracepoints counted in the kernel, no profiler",
+WINDOWS = {**dict.fromkeys((None, "own"), "the syscall window: tracepoints counted in the kernel, no profiler"),
            "profile": "the profile window: syscalls counted in the kernel on the server's CPUs while it was sampled",
            "io-sizes": "the read/write size window"}
 

@@ -182,9 +182,11 @@ class Drawing:
 
 def draw_diff(scratch: Path, diff: str, out_svg: Path, title: str, subtitle: str, weight: int,
               rows: list[dict], countname: str, recolour, drawing: Drawing | None = None) -> None:
-    """inferno-flamegraph of inferno-diff-folded's lines (diff: the name of their file in scratch; drawing:
-    inferno-flamegraph already drawing them), recoloured, given headings and the legend of rows (each category's
-    share of A and of B, `a` and `b`, in %), checked and written to out_svg."""
+    """The differential flame graph: inferno-flamegraph of inferno-diff-folded's lines (widths are B's, red = more
+    samples in B, blue = fewer; diff: the name of their file in scratch; drawing: inferno-flamegraph already
+    drawing them), recoloured (recolour: a function of inferno's SVG that sets the boxes' colours and hover texts),
+    given headings and the legend of rows (each category's share of A and of B, `a` and `b`, in %), checked and
+    written to out_svg."""
     if drawing is not None:
         svg = drawing.svg()
     else:
@@ -208,8 +210,7 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     if not m:
         raise UserError(f"{run_dir}: no server {server!r} in metrics.json (servers: {', '.join(sorted(metrics))})")
     p = manifest.get("parameters", {})
-    prof = m.get("profile") or {}
-    prof = prof or read_profile(run_dir / server)
+    prof = m.get("profile") or read_profile(run_dir / server)
     scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario")
     parts = [server, scenario, f"C={p['connections']} S={p['streams']}" if "connections" in p and "streams" in p else None]
     figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),

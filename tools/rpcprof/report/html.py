@@ -23,7 +23,7 @@ from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_f
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.analyze.stack_walk import breakdowns_kept
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
-from rpcprof.report import text
+from rpcprof.report.text import html as esc      # every text from a run, escaped
 from rpcprof.report.tables import cell
 from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
                             offcpu_folded, offwake_folded, profile_folded)
@@ -39,22 +39,17 @@ ul.flags li { margin: .2em 0; }
 """
 
 
-def esc(value) -> str:
-    return text.html(value)
-
-
 def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None = None) -> str:
     """An HTML table; numbers right-aligned and formatted as the text tables do."""
+    def td(v) -> str:
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        return ('<td class="n">' if numeric else "<td>") + f"{esc(cell(v))}</td>"
+
     head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
     body = []
     for r in rows:
-        cells = []
-        for k, _ in columns:
-            v = r.get(k)
-            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-            cells.append(f'<td class="n">{esc(cell(v))}</td>' if numeric else f"<td>{esc(cell(v))}</td>")
         attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
-        body.append(f"<tr{attr}>{''.join(cells)}</tr>")
+        body.append(f"<tr{attr}>{''.join(td(r.get(k)) for k, _ in columns)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 

@@ -127,11 +127,6 @@ FRAME_COLUMNS = [("frame", "frame"), ("depth", "depth"), ("delta_us", "B−A [µ
 
 # --- the graph -----------------------------------------------------------------------------------
 
-def write_stacks(stacks, path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
-
-
 def significance_line(d: Diff, view: str) -> str:
     """What the colours mean: the test, the correction and how many boxes it found."""
     if not d.tested:
@@ -208,7 +203,8 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
             if means:       # B's mean stacks against A's, drawn at B's widths
                 stacks = [mean_stacks(d, side, view) for side in (a, b)]
                 for side_stacks, name in zip(stacks, ("a.mean", "b.mean")):
-                    write_stacks(side_stacks, scratch / name)
+                    with open(scratch / name, "w", encoding="utf-8") as f:
+                        f.writelines(f"{';'.join(frames)} {w}\n" for frames, w in side_stacks)
                 diff = run_tool([inferno_tool("inferno-diff-folded"), "a.mean", "b.mean"], scratch)
                 (scratch / "mean.diff").write_bytes(diff)
                 draw_diff(scratch, "mean.diff", out, title, subtitle_of(found), sample_weight(stacks[1]), rows,

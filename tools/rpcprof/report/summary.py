@@ -214,8 +214,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         if r.get("unsaturated"):
             lines.append(unsaturated_line(r))
         lines += [f"{r['server']}: {v}" for v in r.get("waits_verdicts") or []]
-        for flag in r.get("regime_flags") or []:
-            lines.append(regime_line(r, flag))
+        lines += [regime_line(r, flag) for flag in r.get("regime_flags") or []]
         if r.get("too_short"):
             lines.append(f"{r['server']}: {r['too_short']}; its figures are kept, flagged TOO-SHORT.")
         if r.get("in_flight_flag"):
