@@ -16,17 +16,12 @@ matplotlib.use("svg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from rpcprof.analyze.categorize import Rules  # noqa: E402
-from rpcprof.report.compare import compare_rows  # noqa: E402
+from rpcprof.report.compare import compare_rows, servers_of  # noqa: E402
 from rpcprof.rundir import load_run  # noqa: E402
-from rpcprof.report.flamegraph import check_xml, write_atomically  # noqa: E402
+from rpcprof.report.svg import write_svg  # noqa: E402
 from rpcprof.report.text import plot_label  # noqa: E402
 
 STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
-
-
-def _servers(columns: list[tuple[str, str]]) -> list[str]:
-    """Servers in compare_rows' order (its `SERVER_us` columns)."""
-    return [key[:-3] for key, _ in columns if key.endswith("_us") and not key.startswith("delta_")]
 
 
 def _fits(fig: Figure) -> bool:
@@ -48,9 +43,9 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     """Write breakdown.svg for a run: a horizontal stacked bar per server with both a measured window and
     a profile (the same figures as `report.py compare`), the first server on top."""
     run_dir = Path(run_dir)
-    rows, columns, _ = compare_rows(run_dir, rules, app_override)
+    rows, columns, *_ = compare_rows(run_dir, rules, app_override)
     manifest, metrics = load_run(run_dir)
-    servers = _servers(columns)
+    servers = servers_of(columns)
     by_cat = {r["category"]: r for r in rows}
     base_rate = metrics[servers[0]]["req_per_cpu_s"]
     totals = [by_cat["total"][f"{s}_us"] for s in servers]
@@ -99,8 +94,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         return fig
 
     svg = _svg_with_a_legend_that_fits(draw, min(len(groups), 7))
-    check_xml(svg, str(out_svg))
-    write_atomically(out_svg, svg)
+    write_svg(out_svg, svg)
 
 
 def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:

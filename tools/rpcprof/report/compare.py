@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
@@ -13,11 +14,12 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
 from rpcprof.analyze.indirect import ruler_expectation
-from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio, t975
+from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio
 from rpcprof.analyze.mechanism import kernel_table
 from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
+from rpcprof.analyze.whatif import estimate
 from rpcprof.report.indirect import ruler_verdict
 from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
 from rpcprof.report.paces import run_pace_findings
@@ -66,14 +68,15 @@ def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
     return render(rows, columns, fmt)
 
 
-def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None) -> tuple[list[dict], list[tuple[str, str]], list[str]]:
-    """(rows, columns, header lines) of the per-request comparison of a run's servers."""
-    return compare_table(run_dir, rules, app_override)[:3]
+def servers_of(columns: list[tuple[str, str]]) -> list[str]:
+    """The servers of compare_rows' columns (its `SERVER_us` ones), in its order."""
+    return [key[:-3] for key, _ in columns if key.endswith("_us") and not key.startswith("delta_")]
 
 
-def compare_table(run_dir: Path, rules: Rules, app_override: str | None = None
-                  ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
-    """compare_rows' rows, columns and header lines, and the figures of each server's header line."""
+def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
+                 ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
+    """(rows, columns, header lines, the figures of each header line) of the per-request comparison of a run's
+    servers."""
     manifest, metrics = load_run(run_dir)
     breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
@@ -111,7 +114,7 @@ def compare_table(run_dir: Path, rules: Rules, app_override: str | None = None
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
                         "regime_flags": regime_flags(m)})
     if by_rounds:
-        return interval_rows(rules, servers, rounds), interval_columns(servers), head + [
+        return interval_rows(rules, servers, rounds), comparison_columns(servers, True), head + [
             "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
             "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0, "
             "n.s. (not significant) where it contains 0."], figures
@@ -126,11 +129,7 @@ def compare_table(run_dir: Path, rules: Rules, app_override: str | None = None
         for s in servers[1:]:
             row[f"delta_{s}"] = row[f"{s}_us"] - row[f"{base}_us"]
         rows.append(row)
-    columns = [("category", "category")]
-    for s in servers:
-        columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_share", f"{s} [%]")]
-    columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]") for s in servers[1:]]
-    return rows, columns, head, figures
+    return rows, comparison_columns(servers, False), head, figures
 
 
 def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> list[dict]:
@@ -143,9 +142,9 @@ def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> 
         per = {}
         for s in servers:
             per[s] = {k: us * (1.0 if cat == "total" else b.share(cat)) for k, (us, b) in rounds[s].items()}
-            mean, half = mean_interval(list(per[s].values()))
+            mean = estimate(list(per[s].values()))          # with the half-width of its 95 % t interval
             shares = [1.0 if cat == "total" else b.share(cat) for _, b in rounds[s].values()]
-            row.update({f"{s}_us": mean, f"{s}_pm": half, f"{s}_share": 100 * sum(shares) / len(shares)})
+            row.update({f"{s}_us": mean.value, f"{s}_pm": mean.half, f"{s}_share": 100 * sum(shares) / len(shares)})
         for s in servers[1:]:
             floor = sum(statistics.fmean(sampling_variance(1.0 if cat == "total" else b.share(cat), b.samples, us)
                                          for us, b in rounds[x].values()) for x in (base, s))
@@ -156,27 +155,16 @@ def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> 
     return rows
 
 
-def interval_columns(servers: list[str]) -> list[tuple[str, str]]:
-    base = servers[0]
+def comparison_columns(servers: list[str], intervals: bool) -> list[tuple[str, str]]:
+    """Each server's µs/req and share, then each one's gap to the first; intervals: with the half-width of each
+    interval (±) and the gap's significance."""
     columns = [("category", "category")]
     for s in servers:
-        columns += [(f"{s}_us", f"{s} [µs/req]"), (f"{s}_pm", "±"), (f"{s}_share", f"{s} [%]")]
+        columns += [(f"{s}_us", f"{s} [µs/req]"), *[(f"{s}_pm", "±")] * intervals, (f"{s}_share", f"{s} [%]")]
     for s in servers[1:]:
-        columns += [(f"delta_{s}", f"Δ {s}−{base} [µs/req]"), (f"delta_{s}_pm", "±"), (f"delta_{s}_sig", "")]
+        columns += [(f"delta_{s}", f"Δ {s}−{servers[0]} [µs/req]"),
+                    *[(f"delta_{s}_pm", "±"), (f"delta_{s}_sig", "")] * intervals]
     return columns
-
-
-def mean_interval(values: list[float]) -> tuple[float, float | None]:
-    """(mean, half-width of its 95 % t interval), None for the half-width with fewer than two values."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, None
-    return mean, t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def server_ruler(metrics: dict, server: str) -> str | None:
-    """The ruler regex the run recorded for a server (runs made before rulers have none: --ruler)."""
-    return (metrics.get(server) or {}).get("ruler")
 
 
 def ruler_rows(run_dir: Path, ruler_override: str | None = None,
@@ -192,7 +180,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     for name in manifest["parameters"]["servers"]:
         m = metrics.get(name) or {}
         folded = profile_folded(run_dir, name)
-        regex = ruler_override or server_ruler(metrics, name)
+        regex = ruler_override or m.get("ruler")        # runs made before rulers recorded none: --ruler
         if not regex or m.get("status") not in MEASURED or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
         fs = frame_share(every_round(round_profiles(run_dir, name, m)), compile_regex(regex, f"{name}'s ruler"))
@@ -209,8 +197,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         paired = ((server_ratio(metrics[base["server"]], metrics[b["server"]]),
                    profiled_ratio(metrics[base["server"]], metrics[b["server"]])) if base else (None, None))
         b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)) if base else
-                 {"ratio": None, "ratio_low": None, "ratio_high": None, "measured_ratio": None, "profiled_ratio": None,
-                  "agrees": None})
+                 dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees")))
         b["base"] = base["server"] if base else None
         if not base:
             continue
@@ -277,16 +264,16 @@ def ruler_check(base: dict, row: dict, measured: float | None = None, profiled: 
 def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, indirect=None) -> list[dict]:
     """Per server after the first: the gap to the first explained by mechanism (level-2 groups and the
     kernel's per-request figures of the syscall window), whatever grouping the report shows."""
-    rows, columns, _ = compare_rows(run_dir, rules.using(level=2), app_override)
+    rows, columns, *_ = compare_rows(run_dir, rules.using(level=2), app_override)
     _, metrics = load_run(run_dir)
-    servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
+    servers = servers_of(columns)
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
     out = []
     for other in servers[1:]:
         headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
                                         groups_of(rules), indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
-                    "findings": [f.as_dict() for f in findings]})
+                    "findings": [asdict(f) for f in findings]})
     return out
 
 
@@ -302,8 +289,7 @@ def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
     return rows
 
 
-WINDOWS = {None: "the syscall window: tracepoints counted in the kernel, no profiler",
-           "own": "the syscall window: tracepoints counted in the kernel, no profiler",
+WINDOWS = {**dict.fromkeys((None, "own"), "the syscall window: tracepoints counted in the kernel, no profiler"),
            "profile": "the profile window: syscalls counted in the kernel on the server's CPUs while it was sampled",
            "io-sizes": "the read/write size window"}
 
@@ -335,39 +321,39 @@ RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_p
 
 def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override: str | None = None,
                    ruler_override: str | None = None, indirect=None) -> str:
-    rows, columns, head, figures = compare_table(run_dir, rules, app_override)
+    rows, columns, head, figures = compare_rows(run_dir, rules, app_override)
     ruler, ruler_lines = ruler_rows(run_dir, ruler_override, indirect=indirect)
     explained = explanations(run_dir, rules, app_override, indirect)
-    servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
-    kernel = kernel_rows(load_run(run_dir)[1], servers)
-    paces = run_pace_findings(run_dir, rules, load_run(run_dir)[1], servers)
+    servers = servers_of(columns)
+    metrics = load_run(run_dir)[1]
+    kernel = kernel_rows(metrics, servers)
+    paces = run_pace_findings(run_dir, rules, metrics, servers)
     if fmt == "json":
-        rounds = {s: round_records(run_dir, s, load_run(run_dir)[1]) for s in servers}     # the files behind µs/req
+        rounds = {s: round_records(run_dir, s, metrics) for s in servers}     # the files behind µs/req
         return json.dumps({"servers": head, "server_figures": figures, "rows": rows, "ruler": ruler,
                            "ruler_checks": ruler_lines, "rounds": rounds, "kernel": kernel, "explanation": explained,
                            "paces": paces}, indent=2, sort_keys=True) + "\n"
-    shown_rows = rows
-    if fmt in ("table", "markdown"):     # groups no server has (runtime/gc in Rust servers...) say nothing
-        shown_rows = [r for r in rows if r["category"] in ("total", "other") or
-                      any(r[k] for k, _ in columns if k.endswith("_share"))]
-    text = render(shown_rows, columns, fmt)
-    if fmt in ("table", "markdown"):
-        text = "\n".join(head + [x for f in paces for x in f["lines"]]) + "\n\n" + text + (
-            "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
-            "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
-            "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else
-            "One round per server: a gap's significance needs rounds (profile.sh run --rounds 3 or more).\n"))
-        if kernel:
-            text += (f"\nKernel, per request ({kernel_source(load_run(run_dir)[1], servers)}):\n\n"
-                     + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
-        if explained:
-            where = "syscall" if all(((load_run(run_dir)[1].get(x) or {}).get("syscalls") or {}).get("window") in
-                                     (None, "own") for x in servers) else "profile"
-            text += (f"\nWhy, by mechanism (level-2 groups; kernel figures per request from the {where} window; "
-                     "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))
-        if ruler:
-            regexes = sorted({r["ruler"] for r in ruler})
-            text += ("\nRuler (frames doing the same work per request in each server: " + ", ".join(regexes)
-                     + "; ± is one binomial standard error from the sample count):\n\n"
-                     + render(ruler, RULER_COLUMNS, fmt) + "".join(line + "\n" for line in ruler_lines))
+    if fmt == "csv":
+        return render(rows, columns, fmt)
+    # groups no server has (runtime/gc in Rust servers...) say nothing
+    shown_rows = [r for r in rows if r["category"] in ("total", "other") or
+                  any(r[k] for k, _ in columns if k.endswith("_share"))]
+    text = "\n".join(head + [x for f in paces for x in f["lines"]]) + "\n\n" + render(shown_rows, columns, fmt) + (
+        "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
+        "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
+        "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else
+        "One round per server: a gap's significance needs rounds (profile.sh run --rounds 3 or more).\n"))
+    if kernel:
+        text += (f"\nKernel, per request ({kernel_source(metrics, servers)}):\n\n"
+                 + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
+    if explained:
+        where = "syscall" if all(((metrics.get(x) or {}).get("syscalls") or {}).get("window") in (None, "own")
+                                 for x in servers) else "profile"
+        text += (f"\nWhy, by mechanism (level-2 groups; kernel figures per request from the {where} window; "
+                 "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))
+    if ruler:
+        regexes = sorted({r["ruler"] for r in ruler})
+        text += ("\nRuler (frames doing the same work per request in each server: " + ", ".join(regexes)
+                 + "; ± is one binomial standard error from the sample count):\n\n"
+                 + render(ruler, RULER_COLUMNS, fmt) + "".join(line + "\n" for line in ruler_lines))
     return text

@@ -38,9 +38,8 @@ import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.folded_blocks import Irregular, write_collapsed as write_blocks
-from rpcprof.folded import weight_unit
 from rpcprof.errors import UserError
-from rpcprof.folded import no_samples, stream_folded
+from rpcprof.folded import no_samples, stream_folded, weight_unit
 from rpcprof.pprof_in import is_pprof, read_pprof
 from rpcprof.analyze.labels import label_blocks
 from rpcprof.rundir import output_file
@@ -167,26 +166,24 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
     if fmt == "collapsed":
         with output_file(out) as f:
             return write_collapsed(folded, f)
+
+    def write(src: Path, to: str) -> int:        # src: a file the core takes; to: the name of the file written
+        if fmt == "speedscope":
+            return rpcprof_core.speedscope(str(src), json.dumps(folded.name),
+                                           "nanoseconds" if unit == "nanoseconds" else "none", to)
+        if fmt == "pprof":
+            from rpcprof.pprof_in import APP_COMMENT
+            return rpcprof_core.labelled("pprof", str(src), kind, unit, to, label_blocks(src, rules),
+                                         GZIP_LEVEL, APP_COMMENT + app if app else None)
+        return rpcprof_core.labelled("otlp", str(src), kind, unit, to, label_blocks(src, rules),
+                                     period_type=(kind, unit), **otlp_meta(folded, src, unit))
+
     if fmt == "otlp" and out.suffix.lower() == ".json":
         with tempfile.NamedTemporaryFile(prefix="rpcprof-", suffix=".otlp") as tmp:
-            n = _core_writes(folded, lambda src: rpcprof_core.labelled(
-                "otlp", str(src), kind, unit, tmp.name, label_blocks(src, rules), period_type=(kind, unit),
-                **otlp_meta(folded, src, unit)))
+            n = _core_writes(folded, lambda src: write(src, tmp.name))
             data = _otlp_json(Path(tmp.name).read_bytes())
         with output_file(out) as f:
             f.write(data)
         return n
-
-    def write(src: Path) -> int:
-        with output_file(out) as f:
-            if fmt == "speedscope":
-                return rpcprof_core.speedscope(str(src), json.dumps(folded.name),
-                                               "nanoseconds" if unit == "nanoseconds" else "none", f.name)
-            if fmt == "pprof":
-                from rpcprof.pprof_in import APP_COMMENT
-                return rpcprof_core.labelled("pprof", str(src), kind, unit, f.name, label_blocks(src, rules),
-                                             GZIP_LEVEL, APP_COMMENT + app if app else None)
-            return rpcprof_core.labelled("otlp", str(src), kind, unit, f.name, label_blocks(src, rules),
-                                         period_type=(kind, unit), **otlp_meta(folded, src, unit))
-
-    return _core_writes(folded, write)
+    with output_file(out) as f:       # the core writes it afresh (File::create) when it tries a second source
+        return _core_writes(folded, lambda src: write(src, f.name))

@@ -61,23 +61,18 @@ def _odd_leaves(leaves: str) -> set[str]:
     return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in SPACE_AT_END.finditer(leaves)}
 
 
-def drawn_block(text: str, rows, scale=None, weighed=False) -> str:
-    """A block's lines (text: `CALLERS;LEAF COUNT` lines; rows: their (callers, leaf, count)) as displayable stacks
-    (weights scaled and rounded by scale; weighed: the lines whose weight is then 0 left out)."""
+def drawn_block(text: str, rows) -> str:
+    """A block's lines (text: `CALLERS;LEAF COUNT` lines; rows: their (callers, leaf, count)) as displayable stacks."""
     # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
     # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
-    # only such lines are rewritten when the block is otherwise printable ASCII)
+    # only such lines are rewritten when the block is otherwise printable ASCII), or a count with a leading zero
     printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
                  and "\n " not in text and "\n#" not in text)
     odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
-    if scale is None and printable and not odd and " 0" not in text:
+    if printable and not odd and " 0" not in text:
         return text + "\n"
-    weights = [int(w) for _, _, w in rows] if scale is None else [round(int(w) * scale) for _, _, w in rows]
-    kept = [(row, w) for row, w in zip(rows, weights) if w > 0] if weighed else zip(rows, weights)
-    if printable:
-        return "".join([f"{displayable_stack((c + leaf).split(';')) if leaf in odd else c + leaf} {w}\n"
-                        for (c, leaf, _), w in kept])
-    return "".join([f"{displayable_stack((c + leaf).split(';'))} {w}\n" for (c, leaf, _), w in kept])
+    return "".join([f"{c + leaf if printable and leaf not in odd else displayable_stack((c + leaf).split(';'))} "
+                    f"{int(w)}\n" for c, leaf, w in rows])
 
 
 def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], object, list[str] | None]]:

@@ -26,24 +26,18 @@ from typing import Callable
 
 import rpcprof_core
 
-from rpcprof.analyze.categorize import OTHER, Rules, group_of, open_folded
+from rpcprof.analyze.categorize import OTHER, Rules, group_of
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, sample_weight
 from rpcprof.pprof_in import is_pprof, read_pprof
-from rpcprof.report.flame_rows import box_weights, displayable_frame, displayable_stack, write_drawn_rows
-from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, check_xml, drawn_boxes, fit_headings, legend_svg,
-                                recolour_frames, search_names_only)
+from rpcprof.report.flame_rows import box_weights, displayable_frame, write_drawn_rows
+from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, drawn_boxes, fit_headings, legend_svg,
+                                recolour_frames, search_names_only, write_svg)
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
-                            read_profile, write_text)
+                            read_profile)
 from rpcprof.status import Status
-
-
-def write_folded(stacks: list[tuple[list[str], int]], path: Path) -> None:
-    """The stacks as inferno must read them (displayable_stack), a line each."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{displayable_stack(frames)} {w}\n" for frames, w in stacks)
 
 
 # --- running inferno -----------------------------------------------------------------------------
@@ -56,14 +50,18 @@ def inferno_tool(name: str) -> str:
     return found
 
 
-def run_tool(argv: list[str], cwd: Path, stdin: bytes | None = None, stdout=None) -> bytes:
-    """The tool's output (or b"", written to stdout, a file, when given); a UserError with its last line of
-    error when it fails."""
-    proc = subprocess.run(argv, cwd=cwd, input=stdin, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE)
+def run_tool(argv: list[str], cwd: Path) -> bytes:
+    """The tool's output; a UserError with its last line of error when it fails."""
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True)
     if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {err[-1] if err else 'no message'}")
+        raise tool_failed(argv[0], proc.returncode, proc.stderr)
     return proc.stdout
+
+
+def tool_failed(tool: str, status: int, stderr: bytes) -> UserError:
+    """The error of a tool that exited with status: its name and the last line it wrote to stderr."""
+    err = stderr.decode(errors="replace").strip().splitlines()
+    return UserError(f"{Path(tool).name} failed (exit {status}): {err[-1] if err else 'no message'}")
 
 
 def inferno_options(title: str, subtitle: str, weight: int, countname: str = "samples") -> list[str]:
@@ -72,15 +70,6 @@ def inferno_options(title: str, subtitle: str, weight: int, countname: str = "sa
     # (no palette entry) is a hash of the name, so the output is deterministic.
     return ["--title", displayable_frame(title), "--subtitle", displayable_frame(subtitle),
             "--hash", "--height", str(FRAME_HEIGHT), "--countname", countname, "--factor", repr(1 / weight)]
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write a file whole or not at all (rename of a temporary file); a device or pipe (/dev/stdout,
-    /dev/null) is written in place, never replaced."""
-    path = Path(path)
-    if path.is_dir():
-        raise UserError(f"{path}: is a directory; give the name of the SVG file to write")
-    write_text(path, text)      # whole or not at all; a device such as /dev/stdout in place
 
 
 # --- the two graphs --------------------------------------------------------------------------------
@@ -128,7 +117,8 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
               "they keep inferno's colour", file=sys.stderr)
     shares = {c: by_box[0, total].get(c, 0) / total for c in order}
-    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules), countname)
+    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules),
+                      "share of samples:" if countname == "samples" else f"share of {countname}:")
 
 
 def weighed(folded: Path) -> tuple[int, int]:
@@ -148,32 +138,13 @@ def weighed(folded: Path) -> tuple[int, int]:
 
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
-                      countname: str = "samples") -> None:
-    """inferno's SVG, its boxes recoloured, given headings that fit and the legend, checked and written."""
+                      heading: str) -> None:
+    """inferno's SVG, its boxes recoloured, given headings that fit and the legend (none without items), checked
+    and written."""
     svg = fit_headings(search_names_only(svg), title, subtitle)
-    heading = "share of samples:" if countname == "samples" else f"share of {countname}:"
-    svg = add_legend(svg, legend_svg(legend, heading, 72))
-    check_xml(svg, str(out_svg))
-    write_atomically(out_svg, svg)
-
-
-def render_diff_flamegraph(a: Path, b: Path, out_svg: Path, title: str, subtitle: str, normalize: bool = True,
-                           rows: list[dict] | None = None, countname: str = "samples", recolour=None) -> None:
-    """Write the differential flame graph of B against A (inferno-diff-folded | inferno-flamegraph):
-    widths are B's, red = more samples in B, blue = fewer. normalize: scale A to B's total first.
-    rows: per category, A's and B's share in % and B − A in points, shown as a text legend. countname: what a
-    weight of 1 is. recolour: a function of inferno's SVG that sets the boxes' colours and hover texts
-    (report/sigdiff.py)."""
-    stacks_b = open_folded(b)
-    stacks_a = open_folded(a)
-    weight = sample_weight(stacks_b)
-    diff_tool, flame_tool = inferno_tool("inferno-diff-folded"), inferno_tool("inferno-flamegraph")
-    with tempfile.TemporaryDirectory(prefix="rpcprof-diff-") as scratch:
-        scratch = Path(scratch)
-        for stacks, name in ((stacks_a, "a.folded"), (stacks_b, "b.folded")):
-            write_folded(stacks, scratch / name)
-        diff = run_tool([diff_tool, *(["--normalize"] if normalize else []), "a.folded", "b.folded"], scratch)
-        draw_diff(scratch, diff, out_svg, title, subtitle, weight, rows, countname, recolour, flame_tool)
+    if legend:
+        svg = add_legend(svg, legend_svg(legend, heading, 72))
+    write_svg(out_svg, svg)
 
 
 class Drawing:
@@ -181,10 +152,8 @@ class Drawing:
     report.py does meanwhile; svg() waits for it and gives its SVG, or a UserError as run_tool says it. The
     caller owns the process: stop(), in a `finally`, kills it (by PID) if it still runs."""
 
-    def __init__(self, scratch: Path, name: str, options: list[str], flame_tool: str | None = None,
-                 piped: bool = False) -> None:
-        tool = flame_tool or inferno_tool("inferno-flamegraph")
-        self.name = Path(tool).name
+    def __init__(self, scratch: Path, name: str, options: list[str], piped: bool = False) -> None:
+        tool = self.tool = inferno_tool("inferno-flamegraph")
         self.out = open(scratch / (name + ".svg"), "w+b")
         self.err = open(scratch / (name + ".err"), "w+b")
         # piped: the lines are written to the process's input (proc.stdin) rather than read from the file
@@ -197,8 +166,7 @@ class Drawing:
         status = self.proc.wait()
         if status != 0:
             self.err.seek(0)
-            err = self.err.read().decode(errors="replace").strip().splitlines()
-            raise UserError(f"{self.name} failed (exit {status}): {err[-1] if err else 'no message'}")
+            raise tool_failed(self.tool, status, self.err.read())
         self.out.seek(0)
         return self.out.read().decode("utf-8")
 
@@ -212,28 +180,22 @@ class Drawing:
         self.err.close()
 
 
-def draw_diff(scratch: Path, diff: bytes | str, out_svg: Path, title: str, subtitle: str, weight: int,
-              rows: list[dict] | None, countname: str, recolour, flame_tool: str | None = None,
-              drawing: Drawing | None = None) -> None:
-    """inferno-flamegraph of inferno-diff-folded's lines (diff: them, or the name of their file in scratch;
-    drawing: inferno-flamegraph already drawing them), recoloured, given headings and the legend of rows, checked
-    and written to out_svg."""
-    flame_tool = flame_tool or inferno_tool("inferno-flamegraph")
-    options = inferno_options(title, subtitle, weight, countname)
+def draw_diff(scratch: Path, diff: str, out_svg: Path, title: str, subtitle: str, weight: int,
+              rows: list[dict], countname: str, recolour, drawing: Drawing | None = None) -> None:
+    """The differential flame graph: inferno-flamegraph of inferno-diff-folded's lines (widths are B's, red = more
+    samples in B, blue = fewer; diff: the name of their file in scratch; drawing: inferno-flamegraph already
+    drawing them), recoloured (recolour: a function of inferno's SVG that sets the boxes' colours and hover texts),
+    given headings and the legend of rows (each category's share of A and of B, `a` and `b`, in %), checked and
+    written to out_svg."""
     if drawing is not None:
         svg = drawing.svg()
-    elif isinstance(diff, str):
-        svg = run_tool([flame_tool, *options, diff], scratch).decode("utf-8")
     else:
-        svg = run_tool([flame_tool, *options, "-"], scratch, stdin=diff).decode("utf-8")
+        options = inferno_options(title, subtitle, weight, countname)
+        svg = run_tool([inferno_tool("inferno-flamegraph"), *options, diff], scratch).decode("utf-8")
     if recolour:
         svg = recolour(svg)
-    svg = fit_headings(search_names_only(svg), title, subtitle)
-    if rows:
-        items = [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}") for r in rows]
-        svg = add_legend(svg, legend_svg(items, "category share A→B [%]:", 72))
-    check_xml(svg, str(out_svg))
-    write_atomically(out_svg, svg)
+    finish_flamegraph(svg, out_svg, title, subtitle, [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}")
+                                                      for r in rows], "category share A→B [%]:")
 
 
 # --- figures from a run folder ----------------------------------------------------------------------
@@ -248,8 +210,7 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     if not m:
         raise UserError(f"{run_dir}: no server {server!r} in metrics.json (servers: {', '.join(sorted(metrics))})")
     p = manifest.get("parameters", {})
-    prof = m.get("profile") or {}
-    prof = prof or read_profile(run_dir / server)
+    prof = m.get("profile") or read_profile(run_dir / server)
     scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario")
     parts = [server, scenario, f"C={p['connections']} S={p['streams']}" if "connections" in p and "streams" in p else None]
     figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),

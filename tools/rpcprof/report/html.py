@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
-from rpcprof.report.compare import compare_rows, explanations, kernel_rows
+from rpcprof.report.compare import compare_rows, explanations, kernel_rows, servers_of
 from rpcprof.report.paces import run_pace_findings
 from rpcprof.report.timeline_chart import render_timeline_chart
 from rpcprof.report.chart import render_breakdown_chart
@@ -23,7 +23,7 @@ from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_f
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.analyze.stack_walk import breakdowns_kept
 from rpcprof.report.summary import ratio_lines, run_columns, run_rows
-from rpcprof.report import text
+from rpcprof.report.text import html as esc      # every text from a run, escaped
 from rpcprof.report.tables import cell
 from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,
                             offcpu_folded, offwake_folded, profile_folded)
@@ -39,22 +39,17 @@ ul.flags li { margin: .2em 0; }
 """
 
 
-def esc(value) -> str:
-    return text.html(value)
-
-
 def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None = None) -> str:
     """An HTML table; numbers right-aligned and formatted as the text tables do."""
+    def td(v) -> str:
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        return ('<td class="n">' if numeric else "<td>") + f"{esc(cell(v))}</td>"
+
     head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
     body = []
     for r in rows:
-        cells = []
-        for k, _ in columns:
-            v = r.get(k)
-            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-            cells.append(f'<td class="n">{esc(cell(v))}</td>' if numeric else f"<td>{esc(cell(v))}</td>")
         attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
-        body.append(f"<tr{attr}>{''.join(cells)}</tr>")
+        body.append(f"<tr{attr}>{''.join(td(r.get(k)) for k, _ in columns)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
@@ -62,26 +57,42 @@ def data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
 
 
-def waits_section(run_dir: Path, rules: Rules, servers: list[str]) -> list[str]:
+def bullets(texts, attrs: str = "") -> str:
+    """A list of the texts, escaped; attrs: the list's attributes."""
+    return f"<ul{attrs}>" + "".join(f"<li>{esc(x)}</li>" for x in texts) + "</ul>"
+
+
+def svg_uri(path: Path, drawn: Path, draw, errors: tuple = ()) -> str | None:
+    """The SVG at path as a data URI; where the run folder keeps none (a saved folder keeps no pictures), the one
+    draw() writes to drawn (errors: those that leave it undrawn); None when there is neither."""
+    if not path.exists():
+        path = drawn
+        drawn.unlink(missing_ok=True)       # a picture of another section drawn there: read already
+        try:
+            draw()
+        except errors:
+            return None
+    return data_uri(path, "image/svg+xml") if path.exists() else None
+
+
+def waits_section(run_dir: Path, rules: Rules, servers: list[str], scratch: Path) -> list[str]:
     """The off-CPU window, where there is one: wait reasons, notes and verdict, offcpu.svg per server."""
     from rpcprof.report.waits import COLUMNS, notes, offcpu_records, table_rows
     records = offcpu_records(run_dir, rules)
     if not records:
         return []
     parts = ["<h2>Where the threads waited (off-CPU window)</h2>", table(table_rows(records), COLUMNS, "reason"),
-             '<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for n, r in records.items() for x in notes(n, r))
-             + "</ul>"]
-    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
-        for name in (s for s in servers if s in records):
-            for svg, folded_of, render, heading in (
-                    (OFFCPU_SVG, offcpu_folded, render_offcpu_flamegraph, "off-CPU"),
-                    (OFFWAKE_SVG, offwake_folded, render_offwake_flamegraph, "who woke its threads")):
-                path = run_dir / name / svg
-                if not path.exists() and folded_of(run_dir, name).exists():
-                    path = render(run_dir, name, rules, Path(scratch) / f"{name}-{svg}")
-                if path.exists():
-                    parts.append(f"<h3>{esc(name)}: {heading}</h3><iframe title=\"{esc(name)} {heading} flame graph\" "
-                                 f"src=\"{data_uri(path, 'image/svg+xml')}\"></iframe>")
+             bullets((x for n, r in records.items() for x in notes(n, r)), ' class="flags"')]
+    for name in (s for s in servers if s in records):
+        for svg, folded_of, render, heading in (
+                (OFFCPU_SVG, offcpu_folded, render_offcpu_flamegraph, "off-CPU"),
+                (OFFWAKE_SVG, offwake_folded, render_offwake_flamegraph, "who woke its threads")):
+            drawn = scratch / f"{name}-{svg}"
+            uri = svg_uri(run_dir / name / svg, drawn,
+                          lambda: folded_of(run_dir, name).exists() and render(run_dir, name, rules, drawn))
+            if uri:
+                parts.append(f"<h3>{esc(name)}: {heading}</h3><iframe title=\"{esc(name)} {heading} flame graph\" "
+                             f"src=\"{uri}\"></iframe>")
     return parts
 
 
@@ -101,7 +112,7 @@ def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) ->
         rows = [{"category": c, **v} for c, v in sorted(w.categories.items(), key=lambda kv: -abs(kv[1]["miss"]))]
         n = len({x["round"] for x in sources if x["server"] == b})
         parts += [f"<h3>What if {esc(b)} wrote as {esc(a)} does?</h3>",
-                  "<ul>" + "".join(f"<li>{esc(x.strip())}</li>" for x in lines(w, a, b, indirect, n)[1:]) + "</ul>",
+                  bullets(x.strip() for x in lines(w, a, b, indirect, n)[1:]),
                   table(rows, CATEGORY_COLUMNS, "category")]
     return parts
 
@@ -109,11 +120,12 @@ def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) ->
 def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
     """The page for a run folder (mode run or attach); with indirect (analyze/indirect.py), the user code
     slowed by the extra writes in the mechanism and a what-if per pair of servers."""
-    with breakdowns_kept():         # each profile categorised once per grouping, whichever section asks
-        return _page(Path(run_dir), rules, indirect)
+    # each profile categorised once per grouping, whichever section asks; the pictures drawn into scratch
+    with breakdowns_kept(), tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
+        return _page(Path(run_dir), rules, indirect, Path(scratch))
 
 
-def _page(run_dir: Path, rules: Rules, indirect) -> str:
+def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
     rows = run_rows(metrics, servers, pilot_of(manifest["parameters"]))
@@ -123,69 +135,50 @@ def _page(run_dir: Path, rules: Rules, indirect) -> str:
              "<h2>Run</h2>", table(rows, run_columns("seed"), "server")]
     lines = ratio_lines(rows)
     if lines:
-        parts.append('<ul class="flags">' + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>")
+        parts.append(bullets(lines, ' class="flags"'))
     charts = []
-    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
-        for name, grouping in ((BREAKDOWN_SVG, rules), (BREAKDOWN_LEVEL2_SVG, rules.using(level=2))):
-            path = run_dir / name
-            if not path.exists():                          # a saved folder keeps no pictures: draw them
-                try:
-                    render_breakdown_chart(run_dir, grouping, Path(scratch) / name)
-                    path = Path(scratch) / name
-                except (UserError, OSError, ValueError, KeyError):
-                    continue
-            charts.append((name, data_uri(path, "image/svg+xml")))
-    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
-        path = run_dir / TIMELINE_SVG
-        if not path.exists():
-            path = Path(scratch) / TIMELINE_SVG
-            try:
-                render_timeline_chart(run_dir, path)
-            except (UserError, OSError, ValueError):
-                pass
-        if path.exists():
-            parts += ["<h2>Each measured window over time</h2>",
-                      "<p>Server CPU µs per request in 0.5 s slices, each round side by side: a pace that changed "
-                      "shows as a step.</p>", f'<p><img class="chart" alt="{TIMELINE_SVG}" '
-                      f'src="{data_uri(path, "image/svg+xml")}"></p>']
+    for name, grouping in ((BREAKDOWN_SVG, rules), (BREAKDOWN_LEVEL2_SVG, rules.using(level=2))):
+        uri = svg_uri(run_dir / name, scratch / name, lambda: render_breakdown_chart(run_dir, grouping, scratch / name),
+                      (UserError, OSError, ValueError, KeyError))
+        charts += [(name, uri)] if uri else []
+    timeline = svg_uri(run_dir / TIMELINE_SVG, scratch / TIMELINE_SVG,
+                       lambda: render_timeline_chart(run_dir, scratch / TIMELINE_SVG), (UserError, OSError, ValueError))
+    if timeline:
+        parts += ["<h2>Each measured window over time</h2>",
+                  "<p>Server CPU µs per request in 0.5 s slices, each round side by side: a pace that changed "
+                  "shows as a step.</p>", f'<p><img class="chart" alt="{TIMELINE_SVG}" src="{timeline}"></p>']
     if charts:
         parts.append("<h2>Where each request's CPU goes</h2>")
         parts += [f'<p><img class="chart" alt="{esc(c)}" src="{uri}"></p>' for c, uri in charts]
     try:
-        crow, ccols, head = compare_rows(run_dir, rules)
-        parts += ["<h2>CPU µs per request by category</h2>", "<ul>" + "".join(f"<li>{esc(h)}</li>" for h in head)
-                  + "</ul>", table(crow, ccols, "category")]
+        crow, ccols, head, _ = compare_rows(run_dir, rules)
+        parts += ["<h2>CPU µs per request by category</h2>", bullets(head), table(crow, ccols, "category")]
         found = run_pace_findings(run_dir, rules, metrics, servers)
         if found:
-            parts += ["<h3>Paces</h3>", "<ul>" + "".join(f"<li>{esc(x)}</li>" for f in found for x in f["lines"]) + "</ul>"]
+            parts += ["<h3>Paces</h3>", bullets(x for f in found for x in f["lines"])]
         explained = explanations(run_dir, rules, indirect=indirect)
         if explained:
             parts.append("<h3>Why, by mechanism</h3>")
-            for e in explained:
-                parts.append(f"<p>{esc(e['headline'])}</p><ul>"
-                             + "".join(f"<li>{esc(f['text'])}</li>" for f in e["findings"]) + "</ul>")
+            parts += [f"<p>{esc(e['headline'])}</p>" + bullets(f["text"] for f in e["findings"]) for e in explained]
         if indirect is not None:
             parts += whatif_section(run_dir, rules, servers, indirect)
-        kernel = kernel_rows(metrics, [s for s in servers if s in {k[:-3] for k, _ in ccols}])
+        kernel = kernel_rows(metrics, servers_of(ccols))
         if kernel:
             parts += ["<h3>Kernel, per request (syscall window)</h3>",
                       table(kernel, [("figure", "figure")] + [(s, s) for s in servers if s in kernel[0]])]
     except UserError as e:
         parts.append(f"<p>No per-request breakdown: {esc(e)}</p>")
-    with tempfile.TemporaryDirectory(prefix="rpcprof-html-") as scratch:
-        flames = []
-        for name in servers:
-            path = run_dir / name / FLAME_SVG
-            folded = profile_folded(run_dir, name)
-            if not path.exists() and folded.exists() and folded.stat().st_size:   # a saved folder keeps no SVG
-                path = render_run_flamegraph(run_dir, name, rules, Path(scratch) / f"{name}.svg")
-            if path.exists():
-                flames.append((name, data_uri(path, "image/svg+xml")))
+    flames = []
+    for name in servers:
+        folded, drawn = profile_folded(run_dir, name), scratch / f"{name}.svg"
+        uri = svg_uri(run_dir / name / FLAME_SVG, drawn, lambda: folded.exists() and folded.stat().st_size
+                      and render_run_flamegraph(run_dir, name, rules, drawn))
+        flames += [(name, uri)] if uri else []
     if flames:
         parts.append("<h2>Flame graphs</h2>")
-        for name, uri in flames:
-            parts.append(f"<h3>{esc(name)}</h3><iframe title=\"{esc(name)} flame graph\" src=\"{uri}\"></iframe>")
-    parts += waits_section(run_dir, rules, servers)
+        parts += [f"<h3>{esc(name)}</h3><iframe title=\"{esc(name)} flame graph\" src=\"{uri}\"></iframe>"
+                  for name, uri in flames]
+    parts += waits_section(run_dir, rules, servers, scratch)
     parts += ["<h2>Manifest</h2>", f"<pre>{esc(json.dumps(manifest, indent=2, sort_keys=True, default=str))}</pre>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>rpcprof {esc(run_dir.name)}</title><style>{STYLE}</style></head><body>\n"

@@ -38,10 +38,6 @@ class Explained:
     text: str
     sources: list[dict]
 
-    def as_dict(self) -> dict:
-        return {"category": self.category, "delta_us": self.delta_us, "share_of_gap": self.share_of_gap,
-                "text": self.text, "sources": self.sources}
-
 
 def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
@@ -105,9 +101,8 @@ def finding_text(gap: Gap, f: Finding) -> str:
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                category_groups: Groups, parent=lambda g: g.split("/", 1)[0],
-                indirect=None) -> tuple[str, list[Explained]]:
+                category_groups: Groups, indirect=None) -> tuple[str, list[Explained]]:
     """(headline, findings said): analyze/mechanism.py's gap_findings (its arguments) in words."""
-    gap = gap_findings(base, other, us, syscalls, category_groups, parent, indirect)
+    gap = gap_findings(base, other, us, syscalls, category_groups, indirect=indirect)
     return headline_text(gap), [Explained(f.category, f.delta_us, f.share_of_gap, finding_text(gap, f), f.sources)
                                 for f in gap.findings]

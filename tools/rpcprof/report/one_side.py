@@ -16,7 +16,7 @@ import html
 import re
 
 from rpcprof.report.flame_rows import deannotated, displayable_frame
-from rpcprof.report.svg import FRAME_BOX
+from rpcprof.report.svg import FRAME_BOX, box_name, filled
 from rpcprof.report.tables import render
 
 SHOWN = 15          # rows of each list in text
@@ -58,11 +58,6 @@ def drawn_names(frames) -> set[str]:
     return names | {deannotated(n) for n in names}
 
 
-def _box_name(m: re.Match) -> str:
-    title = html.unescape(m.group(1))
-    return title[:title.rfind(" (")] if " (" in title else title
-
-
 def _drawn_in(names, boxes: set[str]):
     """The names' drawn names (drawn_names) that are names of boxes, a name at a time (a fleet's side may have
     a million frames of its own: only those drawn are kept)."""
@@ -77,16 +72,15 @@ def _drawn_in(names, boxes: set[str]):
 def mark_one_side(svg: str, names: dict) -> str:
     """svg with the boxes of frames on one side only filled apart and named so in their hover text; names:
     {"a", "b": the frames on that side only, an iterable read once}."""
-    boxes = {_box_name(m) for m in FRAME_BOX.finditer(svg)}
+    boxes = {box_name(html.unescape(m.group(1))) for m in FRAME_BOX.finditer(svg)}
     marks = {name: (NEW_FILL, "in B only") for name in _drawn_in(names["b"], boxes)}
     marks |= {name: (VANISHED_FILL, "in A only") for name in _drawn_in(names["a"], boxes)}
 
     def fix(m: re.Match) -> str:
-        hit = marks.get(_box_name(m))
+        hit = marks.get(box_name(html.unescape(m.group(1))))
         if hit is None:
             return m.group(0)
-        rect = re.sub(r'fill="[^"]*"', f'fill="{hit[0]}"', m.group(2))
         said = m.group(1)[:-1] + f"; {hit[1]})" if m.group(1).endswith(")") else f"{m.group(1)} ({hit[1]})"
-        return f"<g><title>{said}</title><rect {rect}/>"
+        return f"<g><title>{said}</title><rect {filled(m.group(2), hit[0])}/>"
 
     return FRAME_BOX.sub(fix, svg)

@@ -23,12 +23,12 @@ from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.errors import UserError
-from rpcprof.folded import weight_unit
+from rpcprof.folded import sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
-from rpcprof.report.compare import round_records
+from rpcprof.report.compare import round_records, servers_of
 from rpcprof.report.diff_stream import MERGED, SidesRead, write_for_core
 from rpcprof.report.flame_rows import displayable_stack
-from rpcprof.report.flamegraph import Drawing, draw_diff, inferno_options, render_diff_flamegraph
+from rpcprof.report.flamegraph import Drawing, draw_diff, inferno_options, inferno_tool, run_tool
 from rpcprof.report.one_side import MARKS, mark_one_side, one_side_found, one_side_text
 from rpcprof.report.sigsvg import recolour_significant
 from rpcprof.report.tables import render
@@ -80,15 +80,9 @@ def sides_of(a_path: Path, b_path: Path, scratch: Path, requests: tuple = (None,
     request), each round's displayed stacks."""
     a, b = side_of(a_path, scratch, requests[0]), side_of(b_path, scratch, requests[1])
     if per_request or len(a.rounds) > 1 or len(b.rounds) > 1:
-        for r in a.rounds + b.rounds:
-            r.displayed = displayed_stacks(r.folded)
+        for r in a.rounds + b.rounds:       # frames as inferno draws them, so the tree's boxes match the graph's
+            r.displayed = [(displayable_stack(frames).split(";"), w) for frames, w in open_folded(r.folded)]
     return a, b
-
-
-def displayed_stacks(folded: Path) -> list[tuple[list[str], int]]:
-    """The stacks of a file with their frames as inferno draws them (displayable_stack), so the tree's boxes match
-    the graph's by name."""
-    return [(displayable_stack(frames).split(";"), w) for frames, w in open_folded(folded)]
 
 
 def _run_and_server(folder: Path) -> tuple[Path, str]:
@@ -118,13 +112,11 @@ def label_sides(a: Side, b: Side) -> str:
 
 def category_columns(d: Diff) -> list[tuple[str, str]]:
     cols = [("category", "category")]
-    for names, unit in ((("a_us", "b_us", "delta_us"), "µs/req"), (("a", "b", "delta"), "%")):
-        if names[0] == "a_us" and not d.per_request:
-            continue
-        cols += [(names[0], f"A [{unit}]"), (names[1], f"B [{unit}]"),
-                 (names[2], f"B−A [{'points' if unit == '%' else unit}]")]
+    # in µs/req where both sides have it, then in shares
+    for key, unit, delta_unit in (("_us", "µs/req", "µs/req"), ("", "%", "points"))[0 if d.per_request else 1:]:
+        cols += [(f"a{key}", f"A [{unit}]"), (f"b{key}", f"B [{unit}]"), (f"delta{key}", f"B−A [{delta_unit}]")]
         if d.tested:
-            cols += [(f"{names[2]}_pm", "±"), (f"{names[2]}_q", "q"), (f"{names[2]}_sig", "")]
+            cols += [(f"delta{key}_pm", "±"), (f"delta{key}_q", "q"), (f"delta{key}_sig", "")]
     return cols
 
 
@@ -134,11 +126,6 @@ FRAME_COLUMNS = [("frame", "frame"), ("depth", "depth"), ("delta_us", "B−A [µ
 
 
 # --- the graph -----------------------------------------------------------------------------------
-
-def write_stacks(stacks, path: Path) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{';'.join(frames)} {w}\n" for frames, w in stacks)
-
 
 def significance_line(d: Diff, view: str) -> str:
     """What the colours mean: the test, the correction and how many boxes it found."""
@@ -213,16 +200,18 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                 raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch "
                                 f"files written ({e or 'a line changed'}); run the command again") from None
             rows = category_rows(d, rules_a, rules_b)
-            legend = [{"category": r["category"], "a": r["a"], "b": r["b"]} for r in rows]
-            if means:
-                files = [scratch / "a.mean", scratch / "b.mean"]
-                for side, f in zip((a, b), files):
-                    write_stacks(mean_stacks(d, side, view), f)
-                render_diff_flamegraph(*files, out, title, subtitle_of(found), False, legend,
-                                       countname={"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
-                                       recolour=(lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
+            if means:       # B's mean stacks against A's, drawn at B's widths
+                stacks = [mean_stacks(d, side, view) for side in (a, b)]
+                for side_stacks, name in zip(stacks, ("a.mean", "b.mean")):
+                    with open(scratch / name, "w", encoding="utf-8") as f:
+                        f.writelines(f"{';'.join(frames)} {w}\n" for frames, w in side_stacks)
+                diff = run_tool([inferno_tool("inferno-diff-folded"), "a.mean", "b.mean"], scratch)
+                (scratch / "mean.diff").write_bytes(diff)
+                draw_diff(scratch, "mean.diff", out, title, subtitle_of(found), sample_weight(stacks[1]), rows,
+                          {"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
+                          (lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
             else:
-                draw_diff(scratch, MERGED, out, title, subtitle_of(found), b.rounds[0].unit or 1, legend, "samples",
+                draw_diff(scratch, MERGED, out, title, subtitle_of(found), b.rounds[0].unit or 1, rows, "samples",
                           lambda svg: mark_one_side(svg, read.names()), drawing=read.drawing)
         finally:
             read.cleanup()
@@ -273,7 +262,7 @@ def side_record(s: Side) -> dict:
 def gap_lines(rows: list[dict], columns: list[tuple[str, str]]) -> list[str]:
     """compare_rows' gaps as sentences, one per server after the first, for a document (report.py results):
     `rust_pajamax − rust_tonic_mt, µs/req: recv -1.23 ± 0.10 *, send ... n.s.`."""
-    servers = [k[:-3] for k, _ in columns if k.endswith("_us") and not k.startswith("delta_")]
+    servers = servers_of(columns)
     lines = []
     for s in servers[1:]:
         parts = []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rpcprof.analyze.significance import FrameTree
 from rpcprof.report.flame_rows import deannotated
-from rpcprof.report.svg import SVG_ATTR, FRAME_BOX, FRAME_HEIGHT
+from rpcprof.report.svg import SVG_ATTR, FRAME_BOX, FRAME_HEIGHT, box_name, filled
 from rpcprof.report.text import xml
 
 if TYPE_CHECKING:
@@ -26,15 +26,11 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
     that holds it) and its name: red (more in B) or blue (less) in proportion to its difference where
     the test found it significant, grey elsewhere; its hover gives both sides' figures and the test's."""
     tests = d.frames.get(view, {})
-    matches = list(FRAME_BOX.finditer(svg))
-    boxes = []
-    for m in matches:
-        attrs = dict(SVG_ATTR.findall(m.group(2)))
-        boxes.append((int(attrs["y"]), int(attrs["fg:x"]), int(attrs["fg:w"]), m))
-    y_all = max((y for y, *_ in boxes), default=0)
+    boxes = [(dict(SVG_ATTR.findall(m.group(2))), m) for m in FRAME_BOX.finditer(svg)]
+    y_all = max((int(a["y"]) for a, _ in boxes), default=0)
     by_depth: dict[int, list] = defaultdict(list)
-    for y, x, w, m in boxes:
-        by_depth[(y_all - y) // FRAME_HEIGHT].append((x, w, m))
+    for a, m in boxes:
+        by_depth[(y_all - int(a["y"])) // FRAME_HEIGHT].append((int(a["fg:x"]), int(a["fg:w"]), m))
     node_of: dict[int, int] = {}          # match start -> tree node
     for depth in sorted(by_depth):
         parents = sorted((x, w, node_of[m.start()]) for x, w, m in by_depth.get(depth - 1, []) if m.start() in node_of)
@@ -46,9 +42,7 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
             i = bisect_right(starts, x) - 1
             if i < 0 or not parents[i][0] <= x < parents[i][0] + max(parents[i][1], 1):
                 continue
-            title = html_entities.unescape(m.group(1))
-            name = title[:title.rfind(" (")] if " (" in title else title
-            node = _child(d.tree, parents[i][2], name)
+            node = _child(d.tree, parents[i][2], box_name(html_entities.unescape(m.group(1))))
             if node is not None:
                 node_of[m.start()] = node
 
@@ -58,22 +52,16 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
     def fix(m: re.Match) -> str:
         node = node_of.get(m.start())
         if node is None:        # not matched to the boxes tested (a name drawn ambiguously): not coloured
-            return f"<g><title>{m.group(1)}</title><rect {_fill(m.group(2), GREY)}/>"
+            return f"<g><title>{m.group(1)}</title><rect {filled(m.group(2), GREY)}/>"
         t = tests.get(node)
         fill = GREY
         if t and t.discovery:
             shade = int(225 - 185 * min(1.0, abs(t.gap.delta) / largest))
             fill = f"rgb(255,{shade},{shade})" if t.gap.delta > 0 else f"rgb({shade},{shade},255)"
-        rect = _fill(m.group(2), fill)
-        title = html_entities.unescape(m.group(1))
-        name = title[:title.rfind(" (")] if " (" in title else title
-        return f"<g><title>{xml(name)} ({xml(box_text(d, node, view, t))})</title><rect {rect}/>"
+        name = box_name(html_entities.unescape(m.group(1)))
+        return f"<g><title>{xml(name)} ({xml(box_text(d, node, view, t))})</title><rect {filled(m.group(2), fill)}/>"
 
     return FRAME_BOX.sub(fix, svg)
-
-
-def _fill(attrs: str, color: str) -> str:
-    return re.sub(r'fill="[^"]*"', f'fill="{color}"', attrs)
 
 
 def _child(tree: FrameTree, parent: int, name: str) -> int | None:

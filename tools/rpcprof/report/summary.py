@@ -69,17 +69,8 @@ def notes_for(m: dict) -> str:
         return m.get("status", "?").upper() + (": " + m["error"] if m.get("error") else "")
     if m.get("stalled"):        # the other flags describe the burst and the silence, which this one names
         return f"STALLED ({m['stalled']['mechanism']})" + (f", {m['requests_non_ok']} non-OK" if m.get("requests_non_ok") else "")
-    notes = []
-    if m.get("client_bound"):
-        notes.append("CLIENT-BOUND")
-    if m.get("latency_bound"):
-        notes.append("LATENCY-BOUND")
-    if m.get("unsaturated"):
-        notes.append("UNSATURATED")
-    if m.get("stalled"):
-        notes.append(f"STALLED ({m['stalled']['mechanism']})")
-    if m.get("too_short"):
-        notes.append("TOO-SHORT")
+    notes = [flag for key, flag in (("client_bound", "CLIENT-BOUND"), ("latency_bound", "LATENCY-BOUND"),
+                                    ("unsaturated", "UNSATURATED"), ("too_short", "TOO-SHORT")) if m.get(key)]
     if m.get("in_flight_flag"):
         notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
@@ -100,7 +91,9 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
     run's --precision pilot (intervals.pilot_of), for the two-stage interval."""
     names = order or list(metrics)
     figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == Status.OK else {}) for n in names}
-    base = next((figures[n]["req_per_cpu_s"] for n in names if figures[n].get("req_per_cpu_s")), None)
+    # ratios from adjacent pairs of the interleaved rounds, over the first measured server
+    first = next((n for n in names if figures[n].get("req_per_cpu_s")), None)
+    base = figures[first]["req_per_cpu_s"] if first else None
     rows = []
     for name in names:
         m = metrics.get(name, {"server": name, "status": Status.NOT_RUN})
@@ -143,9 +136,6 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         spread, rsd = row["spread_req_per_cpu_s"], row["cv_req_per_cpu_s"]
         row["req_per_cpu_s_min"], row["req_per_cpu_s_max"] = spread if spread else (None, None)
         row["req_per_cpu_s_cv_pct"] = 100 * rsd if rsd is not None else None
-    # ratios from adjacent pairs of the interleaved rounds, over the first measured server
-    first = next((n for n in names if figures[n].get("req_per_cpu_s")), None)
-    for row in rows:
         other = first and row["req_per_cpu_s"] and row["server"] != first
         interval = server_ratio(figures[first], figures[row["server"]], pilot=pilot) if other else None
         row["ratio_interval"] = interval.as_dict() if interval else None
@@ -153,7 +143,6 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
                                                              else (None, None, None))
         if interval:
             row["relative"] = interval.ratio
-    for row in rows:
         paces = server_paces(figures[row["server"]])
         row["paces"] = paces.as_dict() if paces else None
         row["pace_ratios"] = pace_ratios(figures, names, row["server"], paces) if paces else []
@@ -225,8 +214,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         if r.get("unsaturated"):
             lines.append(unsaturated_line(r))
         lines += [f"{r['server']}: {v}" for v in r.get("waits_verdicts") or []]
-        for flag in r.get("regime_flags") or []:
-            lines.append(regime_line(r, flag))
+        lines += [regime_line(r, flag) for flag in r.get("regime_flags") or []]
         if r.get("too_short"):
             lines.append(f"{r['server']}: {r['too_short']}; its figures are kept, flagged TOO-SHORT.")
         if r.get("in_flight_flag"):

@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 
 from rpcprof.errors import UserError
 from rpcprof.report.text import xml
+from rpcprof.rundir import write_text
 
 INFERNO_VERSION = "0.12.8"   # the inferno whose SVG and order of lines the code relies on (tools/setup.sh pins it)
 FRAME_HEIGHT = 16        # inferno's --height, which the box matching below relies on
@@ -45,6 +47,16 @@ def hex_to_rgb(color: str) -> str:
 
 FRAME_BOX = re.compile(r'<g><title>([^<]*)</title><rect ([^>]*?)/>')
 SVG_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
+
+
+def box_name(title: str) -> str:
+    """The frame name of a box's hover text (unescaped): the text without its last parenthesis."""
+    return title[:title.rfind(" (")] if " (" in title else title
+
+
+def filled(attrs: str, color: str) -> str:
+    """A box's rect attributes with its fill set to color."""
+    return re.sub(r'fill="[^"]*"', f'fill="{color}"', attrs)
 
 
 def category_text(weights: dict[str, int], order: list[str]) -> str:
@@ -79,11 +91,10 @@ def recolour_frames(svg: str, boxes: dict[tuple[int, int], dict[str, int]], weig
         if weights is None or sum(weights.values()) != width:
             unmatched += 1
             return m.group(0)
-        name = title[:title.rfind(" (")] if " (" in title else title
         n = width // weight
-        hover = (f"{name} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
+        hover = (f"{box_name(title)} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
                  f"{xml(category_text(weights, order))})")
-        rect = re.sub(r'fill="[^"]*"', f'fill="{hex_to_rgb(colors[dominant(weights, order)])}"', m.group(2))
+        rect = filled(m.group(2), hex_to_rgb(colors[dominant(weights, order)]))
         return f"<g><title>{hover}</title><rect {rect}/>"
 
     return FRAME_BOX.sub(fix, svg), unmatched
@@ -156,8 +167,14 @@ def fit_headings(svg: str, title: str, subtitle: str, width: int = 1200) -> str:
     return svg
 
 
-def check_xml(svg: str, what: str) -> None:
+def write_svg(path: Path, svg: str) -> None:
+    """Write an SVG file once it parses as XML, whole or not at all (rename of a temporary file); a device or
+    pipe (/dev/stdout, /dev/null) is written in place, never replaced."""
     try:
         ET.fromstring(svg.encode("utf-8"))
     except ET.ParseError as e:
-        raise UserError(f"{what}: the SVG written is not valid XML ({e}); please report this with the folded file")
+        raise UserError(f"{path}: the SVG written is not valid XML ({e}); please report this with the folded file")
+    path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; give the name of the SVG file to write")
+    write_text(path, svg)

@@ -67,9 +67,9 @@ def xml_chars(s, lines: bool = False) -> str:
     return (_XML_FORBIDDEN_OR_CONTROL if lines else _XML_FORBIDDEN).sub(REPLACEMENT, str(s))
 
 
-def xml(s, lines: bool = True) -> str:
-    """s as SVG/XML text or attribute value: forbidden characters replaced, `<&>"'` escaped."""
-    return _escape(xml_chars(s, lines))
+def xml(s) -> str:
+    """s as SVG/XML text or attribute value: what XML forbids and control characters replaced, `<&>"'` escaped."""
+    return _escape(xml_chars(s, lines=True))
 
 
 def html(s) -> str:

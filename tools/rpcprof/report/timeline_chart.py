@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from rpcprof.report.chart import STYLE
-from rpcprof.report.flamegraph import check_xml, write_atomically
+from rpcprof.report.svg import write_svg
 from rpcprof.report.text import plot_label
 from rpcprof.records import round_of, round_rows
 from rpcprof.rundir import load_run
@@ -63,6 +63,5 @@ def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     svg = buf.getvalue()
-    check_xml(svg, str(out_svg))
-    write_atomically(out_svg, svg)
+    write_svg(out_svg, svg)
     return True

@@ -13,8 +13,7 @@ import json
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules, open_folded
-from rpcprof.analyze.waits import (Contention, NagleStall, contention, nagle_stall, reason_rows, sleepers,
-                                   socket_figures)
+from rpcprof.analyze.waits import contention, nagle_stall, reason_rows, sleepers, socket_figures
 from rpcprof.analyze.wakers import waker_rows
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
@@ -82,8 +81,12 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
 
 # --- the verdicts and notes ---------------------------------------------------------------------------
 
-def nagle_text(s: NagleStall) -> str:
-    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show, and the fix."""
+def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
+    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show (analyze/waits.py's nagle_stall), and the fix; None
+    where they show no stall."""
+    s = nagle_stall(sockets, rows)
+    if not s:
+        return None
     text = (f"NAGLE/DELAYED-ACK: in {100 * s.held_share:.0f} % of {s.samples} samples "
             f"of the server's connections, {s.held_bytes:,.0f} B it had written were not "
             f"sent, held behind {s.unacked:.0f} unacknowledged segment(s) with room in the "
@@ -96,25 +99,17 @@ def nagle_text(s: NagleStall) -> str:
     return text + " TCP_NODELAY on the server's sockets (or writing each batch whole) removes the stall."
 
 
-def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
-    """nagle_text of analyze/waits.py's nagle_stall, or None where the samples show no stall."""
-    found = nagle_stall(sockets, rows)
-    return nagle_text(found) if found else None
-
-
-def contention_text(c: Contention) -> str:
-    """`CPU-CONTENDED: ...`: how long other programs had the server's CPU while its threads were ready, and who."""
+def contention_verdict(stats: dict, window_s: float | None) -> str | None:
+    """`CPU-CONTENDED: ...`: how long other programs had the server's CPU while its threads were ready, and who
+    (analyze/waits.py's contention); None where the server's CPU was its own."""
+    c = contention(stats, window_s)
+    if not c:
+        return None
     who = ", ".join(f"{name} {v / 1e6:.2f} s" for name, v in c.programs)
     return (f"CPU-CONTENDED: its threads were ready to run but other programs had the CPU for {c.taken_us / 1e6:.2f} s"
             + (f" of the {c.window_s:.1f} s window" if c.window_s else "") + f" ({100 * c.taken_us / c.off_cpu_us:.0f} "
             f"% of the time off CPU): {who}. The server's CPU was shared, so its figures are not its own alone; keep "
             "other work off its CPUs (--server-cpus).")
-
-
-def contention_verdict(stats: dict, window_s: float | None) -> str | None:
-    """contention_text of analyze/waits.py's contention, or None where the server's CPU was its own."""
-    found = contention(stats, window_s)
-    return contention_text(found) if found else None
 
 
 def _duration(us: float) -> str:
