@@ -20,7 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+from rpcprof.measure.children import stat_ints
 from rpcprof.measure.proccounters import SwitchTracker
+from rpcprof.measure.threads import status_fields
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -44,17 +46,10 @@ def thread_cpu_ns(pid: int) -> dict[int, int]:
 
 def rss_bytes(pid: int) -> tuple[int, int] | None:
     """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
-    rss = hwm = 0
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * 1024
-    except (FileNotFoundError, ProcessLookupError):
+    fields = status_fields(f"/proc/{pid}/status")
+    if fields is None:
         return None
-    return rss, hwm
+    return int(fields.get("VmRSS", "0").split()[0]) * 1024, int(fields.get("VmHWM", "0").split()[0]) * 1024
 
 
 CGROUP_PREFIX = "rpcprof-"
@@ -162,12 +157,8 @@ class CgroupCpu:
 
 def process_cpu_ns(pid: int) -> int:
     """User + system CPU of a whole process, exited threads included (/proc/PID/stat, clock ticks); 0 if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return 0
-    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    ticks = stat_ints(pid, 11, 12)      # utime, stime
+    return sum(ticks) * 1_000_000_000 // os.sysconf("SC_CLK_TCK") if ticks else 0
 
 
 def keep_off(cpus_for_us: list[int]) -> None:
@@ -322,34 +313,20 @@ class ProcessMonitor:
 
 def machine_specs() -> dict:
     """CPU model, cores, kernel and memory: seed 000's 'Machine Specs'."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_kib = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    except OSError:
-        pass
-    os_name = ""
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                os_name = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
+    def after(path: str, prefix: str) -> str:
+        """What follows prefix on the first line of path that starts with it ('' if none)."""
+        try:
+            return next((line[len(prefix):] for line in Path(path).read_text().splitlines()
+                         if line.startswith(prefix)), "")
+        except OSError:
+            return ""
+    mem_kib = after("/proc/meminfo", "MemTotal:").split()
     return {
-        "os": os_name,
+        "os": after("/etc/os-release", "PRETTY_NAME=").strip('"'),
         "kernel": platform.release(),
-        "cpu_model": model,
+        "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(),
         "cpus": os.cpu_count(),
-        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0,
         "hostname": platform.node(),
     }
 
