@@ -40,7 +40,8 @@ from rpcprof.capture.profiler import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Rec
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR
-from rpcprof.rundir import OFFCPU_DATA, OFFWAKE_DATA, PERF_OFFCPU_LOG, PERF_OFFWAKE_LOG, count_path
+from rpcprof.measure import children
+from rpcprof.rundir import OFFCPU_DATA, OFFWAKE_DATA, PERF_OFFCPU_LOG, PERF_OFFWAKE_LOG, count_path, output_file
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -236,14 +237,16 @@ def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
 
 def collapse_weighted(lines: list[bytes], out: Path) -> None:
     """inferno-collapse-perf --kernel on weigh_switches' lines (it sums each sample's period) into out."""
-    collapse = require("inferno-collapse-perf")
     with tempfile.TemporaryDirectory(prefix="rpcprof-offcpu-") as scratch:
         script = Path(scratch) / "script"
         script.write_bytes(b"".join(lines))
-        tmp = out.with_name(f".{out.name}.tmp")
-        with open(tmp, "wb") as f:
-            done = subprocess.run([collapse, "--kernel", str(script)], stdout=f, stderr=subprocess.PIPE)
+        collapse(script, out)
+
+
+def collapse(script: Path, folded: Path) -> None:
+    """inferno-collapse-perf --kernel on a perf script file into folded, which is written whole or not at all."""
+    inferno = require("inferno-collapse-perf")
+    with output_file(folded, "wb") as out:
+        done = children.run([inferno, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
         if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
             raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-        tmp.replace(out)

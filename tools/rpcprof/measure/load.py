@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
+from rpcprof.measure.recorder import require
 from rpcprof.measure.scenario import Scenario, grpc_frame
 from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
@@ -74,14 +74,6 @@ class LoadResult:
     @property
     def client_cpu_cores(self) -> float:
         return self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-
-def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        fix = "tools/setup.sh --ghz" if name == "ghz" else "tools/setup.sh"
-        raise UserError(f"{name} not found: run {fix} to install it")
-    return path
 
 
 def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
@@ -171,7 +163,8 @@ class H2load:
 
     def argv(self, settings: LoadSettings, port: int, latency_log: Path | None) -> list[str]:
         threads = max(1, min(len(settings.cpus), settings.connections))
-        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("h2load"),
+        h2load = require("h2load", "run tools/setup.sh to install it")
+        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), h2load,
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
                 # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
                 "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
@@ -262,7 +255,8 @@ class Ghz:
         self.workdir = workdir
 
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
-        return ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("ghz"),
+        ghz = require("ghz", "run tools/setup.sh --ghz to install it")
+        return ["taskset", "-c", ",".join(map(str, settings.cpus)), ghz,
                 "--insecure", f"--proto={self.scenario.proto_path}", f"--call={self.scenario.ghz_call}",
                 f"--data-file={self.scenario.json_path}",
                 f"--connections={settings.connections}", f"--concurrency={settings.streams}",
@@ -316,8 +310,6 @@ def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
-    if name == "h2load":
-        return H2load(scenario, workdir)
-    if name == "ghz":
-        return Ghz(scenario, workdir)
-    raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    if name not in DRIVERS:
+        raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    return (H2load if name == "h2load" else Ghz)(scenario, workdir)

@@ -129,7 +129,7 @@ class CgroupCpu:
         root, self.version = cgroup_root()
         if root is None:
             raise OSError("no cgroup CPU accounting available")
-        self.path: Path | None = root / name
+        self.path = root / name
         self.path.mkdir()
 
     def add(self, pid: int) -> None:
@@ -145,8 +145,6 @@ class CgroupCpu:
 
     def remove(self) -> None:
         """Delete the cgroup; the kernel refuses while a task is in it, so wait for exit first."""
-        if self.path is None:
-            return
         for _ in range(50):
             try:
                 self.path.rmdir()
@@ -302,13 +300,11 @@ class ProcessMonitor:
             "rss_samples": len(samples),
         }
 
-    def stop(self) -> None:
-        """As close(): a Session stops what it owns."""
-        self.close()
-
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=1)
+
+    stop = close        # a Session stops what it owns
 
 
 def machine_specs() -> dict:

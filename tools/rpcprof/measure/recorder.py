@@ -116,8 +116,7 @@ class Recorder:
     """A profiler attached to one PID until stop(); stop() always leaves no process behind.
     control: the Control whose fifos argv names (perf stat -D -1 --control ...)."""
 
-    def __init__(self, argv: list[str], out_path: Path, log_path: Path, stop_signal=signal.SIGINT,
-                 control: Control | None = None):
+    def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None):
         self.argv = argv
         self.control = control
         # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
@@ -126,7 +125,6 @@ class Recorder:
         self.signalled = False
         self.out_path = out_path
         self.log_path = log_path
-        self.stop_signal = stop_signal
         self.log = open(log_path, "wb")
         self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -161,7 +159,7 @@ class Recorder:
         if self.signal_in_poll:
             wait_in_poll(self.proc.pid, 2.0)
         try:
-            os.killpg(self.proc.pid, self.stop_signal)
+            os.killpg(self.proc.pid, signal.SIGINT)
         except ProcessLookupError:
             pass
         self.signalled = True
