@@ -226,9 +226,8 @@ class ProcessMonitor:
         self.interval = interval
         self._last_seen: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._rss_samples: list[int] = []
         self._hwm = 0
-        self._sampling_rss = False
+        self._rss_samples: list[int] | None = None             # RSS over a window
         self._series: list[tuple[float, int]] | None = None    # (wall clock, CPU ns) over a window
         self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
@@ -256,7 +255,7 @@ class ProcessMonitor:
             if mem is None:
                 continue
             with self._lock:
-                if self._sampling_rss:
+                if self._rss_samples is not None:
                     self._rss_samples.append(mem[0])
                 self._hwm = max(self._hwm, mem[1])
 
@@ -266,30 +265,21 @@ class ProcessMonitor:
             return self.cgroup.read_ns()
         return self._poll_threads()
 
-    def start_series(self) -> None:
-        """Record the process's CPU at every poll (each `interval`) until stop_series."""
+    def start_window(self) -> None:
+        """Record the process's resident memory and CPU at every poll (each `interval`) until stop_window."""
         point = (time.time(), self.mark())
         with self._lock:
-            self._series = [point]
+            self._rss_samples, self._series = [], [point]
 
-    def stop_series(self) -> list[tuple[float, int]]:
-        """The (wall clock s, CPU ns so far) pairs since start_series, the last one taken now."""
-        point = (time.time(), self.mark())
-        with self._lock:
-            series, self._series = self._series or [], None
-        return series + [point]
-
-    def start_rss_window(self) -> None:
-        with self._lock:
-            self._rss_samples = []
-            self._sampling_rss = True
-
-    def stop_rss_window(self) -> dict:
-        """RSS average and peak (MiB) over the window; the peak is the kernel's high-water mark."""
+    def stop_window(self) -> tuple[dict, list[tuple[float, int]]]:
+        """RSS average and peak (MiB) over the window, the peak the kernel's high-water mark; and the
+        (wall clock s, CPU ns so far) pairs since start_window, the last one taken now."""
         mem = rss_bytes(self.pid)
+        point = (time.time(), self.mark())
         with self._lock:
-            self._sampling_rss = False
             samples = self._rss_samples or ([mem[0]] if mem else [])
+            series = (self._series or []) + [point]
+            self._rss_samples = self._series = None
             if mem:
                 self._hwm = max(self._hwm, mem[1])
             hwm = self._hwm
@@ -298,7 +288,7 @@ class ProcessMonitor:
             "rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
             "rss_peak_mib": hwm / mib if hwm else None,
             "rss_samples": len(samples),
-        }
+        }, series
 
     def close(self) -> None:
         self._stop.set()

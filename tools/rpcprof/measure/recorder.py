@@ -32,6 +32,15 @@ PERF_RECORD_OPTIONS = ["--no-bpf-event"]
 PERF_KEPT_OPTIONS = ["-z"]
 
 
+def log_tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a log, joined by ' | ' ('' if it cannot be read)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
 def require(tool: str, how: str = "run tools/setup.sh") -> str:
     path = shutil.which(tool)
     if not path:
@@ -140,8 +149,8 @@ class Recorder:
                 raise UserError(f"{Path(self.argv[0]).name} did not enable its events within {timeout:g} s")
         while time.monotonic() - t0 < timeout:
             if self.proc.poll() is not None:
-                tail = " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-3:])
-                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): {tail}")
+                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): "
+                                f"{log_tail(self.log_path, 3)}")
             if self.out_path.name.endswith(".data"):
                 if self.out_path.exists() and self.out_path.stat().st_size > 0:
                     return

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from rpcprof.measure import proccounters
-from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
+from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
 from rpcprof.rundir import beside, window_file
@@ -293,8 +293,7 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
     text = script.out_path
     try:
         if code != 0:
-            tail = " | ".join(text.read_text(errors="replace").strip().splitlines()[-2:]) if text.exists() else ""
-            _warn(f"perf script of {data} failed (status {code}): {tail}; no bytes per read/write")
+            _warn(f"perf script of {data} failed (status {code}): {log_tail(text, 2)}; no bytes per read/write")
             return None
         with open(text, errors="replace") as lines:
             summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)
