@@ -16,7 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.offcpu import collapse, fold_offcpu
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
@@ -65,6 +64,7 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
 
     --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
     """
+    from rpcprof.capture.offcpu import collapse      # imported late, as fold() imports fold_offcpu
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
@@ -155,6 +155,7 @@ def fold(source: Path, out: Path) -> dict:
     check_not_input(out, source)
     if is_perf_data(source):
         if records_switches(source):
+            from rpcprof.capture.offcpu import fold_offcpu
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out, recorded_pid(source)), "input": PERF_DATA}
     from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks
