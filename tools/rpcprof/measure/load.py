@@ -139,11 +139,10 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
             seen.setdefault("log_error", e)
     if "log_error" in seen:
         raise CannotWrite(log_path, seen["log_error"], "--runs-dir")
-    rusage_s = usage.ru_utime + usage.ru_stime
     if from_lines:
         (t_start, cpu_start), (t_end, cpu_end) = seen["start"], seen["end"]
         return proc.returncode, t_end - t_start, (cpu_end - cpu_start) / 1e9
-    return proc.returncode, t_exit - t0, rusage_s
+    return proc.returncode, t_exit - t0, usage.ru_utime + usage.ru_stime
 
 
 class H2load:
@@ -298,15 +297,14 @@ class Ghz:
 def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
     """ghz's per-call start times (RFC 3339 in UTC, `2026-11-26T01:43:12.297719391Z`), counted by their
     first 21 characters (to 0.1 s), as requests per 0.1 s since the epoch (analyze/timeline.py)."""
-    out: dict[int, int] = {}
+    out: Counter[int] = Counter()
     for prefix, count in stamps.items():
         try:
             t = dt.datetime.strptime(prefix, "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
         except ValueError:
             continue            # not a time ghz wrote: no slice for it
-        key = round(t.timestamp() * 10)
-        out[key] = out.get(key, 0) + count
-    return out
+        out[round(t.timestamp() * 10)] += count
+    return dict(out)
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
