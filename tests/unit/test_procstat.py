@@ -251,9 +251,9 @@ def test_cgroup_can_be_removed_once_its_process_has_exited(cgroup):
 def test_rss_window_reports_the_memory_of_a_live_process(child):
     monitor = ProcessMonitor(child.pid, interval=0.01)
     try:
-        monitor.start_rss_window()
+        monitor.start_window()
         child.ask(f"burn {BURN_S / 3}")
-        memory = monitor.stop_rss_window()
+        memory, _ = monitor.stop_window()
     finally:
         monitor.close()
     rss_kib = procstat.rss_bytes(child.pid)[0] / 1024

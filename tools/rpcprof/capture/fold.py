@@ -19,7 +19,7 @@ from pathlib import Path
 from rpcprof.capture.profiler import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
-from rpcprof.rundir import PERF_DATA, check_not_input, output_file, write_bytes
+from rpcprof.rundir import PERF_DATA, check_not_input, write_bytes
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -64,8 +64,8 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
 
     --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
     """
+    from rpcprof.capture.offcpu import collapse      # imported late, as fold() imports fold_offcpu
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    collapse = require("inferno-collapse-perf")
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
     with open(script, "wb") as out:
@@ -81,12 +81,9 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
             if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
                 samples += 1
     try:
-        with output_file(folded, "wb") as out:
-            proc = children.run([collapse, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+        collapse(script, folded)
     finally:
         script.unlink()
-    if proc.returncode != 0:
-        raise UserError(f"inferno-collapse-perf failed: {proc.stderr.decode(errors='replace').strip()[:200]}")
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
 
 

@@ -40,7 +40,8 @@ from rpcprof.capture.profiler import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Rec
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR
-from rpcprof.rundir import OFFCPU_DATA, OFFWAKE_DATA, PERF_OFFCPU_LOG, PERF_OFFWAKE_LOG, count_path
+from rpcprof.measure import children
+from rpcprof.rundir import OFFCPU_DATA, OFFWAKE_DATA, PERF_OFFCPU_LOG, PERF_OFFWAKE_LOG, count_path, output_file
 
 RUNNABLE_FRAME = "[runnable]"
 # histogram of single waits, log2 microsecond buckets: 1, 2, 4 ... 2^24 µs (16.8 s)
@@ -81,6 +82,23 @@ def start_offwake(out_dir: Path) -> Recorder:
     return perf_recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
 
 
+def samples(lines):
+    """perf script output -> (header match, its stack lines) for each sample and record, the stack's
+    lines without the blank ones, each ending in a newline; a header that does not parse is skipped
+    with its stack."""
+    header, stack = None, []
+    for line in lines:
+        if line[:1] in (b"\t", b" ") or line.strip() == b"":
+            if line.strip():
+                stack.append(line if line.endswith(b"\n") else line + b"\n")
+            continue
+        if header:
+            yield header, stack
+        header, stack = _HEADER.match(line.rstrip(b"\n")), []
+    if header:
+        yield header, stack
+
+
 def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[bytes], list[bytes]]:
     """perf script --show-switch-events output -> (lines weighted by µs off CPU, lines weighted by 1),
     each sched_switch sample's header rewritten with the weight as its period (which inferno sums) and
@@ -92,17 +110,8 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
     takers: list[tuple[bytes, int] | None] = []              # who ran next (comm, tid), for runnable switches
     pending: dict[int, int] = {}                             # tid -> index of its open wait in blocks
     waits: list[float | None] = []
-    current: list[bytes] | None = None
     last_time = 0.0
-    for line in lines:
-        if line[:1] in (b"\t", b" ") or line.strip() == b"":
-            if current is not None:
-                current.append(line)
-            continue
-        m = _HEADER.match(line.rstrip(b"\n"))
-        current = None
-        if not m:
-            continue
+    for m, stack in samples(lines):
         tid, t, event = int(m["tid"]), float(m["time"]), m["event"]
         last_time = max(last_time, t)
         if event.startswith(b"PERF_RECORD_SWITCH"):
@@ -116,10 +125,9 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
         runnable = bool(state) and state.group(1).startswith(b"R")
         if tid in pending:                    # switched out twice without a switch in between
             stats["unmatched"] = stats.get("unmatched", 0) + 1
-        current = []
         pending[tid] = len(blocks)
         comm = _COMM.search(m["rest"])     # the kernel's name for the thread: perf's may be ":TID"
-        blocks.append((comm.group(1) if comm else m["comm"].strip(), tid, t, current, runnable))
+        blocks.append((comm.group(1) if comm else m["comm"].strip(), tid, t, stack, runnable))
         taker = _NEXT.search(m["rest"]) if runnable else None
         takers.append((taker.group(1), int(taker.group(2))) if taker else None)
         waits.append(None)
@@ -130,27 +138,23 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
     counted: list[bytes] = []
     histogram = [0] * BUCKETS
     total = 0
-    for (comm, tid, t, stack, runnable), us in zip(blocks, waits):
+    runnable_to: dict[str, int] = {}
+    own_tids, own_us = {b[1] for b in blocks}, 0          # the process's threads that ran in the window
+    for (comm, tid, t, stack, runnable), us, taker in zip(blocks, waits, takers):
         weight = max(1, round(us or 0))
         if spans is not None and not runnable:
-            spans.append((tid, t, t + (us or 0) / 1e6, comm, [s for s in stack if s.strip()]))
+            spans.append((tid, t, t + (us or 0) / 1e6, comm, stack))
         total += weight
         histogram[min(BUCKETS - 1, max(0, weight.bit_length() - 1))] += 1
         leaf = [f"\t0 {RUNNABLE_FRAME} ([unknown])\n".encode()] if runnable else []
-        body = leaf + [s if s.endswith(b"\n") else s + b"\n" for s in stack if s.strip()] + [b"\n"]
         for out, w in ((timed, weight), (counted, 1)):
             out.append(comm + f" {tid} {t:.6f}: {w} sched:sched_switch:\n".encode())
-            out.extend(body)
-    runnable_to: dict[str, int] = {}
-    own_tids, own_us = {b[1] for b in blocks}, 0          # the process's threads that ran in the window
-    for taker, us in zip(takers, waits):
-        if taker is None:
-            continue
-        if taker[1] in own_tids:
-            own_us += max(1, round(us or 0))
-        else:
+            out.extend(leaf + stack + [b"\n"])
+        if taker and taker[1] in own_tids:
+            own_us += weight
+        elif taker:
             name = taker[0].decode(errors="replace")
-            runnable_to[name] = runnable_to.get(name, 0) + max(1, round(us or 0))
+            runnable_to[name] = runnable_to.get(name, 0) + weight
     stats.update(waits=len(blocks), threads=len(own_tids), off_cpu_us=total, histogram=histogram, runnable_own_us=own_us,
                  runnable_to=dict(sorted(runnable_to.items(), key=lambda kv: -kv[1])[:8]))
     stats.setdefault("unmatched", 0)
@@ -191,20 +195,10 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
     the wait's µs, its stack (leaf first) the sleeper's name, the sleeper's stack root first, `--`, and
     the waker's stack leaf first, which inferno folds as WAKER;root...leaf;--;leaf...root;SLEEPER."""
     wakes: dict[int, list[tuple[float, bytes, list[bytes]]]] = {}
-    current: list[bytes] | None = None
-    for line in lines:
-        if line[:1] in (b"\t", b" ") or line.strip() == b"":
-            if current is not None and line.strip():
-                current.append(line if line.endswith(b"\n") else line + b"\n")
-            continue
-        m = _HEADER.match(line.rstrip(b"\n"))
-        current = None
-        if not m or m["event"] != b"sched:sched_waking":
-            continue
-        wakee = _WAKEE.search(m["rest"])
+    for m, stack in samples(lines):
+        wakee = _WAKEE.search(m["rest"]) if m["event"] == b"sched:sched_waking" else None
         if wakee:
-            current = []
-            wakes.setdefault(int(wakee.group(1)), []).append((float(m["time"]), m["comm"].strip(), current))
+            wakes.setdefault(int(wakee.group(1)), []).append((float(m["time"]), m["comm"].strip(), stack))
     for found in wakes.values():
         found.sort(key=lambda w: w[0])
     wake_times = {tid: [w[0] for w in found] for tid, found in wakes.items()}
@@ -243,14 +237,16 @@ def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
 
 def collapse_weighted(lines: list[bytes], out: Path) -> None:
     """inferno-collapse-perf --kernel on weigh_switches' lines (it sums each sample's period) into out."""
-    collapse = require("inferno-collapse-perf")
     with tempfile.TemporaryDirectory(prefix="rpcprof-offcpu-") as scratch:
         script = Path(scratch) / "script"
         script.write_bytes(b"".join(lines))
-        tmp = out.with_name(f".{out.name}.tmp")
-        with open(tmp, "wb") as f:
-            done = subprocess.run([collapse, "--kernel", str(script)], stdout=f, stderr=subprocess.PIPE)
+        collapse(script, out)
+
+
+def collapse(script: Path, folded: Path) -> None:
+    """inferno-collapse-perf --kernel on a perf script file into folded, which is written whole or not at all."""
+    inferno = require("inferno-collapse-perf")
+    with output_file(folded, "wb") as out:
+        done = children.run([inferno, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
         if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
             raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")
-        tmp.replace(out)

@@ -113,38 +113,35 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     taken when drive returns) and returns the OK requests it saw, or None when unknown. The session owns
     the profiler while it runs, so it is stopped on any exit path.
     """
-    cpus = target.cpus if target.profiler == "perf" else None
+    perf = target.profiler == "perf"
+    jit = perf and target.call_graph == "dwarf-jit"
+    cpus = target.cpus if perf else None
     scope = f"CPU {','.join(map(str, cpus))}, pid {target.pid}'s samples kept" if cpus else f"pid {target.pid}'s threads"
-    what = (f"perf {target.event}, {target.call_graph} call graphs, {scope}" if target.profiler == "perf"
-            else f"py-spy ({PYSPY_EVENT})")
+    what = f"perf {target.event}, {target.call_graph} call graphs, {scope}" if perf else f"py-spy ({PYSPY_EVENT})"
     log(f"rpcprof: {target.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
-    folded = target.out / PROFILE_FOLDED
-    if target.profiler == "perf":
-        recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event,
-                                          cpus))
-    else:
-        recorder = session.own(start_pyspy(target.pid, target.out / PYSPY_RAW, plan.frequency))
+    folded, data, raw = target.out / PROFILE_FOLDED, target.out / PERF_DATA, target.out / PYSPY_RAW
+    recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
+                           if perf else start_pyspy(target.pid, raw, plan.frequency))
     recorder.wait_attached()
     started = time.time_ns()
     window = CpuWindow(monitor)
     requests = drive(window)
     cpu_ns = window.ns()
-    dumps = jitdumps(target.pid) if target.profiler == "perf" and target.call_graph == "dwarf-jit" else []
+    dumps = jitdumps(target.pid) if jit else []
     code = session.stop(recorder)
     after = run_after(target.name, target.after) if target.after else None
     record = {
         "profiler": target.profiler,
-        "event": target.event if target.profiler == "perf" else PYSPY_EVENT,
-        "call_graph": target.call_graph if target.profiler == "perf" else "python (py-spy)",
+        "event": target.event if perf else PYSPY_EVENT,
+        "call_graph": target.call_graph if perf else "python (py-spy)",
         "frequency_hz": plan.frequency,
         "duration_s": plan.duration,
         "started_unix_ns": started,
         "plan": plan.raised or "as requested",
-        "weight": ("sample period in ns (inferno weights perf samples by period)" if target.profiler == "perf"
-                   else "samples"),
+        "weight": "sample period in ns (inferno weights perf samples by period)" if perf else "samples",
         "recorder_exit_code": code,
-        "scope": scope if target.profiler == "perf" else f"pid {target.pid}",
+        "scope": scope if perf else f"pid {target.pid}",
         "pid_filter": target.pid if cpus else None,
         "requests_ok": requests,
         "server_cpu_s": cpu_ns / 1e9,
@@ -152,20 +149,18 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     }
     if after:
         record["after_profile"] = after
-    data = target.out / PERF_DATA
-    if target.profiler == "perf" and target.call_graph == "dwarf-jit" and data.exists():
-        record.update(inject_jit(data, dumps))
-        if "jit_error" in record:
-            log(f"rpcprof: WARNING: {target.name}: {record['jit_error']}")
-        else:
-            log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
-                f"{', '.join(record['jitdumps'])} (perf.data names them)")
-    if target.profiler == "perf" and data.exists():
+    if perf and data.exists():
+        if jit:
+            record.update(inject_jit(data, dumps))
+            if "jit_error" in record:
+                log(f"rpcprof: WARNING: {target.name}: {record['jit_error']}")
+            else:
+                log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
+                    f"{', '.join(record['jitdumps'])} (perf.data names them)")
         record.update(sampling_rate_used(target.name, plan.frequency, data))
-    if target.profiler == "perf":
-        record.update(fold_perf(data, folded, target.pid if cpus else None) if data.exists() else {"samples": 0})
-    elif (target.out / PYSPY_RAW).exists():
-        record.update(fold_pyspy(target.out / PYSPY_RAW, folded))
+        record.update(fold_perf(data, folded, target.pid if cpus else None))
+    elif not perf and raw.exists():
+        record.update(fold_pyspy(raw, folded))
         record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / PYSPY_LOG))
         if record["rejoined"]:
             log(f"rpcprof: NOTE: {target.name}: {record['rejoined']} py-spy record(s) broken by a newline in a frame "

@@ -48,16 +48,23 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, **kwargs, **dies_with_us())
 
 
-def _start_ticks(pid: int) -> int | None:
-    """When pid started (clock ticks after boot, /proc/PID/stat field 22); None if there is no such process."""
+def stat_ints(pid: int, *fields: int) -> list[int] | None:
+    """Fields of /proc/PID/stat as integers, counted from the one after the command name (proc(5)'s field 3
+    is 0); None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
+            after = f.read().rsplit(")", 1)[1].split()
+        return [int(after[i]) for i in fields]
     except (OSError, IndexError, ValueError):
         return None
 
 
-def _boot_id() -> str:
+def _start_ticks(pid: int) -> int | None:
+    """When pid started (clock ticks after boot, /proc/PID/stat field 22); None if there is no such process."""
+    return (stat_ints(pid, 19) or [None])[0]
+
+
+def boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip()
@@ -73,13 +80,13 @@ def pid_running(pid: int) -> bool:
 def identity(pid: int | None = None) -> dict:
     """What names a process across PID reuse: pid, start time and the boot it started in (default: this one)."""
     pid = os.getpid() if pid is None else pid
-    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": _boot_id()}
+    return {"pid": pid, "start_ticks": _start_ticks(pid), "boot_id": boot_id()}
 
 
 def still_running(owner: dict) -> bool:
     """True if the process identity() described is still running (same pid, start time and boot)."""
     pid = owner.get("pid")
-    if not isinstance(pid, int) or owner.get("boot_id") != _boot_id():
+    if not isinstance(pid, int) or owner.get("boot_id") != boot_id():
         return False
     started = _start_ticks(pid)
     return started is not None and started == owner.get("start_ticks")

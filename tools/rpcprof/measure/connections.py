@@ -57,27 +57,31 @@ END_STREAM = 0x1
 REPLAY_WINDOWS = 2      # the longer replay asks for up to this many connection windows' worth of messages
 
 
+def _frames(text: str):
+    """Each line of `nghttp -v` output, with the frame it is of ((recv or send, type, stream) or None) and
+    the HTTP/2 connection window it credits (a WINDOW_UPDATE's increment on stream 0 received, else 0)."""
+    frame = None
+    for line in text.splitlines():
+        m = _FRAME.match(line)
+        if m:
+            frame = (m.group(1), m.group(2), int(m.group(3)))
+        i = _INCREMENT.search(line) if not m and frame == ("recv", "WINDOW_UPDATE", 0) else None
+        yield line, frame, bool(m), int(i.group(1)) if i else 0
+
+
 def parse_nghttp(text: str) -> dict:
     """What the server sent before the call's reply, from `nghttp -v` output: {settings: {NAME: value},
     connection_window: bytes (65,535 plus every WINDOW_UPDATE on stream 0 received before the reply's
     HEADERS)}."""
     settings: dict[str, int] = {}
     window = H2_INITIAL_WINDOW
-    frame = None
-    for line in text.splitlines():
-        m = _FRAME.match(line)
-        if m:
-            frame = (m.group(1), m.group(2), int(m.group(3)))
-            if frame[0] == "recv" and frame[1] == "HEADERS":
-                break
-            continue
-        if frame and frame[0] == "recv" and frame[1] == "SETTINGS":
+    for line, frame, starts, credit in _frames(text):
+        if starts and frame[:2] == ("recv", "HEADERS"):
+            break
+        if not starts and frame and frame[:2] == ("recv", "SETTINGS"):
             for name, value in _SETTING.findall(line):
                 settings[name] = int(value)
-        elif frame and frame[:2] == ("recv", "WINDOW_UPDATE") and frame[2] == 0:
-            m = _INCREMENT.search(line)
-            if m:
-                window += int(m.group(1))
+        window += credit
     return {"settings": settings, "connection_window": window}
 
 
@@ -87,8 +91,8 @@ def parse_replay(text: str, message_bytes: int) -> dict:
     before it, credited_before: WINDOW_UPDATE bytes on stream 0 received before it}) or None, goaway,
     rst_streams: frames the server sent}."""
     requests = answered = sent = credited = rst = 0
-    split, goaway, frame = None, False, None
-    for line in text.splitlines():
+    split, goaway = None, False
+    for line, frame, starts, credit in _frames(text):
         d = _DATA.match(line)
         if d:
             length, flags, stream = int(d.group(1)), int(d.group(2), 16), int(d.group(3))
@@ -97,15 +101,11 @@ def parse_replay(text: str, message_bytes: int) -> dict:
             sent += length
         if _ANSWERED.match(line):
             answered += 1
-        m = _FRAME.match(line)
-        if m:
-            frame = (m.group(1), m.group(2), int(m.group(3)))
+        if starts:
             requests += frame[:2] == ("send", "HEADERS")
             goaway |= frame[:2] == ("recv", "GOAWAY")
             rst += frame[:2] == ("recv", "RST_STREAM")
-        elif frame and frame[:2] == ("recv", "WINDOW_UPDATE") and frame[2] == 0:
-            i = _INCREMENT.search(line)
-            credited += int(i.group(1)) if i else 0
+        credited += credit
     return {"requests": requests, "message_bytes": message_bytes, "answered": answered, "split": split,
             "goaway": goaway, "rst_streams": rst}
 

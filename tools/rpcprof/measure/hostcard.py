@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from rpcprof.host_units import HOST_UNITS
+from rpcprof.measure.children import boot_id
+from rpcprof.measure.idle import idle_driver
 from rpcprof.paths import ROOT
 
 SOURCE = ROOT / "tools" / "hostcard.c"
@@ -53,20 +55,6 @@ def build(source: Path = SOURCE) -> Path:
     return exe
 
 
-def cpuidle_driver() -> str:
-    try:
-        return Path("/sys/devices/system/cpu/cpuidle/current_driver").read_text().strip()
-    except OSError:
-        return "none"
-
-
-def boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
 def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     """The host card: each figure of tools/hostcard.c, and where and how it was taken."""
     exe = build()
@@ -83,7 +71,7 @@ def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     except json.JSONDecodeError:
         raise HostCardError("tools/hostcard.c printed no JSON") from None
     return {**card, "seconds": round(time.monotonic() - started, 2), "server_cpu": server_cpu, "load_cpu": load_cpu,
-            "idle": idle, "cpuidle_driver": cpuidle_driver(), "boot_id": boot_id()}
+            "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id()}
 
 
 def card_line(card: dict | None) -> str:

@@ -45,15 +45,15 @@ class NoPollingState(UserError):
     """A server CPU offers cpuidle no polling state: PM QoS would change nothing there."""
 
 
-def polling_state(cpu: int, root: Path = CPU_ROOT) -> bool:
-    """Whether cpuidle offers CPU cpu a polling state (a driver with a state named POLL)."""
-    for state in (root / f"cpu{cpu}" / "cpuidle").glob("state*"):
+def polling_state(cpu: int, root: Path = CPU_ROOT) -> Path | None:
+    """The folder of cpuidle's polling state of CPU cpu (a driver's state named POLL); None if it has none."""
+    for state in sorted((root / f"cpu{cpu}" / "cpuidle").glob("state*")):
         try:
             if (state / "name").read_text().strip() == "POLL":
-                return True
+                return state
         except OSError:
             continue
-    return False
+    return None
 
 
 def idle_driver(root: Path = CPU_ROOT) -> str:
@@ -189,11 +189,8 @@ def release_stale(state: Path = STATE) -> list[str]:
 
 def poll_time_us(cpu: int) -> int | None:
     """Microseconds CPU cpu has spent in cpuidle's polling state since boot; None without cpuidle."""
-    base = Path(f"/sys/devices/system/cpu/cpu{cpu}/cpuidle")
-    for state in sorted(base.glob("state*")):
-        try:
-            if (state / "name").read_text().strip() == "POLL":
-                return int((state / "time").read_text())
-        except (OSError, ValueError):
-            return None
-    return None
+    state = polling_state(cpu)
+    try:
+        return int((state / "time").read_text()) if state else None
+    except (OSError, ValueError):
+        return None

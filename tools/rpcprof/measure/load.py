@@ -17,7 +17,6 @@ import datetime as dt
 import json
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
+from rpcprof.measure.recorder import require
 from rpcprof.measure.scenario import Scenario, grpc_frame
 from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
@@ -74,14 +74,6 @@ class LoadResult:
     @property
     def client_cpu_cores(self) -> float:
         return self.client_cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-
-def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        fix = "tools/setup.sh --ghz" if name == "ghz" else "tools/setup.sh"
-        raise UserError(f"{name} not found: run {fix} to install it")
-    return path
 
 
 def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
@@ -147,11 +139,10 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
             seen.setdefault("log_error", e)
     if "log_error" in seen:
         raise CannotWrite(log_path, seen["log_error"], "--runs-dir")
-    rusage_s = usage.ru_utime + usage.ru_stime
     if from_lines:
         (t_start, cpu_start), (t_end, cpu_end) = seen["start"], seen["end"]
         return proc.returncode, t_end - t_start, (cpu_end - cpu_start) / 1e9
-    return proc.returncode, t_exit - t0, rusage_s
+    return proc.returncode, t_exit - t0, usage.ru_utime + usage.ru_stime
 
 
 class H2load:
@@ -171,7 +162,8 @@ class H2load:
 
     def argv(self, settings: LoadSettings, port: int, latency_log: Path | None) -> list[str]:
         threads = max(1, min(len(settings.cpus), settings.connections))
-        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("h2load"),
+        h2load = require("h2load", "run tools/setup.sh to install it")
+        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), h2load,
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
                 # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
                 "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
@@ -262,7 +254,8 @@ class Ghz:
         self.workdir = workdir
 
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
-        return ["taskset", "-c", ",".join(map(str, settings.cpus)), require_tool("ghz"),
+        ghz = require("ghz", "run tools/setup.sh --ghz to install it")
+        return ["taskset", "-c", ",".join(map(str, settings.cpus)), ghz,
                 "--insecure", f"--proto={self.scenario.proto_path}", f"--call={self.scenario.ghz_call}",
                 f"--data-file={self.scenario.json_path}",
                 f"--connections={settings.connections}", f"--concurrency={settings.streams}",
@@ -304,20 +297,17 @@ class Ghz:
 def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
     """ghz's per-call start times (RFC 3339 in UTC, `2026-11-26T01:43:12.297719391Z`), counted by their
     first 21 characters (to 0.1 s), as requests per 0.1 s since the epoch (analyze/timeline.py)."""
-    out: dict[int, int] = {}
+    out: Counter[int] = Counter()
     for prefix, count in stamps.items():
         try:
             t = dt.datetime.strptime(prefix, "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
         except ValueError:
             continue            # not a time ghz wrote: no slice for it
-        key = round(t.timestamp() * 10)
-        out[key] = out.get(key, 0) + count
-    return out
+        out[round(t.timestamp() * 10)] += count
+    return dict(out)
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
-    if name == "h2load":
-        return H2load(scenario, workdir)
-    if name == "ghz":
-        return Ghz(scenario, workdir)
-    raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    if name not in DRIVERS:
+        raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    return (H2load if name == "h2load" else Ghz)(scenario, workdir)

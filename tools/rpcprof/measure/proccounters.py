@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import os
 
+from rpcprof.measure.children import stat_ints
+from rpcprof.measure.threads import status_fields
+
 
 def _thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     out: dict[int, tuple[int, int]] = {}
@@ -27,28 +30,17 @@ def _thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     except OSError:
         return out
     for tid in tids:
-        vol = invol = None
+        fields = status_fields(f"/proc/{pid}/task/{tid}/status") or {}
         try:
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        vol = int(line.split()[1])
-                    elif line.startswith("nonvoluntary_ctxt_switches:"):
-                        invol = int(line.split()[1])
-        except (OSError, ValueError, IndexError):
+            out[int(tid)] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
+        except (KeyError, ValueError):
             continue
-        if vol is not None and invol is not None:
-            out[int(tid)] = (vol, invol)
     return out
 
 
 def _faults(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[7]) + int(fields[9])        # minflt, majflt (fields 10 and 12 of proc(5))
-    except (OSError, ValueError, IndexError):
-        return None
+    faults = stat_ints(pid, 7, 9)        # minflt, majflt (fields 10 and 12 of proc(5))
+    return sum(faults) if faults else None
 
 
 def _io(pid: int) -> dict[str, int]:

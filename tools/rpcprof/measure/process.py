@@ -15,6 +15,7 @@ from pathlib import Path
 from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor
+from rpcprof.measure.recorder import log_tail
 from rpcprof.measure.scenario import learn_reply
 from rpcprof.measure.servers import ServerSpec
 
@@ -40,14 +41,6 @@ def check_port_free(port: int) -> None:
             owner = port_owner(port)
             who = f" by {owner}" if owner else ""
             raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
-
-
-def log_tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])
 
 
 class ServerFailed(Exception):

@@ -20,7 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+from rpcprof.measure.children import stat_ints
 from rpcprof.measure.proccounters import SwitchTracker
+from rpcprof.measure.threads import status_fields
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -44,17 +46,10 @@ def thread_cpu_ns(pid: int) -> dict[int, int]:
 
 def rss_bytes(pid: int) -> tuple[int, int] | None:
     """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
-    rss = hwm = 0
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * 1024
-    except (FileNotFoundError, ProcessLookupError):
+    fields = status_fields(f"/proc/{pid}/status")
+    if fields is None:
         return None
-    return rss, hwm
+    return int(fields.get("VmRSS", "0").split()[0]) * 1024, int(fields.get("VmHWM", "0").split()[0]) * 1024
 
 
 CGROUP_PREFIX = "rpcprof-"
@@ -134,7 +129,7 @@ class CgroupCpu:
         root, self.version = cgroup_root()
         if root is None:
             raise OSError("no cgroup CPU accounting available")
-        self.path: Path | None = root / name
+        self.path = root / name
         self.path.mkdir()
 
     def add(self, pid: int) -> None:
@@ -150,8 +145,6 @@ class CgroupCpu:
 
     def remove(self) -> None:
         """Delete the cgroup; the kernel refuses while a task is in it, so wait for exit first."""
-        if self.path is None:
-            return
         for _ in range(50):
             try:
                 self.path.rmdir()
@@ -162,12 +155,8 @@ class CgroupCpu:
 
 def process_cpu_ns(pid: int) -> int:
     """User + system CPU of a whole process, exited threads included (/proc/PID/stat, clock ticks); 0 if gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return 0
-    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    ticks = stat_ints(pid, 11, 12)      # utime, stime
+    return sum(ticks) * 1_000_000_000 // os.sysconf("SC_CLK_TCK") if ticks else 0
 
 
 def keep_off(cpus_for_us: list[int]) -> None:
@@ -237,9 +226,8 @@ class ProcessMonitor:
         self.interval = interval
         self._last_seen: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._rss_samples: list[int] = []
         self._hwm = 0
-        self._sampling_rss = False
+        self._rss_samples: list[int] | None = None             # RSS over a window
         self._series: list[tuple[float, int]] | None = None    # (wall clock, CPU ns) over a window
         self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
@@ -267,7 +255,7 @@ class ProcessMonitor:
             if mem is None:
                 continue
             with self._lock:
-                if self._sampling_rss:
+                if self._rss_samples is not None:
                     self._rss_samples.append(mem[0])
                 self._hwm = max(self._hwm, mem[1])
 
@@ -277,30 +265,21 @@ class ProcessMonitor:
             return self.cgroup.read_ns()
         return self._poll_threads()
 
-    def start_series(self) -> None:
-        """Record the process's CPU at every poll (each `interval`) until stop_series."""
+    def start_window(self) -> None:
+        """Record the process's resident memory and CPU at every poll (each `interval`) until stop_window."""
         point = (time.time(), self.mark())
         with self._lock:
-            self._series = [point]
+            self._rss_samples, self._series = [], [point]
 
-    def stop_series(self) -> list[tuple[float, int]]:
-        """The (wall clock s, CPU ns so far) pairs since start_series, the last one taken now."""
-        point = (time.time(), self.mark())
-        with self._lock:
-            series, self._series = self._series or [], None
-        return series + [point]
-
-    def start_rss_window(self) -> None:
-        with self._lock:
-            self._rss_samples = []
-            self._sampling_rss = True
-
-    def stop_rss_window(self) -> dict:
-        """RSS average and peak (MiB) over the window; the peak is the kernel's high-water mark."""
+    def stop_window(self) -> tuple[dict, list[tuple[float, int]]]:
+        """RSS average and peak (MiB) over the window, the peak the kernel's high-water mark; and the
+        (wall clock s, CPU ns so far) pairs since start_window, the last one taken now."""
         mem = rss_bytes(self.pid)
+        point = (time.time(), self.mark())
         with self._lock:
-            self._sampling_rss = False
             samples = self._rss_samples or ([mem[0]] if mem else [])
+            series = (self._series or []) + [point]
+            self._rss_samples = self._series = None
             if mem:
                 self._hwm = max(self._hwm, mem[1])
             hwm = self._hwm
@@ -309,47 +288,31 @@ class ProcessMonitor:
             "rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
             "rss_peak_mib": hwm / mib if hwm else None,
             "rss_samples": len(samples),
-        }
-
-    def stop(self) -> None:
-        """As close(): a Session stops what it owns."""
-        self.close()
+        }, series
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=1)
 
+    stop = close        # a Session stops what it owns
+
 
 def machine_specs() -> dict:
     """CPU model, cores, kernel and memory: seed 000's 'Machine Specs'."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_kib = 0
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                mem_kib = int(line.split()[1])
-    except OSError:
-        pass
-    os_name = ""
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                os_name = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
+    def after(path: str, prefix: str) -> str:
+        """What follows prefix on the first line of path that starts with it ('' if none)."""
+        try:
+            return next((line[len(prefix):] for line in Path(path).read_text().splitlines()
+                         if line.startswith(prefix)), "")
+        except OSError:
+            return ""
+    mem_kib = after("/proc/meminfo", "MemTotal:").split()
     return {
-        "os": os_name,
+        "os": after("/etc/os-release", "PRETTY_NAME=").strip('"'),
         "kernel": platform.release(),
-        "cpu_model": model,
+        "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(),
         "cpus": os.cpu_count(),
-        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0,
         "hostname": platform.node(),
     }
 

@@ -32,6 +32,15 @@ PERF_RECORD_OPTIONS = ["--no-bpf-event"]
 PERF_KEPT_OPTIONS = ["-z"]
 
 
+def log_tail(path: Path, lines: int = 5) -> str:
+    """The last lines of a log, joined by ' | ' ('' if it cannot be read)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
 def require(tool: str, how: str = "run tools/setup.sh") -> str:
     path = shutil.which(tool)
     if not path:
@@ -116,8 +125,7 @@ class Recorder:
     """A profiler attached to one PID until stop(); stop() always leaves no process behind.
     control: the Control whose fifos argv names (perf stat -D -1 --control ...)."""
 
-    def __init__(self, argv: list[str], out_path: Path, log_path: Path, stop_signal=signal.SIGINT,
-                 control: Control | None = None):
+    def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None):
         self.argv = argv
         self.control = control
         # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
@@ -126,7 +134,6 @@ class Recorder:
         self.signalled = False
         self.out_path = out_path
         self.log_path = log_path
-        self.stop_signal = stop_signal
         self.log = open(log_path, "wb")
         self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
@@ -142,8 +149,8 @@ class Recorder:
                 raise UserError(f"{Path(self.argv[0]).name} did not enable its events within {timeout:g} s")
         while time.monotonic() - t0 < timeout:
             if self.proc.poll() is not None:
-                tail = " | ".join(self.log_path.read_text(errors="replace").strip().splitlines()[-3:])
-                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): {tail}")
+                raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): "
+                                f"{log_tail(self.log_path, 3)}")
             if self.out_path.name.endswith(".data"):
                 if self.out_path.exists() and self.out_path.stat().st_size > 0:
                     return
@@ -161,7 +168,7 @@ class Recorder:
         if self.signal_in_poll:
             wait_in_poll(self.proc.pid, 2.0)
         try:
-            os.killpg(self.proc.pid, self.stop_signal)
+            os.killpg(self.proc.pid, signal.SIGINT)
         except ProcessLookupError:
             pass
         self.signalled = True

@@ -98,13 +98,12 @@ def load_server(name: str) -> ServerSpec:
     for key in ("app", "ruler"):
         if data.get(key) is not None:
             UserRegex(data[key], f"{path}: {key}")      # the guarded compilation the rules' regexes get
-    call_graph = data.get("call_graph", ServerSpec.call_graph)      # the dataclass's defaults
-    workdir = data.get("workdir", ServerSpec.workdir)
-    params = data.get("params") or {}
     spec = ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       language=str(data["language"]), profiler=data["profiler"], run=data["run"],
-                      app=data["app"], params=params, call_graph=call_graph,
-                      workdir=workdir, ruler=data.get("ruler"), after_profile=data.get("after_profile"),
+                      app=data["app"], params=data.get("params") or {},
+                      call_graph=data.get("call_graph", ServerSpec.call_graph),     # the dataclass's defaults
+                      workdir=data.get("workdir", ServerSpec.workdir), ruler=data.get("ruler"),
+                      after_profile=data.get("after_profile"),
                       warmup_s=float(data.get("warmup_s", ServerSpec.warmup_s)))
     spec.after_profile_argv(0)          # its placeholders, checked before anything starts
     return spec

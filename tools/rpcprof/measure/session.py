@@ -49,10 +49,6 @@ class Session:
             except Exception as e:          # noqa: BLE001 - keep stopping the rest
                 print(f"rpcprof: WARNING: stopping {type(thing).__name__} failed: {e}", file=sys.stderr)
 
-    @property
-    def running(self) -> list[Stoppable]:
-        return list(self._owned)
-
     def __enter__(self) -> "Session":
         return self
 

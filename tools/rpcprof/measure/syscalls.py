@@ -28,7 +28,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
+from rpcprof.measure import proccounters
+from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
 from rpcprof.rundir import beside, window_file
@@ -185,10 +186,9 @@ def parse_kernel_events(text: str, specs=None) -> dict:
         keys = pending.get(event)
         if keys:
             values[keys.pop(0)] = int(value) if value.isdigit() else None
-    events = {k: values.get(k) for k in EVENT_KEYS if k != "voluntary_switches"}
-    cs, inv = events["context_switches"], events["involuntary_switches"]
-    voluntary = max(cs - inv, 0) if cs is not None and inv is not None else None
-    return {k: (voluntary if k == "voluntary_switches" else events[k]) for k in EVENT_KEYS}
+    cs, inv = values.get("context_switches"), values.get("involuntary_switches")
+    values["voluntary_switches"] = max(cs - inv, 0) if cs is not None and inv is not None else None
+    return {k: values.get(k) for k in EVENT_KEYS}
 
 
 def parse_perf_stat_csv(text: str) -> dict:
@@ -218,16 +218,10 @@ def events_from_proc(proc: dict) -> dict:
     return {k: proc.get(k) for k in EVENT_KEYS}
 
 
-def events_per_request(events: dict | None, requests: int) -> dict:
-    """Each kernel event per request; None where the event was not counted or nothing was served."""
-    events = events or {}
-    return {k: (events[k] / requests if requests and events.get(k) is not None else None) for k in EVENT_KEYS}
-
-
 def per_request(counts: dict, requests: int) -> dict:
     """Syscalls per request, total and by syscall; kernel events, raw and per request."""
     events = {"events": counts.get("events") or dict.fromkeys(EVENT_KEYS),
-              "events_per_req": events_per_request(counts.get("events"), requests)}
+              "events_per_req": proccounters.per_request(events_from_proc(counts.get("events") or {}), requests)}
     if not requests:
         return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}, **events}
     named = counts["by_syscall"].keys() - {"other"}
@@ -299,8 +293,7 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
     text = script.out_path
     try:
         if code != 0:
-            tail = " | ".join(text.read_text(errors="replace").strip().splitlines()[-2:]) if text.exists() else ""
-            _warn(f"perf script of {data} failed (status {code}): {tail}; no bytes per read/write")
+            _warn(f"perf script of {data} failed (status {code}): {log_tail(text, 2)}; no bytes per read/write")
             return None
         with open(text, errors="replace") as lines:
             summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)

@@ -22,6 +22,12 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def status_fields(path: Path | str) -> dict[str, str] | None:
+    """The `Name:  value` lines of a /proc status file as {name: value, stripped}; None if it cannot be read."""
+    text = _read(Path(path))
+    return None if text is None else {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
 def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
     """tid -> {name, state, switches, wchan} for every thread of pid now ({} if the process is gone)."""
     try:
@@ -31,15 +37,14 @@ def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
     snapshot = {}
     for tid in tids:
         task = proc / str(pid) / "task" / str(tid)
-        status = _read(task / "status")
-        if status is None:
+        fields = status_fields(task / "status")
+        if fields is None:
             continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         try:
             switches = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
         except (KeyError, ValueError):
             continue
         wchan = _read(task / "wchan")
-        snapshot[tid] = {"tid": tid, "name": fields.get("Name", "").strip(), "state": fields.get("State", "").strip()[:1],
+        snapshot[tid] = {"tid": tid, "name": fields.get("Name", ""), "state": fields.get("State", "")[:1],
                          "switches": switches, "wchan": wchan if wchan and wchan != "0" else None}
     return snapshot

@@ -52,15 +52,15 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     late.daemon = True
 
     def start() -> None:
-        monitor.start_rss_window()
-        monitor.start_series()
+        monitor.start_window()
         if marked:
             conns["start"] = established(port)
             late.start()
 
     def end() -> None:
-        memory.update(monitor.stop_rss_window())
-        series.extend(monitor.stop_series())
+        rss, points = monitor.stop_window()
+        memory.update(rss)
+        series.extend(points)
     window = CpuWindow(monitor, on_start=start, on_end=end)
     own = ProcWindow(monitor.pid, monitor.switches)
     both = Marks(window, own)
