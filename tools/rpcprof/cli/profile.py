@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, otlp_options, print_footprint, run_click, runs_dir_option
+from rpcprof.cli.common import (format_option, latency_option, otlp_options, print_footprint, run_click,
+                                runs_dir_option, stacked)
 from rpcprof.cli.values import cpu_list_text, job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
@@ -107,32 +108,25 @@ def share(ctx, param, value):
 
 def rounds_options(what: str, default: int):
     """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
-    def decorate(f):
-        for option in reversed([
-            click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
-                         help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
-                              f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
-            click.option("--precision", default=None, callback=share, metavar="SHARE",
-                         help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
-                              f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
-            click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
-                         help=f"With --precision: stop before a round would end after this many seconds{what}."),
-        ]):
-            f = option(f)
-        return f
-    return decorate
+    return stacked(
+        click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
+                     help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
+                          f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
+        click.option("--precision", default=None, callback=share, metavar="SHARE",
+                     help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
+                          f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
+        click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
+                     help=f"With --precision: stop before a round would end after this many seconds{what}."))
 
 
 def off_cpu_options(default_duration: float, when: str):
     """--off-cpu/--no-off-cpu and --off-cpu-duration."""
-    def decorate(f):
-        f = click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
-                         help="Off-CPU window [s].")(f)
-        return click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
-                            help=f"A window recording where the server's threads wait (context switches with "
-                                 f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
-                                 f"Nagle / delayed-ACK stall is named) [default: {when}].")(f)
-    return decorate
+    return stacked(click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
+                                help=f"A window recording where the server's threads wait (context switches with "
+                                     f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
+                                     f"Nagle / delayed-ACK stall is named) [default: {when}]."),
+                   click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
+                                help="Off-CPU window [s]."))
 
 
 def pictures_option(default: bool, what: str):
@@ -143,27 +137,22 @@ def pictures_option(default: bool, what: str):
                              "later from the folder.")
 
 
-def placement_and_load_options(f):
-    """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
-    options = [
-        click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
-        click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
-                     help="Load driver."),
-        click.option("--server-cpus", default=cpu_list_text(RUN["server_cpus"]), show_default=True, callback=cpu_list,
-                     help="CPUs the server is pinned to."),
-        click.option("--load-cpus", default=None, callback=cpu_list,
-                     help="CPUs for the load driver [default: the others]."),
-        click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
-        click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
-                     help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
-                          "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
-                          "a server that idles between bursts pays. spin keeps them from halting with an "
-                          "idle-priority busy loop, as poll does where cpuidle offers no polling state. The load "
-                          "generator's CPUs halt either way."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+# The options `run` and `sweep` share: workload, driver, CPU placement, port.
+placement_and_load_options = stacked(
+    click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
+    click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
+                 help="Load driver."),
+    click.option("--server-cpus", default=cpu_list_text(RUN["server_cpus"]), show_default=True, callback=cpu_list,
+                 help="CPUs the server is pinned to."),
+    click.option("--load-cpus", default=None, callback=cpu_list,
+                 help="CPUs for the load driver [default: the others]."),
+    click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
+    click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
+                 help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
+                      "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
+                      "a server that idles between bursts pays. spin keeps them from halting with an "
+                      "idle-priority busy loop, as poll does where cpuidle offers no polling state. The load "
+                      "generator's CPUs halt either way."))
 
 
 @click.group(name="profile.sh", context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,7 +15,7 @@ from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
+from rpcprof.jobs.base import Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
 from rpcprof.jobs.defaults import RUN
 from rpcprof.jobs.machine import IdleEffect, card_of, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
@@ -30,7 +30,6 @@ from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult, parameters_json
-from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
 
@@ -100,7 +99,7 @@ def check_options(opts: RunOptions) -> None:
         raise UserError("--otlp-endpoint sends the profiles a run makes: not with --no-profile")
 
 
-class Run:
+class Run(Job):
     """One invocation of `profile.sh run` (or one cell of a sweep): a folder, a manifest, a result per server."""
 
     def __init__(self, opts: RunOptions, command: list[str]):
@@ -119,7 +118,6 @@ class Run:
         self.results: dict[str, ServerResult] = {}
         self.sampled: dict[str, list[tuple[int, int]]] = {}      # per server: (samples, planned) of each profile
         self.stopped_by: str | None = None
-        self.folder: RunFolder | None = None
         self.rules = load_rules() if opts.profile else None
         if self.rules and opts.app:
             self.rules.with_app(opts.app)        # validates the regex before anything starts
@@ -130,10 +128,6 @@ class Run:
         self.server_round = ServerRound(self)
         self.host: dict | None = None   # the host card; a sweep measures it once for all its cells
         self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
-
-    @property
-    def dir(self) -> Path | None:
-        return self.folder.path if self.folder else None
 
     def write(self, status: Status) -> None:
         params = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}

@@ -115,7 +115,13 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     and reap, finish() reads the counts perf printed when interrupted and hands the exiting perf stat to
     reap, whose owner stops it before its next measured window (the exit then overlaps the next start)."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
-    io_recorder = _start_io_record(session, subject, rundir.window_file(name, "io")) if record_io else None
+    io_recorder = syscalls.start_io_record(subject.pid, subject.out, rundir.window_file(name, "io")) \
+        if record_io else None
+    if io_recorder is not None:
+        session.own(io_recorder)
+    elif record_io:
+        log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
+            "families; no bytes per read/write")
     counter.wait_attached()
     if io_recorder is not None:
         try:
@@ -151,15 +157,6 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             counts["io_lost"] = summary["lost"] if summary else None
         return counts
     return load, finish
-
-
-def _start_io_record(session: Session, subject: Subject, name: str):
-    recorder = syscalls.start_io_record(subject.pid, subject.out, name)
-    if recorder is None:
-        log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
-            "families; no bytes per read/write")
-        return None
-    return session.own(recorder)
 
 
 def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None, window: str,
