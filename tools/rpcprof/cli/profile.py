@@ -9,7 +9,7 @@ import click
 
 from rpcprof.cli.common import (format_option, latency_option, otlp_options, print_footprint, run_click,
                                 runs_dir_option, stacked)
-from rpcprof.cli.values import cpu_list_text, job_options
+from rpcprof.cli.values import job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
@@ -58,13 +58,10 @@ def cpu_list(ctx, param, value):
 
 
 def key_values(ctx, param, values):
-    out = {}
-    for v in values:
-        if "=" not in v:
-            raise click.BadParameter(f"{v!r}: expected KEY=VALUE")
-        k, val = v.split("=", 1)
-        out[k] = val
-    return out
+    bad = [v for v in values if "=" not in v]
+    if bad:
+        raise click.BadParameter(f"{bad[0]!r}: expected KEY=VALUE")
+    return dict(v.split("=", 1) for v in values)
 
 
 def positive(ctx, param, value):
@@ -142,8 +139,8 @@ placement_and_load_options = stacked(
     click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
     click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
                  help="Load driver."),
-    click.option("--server-cpus", default=cpu_list_text(RUN["server_cpus"]), show_default=True, callback=cpu_list,
-                 help="CPUs the server is pinned to."),
+    click.option("--server-cpus", default=",".join(map(str, RUN["server_cpus"])), show_default=True,
+                 callback=cpu_list, help="CPUs the server is pinned to."),
     click.option("--load-cpus", default=None, callback=cpu_list,
                  help="CPUs for the load driver [default: the others]."),
     click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),

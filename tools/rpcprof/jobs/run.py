@@ -191,45 +191,43 @@ class Run(Job):
         pilot = max(opts.rounds, PILOT_ROUNDS)
         wanted = opts.rounds if opts.precision is None else pilot
         with progress_bar(wanted * len(self.specs), "measurements") as bar:
-            self._rounds(opts, t0, measured, pilot, wanted, bar)
-
-    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[ServerResult]], pilot: int, wanted: int, bar) -> None:
-        k = 0
-        while k < wanted:
-            k += 1
-            started = time.monotonic()
-            for spec in self.specs:
-                if measured[spec.name] and measured[spec.name][-1].status != Status.OK:
+            k = 0
+            while k < wanted:
+                k += 1
+                started = time.monotonic()
+                for spec in self.specs:
+                    done = measured[spec.name]
+                    if done and done[-1].status != Status.OK:
+                        continue
+                    done.append(self.measure(spec, k))
+                    self.results[spec.name] = aggregate_rounds(done)
+                    self.write(Status.RUNNING)
+                    if done[-1].status == Status.OK:
+                        self.sender.send(self.dir, spec.name, self.rules, done[-1].figures.get("app"), k)
+                    bar.update(1)
+                round_s = time.monotonic() - started
+                if opts.precision is None:
                     continue
-                measured[spec.name].append(self.measure(spec, k))
-                self.results[spec.name] = aggregate_rounds(measured[spec.name])
-                self.write(Status.RUNNING)
-                if measured[spec.name][-1].status == Status.OK:
-                    self.sender.send(self.dir, spec.name, self.rules, measured[spec.name][-1].figures.get("app"), k)
-                bar.update(1)
-            round_s = time.monotonic() - started
-            if opts.precision is None:
-                continue
-            if k == pilot:
-                logs = self.pilot_logs()
-                if not logs:
-                    self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
+                if k == pilot:
+                    logs = self.pilot_logs()
+                    if not logs:
+                        self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
+                        break
+                    wanted = rounds_needed(logs, opts.precision)
+                    bar.total = wanted * len(self.specs)
+                    bar.refresh()
+                    log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
+                         f"±{100 * opts.precision:g} % (two-stage rule)")
+                if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
+                    self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
+                                       f"{k} of the {wanted} rounds the target needs were measured")
                     break
-                wanted = rounds_needed(logs, opts.precision)
-                bar.total = wanted * len(self.specs)
-                bar.refresh()
-                log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
-                     f"±{100 * opts.precision:g} % (two-stage rule)")
-            if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
-                self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
-                                   f"{k} of the {wanted} rounds the target needs were measured")
-                break
-        else:
-            if opts.precision is not None:
-                self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
-                                   f"within ±{100 * opts.precision:g} %")
-        if self.stopped_by:
-            log(f"rpcprof: {self.stopped_by}")
+            else:
+                if opts.precision is not None:
+                    self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
+                                       f"within ±{100 * opts.precision:g} %")
+            if self.stopped_by:
+                log(f"rpcprof: {self.stopped_by}")
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""

@@ -208,15 +208,14 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
                 seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
-    if "finish" in seen:            # the counter exits while the profile is stopped and folded
-        seen["counts"] = seen["finish"]()
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
-        if "counts" in seen:
-            record["syscalls"] = syscalls.per_request(seen["counts"], load.ok)
+        if "finish" in seen:        # the counter exits while the profile is stopped and folded
+            counts = seen["finish"]()
+            record["syscalls"] = syscalls.per_request(counts, load.ok)
             cpu_ns = round(record["server_cpu_s"] * 1e9)
-            record["counted"] = syscall_record(load, seen["counts"], cpu_ns, unprofiled_us, "profile", count_cpus)
+            record["counted"] = syscall_record(load, counts, cpu_ns, unprofiled_us, "profile", count_cpus)
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
     RunFolder.write_profile(subject.out, {k: v for k, v in record.items() if k != "counted"})
