@@ -41,17 +41,16 @@ class _NoBar:
 
 
 @contextmanager
-def progress_bar(total: int, unit: str, stream=None):
+def progress_bar(total: int, unit: str):
     """A bar of `total` steps (each a `unit`: measurements, cells...) with the time elapsed and left, on
-    stream (stderr) when it is a terminal; yields what to call update() on after each step, and whose
-    total may be raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
+    stderr when it is a terminal; yields what to call update() on after each step, and whose total may be
+    raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
     global _bar
-    stream = stream or sys.stderr
-    if _bar is not None or not _allowed or total <= 0 or not getattr(stream, "isatty", lambda: False)():
+    if _bar is not None or not _allowed or total <= 0 or not getattr(sys.stderr, "isatty", lambda: False)():
         yield _NoBar()
         return
     from tqdm import tqdm
-    _bar = tqdm(total=total, unit=unit, file=stream, leave=False, dynamic_ncols=True,
+    _bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True,
                 bar_format="{desc}{n}/{total} {unit} |{bar}| {elapsed} elapsed, {remaining} left")
     try:
         yield _bar

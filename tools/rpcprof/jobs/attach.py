@@ -221,7 +221,6 @@ class Attach(Job):
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
         steps.use_reply(subject, reply, figures)
         steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
-        log(f"rpcprof: {subject.name}: measuring {self.opts.duration:g} s (no profiler attached)")
         figures.update(steps.measure(subject))
         figures["request_count_source"] = f"{self.opts.driver} (--load)"
         short = too_short(figures, self.opts.streams)

@@ -103,7 +103,6 @@ class ServerRound:
         steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
         self.run.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
-        log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
         figures.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
         if figures["requests_ok"] == 0:

@@ -38,14 +38,14 @@ class Subject:
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
 
-    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None, latencies: bool = True):
+    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None):
         """Load for seconds; marks window's start and end at the driver's own window lines. The driver
         logs every request's latency in every window, as in the measured one: h2load's log costs the client
         CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
         driven without the log, a regime of its own). No figure uses these windows' latencies (the
         measured window's are measured_window's), so the log is not read."""
         settings = replace(self.settings, duration=seconds)
-        return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies, read_latencies=False,
+        return self.driver.run(settings, self.port, self.out / log_name, latencies=True, read_latencies=False,
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
 
@@ -93,6 +93,7 @@ def warm_up(subject: Subject, windows: list[float]) -> None:
 
 def measure(subject: Subject) -> dict:
     """The efficiency window: no profiler attached; the figures of exactly that window."""
+    log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached)")
     load, cpu_ns, memory, proc = measured_window(subject.driver, subject.settings, subject.port, subject.out,
                                                  subject.monitor)
     figures = window_metrics(load, cpu_ns, memory, subject.settings.streams,
