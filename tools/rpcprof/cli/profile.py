@@ -40,13 +40,11 @@ def cpu_list(ctx, param, value):
     cpus = []
     try:
         for part in value.split(","):
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-"))
-                if hi < lo:
-                    raise ValueError
-                cpus.extend(range(lo, hi + 1))
-            else:
-                cpus.append(int(part))
+            lo, dash, hi = part.partition("-")
+            lo, hi = int(lo), int(hi if dash else lo)
+            if hi < lo:
+                raise ValueError
+            cpus.extend(range(lo, hi + 1))
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 0 or 1,2 or 1-3") from None
     import os

@@ -73,10 +73,6 @@ class RunOptions:
     host_card: Path | None = None   # an earlier run of this boot whose host card this run takes instead of measuring
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
-    def resolved_load_cpus(self) -> list[int]:
-        return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "
-                                 "--server-cpus fewer CPUs or set --load-cpus")
-
 
 def check_options(opts: RunOptions) -> None:
     """UserError (exit 2) for options no run can take, before anything starts."""
@@ -105,7 +101,8 @@ class Run(Job):
     def __init__(self, opts: RunOptions, command: list[str]):
         self.opts = opts
         self.scenario = get_scenario(opts.scenario)
-        self.load_cpus = opts.resolved_load_cpus()
+        self.load_cpus = load_cpus_besides(opts.server_cpus, opts.load_cpus, "no CPU left for the load generator: "
+                                           "give --server-cpus fewer CPUs or set --load-cpus")
         self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
         self.settings.validate()
         check_options(opts)
