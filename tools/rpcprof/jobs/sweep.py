@@ -106,7 +106,6 @@ class Sweep(Job):
         return self.dir
 
     def write(self, status: Status) -> None:
-        self.manifest.cells = self.results
-        self.folder.write(self.manifest.finish(status))
+        self.folder.write(self.manifest.finish(status))       # its cells: self.results, as they are done
 
 
