@@ -221,8 +221,8 @@ def run(**params):
                            opts.ruler):
         click.echo(part, nl=False)
     print_footprint(run_dir)
-    if any(r.status != Status.OK for r in the_run.results.values()):
-        failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+    failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+    if failed:
         logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
     the_run.sender.check(run_dir)

@@ -23,8 +23,8 @@ from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
                                        proc_state)
-from rpcprof.jobs.base import (Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
-                               shown)
+from rpcprof.jobs.base import (Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan,
+                               render_pictures, shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app
