@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 _bar = None             # the bar on the terminal now, if any
 _allowed = True         # the command lets a bar be drawn (not with --format json)
@@ -29,17 +30,6 @@ def bar_allowed(allowed: bool) -> None:
     _allowed = allowed
 
 
-class _NoBar:
-    """What a job steps when no bar is drawn."""
-    total = 0
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def refresh(self) -> None:
-        pass
-
-
 @contextmanager
 def progress_bar(total: int, unit: str):
     """A bar of `total` steps (each a `unit`: measurements, cells...) with the time elapsed and left, on
@@ -47,7 +37,7 @@ def progress_bar(total: int, unit: str):
     raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
     global _bar
     if _bar is not None or not _allowed or total <= 0 or not getattr(sys.stderr, "isatty", lambda: False)():
-        yield _NoBar()
+        yield SimpleNamespace(total=0, update=lambda n=1: None, refresh=lambda: None)     # what a job steps: no bar
         return
     from tqdm import tqdm
     _bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True,
