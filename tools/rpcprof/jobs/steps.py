@@ -302,8 +302,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     asleep = asleep_whole_window(threads_before, thread_snapshot(subject.pid))
     session.stop(sampler)
     session.stop(recorder)
-    if wakes:
-        session.stop(wakes)
+    session.stop(wakes)                 # None when it could not attach: nothing to stop
     stats = fold_offcpu(subject.out / rundir.OFFCPU_DATA, subject.out / rundir.OFFCPU_FOLDED,
                         subject.out / rundir.OFFWAKE_DATA if wakes else None, subject.out / rundir.OFFWAKE_FOLDED)
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})
