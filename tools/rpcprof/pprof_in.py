@@ -43,8 +43,8 @@ KERNEL_MAPPING = "[kernel.kallsyms]"    # perf's name for the kernel, and parca-
 FIX = "download the profile again, or export it again from its source (go tool pprof -proto, Pyroscope, Parca)"
 
 APP_COMMENT = "rpcprof app: "
-_declared: dict[tuple, tuple[str, str]] = {}       # file identity -> the sample type its weights were read as
-_apps: dict[tuple, str | None] = {}                # file identity -> the app pattern its comment carries
+# file identity -> (the sample type its weights were read as, the app pattern its comment carries)
+_read_as: dict[tuple, tuple[tuple[str, str], str | None]] = {}
 
 
 def is_pprof(path: Path | str) -> bool:
@@ -68,27 +68,28 @@ def read_pprof(path: Path | str) -> list[tuple[list[str], int]]:
     path = Path(path)
     profile = _read(path)
     stacks, sample_type = _stacks(path, profile)
-    _declared[_identity(path)] = sample_type
     comments = [profile.string_table[i] for i in profile.comment if 0 <= i < len(profile.string_table)]
-    _apps[_identity(path)] = next((c[len(APP_COMMENT):] for c in comments if c.startswith(APP_COMMENT)), None)
+    app = next((c[len(APP_COMMENT):] for c in comments if c.startswith(APP_COMMENT)), None)
+    _read_as[_identity(path)] = sample_type, app
     return stacks
+
+
+def _read_as_of(path: Path | str) -> tuple[tuple[str, str], str | None]:
+    """(sample type, app pattern) of a pprof profile, read once."""
+    if _identity(Path(path)) not in _read_as:
+        read_pprof(path)
+    return _read_as[_identity(Path(path))]
 
 
 def app_of(path: Path | str) -> str | None:
     """The app pattern a pprof profile carries (a `rpcprof app: REGEX` comment, as report.py export writes
     it), or None."""
-    path = Path(path)
-    if _identity(path) not in _apps:
-        read_pprof(path)
-    return _apps[_identity(path)]
+    return _read_as_of(path)[1]
 
 
 def sample_type_of(path: Path | str) -> tuple[str, str]:
     """(type, unit) of the values read_pprof takes from this profile: ("cpu", "nanoseconds") or ("samples", "count")."""
-    path = Path(path)
-    if _identity(path) not in _declared:
-        read_pprof(path)
-    return _declared[_identity(path)]
+    return _read_as_of(path)[0]
 
 
 def _identity(path: Path) -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 _bar = None             # the bar on the terminal now, if any
 _allowed = True         # the command lets a bar be drawn (not with --format json)
@@ -29,29 +30,17 @@ def bar_allowed(allowed: bool) -> None:
     _allowed = allowed
 
 
-class _NoBar:
-    """What a job steps when no bar is drawn."""
-    total = 0
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def refresh(self) -> None:
-        pass
-
-
 @contextmanager
-def progress_bar(total: int, unit: str, stream=None):
+def progress_bar(total: int, unit: str):
     """A bar of `total` steps (each a `unit`: measurements, cells...) with the time elapsed and left, on
-    stream (stderr) when it is a terminal; yields what to call update() on after each step, and whose
-    total may be raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
+    stderr when it is a terminal; yields what to call update() on after each step, and whose total may be
+    raised (refresh() after). Off a terminal, with JSON, or inside another bar: nothing drawn."""
     global _bar
-    stream = stream or sys.stderr
-    if _bar is not None or not _allowed or total <= 0 or not getattr(stream, "isatty", lambda: False)():
-        yield _NoBar()
+    if _bar is not None or not _allowed or total <= 0 or not getattr(sys.stderr, "isatty", lambda: False)():
+        yield SimpleNamespace(total=0, update=lambda n=1: None, refresh=lambda: None)     # what a job steps: no bar
         return
     from tqdm import tqdm
-    _bar = tqdm(total=total, unit=unit, file=stream, leave=False, dynamic_ncols=True,
+    _bar = tqdm(total=total, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True,
                 bar_format="{desc}{n}/{total} {unit} |{bar}| {elapsed} elapsed, {remaining} left")
     try:
         yield _bar

@@ -213,9 +213,6 @@ class RunFolder:
     def write_profile(out: Path, record: dict) -> None:
         write_json(out / "profile.json", record, RUNS)
 
-    def __str__(self) -> str:
-        return str(self.path)
-
 
 # --- reading -------------------------------------------------------------------------------------
 
@@ -245,22 +242,13 @@ def read_json(path: Path, what: str):
         raise UserError(f"{path}: unreadable: {e.strerror}") from None
 
 
-def validate_manifest(path: Path, data) -> dict:
-    """A manifest with the types schema.MANIFEST gives (a folder from before modes were recorded is a run)."""
+def load_manifest(run_dir: Path) -> dict:
+    """A folder's manifest with the types schema.MANIFEST gives (a folder from before modes were recorded is a run)."""
+    path = Path(run_dir) / "manifest.json"
+    data = read_json(path, "a run folder")
     if isinstance(data, dict):
         data = {"mode": "run", **data}
     return schema.check(read_statuses(data, "job"), schema.MANIFEST, path)
-
-
-def validate_metrics(path: Path, data) -> dict:
-    if isinstance(data, dict):
-        data = {name: read_statuses(result, "server") for name, result in data.items()}
-    return schema.check(data, schema.METRICS, path)
-
-
-def load_manifest(run_dir: Path) -> dict:
-    path = Path(run_dir) / "manifest.json"
-    return validate_manifest(path, read_json(path, "a run folder"))
 
 
 def load_run(run_dir: Path) -> tuple[dict, dict]:
@@ -271,7 +259,10 @@ def load_run(run_dir: Path) -> tuple[dict, dict]:
         raise UserError(f"{run_dir}: a sweep folder, not a run: give one of its cell folders, or use "
                         "report.py sweep / results")
     path = run_dir / "metrics.json"
-    return manifest, validate_metrics(path, read_json(path, "a run folder"))
+    metrics = read_json(path, "a run folder")
+    if isinstance(metrics, dict):
+        metrics = {name: read_statuses(result, "server") for name, result in metrics.items()}
+    return manifest, schema.check(metrics, schema.METRICS, path)
 
 
 def load_sweep(sweep_dir: Path) -> tuple[dict, dict[str, tuple[dict, dict]]]:

@@ -158,15 +158,10 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "
 
 def kind(value) -> str:
     """What a value is, in the words of the messages: 'a number', 'a list'..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"{str(value).lower()}"
-    for t, name in ((int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"),
-                    (dict, "a mapping")):
-        if isinstance(value, t):
-            return name
-    return type(value).__name__
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    names = ((int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"), (dict, "a mapping"))
+    return next((name for t, name in names if isinstance(value, t)), type(value).__name__)
 
 
 def _key(error, data) -> str:

@@ -54,6 +54,7 @@ MEASURED = (Status.OK, Status.PID_EXITED)
 # a job's `interrupted` meant killed in a manifest from before the `killed` key
 _OLD_WORDS = {("job", "incomplete"): Status.INTERRUPTED, ("job", "interrupted"): Status.KILLED,
               ("server", "incomplete"): Status.PID_EXITED}
+_WORDS = {s.value for s in Status}
 _KILLED_KEY = "killed"                  # the manifest's key saying why it was marked killed (Manifest.killed)
 
 
@@ -67,14 +68,9 @@ def read_statuses(record, kind: str):
     old_job = _KILLED_KEY not in record
 
     def word(w, of: str):
-        if not isinstance(w, str):
-            return w
-        if (of, w) in _OLD_WORDS and (of == "server" or old_job):
+        if isinstance(w, str) and (of, w) in _OLD_WORDS and (of == "server" or old_job):
             return _OLD_WORDS[of, w]
-        try:
-            return Status(w)
-        except ValueError:
-            return w
+        return Status(w) if isinstance(w, str) and w in _WORDS else w
 
     out = dict(record)
     if "status" in record:

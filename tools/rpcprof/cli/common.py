@@ -21,6 +21,13 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
                              help="Output format.")
 rules_option = click.option("--rules", "rules_path", type=click.Path(dir_okay=False), default=str(RULES_PATH),
                             show_default="categorize.yaml", help="Categorisation rules.")
+
+
+def rules_given(rules_path) -> str | None:
+    """--rules as the command line that regenerates an output repeats it: None for the default rules file."""
+    return None if Path(rules_path).resolve() == RULES_PATH.resolve() else rules_path
+
+
 latency_option = click.option(
     "--latency", type=click.Choice(["seed", "full"]), default="seed", show_default=True,
     help="Latency columns: seed 000's (avg, 90, 95, 99 %) or all (p50 ... p99.99, max, tm99, stddev).")
@@ -33,26 +40,31 @@ def requests_option(how_many: str):
                              "request metrics): CPU µs per request from its CPU nanoseconds; " + how_many + ".")
 
 
+def stacked(*options):
+    """One decorator of several click options, given in the order --help lists them."""
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+    return decorate
+
+
 def otlp_options(what: str):
     """--otlp-endpoint URL and --otlp-timeout SECONDS: what is sent to an OpenTelemetry Collector, over OTLP."""
-    def decorate(f):
-        f = click.option("--otlp-timeout", metavar="SECONDS", default=OTLP_TIMEOUT_S, show_default=True,
-                         type=click.FloatRange(min=0, min_open=True),
-                         help="Give up on an --otlp-endpoint that has not answered by then.")(f)
-        return click.option("--otlp-endpoint", metavar="URL", default=None,
-                            help=f"Send {what} to an OpenTelemetry Collector over OTLP: {OTLP_FORMS}.")(f)
-    return decorate
+    return stacked(click.option("--otlp-endpoint", metavar="URL", default=None,
+                                help=f"Send {what} to an OpenTelemetry Collector over OTLP: {OTLP_FORMS}."),
+                   click.option("--otlp-timeout", metavar="SECONDS", default=OTLP_TIMEOUT_S, show_default=True,
+                                type=click.FloatRange(min=0, min_open=True),
+                                help="Give up on an --otlp-endpoint that has not answered by then."))
 
 
 def document_options(example: str):
     """-o FILE, --rules and --runs-dir: the options of a command that writes a generated document."""
-    def decorate(f):
-        f = click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
-                         show_default="flamegraphs/", help="Where run folders are looked up by name.")(f)
-        f = rules_option(f)
-        return click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                            help=f"Write the document here (e.g. {example}) instead of stdout.")(f)
-    return decorate
+    return stacked(click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                                help=f"Write the document here (e.g. {example}) instead of stdout."),
+                   rules_option,
+                   click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
+                                show_default="flamegraphs/", help="Where run folders are looked up by name."))
 
 
 runs_dir_option = click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=RUNS_DIR,
@@ -151,7 +163,7 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
     except UserError as e:
         click.echo(f"{group.name}: error: {terminal(e)}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(f"{group.name}: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
@@ -159,9 +171,6 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo(f"{group.name}: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(EXIT_OK)
     except Exception as e:                 # noqa: BLE001 - the error boundary

@@ -6,9 +6,8 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.cli.common import format_option, output_for, requests_option, rules_option, show
+from rpcprof.cli.common import format_option, output_for, requests_option, rules_given, rules_option, show
 from rpcprof.cli.report_options import app_option, command_line
-from rpcprof.paths import RULES_PATH
 
 
 @click.command()
@@ -38,11 +37,9 @@ def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, req
     eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
     """
     output_for(out, a, b)
-    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
     title = title or command_line("diff", str(a), str(b), "-o", str(out), *(x for n in requests for x in ("--requests", str(n))),
-                                  **{"--normalize": None if mode == "share" else mode, "--no-normalize": no_normalize},
-                                  **{"--per-request": per_request}, **{"--app": app},
-                                  **{"--rules": None if default_rules else rules_path})
+                                  **{"--normalize": None if mode == "share" else mode, "--no-normalize": no_normalize,
+                                     "--per-request": per_request, "--app": app, "--rules": rules_given(rules_path)})
     mode = "per-request" if per_request else "absolute" if no_normalize else mode
     from rpcprof.report.sigdiff import render_diff
     show(render_diff(a, b, out, load_rules(rules_path), app, mode != "absolute", mode == "per-request", title, fmt,

@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.cli.common import document_options, output_for, show
-from rpcprof.paths import RULES_PATH
+from rpcprof.cli.common import document_options, output_for, rules_given, show
 from rpcprof.report.text import terminal_lines
 from rpcprof.rundir import inputs_of, load_run, load_sweep, resolve, write_text
 
@@ -35,7 +34,7 @@ def results(sweep_dir, output, stall, rules_path, runs_dir):
 
 def rules_flag(rules_path) -> tuple:
     """--rules for a regenerating command line, when it is not the default rules file."""
-    return () if Path(rules_path).resolve() == RULES_PATH.resolve() else (("--rules", Path(rules_path)),)
+    return (("--rules", Path(rules_path)),) if rules_given(rules_path) else ()
 
 
 def write_document(text: str, output: Path | None, *sources: Path) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from rpcprof.cli.common import format_option, latency_option, otlp_options, print_footprint, run_click, runs_dir_option
-from rpcprof.cli.values import cpu_list_text, job_options
+from rpcprof.cli.common import (format_option, latency_option, otlp_options, print_footprint, run_click,
+                                runs_dir_option, stacked)
+from rpcprof.cli.values import job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
@@ -39,13 +40,11 @@ def cpu_list(ctx, param, value):
     cpus = []
     try:
         for part in value.split(","):
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-"))
-                if hi < lo:
-                    raise ValueError
-                cpus.extend(range(lo, hi + 1))
-            else:
-                cpus.append(int(part))
+            lo, dash, hi = part.partition("-")
+            lo, hi = int(lo), int(hi if dash else lo)
+            if hi < lo:
+                raise ValueError
+            cpus.extend(range(lo, hi + 1))
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a CPU list such as 0 or 1,2 or 1-3") from None
     import os
@@ -57,13 +56,10 @@ def cpu_list(ctx, param, value):
 
 
 def key_values(ctx, param, values):
-    out = {}
-    for v in values:
-        if "=" not in v:
-            raise click.BadParameter(f"{v!r}: expected KEY=VALUE")
-        k, val = v.split("=", 1)
-        out[k] = val
-    return out
+    bad = [v for v in values if "=" not in v]
+    if bad:
+        raise click.BadParameter(f"{bad[0]!r}: expected KEY=VALUE")
+    return dict(v.split("=", 1) for v in values)
 
 
 def positive(ctx, param, value):
@@ -107,32 +103,25 @@ def share(ctx, param, value):
 
 def rounds_options(what: str, default: int):
     """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
-    def decorate(f):
-        for option in reversed([
-            click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
-                         help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
-                              f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
-            click.option("--precision", default=None, callback=share, metavar="SHARE",
-                         help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
-                              f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
-            click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
-                         help=f"With --precision: stop before a round would end after this many seconds{what}."),
-        ]):
-            f = option(f)
-        return f
-    return decorate
+    return stacked(
+        click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
+                     help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
+                          f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
+        click.option("--precision", default=None, callback=share, metavar="SHARE",
+                     help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
+                          f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
+        click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
+                     help=f"With --precision: stop before a round would end after this many seconds{what}."))
 
 
 def off_cpu_options(default_duration: float, when: str):
     """--off-cpu/--no-off-cpu and --off-cpu-duration."""
-    def decorate(f):
-        f = click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
-                         help="Off-CPU window [s].")(f)
-        return click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
-                            help=f"A window recording where the server's threads wait (context switches with "
-                                 f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
-                                 f"Nagle / delayed-ACK stall is named) [default: {when}].")(f)
-    return decorate
+    return stacked(click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
+                                help=f"A window recording where the server's threads wait (context switches with "
+                                     f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
+                                     f"Nagle / delayed-ACK stall is named) [default: {when}]."),
+                   click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
+                                help="Off-CPU window [s]."))
 
 
 def pictures_option(default: bool, what: str):
@@ -143,27 +132,22 @@ def pictures_option(default: bool, what: str):
                              "later from the folder.")
 
 
-def placement_and_load_options(f):
-    """The options `run` and `sweep` share: workload, driver, CPU placement, port."""
-    options = [
-        click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
-        click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
-                     help="Load driver."),
-        click.option("--server-cpus", default=cpu_list_text(RUN["server_cpus"]), show_default=True, callback=cpu_list,
-                     help="CPUs the server is pinned to."),
-        click.option("--load-cpus", default=None, callback=cpu_list,
-                     help="CPUs for the load driver [default: the others]."),
-        click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
-        click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
-                     help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
-                          "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
-                          "a server that idles between bursts pays. spin keeps them from halting with an "
-                          "idle-priority busy loop, as poll does where cpuidle offers no polling state. The load "
-                          "generator's CPUs halt either way."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+# The options `run` and `sweep` share: workload, driver, CPU placement, port.
+placement_and_load_options = stacked(
+    click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=RUN["scenario"], show_default=True),
+    click.option("--driver", type=click.Choice(DRIVERS), default=RUN["driver"], show_default=True,
+                 help="Load driver."),
+    click.option("--server-cpus", default=",".join(map(str, RUN["server_cpus"])), show_default=True,
+                 callback=cpu_list, help="CPUs the server is pinned to."),
+    click.option("--load-cpus", default=None, callback=cpu_list,
+                 help="CPUs for the load driver [default: the others]."),
+    click.option("--port", default=RUN["port"], show_default=True, type=click.IntRange(1024, 65535)),
+    click.option("--idle", type=click.Choice(IDLE_MODES), default=RUN["idle"], show_default=True,
+                 help="While measuring, the server's CPUs poll when idle, or halt (the machine's own way): in a "
+                      "virtual machine a halted CPU wakes slower and colder, by amounts the host decides, which "
+                      "a server that idles between bursts pays. spin keeps them from halting with an "
+                      "idle-priority busy loop, as poll does where cpuidle offers no polling state. The load "
+                      "generator's CPUs halt either way."))
 
 
 @click.group(name="profile.sh", context_settings={"help_option_names": ["-h", "--help"]})
@@ -237,8 +221,8 @@ def run(**params):
                            opts.ruler):
         click.echo(part, nl=False)
     print_footprint(run_dir)
-    if any(r.status != Status.OK for r in the_run.results.values()):
-        failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+    failed = {n: r for n, r in the_run.results.items() if r.status != Status.OK}
+    if failed:
         logs = [str(server_path(run_dir, n, r.round or 1) / SERVER_LOG) for n, r in failed.items()]
         raise UserError(f"{', '.join(failed)} failed; see {', '.join(logs)}", exit_code=EXIT_FAILED)
     the_run.sender.check(run_dir)

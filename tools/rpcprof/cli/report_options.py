@@ -8,18 +8,18 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.rules import LEVELS, VIEWS
-from rpcprof.cli.common import format_option, runs_dir_option
+from rpcprof.cli.common import format_option, runs_dir_option, stacked
 from rpcprof.rundir import read_server_result
 
 
-def grouping_options(f):
-    """--level 1|2 and --view category|tax: which grouping of the samples a report shows."""
-    f = click.option("--view", type=click.Choice(list(VIEWS)), default="category", show_default=True,
-                     help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
-                          "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest); waits: "
-                          "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded).")(f)
-    return click.option("--level", type=click.IntRange(min(LEVELS), max(LEVELS)), default=1, show_default=True,
-                        help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...).")(f)
+# --level 1|2 and --view category|tax: which grouping of the samples a report shows
+grouping_options = stacked(
+    click.option("--level", type=click.IntRange(min(LEVELS), max(LEVELS)), default=1, show_default=True,
+                 help="1: categories; 2: their sub-categories (protocol/http2, send/syscall...)."),
+    click.option("--view", type=click.Choice(list(VIEWS)), default="category", show_default=True,
+                 help="category: where the CPU goes (recv, send, protocol...); tax: what kind of work the "
+                      "leaf does (allocation, data movement, hashing, locks, syscall entry, the rest); waits: "
+                      "why threads waited (for an off-CPU profile, RUN/SERVER/offcpu.folded)."))
 
 
 app_option = click.option("--app", default=None, metavar="REGEX",
@@ -56,6 +56,5 @@ def command_line(*parts: str | None, **options) -> str:
     return shlex.join(argv)
 
 
-def saved_folder_options(f):
-    """--runs-dir (a folder given by name is looked up there) and --format, for commands on saved folders."""
-    return runs_dir_option(format_option(f))
+# --runs-dir (a folder given by name is looked up there) and --format, for commands on saved folders
+saved_folder_options = stacked(runs_dir_option, format_option)

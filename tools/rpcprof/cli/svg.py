@@ -6,9 +6,8 @@ from pathlib import Path
 import click
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.cli.common import output_for, rules_option, show
+from rpcprof.cli.common import output_for, rules_given, rules_option, show
 from rpcprof.cli.report_options import app_for, app_option, command_line, grouping_options
-from rpcprof.paths import RULES_PATH
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
 from rpcprof.rundir import RESULT_FILE, run_of_folded
 
@@ -28,10 +27,9 @@ def svg(folded, out, title, rules_path, app, level, view):
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     run = run_of_folded(folded)
     subtitle = subtitle_for_run(*run) if run else (lambda samples: f"{folded.name} · {samples:,} samples")
-    default_rules = Path(rules_path).resolve() == RULES_PATH.resolve()
-    title = title or command_line("svg", str(folded), "-o", str(out), **{"--app": app},
-                                  **{"--rules": None if default_rules else rules_path},
-                                  **{"--level": level if level != 1 else None, "--view": view if view != "category" else None})
+    title = title or command_line("svg", str(folded), "-o", str(out), **{
+        "--app": app, "--rules": rules_given(rules_path), "--level": level if level != 1 else None,
+        "--view": view if view != "category" else None})
     countname = "µs" if view == "waits" else "samples"
     render_flamegraph(folded, r, out, title, subtitle, countname)
     show(f"report.py: wrote {out}\n", err=True)

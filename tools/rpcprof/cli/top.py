@@ -36,9 +36,8 @@ def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
     b = categorize_file(folded, r)
     us = cpu_us_per_req(folded, weight_unit(folded), b.total, n) if n else None
-    frames = b.top_frames(category, limit)
     rows = []
-    for frame, w in frames:
+    for frame, w in b.top_frames(category, limit):
         hit = r.rule_for(frame, category)
         rows.append({"frame": frame, "share": 100 * w / b.total if b.total else 0.0,
                      "rule": hit.name if hit else "(none: leaf of an unmatched stack)" if category == OTHER else "-"})

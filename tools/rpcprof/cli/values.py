@@ -21,8 +21,3 @@ def job_options(cls, params: dict, cli_only: tuple[str, ...] = (), **given):
         raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}: name the click parameter as the "
                         "field, or list it among the command's parameters that are not job options")
     return cls(**values, **given)
-
-
-def cpu_list_text(cpus: list[int]) -> str:
-    """A CPU list as --server-cpus takes it: [0, 2] -> '0,2' (a default shown in --help)."""
-    return ",".join(map(str, cpus))

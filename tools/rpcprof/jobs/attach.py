@@ -23,8 +23,8 @@ from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
                                        proc_state)
-from rpcprof.jobs.base import (Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan, render_pictures,
-                               shown)
+from rpcprof.jobs.base import (Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan,
+                               render_pictures, shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
 from rpcprof.measure.appguess import guess_app
@@ -87,7 +87,7 @@ MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_r
                  "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
 
 
-class Attach:
+class Attach(Job):
     """One `profile.sh attach`: a run folder like `run` writes, for a process rpcprof did not start."""
 
     def __init__(self, opts: AttachOptions):
@@ -114,7 +114,6 @@ class Attach:
             self.app, self.app_source = guess_app(self.info.kind, self.info.exe, self.info.cmdline, cwd)
             self.rules.with_app(self.app, "the app rule found")
         self.event = pmu_event()
-        self.folder: RunFolder | None = None
         self.results: dict[str, ServerResult] = {}
         if opts.load:
             self.scenario = get_scenario(opts.scenario)
@@ -124,10 +123,6 @@ class Attach:
                 server_option=f"pid {opts.pid}'s CPUs")
             self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
             self.settings.validate()
-
-    @property
-    def dir(self) -> Path | None:
-        return self.folder.path if self.folder else None
 
     def write(self, status: Status) -> None:
         self.manifest.parameters = {**asdict(self.opts), "runs_dir": str(self.opts.runs_dir),
@@ -144,8 +139,7 @@ class Attach:
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
             f"{self.opts.duration:g} s. Ctrl-C stops.")
-        log(f"rpcprof: app frames: {self.app or 'none'} ({self.app_source})" if self.app_source != "--app" else
-            f"rpcprof: app frames: {self.app} (--app)")
+        log(f"rpcprof: app frames: {self.app or 'none'} ({self.app_source})")     # with --app, its pattern
         for hint in self.hints:
             log(f"rpcprof: NOTE: {hint}")
         monitor = ProcessMonitor(self.info.pid, None)
@@ -156,7 +150,7 @@ class Attach:
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
                 self.sender.send(self.dir, self.name, self.rules, self.app)
                 bar.update(1)
-                if second and not self.gone():
+                if second and proc_state(self.info.pid) not in (None, "Z"):      # not gone
                     measured = self.results[self.name] if self.opts.load else None
                     self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
                                                                      "dwarf", measured)
@@ -166,9 +160,6 @@ class Attach:
             render_pictures(self.dir, self.rules, list(self.results), self.opts.pictures)
         return self.dir
 
-    def gone(self) -> bool:
-        return proc_state(self.info.pid) in (None, "Z")
-
     def _attach(self, session: Session, monitor: ProcessMonitor, name: str, profiler: str, call_graph: str,
                 measured: ServerResult | None = None) -> ServerResult:
         opts = self.opts
@@ -176,10 +167,9 @@ class Attach:
         result = ServerResult(name, figures={"pid": self.info.pid, "profiler": profiler, "app": self.app,
                                              "app_source": self.app_source, "mode": "attach"})
         figures = result.figures
-        subject = steps.Subject(name, self.info.pid, monitor, out)
-        if opts.load:
-            subject = steps.Subject(name, self.info.pid, monitor, out, make_driver(opts.driver, self.scenario, out),
-                                    self.settings, self.port, len(self.info.affinity), tuple(self.load_cpus))
+        load = (make_driver(opts.driver, self.scenario, out), self.settings, self.port, len(self.info.affinity),
+                tuple(self.load_cpus)) if opts.load else ()
+        subject = steps.Subject(name, self.info.pid, monitor, out, *load)
         try:
             if measured:                                   # the second profile reuses the measured window
                 figures.update({k: measured.figures[k] for k in MEASURED_KEYS if k in measured.figures})
@@ -231,7 +221,6 @@ class Attach:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
         steps.use_reply(subject, reply, figures)
         steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
-        log(f"rpcprof: {subject.name}: measuring {self.opts.duration:g} s (no profiler attached)")
         figures.update(steps.measure(subject))
         figures["request_count_source"] = f"{self.opts.driver} (--load)"
         short = too_short(figures, self.opts.streams)

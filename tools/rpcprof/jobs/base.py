@@ -143,6 +143,15 @@ def render_pictures(run_dir: Path, rules, servers: list[str], draw_them: bool = 
         log(f"rpcprof: WARNING: no {REPORT_HTML}: {e}")
 
 
+class Job:
+    """What every job (Run, Attach, Sweep) keeps: its folder, None until it is made, and that folder's path."""
+    folder: RunFolder | None = None
+
+    @property
+    def dir(self) -> Path | None:
+        return self.folder.path if self.folder else None
+
+
 class Lifecycle:
     """One job's status from its start to its end, written by write(status) on every exit path:
     `running` on entering; on leaving, `interrupted` for Ctrl-C, `failed` for any other exception or when

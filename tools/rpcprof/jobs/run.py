@@ -15,7 +15,7 @@ from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
+from rpcprof.jobs.base import Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
 from rpcprof.jobs.defaults import RUN
 from rpcprof.jobs.machine import IdleEffect, card_of, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
@@ -30,7 +30,6 @@ from rpcprof.paths import RUNS_DIR
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult, parameters_json
-from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
 
@@ -74,10 +73,6 @@ class RunOptions:
     host_card: Path | None = None   # an earlier run of this boot whose host card this run takes instead of measuring
     keep_short: bool = False        # keep a window too short for CPU per request, flagged TOO-SHORT (a sweep's cells)
 
-    def resolved_load_cpus(self) -> list[int]:
-        return load_cpus_besides(self.server_cpus, self.load_cpus, "no CPU left for the load generator: give "
-                                 "--server-cpus fewer CPUs or set --load-cpus")
-
 
 def check_options(opts: RunOptions) -> None:
     """UserError (exit 2) for options no run can take, before anything starts."""
@@ -100,13 +95,14 @@ def check_options(opts: RunOptions) -> None:
         raise UserError("--otlp-endpoint sends the profiles a run makes: not with --no-profile")
 
 
-class Run:
+class Run(Job):
     """One invocation of `profile.sh run` (or one cell of a sweep): a folder, a manifest, a result per server."""
 
     def __init__(self, opts: RunOptions, command: list[str]):
         self.opts = opts
         self.scenario = get_scenario(opts.scenario)
-        self.load_cpus = opts.resolved_load_cpus()
+        self.load_cpus = load_cpus_besides(opts.server_cpus, opts.load_cpus, "no CPU left for the load generator: "
+                                           "give --server-cpus fewer CPUs or set --load-cpus")
         self.settings = LoadSettings(opts.connections, opts.streams, opts.duration, self.load_cpus, opts.driver)
         self.settings.validate()
         check_options(opts)
@@ -119,7 +115,6 @@ class Run:
         self.results: dict[str, ServerResult] = {}
         self.sampled: dict[str, list[tuple[int, int]]] = {}      # per server: (samples, planned) of each profile
         self.stopped_by: str | None = None
-        self.folder: RunFolder | None = None
         self.rules = load_rules() if opts.profile else None
         if self.rules and opts.app:
             self.rules.with_app(opts.app)        # validates the regex before anything starts
@@ -130,10 +125,6 @@ class Run:
         self.server_round = ServerRound(self)
         self.host: dict | None = None   # the host card; a sweep measures it once for all its cells
         self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
-
-    @property
-    def dir(self) -> Path | None:
-        return self.folder.path if self.folder else None
 
     def write(self, status: Status) -> None:
         params = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
@@ -197,45 +188,43 @@ class Run:
         pilot = max(opts.rounds, PILOT_ROUNDS)
         wanted = opts.rounds if opts.precision is None else pilot
         with progress_bar(wanted * len(self.specs), "measurements") as bar:
-            self._rounds(opts, t0, measured, pilot, wanted, bar)
-
-    def _rounds(self, opts: RunOptions, t0: float, measured: dict[str, list[ServerResult]], pilot: int, wanted: int, bar) -> None:
-        k = 0
-        while k < wanted:
-            k += 1
-            started = time.monotonic()
-            for spec in self.specs:
-                if measured[spec.name] and measured[spec.name][-1].status != Status.OK:
+            k = 0
+            while k < wanted:
+                k += 1
+                started = time.monotonic()
+                for spec in self.specs:
+                    done = measured[spec.name]
+                    if done and done[-1].status != Status.OK:
+                        continue
+                    done.append(self.measure(spec, k))
+                    self.results[spec.name] = aggregate_rounds(done)
+                    self.write(Status.RUNNING)
+                    if done[-1].status == Status.OK:
+                        self.sender.send(self.dir, spec.name, self.rules, done[-1].figures.get("app"), k)
+                    bar.update(1)
+                round_s = time.monotonic() - started
+                if opts.precision is None:
                     continue
-                measured[spec.name].append(self.measure(spec, k))
-                self.results[spec.name] = aggregate_rounds(measured[spec.name])
-                self.write(Status.RUNNING)
-                if measured[spec.name][-1].status == Status.OK:
-                    self.sender.send(self.dir, spec.name, self.rules, measured[spec.name][-1].figures.get("app"), k)
-                bar.update(1)
-            round_s = time.monotonic() - started
-            if opts.precision is None:
-                continue
-            if k == pilot:
-                logs = self.pilot_logs()
-                if not logs:
-                    self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
+                if k == pilot:
+                    logs = self.pilot_logs()
+                    if not logs:
+                        self.stopped_by = f"no ratio to make precise after the {pilot}-round pilot"
+                        break
+                    wanted = rounds_needed(logs, opts.precision)
+                    bar.total = wanted * len(self.specs)
+                    bar.refresh()
+                    log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
+                         f"±{100 * opts.precision:g} % (two-stage rule)")
+                if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
+                    self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
+                                       f"{k} of the {wanted} rounds the target needs were measured")
                     break
-                wanted = rounds_needed(logs, opts.precision)
-                bar.total = wanted * len(self.specs)
-                bar.refresh()
-                log(f"rpcprof: pilot of {pilot} rounds: {wanted} rounds put every ratio within "
-                     f"±{100 * opts.precision:g} % (two-stage rule)")
-            if k < wanted and time.monotonic() - t0 + round_s > opts.max_time:
-                self.stopped_by = (f"time budget: another round would pass --max-time {opts.max_time:g} s; "
-                                   f"{k} of the {wanted} rounds the target needs were measured")
-                break
-        else:
-            if opts.precision is not None:
-                self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
-                                   f"within ±{100 * opts.precision:g} %")
-        if self.stopped_by:
-            log(f"rpcprof: {self.stopped_by}")
+            else:
+                if opts.precision is not None:
+                    self.stopped_by = (f"two-stage rule: {k} rounds after a {pilot}-round pilot, for every ratio "
+                                       f"within ±{100 * opts.precision:g} %")
+            if self.stopped_by:
+                log(f"rpcprof: {self.stopped_by}")
 
     def pilot_logs(self) -> list[list[float]]:
         """The pilot's log ratios of each later server over the first (req/s per CPU)."""

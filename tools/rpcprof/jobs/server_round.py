@@ -103,7 +103,6 @@ class ServerRound:
         steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
         self.run.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
-        log(f"rpcprof: {spec.name}: measuring {opts.duration:g} s (no profiler attached)")
         figures.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
         if figures["requests_ok"] == 0:
@@ -120,9 +119,7 @@ class ServerRound:
         if figures["requests_non_ok"]:
             log(f"rpcprof: WARNING: {spec.name}: {figures['requests_non_ok']} responses were not OK; they are not "
                  "counted in req/s")
-        figures["app"] = opts.app or spec.app
-        figures["ruler"] = opts.ruler or spec.ruler
-        figures["profiler"] = spec.profiler
+        figures.update(app=opts.app or spec.app, ruler=opts.ruler or spec.ruler, profiler=spec.profiler)
         # Every round: the profile window, counting syscalls on the server's CPUs at the same time (both
         # cheap: bench/overhead), so the breakdown, the syscall figures and their intervals describe the
         # state the measured window was in. Without a profile, the counters get a window of their own.
@@ -142,9 +139,8 @@ class ServerRound:
         if opts.io_sizes and first:
             # counted on the server's threads, as the sizes are recorded: counts of its whole CPUs would take in
             # any other process's reads and writes there, rpcprof's own and perf's among them
-            sizes = steps.count_syscalls(session, subject, opts.syscall_duration, figures["cpu_us_per_req"],
-                                         record_io=True)
-            figures["io_sizes"] = sizes
+            figures["io_sizes"] = sizes = steps.count_syscalls(session, subject, opts.syscall_duration,
+                                                               figures["cpu_us_per_req"], record_io=True)
             if figures.get("syscalls"):
                 figures["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
             self._check_alive(server, "during the read/write size window")

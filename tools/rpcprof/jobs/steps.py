@@ -38,14 +38,14 @@ class Subject:
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
 
-    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None, latencies: bool = True):
+    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None):
         """Load for seconds; marks window's start and end at the driver's own window lines. The driver
         logs every request's latency in every window, as in the measured one: h2load's log costs the client
         CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
         driven without the log, a regime of its own). No figure uses these windows' latencies (the
         measured window's are measured_window's), so the log is not read."""
         settings = replace(self.settings, duration=seconds)
-        return self.driver.run(settings, self.port, self.out / log_name, latencies=latencies, read_latencies=False,
+        return self.driver.run(settings, self.port, self.out / log_name, latencies=True, read_latencies=False,
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
 
@@ -93,6 +93,7 @@ def warm_up(subject: Subject, windows: list[float]) -> None:
 
 def measure(subject: Subject) -> dict:
     """The efficiency window: no profiler attached; the figures of exactly that window."""
+    log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached)")
     load, cpu_ns, memory, proc = measured_window(subject.driver, subject.settings, subject.port, subject.out,
                                                  subject.monitor)
     figures = window_metrics(load, cpu_ns, memory, subject.settings.streams,
@@ -115,7 +116,13 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     and reap, finish() reads the counts perf printed when interrupted and hands the exiting perf stat to
     reap, whose owner stops it before its next measured window (the exit then overlaps the next start)."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
-    io_recorder = _start_io_record(session, subject, rundir.window_file(name, "io")) if record_io else None
+    io_recorder = syscalls.start_io_record(subject.pid, subject.out, rundir.window_file(name, "io")) \
+        if record_io else None
+    if io_recorder is not None:
+        session.own(io_recorder)
+    elif record_io:
+        log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
+            "families; no bytes per read/write")
     counter.wait_attached()
     if io_recorder is not None:
         try:
@@ -151,15 +158,6 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             counts["io_lost"] = summary["lost"] if summary else None
         return counts
     return load, finish
-
-
-def _start_io_record(session: Session, subject: Subject, name: str):
-    recorder = syscalls.start_io_record(subject.pid, subject.out, name)
-    if recorder is None:
-        log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
-            "families; no bytes per read/write")
-        return None
-    return session.own(recorder)
 
 
 def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None, window: str,
@@ -211,15 +209,14 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
                 seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session)
-    if "finish" in seen:            # the counter exits while the profile is stopped and folded
-        seen["counts"] = seen["finish"]()
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
-        if "counts" in seen:
-            record["syscalls"] = syscalls.per_request(seen["counts"], load.ok)
+        if "finish" in seen:        # the counter exits while the profile is stopped and folded
+            counts = seen["finish"]()
+            record["syscalls"] = syscalls.per_request(counts, load.ok)
             cpu_ns = round(record["server_cpu_s"] * 1e9)
-            record["counted"] = syscall_record(load, seen["counts"], cpu_ns, unprofiled_us, "profile", count_cpus)
+            record["counted"] = syscall_record(load, counts, cpu_ns, unprofiled_us, "profile", count_cpus)
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
     RunFolder.write_profile(subject.out, {k: v for k, v in record.items() if k != "counted"})
@@ -305,8 +302,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     asleep = asleep_whole_window(threads_before, thread_snapshot(subject.pid))
     session.stop(sampler)
     session.stop(recorder)
-    if wakes:
-        session.stop(wakes)
+    session.stop(wakes)                 # None when it could not attach: nothing to stop
     stats = fold_offcpu(subject.out / rundir.OFFCPU_DATA, subject.out / rundir.OFFCPU_FOLDED,
                         subject.out / rundir.OFFWAKE_DATA if wakes else None, subject.out / rundir.OFFWAKE_FOLDED)
     record = summarise(subject.out, rules, ports, requests, {**stats, "window_s": wall})

@@ -10,11 +10,10 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import Lifecycle, new_manifest, open_folder, shown
+from rpcprof.jobs.base import Job, Lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import parameters_json
-from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
 
@@ -66,7 +65,7 @@ def _fmt_duration(s: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min" if s >= 3600 else f"{s // 60} min {s % 60:02d} s"
 
 
-class Sweep:
+class Sweep(Job):
     def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str],
                  max_per_connection: int = MAX_STREAMS_PER_CONNECTION):
         if len(opts.servers) < 1:
@@ -74,15 +73,10 @@ class Sweep:
         self.opts = opts
         self.cells = cells(connections, streams, max_per_connection)
         self.command = command
-        self.folder: RunFolder | None = None
         self.results: dict[str, dict] = {}
         # validate every cell's options before anything starts
         self.runs = [Run(replace(opts, connections=c, streams=s, label=f"C{c}-S{s}", keep_short=True), command) for c, s in self.cells]
         self.rules = self.runs[0].rules
-
-    @property
-    def dir(self) -> Path | None:
-        return self.folder.path if self.folder else None
 
     def execute(self) -> Path:
         label = self.opts.label or "sweep-" + "-".join(self.opts.servers)
@@ -112,7 +106,6 @@ class Sweep:
         return self.dir
 
     def write(self, status: Status) -> None:
-        self.manifest.cells = self.results
-        self.folder.write(self.manifest.finish(status))
+        self.folder.write(self.manifest.finish(status))       # its cells: self.results, as they are done
 
 
