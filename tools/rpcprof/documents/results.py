@@ -331,32 +331,30 @@ def cell_flags(pairs, first: str, second: str, client_cpus: int | None) -> list[
     lines = []
     bound = [f"C={c} S={s}" for c, s, a, b in pairs if b.get("client_bound")]
     if bound:
-        per_conn = {(c, s): s / c for c, s, a, b in pairs}
-        bound_cells = [(c, s) for c, s, a, b in pairs if b.get("client_bound")]
-        free = [per_conn[(c, s)] for c, s, a, b in pairs if not b.get("client_bound")]
-        most = (f" Those are the cells with the most streams per connection (S/C ≥ "
-                f"{min(per_conn[k] for k in bound_cells):g})." if free and min(per_conn[k] for k in bound_cells) > max(free)
-                else "")
+        least = min(s / c for c, s, a, b in pairs if b.get("client_bound"))     # streams per connection
+        free = [s / c for c, s, a, b in pairs if not b.get("client_bound")]
+        most = (f" Those are the cells with the most streams per connection (S/C ≥ {least:g})."
+                if free and least > max(free) else "")
         cores = (f" The load generator had {client_cpus} core{'s' if client_cpus > 1 else ''} here; seed 000 gave "
                  "it 12." if client_cpus else "")
         lines.append(f"- {second}'s load generator was the bottleneck (≥ 90 % of its CPU) in {', '.join(bound)}: "
                      f"its req/s there understates it; req/s per CPU still holds.{cores}{most}")
-    lat = [f"{srv} at C={c} S={s}" for c, s, a, b in pairs for srv, r in ((first, a), (second, b))
-           if r.get("latency_bound")]
+    sides = [(srv, r, c, s) for c, s, a, b in pairs for srv, r in ((first, a), (second, b))]
+    lat = [f"{srv} at C={c} S={s}" for srv, r, c, s in sides if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
-    waited = [f"{srv} at C={c} S={s}: {verdict}" for c, s, a, b in pairs for srv, r in ((first, a), (second, b))
+    waited = [f"{srv} at C={c} S={s}: {verdict}" for srv, r, c, s in sides
               for verdict in ((r.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if verdict]
     if waited:
         lines.append("- Where the threads waited, from the off-CPU windows of those cells: " + " ".join(waited))
     deep = [f"{srv} at C={c} S={s} ({100 * r['in_flight_share']:.0f} %)"
-            for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("in_flight_flag")]
+            for srv, r, c, s in sides if r.get("in_flight_flag")]
     if deep:
         lines.append(f"- Requests still in flight when the window ended, as a share of those counted, above 2 %: "
                      f"{', '.join(deep)}. They were partly served but not counted, so CPU per request there may be "
                      "overstated by up to that share; the ratio by up to the difference of the two.")
     unsat = [f"{srv} at C={c} S={s} ({100 * r['server_cpu_share']:.0f} % / {100 * r['client_cpu_share']:.0f} %)"
-             for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("unsaturated")]
+             for srv, r, c, s in sides if r.get("unsaturated")]
     if unsat:
         lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
                      f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")
