@@ -150,17 +150,13 @@ fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: St
     let worker = std::thread::spawn(move || -> Result<u64, Stop> {
         let input = Blocks { rx, buf: Vec::new(), at: 0 };
         let mut w = created(&out)?;
-        let n = match format {
+        // each writer flushes what it wrote
+        match format {
             Format::Pprof => gzipped(w, level.unwrap_or(1), |gz| {
                 profile::encode(format, &folded, &kind, &unit, comment.as_deref(), &meta, input, gz)
-            })?,
-            Format::Otlp => {
-                let n = profile::encode(format, &folded, &kind, &unit, None, &meta, input, &mut w)?;
-                w.flush()?;
-                n
-            }
-        };
-        Ok(n)
+            }),
+            Format::Otlp => profile::encode(format, &folded, &kind, &unit, None, &meta, input, &mut w),
+        }
     });
     let fed = (|| -> PyResult<()> {
         for block in labels.try_iter()? {
@@ -180,13 +176,7 @@ fn py_labelled(py: Python<'_>, fmt: &str, folded: String, kind: String, unit: St
 #[pyfunction]
 #[pyo3(name = "speedscope")]
 fn py_speedscope(py: Python<'_>, folded: String, name_json: String, unit: String, out: String) -> PyResult<u64> {
-    py.detach(|| {
-        let mut w = created(&out)?;
-        let n = speedscope::encode(&folded, &name_json, &unit, &mut w)?;
-        w.flush()?;
-        Ok(n)
-    })
-    .map_err(raised)
+    py.detach(|| speedscope::encode(&folded, &name_json, &unit, &mut created(&out)?)).map_err(raised)
 }
 
 #[pyfunction]

@@ -11,10 +11,11 @@
 //! Each side is read once: a distinct callers text is split into its frames once, and a stack is numbered by
 //! its (callers, leaf) pair, so a million stacks under a hundred thousand callers cost a million leaves' look-ups.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use crate::intern::{Interner, Pairs};
+use crate::intern::Interner;
 use crate::rows::{each_row, refused, Row, Stop};
 use crate::speedscope::json_string;
 
@@ -28,7 +29,7 @@ struct Both {
     callers_frames: Vec<u32>,
     callers_seen: Vec<u8>,
     stacks: Vec<u64>,    // each stack's (callers << 32 | leaf), by its number
-    others: Pairs,       // the number of each stack whose leaf's record notes another (stack_of)
+    others: HashMap<u64, u32>, // the number of each stack whose leaf's record notes another (stack_of)
     counts: Vec<[u64; 2]>,
     totals: [u128; 2],
     rows: [u64; 2],
@@ -82,10 +83,7 @@ impl Both {
             self.callers_at.push(self.callers_frames.len() as u32);
             if !callers.is_empty() {
                 for f in callers[..callers.len() - 1].split(|&b| b == b';') {
-                    let (i, new) = self.frames.intern(f);
-                    if new {
-                        self.seen.push(0);
-                    }
+                    let (i, _) = self.frame(f);
                     self.callers_frames.push(i);
                 }
             }
@@ -99,6 +97,15 @@ impl Both {
             }
         }
         c
+    }
+
+    /// The frame's number and where its record starts, a new frame seen on neither side yet.
+    fn frame(&mut self, f: &[u8]) -> (u32, usize) {
+        let (i, new, at) = self.frames.intern_at(f);
+        if new {
+            self.seen.push(0);
+        }
+        (i, at)
     }
 
     fn span(&self, c: u32) -> (usize, usize) {
@@ -117,19 +124,13 @@ impl Both {
         let mut total = 0u128;
         each_row(path, |row| {
             let c = self.callers_of(row.callers, bit, true);
-            let (leaf, new, at) = self.frames.intern_at(row.leaf);
-            if new {
-                self.seen.push(0);
-            }
+            let (leaf, at) = self.frame(row.leaf);
             self.seen[leaf as usize] |= bit;
             let (s, new) = match drawn(&row) {
                 Some(stack) => {
                     let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
                     let c = self.callers_of(dc, bit, false);
-                    let (leaf, new, at) = self.frames.intern_at(dl);
-                    if new {
-                        self.seen.push(0);
-                    }
+                    let (leaf, at) = self.frame(dl);
                     self.stack_of(c, leaf, at)
                 }
                 None => self.stack_of(c, leaf, at),
@@ -158,12 +159,14 @@ impl Both {
             return (note as u32, false);
         }
         let key = (c as u64) << 32 | leaf as u64;
-        let (s, new) = if note == 0 {
-            self.frames.set_note(at, (c as u64 + 1) << 32 | self.stacks.len() as u64);
-            (self.stacks.len() as u32, true)
+        let next = self.stacks.len() as u32;
+        let s = if note == 0 {
+            self.frames.set_note(at, (c as u64 + 1) << 32 | next as u64);
+            next
         } else {
-            self.others.get_or(key, self.stacks.len() as u32)
+            *self.others.entry(key).or_insert(next)
         };
+        let new = s == next;
         if new {
             self.stacks.push(key);
         }
@@ -190,7 +193,7 @@ impl Both {
         if note >> 32 == c as u64 + 1 {
             note as u32
         } else {
-            self.others.get((c as u64) << 32 | l as u64).expect("read before")
+            *self.others.get(&((c as u64) << 32 | l as u64)).expect("read before")
         }
     }
 
@@ -201,26 +204,34 @@ impl Both {
 }
 
 /// A side's second pass, when it holds frames the other lacks: per frame (by its number) the share of the side's
-/// weight whose stacks hold it, the mean over the side's files (its rounds); when scale is given, the weight of each
-/// row of A that holds one, scaled (A's weights drawn at B's scale), added to B's count of its stack as drawn.
+/// weight whose stacks hold it, the mean over the side's files (its rounds); when scale is given (A's one file), each
+/// row's weight scaled (A's weights drawn at B's scale, rounded half to even as Python's round) and summed per stack
+/// as drawn into scaled, and the weight of each row that holds such a frame added to B's count of its stack too.
 struct Again<'a> {
     both: &'a mut Both,
     only: &'a [bool],
     held: Vec<Option<Vec<u32>>>, // per callers text: its frames on this side only, once each
     sums: Vec<f64>,
+    scale: Option<f64>,
+    scaled: Vec<u64>,
 }
 
 impl Again<'_> {
-    fn new<'a>(both: &'a mut Both, only: &'a [bool]) -> Again<'a> {
+    fn new<'a>(both: &'a mut Both, only: &'a [bool], scale: Option<f64>) -> Again<'a> {
         let held = vec![None; both.callers.len() as usize];
-        Again { sums: vec![0.0; only.len()], both, only, held }
+        let scaled = vec![0; if scale.is_some() { both.counts.len() } else { 0 }];
+        Again { sums: vec![0.0; only.len()], both, only, held, scale, scaled }
     }
 
-    fn shares(&mut self, path: &str, total: u128, files: usize, scale: Option<f64>) -> Result<(), Stop> {
+    fn shares(&mut self, path: &str, total: u128, files: usize) -> Result<(), Stop> {
         let total = total.max(1) as f64;
         let mut held: Vec<u32> = Vec::new();
         each_row(path, |row| {
             let (c, leaf, s) = self.both.stack_read(&row);
+            let scaled = self.scale.map(|scale| (row.count as f64 * scale).round_ties_even() as u64);
+            if let Some(w) = scaled {
+                self.scaled[s as usize] += w;
+            }
             if self.held[c as usize].is_none() {
                 let mut mine: Vec<u32> = Vec::new();
                 for &f in self.both.frames_of(c) {
@@ -242,8 +253,7 @@ impl Again<'_> {
             for &i in &held {
                 self.sums[i as usize] += share;
             }
-            if let Some(scale) = scale {
-                let w = (row.count as f64 * scale).round_ties_even() as u64;
+            if let Some(w) = scaled {
                 self.both.counts[s as usize][1] += w;
             }
             Ok(())
@@ -303,30 +313,20 @@ pub fn encode(a: &[String], b: &[String], n: usize, names_out: &str, merged: Opt
     let (only_a, only_b) = (both.only(0), both.only(1));
     let normalize = merged.is_some_and(|(_, norm)| norm);
     let mut scaled_a = None;
-    let sums_a = if only_a.contains(&true) {
+    let mut sums: [Vec<f64>; 2] = Default::default();
+    for (side, (files, only)) in [(a, &only_a), (b, &only_b)].into_iter().enumerate() {
+        if !only.contains(&true) {
+            continue;
+        }
         // A scaled to B's own total, as --normalize would, before B grows by A's stacks
         let scale = if normalize { both.totals[1] as f64 / both.totals[0] as f64 } else { 1.0 };
-        let mut again = Again::new(&mut both, &only_a);
-        for (file, &total) in a.iter().zip(&totals[0]) {
-            again.shares(file, total, a.len(), merged.map(|_| scale))?;
+        let mut again = Again::new(&mut both, only, merged.filter(|_| side == 0).map(|_| scale));
+        for (file, &total) in files.iter().zip(&totals[side]) {
+            again.shares(file, total, files.len())?;
         }
-        let sums = again.sums;
-        if merged.is_some() {
-            scaled_a = Some(scale_rows(&a[0], &both, scale, both.counts.len())?);
-        }
-        sums
-    } else {
-        vec![]
-    };
-    let sums_b = if only_b.contains(&true) {
-        let mut again = Again::new(&mut both, &only_b);
-        for (file, &total) in b.iter().zip(&totals[1]) {
-            again.shares(file, total, b.len(), None)?;
-        }
-        again.sums
-    } else {
-        vec![]
-    };
+        sums[side] = again.sums;
+        scaled_a = scaled_a.or(again.scale.map(|_| again.scaled));
+    }
     if let Some((path, normalize)) = merged {
         write_merged(&both, path, scaled_a.as_deref(), normalize)?;
     }
@@ -340,23 +340,11 @@ pub fn encode(a: &[String], b: &[String], n: usize, names_out: &str, merged: Opt
     }
     names.flush()?;
     let mut doc = b"{\"a\":".to_vec();
-    listed(&both, &only_a, &sums_a, n, &mut doc);
+    listed(&both, &only_a, &sums[0], n, &mut doc);
     doc.extend_from_slice(b",\"b\":");
-    listed(&both, &only_b, &sums_b, n, &mut doc);
+    listed(&both, &only_b, &sums[1], n, &mut doc);
     doc.extend_from_slice(b"}\n");
     out.write_all(&doc)?;
     out.flush()?;
     Ok(both.rows[0] + both.rows[1])
-}
-
-/// A's count of each stack as the drawn file scaled by scale has it: each row's weight scaled and rounded (half
-/// to even, as Python's round), then summed.
-fn scale_rows(a: &str, both: &Both, scale: f64, stacks: usize) -> Result<Vec<u64>, Stop> {
-    let mut scaled = vec![0u64; stacks];
-    each_row(a, |row| {
-        let (_, _, s) = both.stack_read(&row);
-        scaled[s as usize] += (row.count as f64 * scale).round_ties_even() as u64;
-        Ok(())
-    })?;
-    Ok(scaled)
 }

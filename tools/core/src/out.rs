@@ -54,6 +54,15 @@ impl Spool {
         self.file.write_all(data)
     }
 
+    /// A length-delimited field written (field's bytes).
+    pub fn field(&mut self, tag: u8, body: &[u8]) -> io::Result<()> {
+        let mut head = Vec::with_capacity(11);
+        head.push(tag);
+        varint(&mut head, body.len() as u64);
+        self.write(&head)?;
+        self.write(body)
+    }
+
     /// Its bytes copied to out, in order.
     pub fn copy_to(self, out: &mut impl Write) -> io::Result<()> {
         let mut file = self.file.into_inner().map_err(|e| e.into_error())?;

@@ -56,7 +56,6 @@ pub struct Tables {
     pub string_table: Spool,
     functions: Spool,
     locs: Spool,
-    scratch: Vec<u8>,
 }
 
 
@@ -70,7 +69,6 @@ impl Tables {
             string_table: Spool::new()?,
             functions: Spool::new()?,
             locs: Spool::new()?,
-            scratch: Vec::new(),
             frame_types: [0; 4],
         };
         t.s(b"")?;
@@ -85,9 +83,7 @@ impl Tables {
     pub fn s(&mut self, text: &[u8]) -> io::Result<u32> {
         let (i, new) = self.strings.intern(text);
         if new {
-            self.scratch.clear();
-            field(&mut self.scratch, if self.format == Format::Pprof { 0x32 } else { 0x2a }, text);
-            self.string_table.write(&self.scratch)?;
+            self.string_table.field(if self.format == Format::Pprof { 0x32 } else { 0x2a }, text)?;
             self.loc_of.push(0);
         }
         Ok(i)
@@ -104,24 +100,21 @@ impl Tables {
         let loc = self.locations;
         self.loc_of[name as usize] = loc;
         let (mut body, mut line) = (Vec::with_capacity(16), Vec::with_capacity(8));
+        varint_field(&mut line, 0x08, loc as u64);
         let (function_tag, location_tag, line_tag) = match self.format {
             Format::Pprof => {
                 varint_field(&mut body, 0x08, loc as u64);
                 uint_field(&mut body, 0x10, name as u64);
                 uint_field(&mut body, 0x18, name as u64);
-                varint_field(&mut line, 0x08, loc as u64);
                 (0x2a, 0x22, 0x22)
             }
             Format::Otlp => {
                 uint_field(&mut body, 0x08, name as u64);
                 uint_field(&mut body, 0x10, name as u64);
-                varint_field(&mut line, 0x08, loc as u64);
                 (0x1a, 0x12, 0x1a)
             }
         };
-        self.scratch.clear();
-        field(&mut self.scratch, function_tag, &body);
-        self.functions.write(&self.scratch)?;
+        self.functions.field(function_tag, &body)?;
         let mut location = Vec::with_capacity(24);
         if self.format == Format::Pprof {
             location.extend_from_slice(&line);
@@ -133,9 +126,7 @@ impl Tables {
             varint(&mut ids, kind as u64);
             field(&mut location, 0x22, &ids); // Location.attribute_indices
         }
-        self.scratch.clear();
-        field(&mut self.scratch, location_tag, &location);
-        self.locs.write(&self.scratch)?;
+        self.locs.field(location_tag, &location)?;
         Ok(loc)
     }
 }
@@ -200,7 +191,7 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
         stack_table.write(b"\x3a\x00")?;
     }
     let (mut last_callers, mut callers_ids): (Vec<u8>, Vec<u8>) = (vec![0xff], Vec::new());
-    let (mut ids, mut body, mut sample) = (Vec::new(), Vec::new(), Vec::with_capacity(64));
+    let (mut ids, mut body) = (Vec::new(), Vec::new());
     let mut n: u64 = 0;
     let mut weighed = false;
     let mut rows: Vec<u8> = Vec::with_capacity(1 << 20);
@@ -222,7 +213,6 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
         varint(&mut ids, leaf as u64);
         ids.extend_from_slice(&callers_ids);
         body.clear();
-        sample.clear();
         n += 1;
         weighed |= row.count != 0;
         if format == Format::Pprof {
@@ -230,20 +220,16 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
             body.extend_from_slice(&[0x12, varint_len(row.count)]);
             varint(&mut body, row.count);
             body.extend_from_slice(tags);
-            field(&mut sample, 0x12, &body);
-            rows.extend_from_slice(&sample);
+            field(&mut rows, 0x12, &body);
         } else {
             let mut stack = Vec::with_capacity(ids.len() + 4);
             field(&mut stack, 0x0a, &ids);
-            field(&mut sample, 0x3a, &stack);
-            stack_table.write(&sample)?;
-            sample.clear();
+            stack_table.field(0x3a, &stack)?;
             varint_field(&mut body, 0x08, n);
             body.extend_from_slice(tags);
             body.extend_from_slice(&[0x22, varint_len(row.count)]);
             varint(&mut body, row.count);
-            field(&mut sample, 0x12, &body);
-            rows.extend_from_slice(&sample);
+            field(&mut rows, 0x12, &body);
         }
         if rows.len() >= 1 << 20 {
             if format == Format::Pprof { out.write_all(&rows) } else { samples.write(&rows) }?;
@@ -264,14 +250,9 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
     Ok(n)
 }
 
+/// How many bytes varint(n) writes: 7 of n's significant bits a byte (one for 0).
 fn varint_len(n: u64) -> u8 {
-    let mut len = 1;
-    let mut n = n >> 7;
-    while n != 0 {
-        len += 1;
-        n >>= 7;
-    }
-    len
+    ((64 - (n | 1).leading_zeros() + 6) / 7) as u8
 }
 
 fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> {

@@ -37,11 +37,7 @@ pub fn json_string(out: &mut Vec<u8>, text: &str) {
 /// Stop::Refused("no weight") when every count is 0 (report.py then reads the file whole, and says so).
 pub fn encode(path: &str, name_json: &str, unit: &str, out: &mut impl Write) -> Result<u64, Stop> {
     let mut frames = Interner::default();
-    let (mut frame_json, mut samples, mut weights) = (
-        Spool::new()?,
-        Spool::new()?,
-        Spool::new()?,
-    );
+    let (mut frame_json, mut samples, mut weights) = (Spool::new()?, Spool::new()?, Spool::new()?);
     let (mut f, mut s, mut w) = (Vec::new(), Vec::new(), Vec::new());
     let mut total: u128 = 0;
     let mut stacks: u64 = 0;

@@ -17,6 +17,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from itertools import groupby
 from pathlib import Path
 
 DOCUMENTS = ("docs/results.md", "docs/seeds.md")
@@ -99,14 +100,8 @@ def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str 
 
 def markdown_tables(text: str) -> list[list[str]]:
     """The markdown tables of a command's output: each run of lines that start with `|`."""
-    found, table = [], []
-    for line in [*text.splitlines(), ""]:
-        if line.startswith("|"):
-            table.append(line.rstrip())
-        elif table:
-            found.append(table)
-            table = []
-    return found
+    return [[line.rstrip() for line in run]
+            for is_table, run in groupby(text.splitlines(), lambda line: line.startswith("|")) if is_table]
 
 
 def table_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:

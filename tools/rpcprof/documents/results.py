@@ -17,7 +17,7 @@ from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.stall import describe
-from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.provenance import generator_command, header, machine_text
 from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
@@ -38,8 +38,8 @@ HEADLINE_RULE = ("The cell explained here is chosen by a rule that favours relia
                  "flags compete.")
 
 
-def _f(x, digits=1, unit=""):
-    return "-" if x is None else f"{x:,.{digits}f}{unit}"
+def _f(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"
 
 
 def every_round_profiled(measured: dict) -> bool:
@@ -52,26 +52,22 @@ def every_round_profiled(measured: dict) -> bool:
 def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None, stall_runs: tuple = ()) -> str:
     """The markdown document; generated_by: the command that regenerates it, for its header; stall_runs: runs
     that measured again why a server stalled (stall_causes), said beside its STALLED cells."""
-    manifest, _ = load_sweep(sweep_dir)
+    manifest, measured = load_sweep(sweep_dir)
     p = manifest["parameters"]
     servers = p["servers"]
     rows = sweep_rows(sweep_dir, rules)
-    _, measured = load_sweep(sweep_dir)
     figures = {(cell["connections"], cell["streams"], name): m for key, cell in manifest["cells"].items()
                for name, m in measured[key][1].items() if m.get("status") == Status.OK}
     cells = sorted({(r["connections"], r["streams"]) for r in rows})
     by = {(r["connections"], r["streams"], r["server"]): r for r in rows}
     first, second = (servers + [None, None])[:2]
-    m = manifest["machine"]
     causes = stall_causes(list(stall_runs), p["scenario"])
     runs = sorted({(run, id(man)): (run, man) for run, man, _ in causes.values()}.values(), key=lambda x: str(x[0]))
     out = [*header(f"Results: {' vs '.join(servers)} on this machine class",
                    generated_by or generator_command("results", sweep_dir), [sweep_dir, *(r for r, _ in runs)],
                    [manifest, *(man for _, man in runs)],
                    [[cell_manifest for cell_manifest, _ in measured.values()], *([] for _ in runs)]),
-           "## Machine and parameters", "",
-           f"- {m.get('cpu_model')}, {m.get('cpus')} CPUs, {m.get('memory_gib')} GiB, {m.get('os')}, "
-           f"kernel {m.get('kernel')}",
+           "## Machine and parameters", "", f"- {machine_text(manifest)}",
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "
            + (f"CPU {p['load_cpus']}" if p['load_cpus'] else "the other CPUs"),
            f"- {p['warmup']:g} s warm-up, {p['duration']:g} s measured window with no profiler attached, "
@@ -149,11 +145,11 @@ def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | N
 def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
     """Per cell, `report.py compare --level 2`'s explanation: the categories that carry the gap to the
     first server and the kernel figures that differ."""
-    manifest, _ = load_sweep(sweep_dir)
+    manifest, measured = load_sweep(sweep_dir)
     out = ["", "## The gap by mechanism, per cell", "",
            ("From every round of each cell: level-2 CPU µs per request (the mean over rounds of each round's "
             "shares × its unprofiled CPU per request) and the kernel's per-request figures of the profile windows"
-            if every_round_profiled(load_sweep(sweep_dir)[1]) else
+            if every_round_profiled(measured) else
             "From each cell's first round: level-2 CPU µs per request and the kernel's per-request figures of the "
             "syscall window") +
            " (`report.py compare CELL --level 2 --format json` names the figure behind each number).", ""]
@@ -205,10 +201,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
                 continue        # a stalled window's figures are a burst and a silence, not a pace
             interval = server_ratio(figures[(c, s, x)], figures[(c, s, second)])
             diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
-            io_a, io_b = _sum(a, socket), _sum(b, socket)
-            w_a, w_b = _sum(a, above), _sum(b, above)
-            io = None if None in (io_a, io_b) else io_a - io_b
-            work = None if None in (w_a, w_b) else w_a - w_b
+            io, work = _delta(a, b, socket), _delta(a, b, above)
             share = f"{_pct(io, diff)} %" if io is not None and diff > 0 else "-"
             if io is not None and diff > 0:
                 shares[x].append(io / diff)
@@ -228,6 +221,12 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
 def _sum(row: dict, cats: tuple[str, ...]) -> float | None:
     vals = [row.get(f"{c}_us") for c in cats]
     return None if any(v is None for v in vals) else sum(vals)
+
+
+def _delta(a: dict, b: dict, cats: tuple[str, ...]) -> float | None:
+    """a's CPU µs per request in cats minus b's (None where a category has no figure)."""
+    x, y = _sum(a, cats), _sum(b, cats)
+    return None if None in (x, y) else x - y
 
 
 def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict, groups: Groups) -> str:
@@ -314,17 +313,15 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     lines += cell_flags(pairs, first, second, client_cpus)
     if stalls:
         lines.append("- Stalled, so no ratio in their cells (a longer window adds only silence): " + " ".join(stalls))
-    c, s, a, b = headline_cell(pairs)
-    io_a, io_b = _sum(a, socket), _sum(b, socket)
-    w_a, w_b = _sum(a, above), _sum(b, above)
-    if None not in (io_a, io_b, w_a, w_b) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
+    io, work = _delta(a, b, socket), _delta(a, b, above)
+    if None not in (io, work) and a["cpu_us_per_req"] > b["cpu_us_per_req"]:
         diff = a["cpu_us_per_req"] - b["cpu_us_per_req"]
         lines.append(
             f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
             f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
             f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(socket)} "
-            f"account for {_pct(io_a - io_b, diff)} % of the per-request difference and {_parts(above)} "
-            f"for {_pct(w_a - w_b, diff)} %." + batching(first, second, a, b))
+            f"account for {_pct(io, diff)} % of the per-request difference and {_parts(above)} "
+            f"for {_pct(work, diff)} %." + batching(first, second, a, b))
     return lines
 
 
@@ -334,32 +331,30 @@ def cell_flags(pairs, first: str, second: str, client_cpus: int | None) -> list[
     lines = []
     bound = [f"C={c} S={s}" for c, s, a, b in pairs if b.get("client_bound")]
     if bound:
-        per_conn = {(c, s): s / c for c, s, a, b in pairs}
-        bound_cells = [(c, s) for c, s, a, b in pairs if b.get("client_bound")]
-        free = [per_conn[(c, s)] for c, s, a, b in pairs if not b.get("client_bound")]
-        most = (f" Those are the cells with the most streams per connection (S/C ≥ "
-                f"{min(per_conn[k] for k in bound_cells):g})." if free and min(per_conn[k] for k in bound_cells) > max(free)
-                else "")
+        least = min(s / c for c, s, a, b in pairs if b.get("client_bound"))     # streams per connection
+        free = [s / c for c, s, a, b in pairs if not b.get("client_bound")]
+        most = (f" Those are the cells with the most streams per connection (S/C ≥ {least:g})."
+                if free and least > max(free) else "")
         cores = (f" The load generator had {client_cpus} core{'s' if client_cpus > 1 else ''} here; seed 000 gave "
                  "it 12." if client_cpus else "")
         lines.append(f"- {second}'s load generator was the bottleneck (≥ 90 % of its CPU) in {', '.join(bound)}: "
                      f"its req/s there understates it; req/s per CPU still holds.{cores}{most}")
-    lat = [f"{srv} at C={c} S={s}" for c, s, a, b in pairs for srv, r in ((first, a), (second, b))
-           if r.get("latency_bound")]
+    sides = [(srv, r, c, s) for c, s, a, b in pairs for srv, r in ((first, a), (second, b))]
+    lat = [f"{srv} at C={c} S={s}" for srv, r, c, s in sides if r.get("latency_bound")]
     if lat:
         lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
-    waited = [f"{srv} at C={c} S={s}: {verdict}" for c, s, a, b in pairs for srv, r in ((first, a), (second, b))
+    waited = [f"{srv} at C={c} S={s}: {verdict}" for srv, r, c, s in sides
               for verdict in ((r.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if verdict]
     if waited:
         lines.append("- Where the threads waited, from the off-CPU windows of those cells: " + " ".join(waited))
     deep = [f"{srv} at C={c} S={s} ({100 * r['in_flight_share']:.0f} %)"
-            for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("in_flight_flag")]
+            for srv, r, c, s in sides if r.get("in_flight_flag")]
     if deep:
         lines.append(f"- Requests still in flight when the window ended, as a share of those counted, above 2 %: "
                      f"{', '.join(deep)}. They were partly served but not counted, so CPU per request there may be "
                      "overstated by up to that share; the ratio by up to the difference of the two.")
     unsat = [f"{srv} at C={c} S={s} ({100 * r['server_cpu_share']:.0f} % / {100 * r['client_cpu_share']:.0f} %)"
-             for c, s, a, b in pairs for srv, r in ((first, a), (second, b)) if r.get("unsaturated")]
+             for srv, r, c, s in sides if r.get("unsaturated")]
     if unsat:
         lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
                      f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")

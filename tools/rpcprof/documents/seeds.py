@@ -11,6 +11,7 @@ figures (client-bound, latency-bound, the client's CPU, profiling overhead), nev
 """
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round
@@ -28,10 +29,6 @@ from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_0
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.status import Status
-
-
-def _pct(x, digits=2):
-    return "-" if x is None else f"{x:.{digits}f} %"
 
 
 def _num(x, digits=0):
@@ -52,29 +49,25 @@ def leaf_share(stacks, regex: str) -> float:
 
 def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sampled_event: str | None) -> list[str]:
     """The flame graphs' frames beside seed 001's, and the same servers by category."""
+    shown = by_role_list(by_role, stacks)
     out = ["", "## The flame graphs' frames", "",
             "Share of samples whose stack holds the frame (a flame graph box's width; ± one binomial standard "
             "error from the sample count).", "",
-            "| seed's server | frame | seed 001 | " + " | ".join(by_role_list(by_role, stacks)) + " | seed 001's reading |",
-            "|---|---|---:|" + "---:|" * len(by_role_list(by_role, stacks)) + "---|"]
+            "| seed's server | frame | seed 001 | " + " | ".join(shown) + " | seed 001's reading |",
+            "|---|---|---:|" + "---:|" * len(shown) + "---|"]
     for f in SEED_FRAMES:
-        cells = []
-        for s in by_role_list(by_role, stacks):
-            if s not in by_role[f.role]:
-                cells.append("")
-                continue
-            fs = frame_share(stacks[s], compile_regex(f.regex, f.label))
-            cells.append(f"{100 * fs.share:.2f} ± {100 * fs.stderr:.2f} %")
+        shares = {s: frame_share(stacks[s], compile_regex(f.regex, f.label)) for s in shown if s in by_role[f.role]}
+        cells = [f"{100 * shares[s].share:.2f} ± {100 * shares[s].stderr:.2f} %" if s in shares else "" for s in shown]
         out.append(f"| {f.role} | `{f.label}` | {f.seed_pct:.2f} % | " + " | ".join(cells) + f" | {f.what} |")
     out += ["", "The same servers by category (CPU share; `report.py compare` gives µs per request):", "",
             "| server | " + " | ".join(rules.all_categories) + " | samples | switch leaf |",
             "|---|" + "---:|" * (len(rules.all_categories) + 2)]
-    for s in by_role_list(by_role, stacks):
+    switch = {s: leaf_share(stacks[s], LEAF_SWITCH) for s in shown}
+    for s in shown:
         b = categorize(stacks[s], rules.with_app(metrics[s].get("app"), f"{s}'s app pattern"))
         out.append(f"| {s} | " + " | ".join(f"{100 * b.share(c):.1f} %" for c in rules.all_categories)
-                   + f" | {b.samples:,} | {100 * leaf_share(stacks[s], LEAF_SWITCH):.1f} % |")
-    out += ["", *switch_leaf_note(sampled_event,
-                                  {x: leaf_share(stacks[x], LEAF_SWITCH) for x in by_role_list(by_role, stacks)}), ""]
+                   + f" | {b.samples:,} | {100 * switch[s]:.1f} % |")
+    out += ["", *switch_leaf_note(sampled_event, switch), ""]
     return out
 
 
@@ -164,24 +157,10 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     """Spearman's rank correlation (average ranks for ties); None for fewer than 3 points."""
     if len(xs) < 3:
         return None
-
-    def ranks(v):
-        order = sorted(range(len(v)), key=lambda i: v[i])
-        r = [0.0] * len(v)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
-    return cov / (vx * vy) ** 0.5 if vx and vy else None
+    from scipy.stats import rankdata     # imported here, for --also's section only (scipy.stats takes seconds)
+    rx, ry = rankdata(xs) - (len(xs) + 1) / 2, rankdata(ys) - (len(ys) + 1) / 2
+    vx, vy = float(rx @ rx), float(ry @ ry)
+    return float(rx @ ry) / (vx * vy) ** 0.5 if vx and vy else None
 
 
 def other_setups_section(runs: list[Path]) -> list[str]:
@@ -301,16 +280,16 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
         b = categorize(stacks[s], r)
         us = m["cpu_us_per_req"]
         app_stacks = [(frames, w) for frames, w in stacks[s] if group_of(frames, r) == APP]
-        leaves: dict[str, int] = {}
+        leaves = Counter()
         for frames, w in app_stacks:
-            leaves[frames[-1]] = leaves.get(frames[-1], 0) + w
-        teardown = frame_share(app_stacks, compile_regex(TEARDOWN, "teardown")).weight / b.total * us if b.total else 0
-        ruler = frame_share(app_stacks, compile_regex(RULER, "ruler")).weight / b.total * us if b.total else 0
+            leaves[frames[-1]] += w
+        teardown, ruler = (frame_share(app_stacks, compile_regex(regex, label)).weight / b.total * us if b.total else 0
+                           for regex, label in ((TEARDOWN, "teardown"), (RULER, "ruler")))
         out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share(APP) * us:.3f} µs/req "
                    f"({100 * b.share(APP):.2f} %, {round(b.share(APP) * b.samples):,} samples), of which "
                    f"{teardown:.3f} µs/req under drops and frees (`{TEARDOWN}`) and {ruler:.3f} µs/req in the "
                    f"ruler `{RULER}`; by leaf:")
-        for frame, w in sorted(leaves.items(), key=lambda kv: -kv[1])[:8]:
+        for frame, w in leaves.most_common(8):
             out.append(f"  - {w / b.total * us:.3f} µs/req `{frame[:140]}`")
     out.append("")
     return out
