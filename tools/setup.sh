@@ -30,8 +30,8 @@
 #       with --cpp or --for-tests, Debian libgrpc++-dev and protobuf-compiler-grpc (gRPC C++ 1.51 and its
 #       grpc_cpp_plugin), g++, make, pkg-config and ccache (a second checkout's build reuses the objects);
 #       a virtualenv .venv with requirements.txt (click, pyyaml, pytest, py-spy, grpcio...) under
-#       constraints.txt (every transitive version pinned too) and rpcprof itself (editable,
-#       pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
+#       constraints.txt (every transitive version pinned too), installed by uv (PyPI, pinned), and rpcprof
+#       itself (editable, pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
 #       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
 #       (tools/core: pip with maturin 1.16, pyo3 0.30 and flate2 1.1, pinned; linked to the system's zlib:
 #       Debian zlib1g-dev and pkg-config), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
@@ -44,6 +44,7 @@ set -euo pipefail
 
 INFERNO_VERSION=0.12.8
 GHZ_VERSION=v0.120.0
+UV_VERSION=0.13.9
 
 check_only=0
 for_tests=0
@@ -68,6 +69,7 @@ cd "$RPCPROF_ROOT"
 
 missing=()
 note() { echo "setup: $*"; }
+uv_install() { "$uv" pip install --quiet --python "$RPCPROF_VENV/bin/python" "$@"; }
 
 # --- Debian packages ---------------------------------------------------------------
 declare -A deb_for=([perf]=linux-perf [h2load]=nghttp2-client [protoc]=protobuf-compiler [taskset]=util-linux [ss]=iproute2 [shellcheck]=shellcheck [chromium]=chromium
@@ -131,6 +133,29 @@ if ((with_ghz)) && ! { [[ -x $ghz_bin ]] && go version -m "$ghz_bin" 2>/dev/null
   fi
 fi
 
+# --- uv (PyPI) -----------------------------------------------------------------------
+# uv makes the virtualenv and installs its packages: the same pinned set pip would, from a cache of unpacked
+# wheels that it links in, so a new checkout on a machine that installed them once takes seconds, not pip's
+# minute. It is kept once per machine, as the servers' compiled dependencies are (servers/cargo-build.sh), in
+# ${RPCPROF_UV_HOME:-$HOME/.cache/rpcprof/uv-VERSION} (a virtualenv of its own, made by python3 -m venv).
+uv_home="${RPCPROF_UV_HOME:-${HOME:+$HOME/.cache/rpcprof/uv-$UV_VERSION}}"
+[[ -n $uv_home ]] || uv_home="$RPCPROF_ROOT/.uv-$UV_VERSION"
+uv="$uv_home/bin/uv"
+export UV_PYTHON_DOWNLOADS=never       # the system's python3, never one uv would download
+if [[ ! -x $uv ]]; then
+  missing+=("uv $UV_VERSION")
+  if ((!check_only)); then
+    note "installing uv $UV_VERSION (PyPI) into $uv_home"
+    mkdir -p "$(dirname "$uv_home")"
+    uv_tmp=$(mktemp -d "$uv_home.XXXXXX")
+    python3 -m venv "$uv_tmp"
+    "$uv_tmp/bin/pip" install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+    # one rename (bin/uv is a binary, not a script naming its folder): a setup in another checkout at the same
+    # time finds the whole of it or none
+    mv -T "$uv_tmp" "$uv_home" 2>/dev/null || rm -rf "$uv_tmp"
+  fi
+fi
+
 # --- Python virtualenv --------------------------------------------------------------
 # The stamp holds a hash of the requirement files: pip runs again only when they change.
 req_hash=$(cat requirements.txt constraints.txt servers/requirements-python.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
@@ -139,10 +164,10 @@ if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash
   missing+=("python virtualenv $RPCPROF_VENV")
   if ((!check_only)); then
     note "creating/updating the virtualenv $RPCPROF_VENV"
-    [[ -x $RPCPROF_VENV/bin/python ]] || python3 -m venv "$RPCPROF_VENV"
-    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+    [[ -x $RPCPROF_VENV/bin/python ]] || "$uv" venv --quiet --python "$(command -v python3)" "$RPCPROF_VENV"
+    uv_install -r requirements.txt -c constraints.txt
     # rpcprof itself, editable (pyproject.toml): importable in the virtualenv with no PYTHONPATH
-    "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+    uv_install --no-deps --no-build-isolation -e .
     echo "$req_hash" > "$stamp"
   fi
 fi
@@ -157,9 +182,24 @@ if [[ $(cat "$core_stamp" 2>/dev/null) != "$core_hash" ]]; then
   missing+=("rpcprof_core (tools/core)")
   if ((!check_only)); then
     command -v cargo >/dev/null || { echo "setup: ERROR: cargo not found: install Rust (rustup) first." >&2; exit 1; }
-    note "building rpcprof_core (tools/core, maturin and cargo build --release, about a minute)"
-    CARGO_TARGET_DIR="$RPCPROF_VENV/core-target" MATURIN_PEP517_ARGS=--locked \
-      "$RPCPROF_VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps ./tools/core
+    # the wheel is kept, as the servers' dependencies are (servers/cargo-build.sh), in
+    # ${RPCPROF_CORE_CACHE:-$HOME/.cache/rpcprof/core}/KEY, KEY a hash of these sources, the compiler's and
+    # Python's versions: another checkout of the same sources on this machine installs it without compiling
+    core_cache="${RPCPROF_CORE_CACHE:-${HOME:+$HOME/.cache/rpcprof/core}}"
+    [[ -n $core_cache ]] || core_cache="$RPCPROF_VENV/core-wheel"
+    core_key=$( { echo "$core_hash"; rustc -vV; "$RPCPROF_VENV/bin/python" -VV; } | sha256sum | cut -c1-16)
+    wheels=("$core_cache/$core_key"/rpcprof_core-*.whl)
+    if [[ ! -f ${wheels[0]} ]]; then
+      note "building rpcprof_core (tools/core, maturin and cargo build --release, about a minute)"
+      mkdir -p "$core_cache"
+      built=$(mktemp -d "$core_cache/.building-XXXXXX")
+      CARGO_TARGET_DIR="$RPCPROF_VENV/core-target" MATURIN_PEP517_ARGS=--locked \
+        "$uv" build --quiet --wheel --python "$RPCPROF_VENV/bin/python" --out-dir "$built" tools/core
+      # one rename: a setup in another checkout at the same time finds the whole wheel or none
+      mv -T "$built" "$core_cache/$core_key" 2>/dev/null || rm -rf "$built"
+      wheels=("$core_cache/$core_key"/rpcprof_core-*.whl)
+    fi
+    uv_install --no-deps --reinstall "${wheels[0]}"
     echo "$core_hash" > "$core_stamp"
   fi
 fi
