@@ -5,33 +5,56 @@
 #
 # USAGE: ../cargo-build.sh CRATE      (from a server's build.sh, after cd into its folder)
 #
-# Idempotent: a no-op in about a second when nothing changed.
+# Idempotent: a no-op when the binary was built from the sources as they are.
 #
 # The servers' dependencies (tonic, hyper, tokio, prost...) are most of a first build's minute. A checkout
-# whose ../target does not exist yet starts from a copy of the dependencies another checkout on this
+# whose ../target holds no dependencies yet starts from a copy of those another checkout on this
 # machine compiled, as Go reuses its build cache and cargo its registry: the cache is
 # ${RPCPROF_CARGO_CACHE:-$HOME/.cache/rpcprof/cargo}/KEY, KEY a hash of the three Cargo.lock files, the
 # compiler's version, .cargo/config.toml and this script, so that any change that could change a
-# dependency's build starts a cache of its own. It holds no build of the servers' own crates
-# (calibration, rust_pajamax, rust_tonic): those are always compiled from this checkout's sources
-# (cargo would take a same-named crate of another checkout, compiled from other sources, as fresh).
-# After a build, a cache that has not yet seen CRATE's dependencies is saved from ../target.
+# dependency's build starts a cache of its own. That copy holds no build of the servers' own crates
+# (calibration, rust_pajamax, rust_tonic): cargo would take a same-named crate of another checkout,
+# compiled from other sources, as fresh. After a build, a cache that has not yet seen CRATE's dependencies
+# is saved from ../target.
+# The own crate's binary is kept instead, as .../cargo/bin/CRATE-OWN, OWN a hash of KEY and of every file
+# of the crate's folder and of ../proto (its sources, build.rs, Cargo.toml): a checkout whose binary is
+# missing takes the one built from the same sources, and a binary built from the sources as they are
+# (../target/release/.CRATE.own holds its OWN) is not built again.
 # Without HOME (nor RPCPROF_CARGO_CACHE) nothing is cached.
 set -eu
 crate="$1"
 target=../target
 own="calibration rust_pajamax rust_tonic"
 root="${RPCPROF_CARGO_CACHE:-${HOME:+$HOME/.cache/rpcprof/cargo}}"
+key=$( { cat ../calibration/Cargo.lock ../rust_pajamax/Cargo.lock ../rust_tonic/Cargo.lock \
+         ../.cargo/config.toml "$0"; rustc -vV; } | sha256sum | cut -c1-16)
+own_key=$( { echo "$key"; find . ../proto -path ./target -prune -o -type f -print | LC_ALL=C sort |
+             xargs sha256sum; } | sha256sum | cut -c1-16)
+bin="$target/release/$crate"
+stamp="$target/release/.$crate.own"
+[ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$own_key" ] && exit 0
 if [ -n "$root" ]; then
-  key=$( { cat ../calibration/Cargo.lock ../rust_pajamax/Cargo.lock ../rust_tonic/Cargo.lock \
-           ../.cargo/config.toml "$0"; rustc -vV; } | sha256sum | cut -c1-16)
   cache="$root/$key"
-  if [ ! -d "$target/release" ] && [ -d "$cache/release" ]; then
-    mkdir -p "$target" "$root"
-    ( flock -s 9; cp -a "$cache/release" "$target/release" ) 9>"$root/.lock"
+  if [ -x "$root/bin/$crate-$own_key" ]; then
+    mkdir -p "$target/release"
+    cp "$root/bin/$crate-$own_key" "$bin"
+    echo "$own_key" > "$stamp"
+    exit 0
+  fi
+  if [ ! -d "$target/release/deps" ] && [ -d "$cache/release" ]; then
+    mkdir -p "$target/release" "$root"
+    ( flock -s 9; cp -a "$cache/release/." "$target/release/" ) 9>"$root/.lock"
   fi
 fi
 cargo build --release --locked
+echo "$own_key" > "$stamp"
+if [ -n "$root" ] && [ ! -x "$root/bin/$crate-$own_key" ]; then
+  mkdir -p "$root/bin"
+  tmp_bin=$(mktemp "$root/bin/.$crate-XXXXXX")
+  cp "$bin" "$tmp_bin"
+  chmod 755 "$tmp_bin"
+  mv "$tmp_bin" "$root/bin/$crate-$own_key"      # one rename: whole or absent
+fi
 if [ -n "$root" ] && [ ! -e "$cache/.has-$crate" ]; then
   # save the dependencies, not the servers' own crates, marked with the crates whose dependencies they
   # hold: those built in ../target (their binaries are there)
@@ -40,7 +63,7 @@ if [ -n "$root" ] && [ ! -e "$cache/.has-$crate" ]; then
   trap 'rm -rf "$tmp"' EXIT
   cp -a "$target/release" "$tmp/release"
   for c in $own; do
-    rm -rf "$tmp/release/$c" "$tmp/release/$c.d" "$tmp/release/deps/$c-"* "$tmp/release/.fingerprint/$c-"* \
+    rm -rf "$tmp/release/$c" "$tmp/release/.$c.own" "$tmp/release/$c.d" "$tmp/release/deps/$c-"* "$tmp/release/.fingerprint/$c-"* \
       "$tmp/release/build/$c-"* "$tmp/release/incremental/$c-"*
   done
   for c in $own; do
