@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from rpcprof.measure.children import stat_ints
-from rpcprof.measure.proccounters import SwitchTracker
+from rpcprof.measure.proccounters import thread_switches
 from rpcprof.measure.threads import status_fields
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
@@ -229,7 +229,7 @@ class ProcessMonitor:
         self._hwm = 0
         self._rss_samples: list[int] | None = None             # RSS over a window
         self._series: list[tuple[float, int]] | None = None    # (wall clock, CPU ns) over a window
-        self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
+        self.switches: dict[int, tuple[int, int]] = {}     # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -245,7 +245,7 @@ class ProcessMonitor:
             if not self.cgroup:
                 self._poll_threads()
             with self._lock:
-                self.switches.poll()
+                self.switches.update(thread_switches(self.pid))
             if self._series is not None:
                 point = (time.time(), self.mark())      # mark() takes the lock itself
                 with self._lock:
