@@ -17,23 +17,17 @@ that exits inside the window keeps what it had at the last poll.
 """
 from __future__ import annotations
 
-import os
-
 from rpcprof.measure.children import stat_ints
-from rpcprof.measure.threads import status_fields
+from rpcprof.measure.threads import status_fields, task_ids
 
 
 def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     """Each live thread's (voluntary, involuntary) switches now."""
     out: dict[int, tuple[int, int]] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for tid in task_ids(pid):
         fields = status_fields(f"/proc/{pid}/task/{tid}/status") or {}
         try:
-            out[int(tid)] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
+            out[tid] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
         except (KeyError, ValueError):
             continue
     return out

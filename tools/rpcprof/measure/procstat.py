@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rpcprof.measure.children import stat_ints
 from rpcprof.measure.proccounters import thread_switches
-from rpcprof.measure.threads import status_fields
+from rpcprof.measure.threads import status_fields, task_ids
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -31,14 +31,10 @@ CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
 def thread_cpu_ns(pid: int) -> dict[int, int]:
     """ns on CPU per live thread of pid, from /proc/PID/task/*/schedstat."""
     out: dict[int, int] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return out
-    for tid in tids:
+    for tid in task_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
+                out[tid] = int(f.read().split()[0])
         except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
             continue  # the thread exited between listdir and open
     return out
