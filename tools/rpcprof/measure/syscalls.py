@@ -329,12 +329,8 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
             s["calls"] += 1
             if ret > 0:
                 s["bytes"] += ret
-            elif ret == 0:
-                s["zero"] += 1
-            elif ret == -EAGAIN:
-                s["eagain"] += 1
             else:
-                s["errors"] += 1
+                s["zero" if ret == 0 else "eagain" if ret == -EAGAIN else "errors"] += 1
             continue
         m = _LOST.search(line)
         if m:
