@@ -115,10 +115,10 @@ def test_an_interrupt_raised_where_python_drops_exceptions_still_stops_the_comma
                                                     (KeyboardInterrupt, False, "interrupted"),
                                                     (RuntimeError, False, "failed")])
 def test_one_lifecycle_writes_running_then_the_status_every_job_means_alike(raised, failed, status):
-    from rpcprof.jobs.base import Lifecycle
+    from rpcprof.jobs.base import lifecycle
     written = []
     try:
-        with Lifecycle(written.append) as life:
+        with lifecycle(written.append) as life:
             life.failed = failed
             if raised:
                 raise raised()

@@ -113,10 +113,10 @@ def test_the_scan_finds_a_status_spelt_out():
 
 
 def test_the_jobs_write_status_members():
-    """What a job writes, from its Lifecycle and its results, is a Status (the live tests run the jobs)."""
-    from rpcprof.jobs.base import Lifecycle
+    """What a job writes, from its lifecycle and its results, is a Status (the live tests run the jobs)."""
+    from rpcprof.jobs.base import lifecycle
     written = []
-    with Lifecycle(written.append):
+    with lifecycle(written.append):
         pass
     assert all(type(w) is Status for w in written)
 

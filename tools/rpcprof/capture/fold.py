@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import require
+from rpcprof.measure.recorder import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.rundir import PERF_DATA, check_not_input, write_bytes

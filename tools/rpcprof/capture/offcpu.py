@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rpcprof.capture.profiler import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
+from rpcprof.measure.recorder import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.errors import UserError
 from rpcprof.folded import WAKE_SEPARATOR

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.measure import children
-from rpcprof.measure.recorder import (PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder,  # noqa: F401  (re-exported)
-                                      perf_recorder, require)
+from rpcprof.measure.recorder import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PYSPY_LOG
 

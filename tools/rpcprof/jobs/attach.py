@@ -23,7 +23,7 @@ from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
                                        proc_state)
-from rpcprof.jobs.base import (Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan,
+from rpcprof.jobs.base import (Job, lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan,
                                render_pictures, shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
@@ -145,7 +145,7 @@ class Attach(Job):
         monitor = ProcessMonitor(self.info.pid, None)
         try:
             second = self.profiler == "py-spy" and self.opts.second_profile
-            with Session() as session, Lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
+            with Session() as session, lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
                 session.own(monitor)
                 self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
                 self.sender.send(self.dir, self.name, self.rules, self.app)

@@ -6,9 +6,10 @@ rpcprof/progress.py's.
 from __future__ import annotations
 
 import math
-
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
 from rpcprof.errors import UserError
@@ -152,26 +153,19 @@ class Job:
         return self.folder.path if self.folder else None
 
 
-class Lifecycle:
+@contextmanager
+def lifecycle(write):
     """One job's status from its start to its end, written by write(status) on every exit path:
     `running` on entering; on leaving, `interrupted` for Ctrl-C, `failed` for any other exception or when
-    the job said a measurement failed (failed = True), else `complete` (status.STATUS_MEANING)."""
-
-    def __init__(self, write):
-        self.write = write
-        self.failed = False
-        self.status = Status.RUNNING
-
-    def __enter__(self) -> "Lifecycle":
-        self.write(self.status)
-        return self
-
-    def __exit__(self, kind, value, tb) -> bool:
-        if kind is not None and issubclass(kind, KeyboardInterrupt):
-            self.status = Status.INTERRUPTED
-        elif kind is not None or self.failed:
-            self.status = Status.FAILED
-        else:
-            self.status = Status.COMPLETE
-        self.write(self.status)
-        return False
+    the job said a measurement failed (failed = True on what it yields), else `complete` (status.STATUS_MEANING)."""
+    life = SimpleNamespace(failed=False)
+    write(Status.RUNNING)
+    try:
+        yield life
+    except KeyboardInterrupt:
+        write(Status.INTERRUPTED)
+        raise
+    except BaseException:
+        write(Status.FAILED)
+        raise
+    write(Status.FAILED if life.failed else Status.COMPLETE)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rpcprof.capture.fold import jitdumps
 from rpcprof.errors import UserError
+from rpcprof.measure.appguess import executable_head
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 
@@ -76,11 +77,7 @@ def _maps(pid: int) -> list[str]:
 
 def _is_go_binary(exe: str) -> bool:
     """Go binaries carry a build-info blob with a fixed magic."""
-    try:
-        with open(exe, "rb") as f:
-            return GO_BUILDINFO_MAGIC in f.read(64 << 20)
-    except OSError:
-        return False
+    return GO_BUILDINFO_MAGIC in executable_head(exe)
 
 
 def choose_profiler(info: ProcessInfo, override: str | None) -> tuple[str, str, list[str]]:

@@ -15,7 +15,7 @@ from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import Job, Lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
+from rpcprof.jobs.base import Job, lifecycle, load_cpus_besides, new_manifest, open_folder, render_pictures, shown
 from rpcprof.jobs.defaults import RUN
 from rpcprof.jobs.machine import IdleEffect, card_of, hold_idle, host_card
 from rpcprof.jobs.server_round import ServerRound
@@ -150,7 +150,7 @@ class Run(Job):
         self.manifest = new_manifest("run", self.command, sampled_event=self.event,
                                      scenario={"name": self.scenario.name, "method": self.scenario.method})
         try:
-            with self.exiting, Lifecycle(self.write) as life:
+            with self.exiting, lifecycle(self.write) as life:
                 log(f"rpcprof: run folder {shown(self.dir)}")
                 self.host = self.manifest.host = host_card(self.host, self.opts.server_cpus[0], self.load_cpus[0],
                                                            self.opts.idle)

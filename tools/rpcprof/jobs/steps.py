@@ -45,7 +45,7 @@ class Subject:
         driven without the log, a regime of its own). No figure uses these windows' latencies (the
         measured window's are measured_window's), so the log is not read."""
         settings = replace(self.settings, duration=seconds)
-        return self.driver.run(settings, self.port, self.out / log_name, latencies=True, read_latencies=False,
+        return self.driver.run(settings, self.port, self.out / log_name, read_latencies=False,
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
 

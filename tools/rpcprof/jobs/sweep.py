@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.jobs.base import Job, Lifecycle, new_manifest, open_folder, shown
+from rpcprof.jobs.base import Job, lifecycle, new_manifest, open_folder, shown
 from rpcprof.jobs.run import Run, RunOptions
 from rpcprof.progress import log, progress_bar
 from rpcprof.records import parameters_json
@@ -90,7 +90,7 @@ class Sweep(Job):
         self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
                                     "cells": self.cells}
         t0 = time.monotonic()
-        with Lifecycle(self.write) as life, progress_bar(len(self.cells), "cells") as bar:
+        with lifecycle(self.write) as life, progress_bar(len(self.cells), "cells") as bar:
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
                 done = time.monotonic() - t0
                 left = (done / i * (len(self.cells) - i)) if i else plan

@@ -19,7 +19,8 @@ PROTOCOL_TRAITS = "prost|tonic|tonic_prost|tower_service|tower|h2|hyper|http_bod
 GO_MODINFO = re.compile(rb"\npath\t([^\n\t]+)\nmod\t([^\n\t]+)")
 
 
-def _read(exe: str, limit: int = 64 << 20) -> bytes:
+def executable_head(exe: str, limit: int = 64 << 20) -> bytes:
+    """The first limit bytes of an executable (b"" if it cannot be read): where its build info is."""
     try:
         with open(exe, "rb") as f:
             return f.read(limit)
@@ -68,7 +69,7 @@ def guess_app(kind: str, exe: str, cmdline: list[str], cwd: str) -> tuple[str | 
     elif kind == "node":
         found = node_app()
     else:
-        blob = _read(exe)
+        blob = executable_head(exe)
         found = go_app(blob) if kind == "go" else rust_app(exe, blob)
     if not found:
         return None, "no rule for this kind of process: app stays 0 % (name it with --app REGEX)"

@@ -33,14 +33,10 @@ class HostCardError(Exception):
     """The card could not be made: why, in one line."""
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rpcprof"
-
-
 def build(source: Path = SOURCE) -> Path:
-    """The compiled program for this source, built once per source hash."""
+    """The compiled program for this source, built once per source hash in the user's cache folder."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    exe = cache_dir() / f"hostcard-{digest}"
+    exe = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rpcprof" / f"hostcard-{digest}"
     if exe.exists():
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)

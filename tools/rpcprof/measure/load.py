@@ -160,36 +160,34 @@ class H2load:
         an HTTP 200 is then not seen: --driver ghz checks every status)."""
         self.reply_len = reply.framed_len
 
-    def argv(self, settings: LoadSettings, port: int, latency_log: Path | None) -> list[str]:
+    def argv(self, settings: LoadSettings, port: int, latency_log: Path) -> list[str]:
         threads = max(1, min(len(settings.cpus), settings.connections))
         h2load = require("h2load", "run tools/setup.sh to install it")
         argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), h2load,
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
                 # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
                 "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
-                "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers"]
-        if latency_log:
-            argv += ["--log-file", str(latency_log)]
+                "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers",
+                "--log-file", str(latency_log)]
         return argv + [f"http://127.0.0.1:{port}{self.scenario.method}"]
 
     # printed by each h2load thread (rpcprof runs one per load CPU): the first start and the first end count
     WINDOW = (b"Main benchmark duration is started", b"Main benchmark duration is over")
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
-            latencies: bool = True, read_latencies: bool = True) -> LoadResult:
-        """latencies: h2load logs each request's latency (--log-file); read_latencies: and they are read
-        into the result (a window whose latencies no figure uses logs them only for the client's pace)."""
-        latency_log = beside(log_path, "latencies") if latencies else None
+            read_latencies: bool = True) -> LoadResult:
+        """h2load logs each request's latency (--log-file); read_latencies: and they are read into the result
+        (a window whose latencies no figure uses logs them only for the client's pace)."""
+        latency_log = beside(log_path, "latencies")
         argv = self.argv(settings, port, latency_log)
         hist = LatencyHistogram()
         starts: Counter[int] = Counter()
         try:
             code, wall, cpu = run_measured(argv, log_path, on_start, on_end, self.WINDOW)
-            if read_latencies and latency_log and latency_log.exists():
+            if read_latencies and latency_log.exists():
                 read_h2load_latency_log(latency_log, hist, starts)
         finally:
-            if latency_log:
-                latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
+            latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
         raw = parse_h2load_output(log_path.read_text(errors="replace"))
         answered = raw.get("succeeded", 0)
         if self.reply_len:
@@ -265,7 +263,7 @@ class Ghz:
                 "--format=json", f"--output={out_json}", f"127.0.0.1:{port}"]
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
-            latencies: bool = True, read_latencies: bool = True) -> LoadResult:
+            read_latencies: bool = True) -> LoadResult:
         out_json = beside(log_path, "json")
         argv = self.argv(settings, port, out_json)
         try:
@@ -279,7 +277,7 @@ class Ghz:
         hist = LatencyHistogram()
         stamps: Counter[str] = Counter()
         for d in report.get("details") or []:
-            if d.get("status") == "OK" and latencies:
+            if d.get("status") == "OK":
                 hist.add(int(d.get("latency", 0)) // 1000)
                 stamps[str(d.get("timestamp", ""))[:21]] += 1
         statuses = report.get("statusCodeDistribution") or {}

@@ -12,27 +12,22 @@ costs the server nothing, so every window (the unprofiled one included) has them
 
 Switches are per thread, and a thread that exits takes its own with it (pajamax's thread per connection
 exits when the load driver closes its connection, as the window ends). So the process monitor polls
-them every 0.1 s (SwitchTracker) and keeps each thread's last seen counts: a thread that exits inside
-the window keeps what it had at the last poll.
+them every 0.1 s (its `switches`, thread_switches) and keeps each thread's last seen counts: a thread
+that exits inside the window keeps what it had at the last poll.
 """
 from __future__ import annotations
 
-import os
-
 from rpcprof.measure.children import stat_ints
-from rpcprof.measure.threads import status_fields
+from rpcprof.measure.threads import status_fields, task_ids
 
 
-def _thread_switches(pid: int) -> dict[int, tuple[int, int]]:
+def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
+    """Each live thread's (voluntary, involuntary) switches now."""
     out: dict[int, tuple[int, int]] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for tid in task_ids(pid):
         fields = status_fields(f"/proc/{pid}/task/{tid}/status") or {}
         try:
-            out[int(tid)] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
+            out[tid] = (int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
         except (KeyError, ValueError):
             continue
     return out
@@ -55,23 +50,16 @@ def _io(pid: int) -> dict[str, int]:
     return out
 
 
-class SwitchTracker:
-    """Each thread's voluntary and involuntary switches as last seen; poll() as often as threads may exit."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.seen: dict[int, tuple[int, int]] = {}
-
-    def poll(self) -> dict[int, tuple[int, int]]:
-        self.seen.update(_thread_switches(self.pid))
-        return dict(self.seen)
-
-
-def snapshot(pid: int, tracker: SwitchTracker | None = None) -> dict:
-    """The counters of pid now (see the module's text); with tracker, threads that exited keep their
-    last polled switches."""
+def snapshot(pid: int, seen: dict | None = None) -> dict:
+    """The counters of pid now (see the module's text); with seen, each thread's switches as last seen
+    (the process monitor's, polled in the background; updated now), threads that exited keep their last
+    polled switches."""
+    threads = thread_switches(pid)
+    if seen is not None:
+        seen.update(threads)
+        threads = dict(seen)
     io = _io(pid)
-    return {"threads": tracker.poll() if tracker else _thread_switches(pid), "page_faults": _faults(pid),
+    return {"threads": threads, "page_faults": _faults(pid),
             "vfs_reads": io.get("syscr"), "vfs_writes": io.get("syscw"), "rchar": io.get("rchar"),
             "wchar": io.get("wchar")}
 
@@ -101,18 +89,18 @@ def per_request(counts: dict, requests: int | None) -> dict:
 
 class ProcWindow:
     """Snapshots at a window's start and end (pass start/end as a driver's callbacks, as CpuWindow);
-    tracker: the process monitor's, polled in the background."""
+    seen: the process monitor's switches, polled in the background (snapshot)."""
 
-    def __init__(self, pid: int, tracker: SwitchTracker | None = None):
+    def __init__(self, pid: int, seen: dict | None = None):
         self.pid = pid
-        self.tracker = tracker
+        self.seen = seen
         self.marks: dict[str, dict] = {}
 
     def start(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("start", snapshot(self.pid, self.tracker))
+        self.marks.setdefault("start", snapshot(self.pid, self.seen))
 
     def end(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("end", snapshot(self.pid, self.tracker))
+        self.marks.setdefault("end", snapshot(self.pid, self.seen))
 
     def counts(self) -> dict:
         self.end()

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from rpcprof.measure.children import stat_ints
-from rpcprof.measure.proccounters import SwitchTracker
-from rpcprof.measure.threads import status_fields
+from rpcprof.measure.proccounters import thread_switches
+from rpcprof.measure.threads import status_fields, task_ids
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -31,14 +31,10 @@ CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
 def thread_cpu_ns(pid: int) -> dict[int, int]:
     """ns on CPU per live thread of pid, from /proc/PID/task/*/schedstat."""
     out: dict[int, int] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return out
-    for tid in tids:
+    for tid in task_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
+                out[tid] = int(f.read().split()[0])
         except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
             continue  # the thread exited between listdir and open
     return out
@@ -229,7 +225,7 @@ class ProcessMonitor:
         self._hwm = 0
         self._rss_samples: list[int] | None = None             # RSS over a window
         self._series: list[tuple[float, int]] | None = None    # (wall clock, CPU ns) over a window
-        self.switches = SwitchTracker(pid)      # context switches per thread, kept when a thread exits
+        self.switches: dict[int, tuple[int, int]] = {}     # context switches per thread, kept when a thread exits
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -245,7 +241,7 @@ class ProcessMonitor:
             if not self.cgroup:
                 self._poll_threads()
             with self._lock:
-                self.switches.poll()
+                self.switches.update(thread_switches(self.pid))
             if self._series is not None:
                 point = (time.time(), self.mark())      # mark() takes the lock itself
                 with self._lock:

@@ -102,16 +102,11 @@ def involuntary_filter() -> str:
 
 
 def kernel_events() -> list[tuple[str, str, str | None]]:
-    """(key, perf event, tracepoint filter) of the kernel events counted, those this kernel has, in the
+    """(key, perf event, tracepoint filter) of the kernel events counted (EVENT_SPECS), those this kernel has, in the
     order they are given to perf stat. sched_switch is counted once, filtered: the unfiltered total is
     the context-switches software event, so no two lines of perf's output carry the same event name."""
-    specs: list[tuple[str, str, str | None]] = [("context_switches", "context-switches", None)]
-    if tracepoint_exists("sched", "sched_switch"):
-        specs.append(("involuntary_switches", "sched:sched_switch", involuntary_filter()))
-    if tracepoint_exists("sched", "sched_waking"):
-        specs.append(("wakeups_issued", "sched:sched_waking", None))
-    specs.append(("page_faults", "page-faults", None))
-    return specs
+    return [(key, event, involuntary_filter() if key == "involuntary_switches" else None) for key, event in EVENT_SPECS
+            if ":" not in event or tracepoint_exists(*event.split(":"))]
 
 
 def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) -> list[str]:
@@ -172,12 +167,11 @@ def _csv_rows(text: str):
             yield parts[0].strip(), parts[2].strip()
 
 
-def parse_kernel_events(text: str, specs=None) -> dict:
+def parse_kernel_events(text: str, specs=EVENT_SPECS) -> dict:
     """{key: count or None} for EVENT_KEYS from `perf stat -x,` output. Lines are matched to specs in
     order: the n-th line naming an event is the n-th spec with that event (perf prints its events in the
     order given, and a filtered tracepoint's line carries only its name). `<not supported>`, `<not
     counted>` or no line at all: None."""
-    specs = EVENT_SPECS if specs is None else specs
     pending: dict[str, list[str]] = {}
     for key, event, *_ in specs:
         pending.setdefault(event, []).append(key)
@@ -335,12 +329,8 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
             s["calls"] += 1
             if ret > 0:
                 s["bytes"] += ret
-            elif ret == 0:
-                s["zero"] += 1
-            elif ret == -EAGAIN:
-                s["eagain"] += 1
             else:
-                s["errors"] += 1
+                s["zero" if ret == 0 else "eagain" if ret == -EAGAIN else "errors"] += 1
             continue
         m = _LOST.search(line)
         if m:

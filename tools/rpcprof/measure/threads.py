@@ -10,6 +10,7 @@ The comparison is analyze/waits.py's (asleep_whole_window).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -28,14 +29,18 @@ def status_fields(path: Path | str) -> dict[str, str] | None:
     return None if text is None else {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
 
 
+def task_ids(pid: int, proc: Path = PROC) -> list[int]:
+    """The ids of pid's threads now ([] if the process is gone)."""
+    try:
+        return [int(d) for d in os.listdir(proc / str(pid) / "task") if d.isdigit()]
+    except OSError:
+        return []
+
+
 def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
     """tid -> {name, state, switches, wchan} for every thread of pid now ({} if the process is gone)."""
-    try:
-        tids = [int(d.name) for d in (proc / str(pid) / "task").iterdir() if d.name.isdigit()]
-    except OSError:
-        return {}
     snapshot = {}
-    for tid in tids:
+    for tid in task_ids(pid, proc):
         task = proc / str(pid) / "task" / str(tid)
         fields = status_fields(task / "status")
         if fields is None:
