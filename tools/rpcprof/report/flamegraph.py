@@ -31,9 +31,10 @@ from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, sample_weight
 from rpcprof.pprof_in import is_pprof, read_pprof
-from rpcprof.report.flame_rows import box_weights, displayable_frame, write_drawn_rows
+from rpcprof.report.flame_rows import box_weights, write_drawn_rows
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only, write_svg)
+from rpcprof.report.text import xml_chars
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile)
@@ -68,7 +69,7 @@ def inferno_options(title: str, subtitle: str, weight: int, countname: str = "sa
     # --factor: inferno sums weights (perf: the sample period in ns); dividing by the weight of one
     # sample makes its "N samples" real sample counts. --hash: a colour inferno must pick itself
     # (no palette entry) is a hash of the name, so the output is deterministic.
-    return ["--title", displayable_frame(title), "--subtitle", displayable_frame(subtitle),
+    return ["--title", xml_chars(title, lines=True), "--subtitle", xml_chars(subtitle, lines=True),
             "--hash", "--height", str(FRAME_HEIGHT), "--countname", countname, "--factor", repr(1 / weight)]
 
 
