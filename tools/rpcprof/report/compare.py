@@ -193,14 +193,13 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
-        # with rounds, the ratios are the run's own (its adjacent pairs), as the ruler's samples are every round's
-        paired = ((server_ratio(metrics[base["server"]], metrics[b["server"]]),
-                   profiled_ratio(metrics[base["server"]], metrics[b["server"]])) if base else (None, None))
-        b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)) if base else
-                 dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees")))
-        b["base"] = base["server"] if base else None
         if not base:
+            b.update(dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees",
+                                    "base")))
             continue
+        # with rounds, the ratios are the run's own (its adjacent pairs), as the ruler's samples are every round's
+        paired = (f(metrics[base["server"]], metrics[b["server"]]) for f in (server_ratio, profiled_ratio))
+        b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)), base=base["server"])
         if b["ratio"] is None:
             lines.append(f"{b['server']} vs {base['server']}: the ruler matched no sample in one of them: no check")
             continue
