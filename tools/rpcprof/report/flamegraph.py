@@ -181,24 +181,6 @@ class Drawing:
         self.err.close()
 
 
-def draw_diff(scratch: Path, diff: str, out_svg: Path, title: str, subtitle: str, weight: int,
-              rows: list[dict], countname: str, recolour, drawing: Drawing | None = None) -> None:
-    """The differential flame graph: inferno-flamegraph of inferno-diff-folded's lines (widths are B's, red = more
-    samples in B, blue = fewer; diff: the name of their file in scratch; drawing: inferno-flamegraph already
-    drawing them), recoloured (recolour: a function of inferno's SVG that sets the boxes' colours and hover texts),
-    given headings and the legend of rows (each category's share of A and of B, `a` and `b`, in %), checked and
-    written to out_svg."""
-    if drawing is not None:
-        svg = drawing.svg()
-    else:
-        options = inferno_options(title, subtitle, weight, countname)
-        svg = run_tool([inferno_tool("inferno-flamegraph"), *options, diff], scratch).decode("utf-8")
-    if recolour:
-        svg = recolour(svg)
-    finish_flamegraph(svg, out_svg, title, subtitle, [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}")
-                                                      for r in rows], "category share A→B [%]:")
-
-
 # --- figures from a run folder ----------------------------------------------------------------------
 
 def subtitle_for_run(run_dir: Path, server: str) -> str:
