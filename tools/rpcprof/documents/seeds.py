@@ -234,17 +234,13 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         t_row = next((r for r in rows if r["server"] == t), None)
         if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
             continue
-        c = ruler_check(t_row, pj_row)
+        measured, profiled = server_ratio(metrics[t], metrics[pj]), profiled_ratio(metrics[t], metrics[pj])
+        paired = measured and profiled          # the document's one definition of the ratio, rounds paired
+        c = ruler_check(t_row, pj_row, *((measured.ratio, profiled.ratio) if paired else ()))
         verdict = "agrees" if c["agrees"] else "DISAGREES beyond the sampling error"
-        measured = server_ratio(metrics[t], metrics[pj])
-        profiled = profiled_ratio(metrics[t], metrics[pj])
-        if measured and profiled:        # the document's one definition of the ratio, rounds paired
-            said = f"{measured.text()} unprofiled, {profiled.text()} in the profile windows"
-            within = c["ratio_low"] <= profiled.ratio <= c["ratio_high"]
-            verdict = "agrees" if within else "DISAGREES beyond the sampling error"
-        else:
-            said = f"{c['measured_ratio']:.1f}x unprofiled" + (
-                f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else "")
+        said = (f"{measured.text()} unprofiled, {profiled.text()} in the profile windows" if paired else
+                f"{c['measured_ratio']:.1f}x unprofiled"
+                + (f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else ""))
         out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
                    f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {said}: the ruler {verdict}.")
     costs = [r for r in rows if r["server"] in stacks and r["samples"]]
