@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import asdict
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
@@ -272,7 +271,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
         headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
                                         groups_of(rules), indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
-                    "findings": [asdict(f) for f in findings]})
+                    "findings": findings})
     return out
 
 
