@@ -14,8 +14,8 @@ sent as protobuf.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from rpcprof.errors import EXIT_FAILED, UserError
@@ -26,8 +26,7 @@ HTTP_PATH = "/v1development/profiles"
 FORMS = "host:port or grpc://host:port (gRPC), or http://host:port[/path] (HTTP, path /v1development/profiles by default)"
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     url: str                # as given
     target: str             # gRPC's host:port, or the URL posted to
     http: bool
