@@ -37,24 +37,24 @@ US = {"a": {"send/syscall": 1.0, "send/tcp": 4.0, "send/loopback": 3.0, "protoco
 def test_the_largest_differences_come_first_with_the_write_batching_behind_send():
     headline, findings = explain_gap("a", "b", US, {"a": syscalls(1.0, 46, 0.5, 1.2), "b": syscalls(0.02, 2300, 0.0, 0.01)})
     assert headline.startswith("b needs 18.50 CPU µs per request less than a (1.00 vs 19.50)")
-    assert [f.category for f in findings] == ["protocol", "send", "runtime"]       # app: no difference
+    assert [f["category"] for f in findings] == ["protocol", "send", "runtime"]       # app: no difference
     send = findings[1]
-    assert send.delta_us == pytest.approx(-7.7)
-    assert "a writes once per response (1.00 write syscalls/req, 46 B per write)" in send.text
-    assert "b writes once per 50 responses (0.02 write syscalls/req, 2,300 B per write)" in send.text
-    assert "send/tcp -3.80" in send.text
-    keys = {(s["server"], s["key"]) for s in send.sources}
+    assert send["delta_us"] == pytest.approx(-7.7)
+    assert "a writes once per response (1.00 write syscalls/req, 46 B per write)" in send["text"]
+    assert "b writes once per 50 responses (0.02 write syscalls/req, 2,300 B per write)" in send["text"]
+    assert "send/tcp -3.80" in send["text"]
+    keys = {(s["server"], s["key"]) for s in send["sources"]}
     assert ("a", "syscalls.writes_per_req") in keys and ("b", "syscalls.bytes_per_write") in keys
     runtime = findings[2]
-    assert "Epoll waits per request: 0.50 in a, 0.00 in b; context switches per request: 1.20 in a, 0.01 in b" in runtime.text
-    assert sum(f.share_of_gap for f in findings) == pytest.approx(1.0)
+    assert "Epoll waits per request: 0.50 in a, 0.00 in b; context switches per request: 1.20 in a, 0.01 in b" in runtime["text"]
+    assert sum(f["share_of_gap"] for f in findings) == pytest.approx(1.0)
 
 
 def test_same_number_of_writes_is_said_and_the_cost_per_write_compared():
     us = {"a": {"send/tcp": 2.0}, "b": {"send/tcp": 4.0}}
     _, findings = explain_gap("a", "b", us, {"a": syscalls(1.0, 46), "b": syscalls(1.1, 4096)})
-    assert "Both make about as many write syscalls (1.00 and 1.10 per request)" in findings[0].text
-    assert "2.00 µs per write in a, 3.64 in b (46 and 4,096 B per write)" in findings[0].text
+    assert "Both make about as many write syscalls (1.00 and 1.10 per request)" in findings[0]["text"]
+    assert "2.00 µs per write in a, 3.64 in b (46 and 4,096 B per write)" in findings[0]["text"]
 
 
 def test_a_gap_the_categories_mostly_cancel_gets_no_share_of_the_difference():
@@ -64,15 +64,15 @@ def test_a_gap_the_categories_mostly_cancel_gets_no_share_of_the_difference():
     cancel = {"a": {"send/tcp": 14.67, "protocol/http2": 19.62, "runtime/io-driver": 6.26},
               "b": {"send/tcp": 12.62, "protocol/http2": 21.52, "runtime/io-driver": 6.52}}
     _, findings = explain_gap("a", "b", cancel, {"a": None, "b": None})
-    assert findings and not any("of the difference" in f.text for f in findings)
-    assert findings[0].text.startswith("send: 12.62 vs 14.67 µs/req")
+    assert findings and not any("of the difference" in f["text"] for f in findings)
+    assert findings[0]["text"].startswith("send: 12.62 vs 14.67 µs/req")
     _, findings = explain_gap("a", "b", US, {"a": None, "b": None})
-    assert all("of the difference" in f.text for f in findings)
+    assert all("of the difference" in f["text"] for f in findings)
 
 
 def test_no_kernel_figures_no_mechanism_sentence():
     _, findings = explain_gap("a", "b", US, {"a": None, "b": None})
-    assert findings[1].category == "send" and "write" not in findings[1].text
+    assert findings[1]["category"] == "send" and "write" not in findings[1]["text"]
 
 
 @pytest.mark.parametrize("a, b, expected", [(1.0, 0.02, True), (1.0, 0.7, False), (0.0, 0.5, True), (0.0, 0.0, False),
@@ -114,10 +114,10 @@ def test_no_syscall_named_no_write_figure_and_no_write_sentence():
     named = per_request({"total": 4_000, "by_syscall": {"writev": 2_400, "other": 1_600}}, 60_000)
     us = {"a": {"send": 10.0, "protocol": 5.0}, "b": {"send": 1.0, "protocol": 4.0}}
     _, findings = explain_gap("a", "b", us, {"a": unnamed, "b": named})
-    send = next(f for f in findings if f.category == "send")
-    assert "write" not in send.text
+    send = next(f for f in findings if f["category"] == "send")
+    assert "write" not in send["text"]
     _, findings = explain_gap("a", "b", us, {"a": {**named, "writes_per_req": 1.0}, "b": named})
-    assert "write" in next(f for f in findings if f.category == "send").text
+    assert "write" in next(f for f in findings if f["category"] == "send")["text"]
 
 
 def test_a_ruler_disagreement_says_why_from_the_figures():
@@ -138,11 +138,11 @@ def test_the_indirect_cost_is_said_only_where_the_write_counts_differ():
     from rpcprof.analyze.indirect import IndirectCost, Slope
     cost = IndirectCost(Slope(0.5, 0.25, 0.75, 0.0, 20), None, {}, "rec.json")
     counts = {"a": syscalls(1.0, 46), "b": syscalls(0.02, 2300)}
-    send = next(f for f in explain_gap("a", "b", US, counts, indirect=cost)[1] if f.category == "send")
-    assert "~0.49 µs/req [0.24-0.73] is user code in a slowed by the extra writes" in send.text
-    assert {"server": None, "key": "rec.json: user_us_per_syscall", "value": 0.5} in send.sources
+    send = next(f for f in explain_gap("a", "b", US, counts, indirect=cost)[1] if f["category"] == "send")
+    assert "~0.49 µs/req [0.24-0.73] is user code in a slowed by the extra writes" in send["text"]
+    assert {"server": None, "key": "rec.json: user_us_per_syscall", "value": 0.5} in send["sources"]
     same = explain_gap("a", "b", {"a": {"send/tcp": 2.0}, "b": {"send/tcp": 4.0}},
                        {"a": syscalls(1.0, 46), "b": syscalls(1.1, 4096)}, indirect=cost)[1]
-    assert not any("Of the gap" in f.text for f in same)
-    plain = next(f for f in explain_gap("a", "b", US, counts)[1] if f.category == "send")
-    assert "Of the gap" not in plain.text
+    assert not any("Of the gap" in f["text"] for f in same)
+    plain = next(f for f in explain_gap("a", "b", US, counts)[1] if f["category"] == "send")
+    assert "Of the gap" not in plain["text"]

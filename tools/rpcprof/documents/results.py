@@ -38,7 +38,8 @@ HEADLINE_RULE = ("The cell explained here is chosen by a rule that favours relia
                  "flags compete.")
 
 
-def _f(x, digits=1):
+def num(x, digits=1):
+    """A figure with digits decimals and thousands separators; '-' for None."""
     return "-" if x is None else f"{x:,.{digits}f}"
 
 
@@ -106,13 +107,13 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
                 spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
             seed = SEED_000_RATIOS.get((c, s))
             factor = b["ratio"] / seed if b["ratio"] and seed else None
-            out.append(f"| {c} | {s} | {s // c} | {_f(seed)} | {_f(b['ratio'])} | {_f(factor, 2)} | {spread} | "
+            out.append(f"| {c} | {s} | {s // c} | {num(seed)} | {num(b['ratio'])} | {num(factor, 2)} | {spread} | "
                        f"{'yes' if a.get('client_bound') else 'no'} | {'yes' if b.get('client_bound') else 'no'} | "
-                       f"{_f(b.get('syscalls_per_req'), 3)} | {_f(a.get('syscalls_per_req'), 3)} | "
+                       f"{num(b.get('syscalls_per_req'), 3)} | {num(a.get('syscalls_per_req'), 3)} | "
                        f"{cell_gap_reason(first, second, a, b, factor, len(p.get('load_cpus') or []) or 1, causes)} |")
         out += ["", *explain(cells, by, first, second, rules, len(p.get("load_cpus") or []) or None, causes), ""]
         out += guess_by_cell(cells, by, servers, rules, figures)
-        out += mechanism_by_cell(sweep_dir, rules)
+        out += mechanism_by_cell(sweep_dir, rules, manifest, measured)
     return "\n".join(out) + "\n"
 
 
@@ -142,10 +143,9 @@ def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | N
         f"the client set the pace of {', '.join(bound)}" if bound else ""])))
 
 
-def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
+def mechanism_by_cell(sweep_dir: Path, rules: Rules, manifest: dict, measured: dict) -> list[str]:
     """Per cell, `report.py compare --level 2`'s explanation: the categories that carry the gap to the
-    first server and the kernel figures that differ."""
-    manifest, measured = load_sweep(sweep_dir)
+    first server and the kernel figures that differ (manifest, measured: the sweep's, load_sweep)."""
     out = ["", "## The gap by mechanism, per cell", "",
            ("From every round of each cell: level-2 CPU µs per request (the mean over rounds of each round's "
             "shares × its unprofiled CPU per request) and the kernel's per-request figures of the profile windows"
@@ -155,12 +155,13 @@ def mechanism_by_cell(sweep_dir: Path, rules: Rules) -> list[str]:
            " (`report.py compare CELL --level 2 --format json` names the figure behind each number).", ""]
     for key, cell in manifest["cells"].items():
         run_dir = sweep_dir / cell["run"]
+        out += [f"### C={cell['connections']} S={cell['streams']}", ""]
         try:
             explained = explanations(run_dir, rules)
         except UserError as e:
-            out += [f"### C={cell['connections']} S={cell['streams']}", "", f"No explanation: {e}", ""]
+            out += [f"No explanation: {e}", ""]
             continue
-        out += [f"### C={cell['connections']} S={cell['streams']}", "", render_explanations(explained, "markdown").rstrip(), ""]
+        out += [render_explanations(explained, "markdown").rstrip(), ""]
         out += [*gap_lines(*compare_rows(run_dir, rules)[:2]), ""]
     return out
 
@@ -206,8 +207,8 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
             if io is not None and diff > 0:
                 shares[x].append(io / diff)
             out.append(f"| {c} | {s} | {x} | {interval.text()[1:] if interval else '-'} | "
-                       f"{_f(a.get('syscalls_per_req'), 3)} | "
-                       f"{_f(b.get('syscalls_per_req'), 3)} | {diff:.2f} | {_f(io, 2)} | {_f(work, 2)} | {share} |")
+                       f"{num(a.get('syscalls_per_req'), 3)} | "
+                       f"{num(b.get('syscalls_per_req'), 3)} | {diff:.2f} | {num(io, 2)} | {num(work, 2)} | {share} |")
     out.append("")
     for x, vals in shares.items():
         if vals:
@@ -291,9 +292,9 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
             seed = [SEED_000_RATIOS.get((c, s)) for s in (s0, s1)]
             seed_txt = (f"; seed 000: ^{seed[0]} to ^{seed[1]}" if all(seed) else "")
             lines.append(f"- At C={c}, the ratio {trend} from ^{b0['ratio']:.1f} (S={s0}) to ^{b1['ratio']:.1f} "
-                         f"(S={s1}){seed_txt}. Syscalls per request: {second} {_f(b0.get('syscalls_per_req'), 3)} → "
-                         f"{_f(b1.get('syscalls_per_req'), 3)}, {first} {_f(a0.get('syscalls_per_req'), 3)} → "
-                         f"{_f(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1, groups_of(rules)))
+                         f"(S={s1}){seed_txt}. Syscalls per request: {second} {num(b0.get('syscalls_per_req'), 3)} → "
+                         f"{num(b1.get('syscalls_per_req'), 3)}, {first} {num(a0.get('syscalls_per_req'), 3)} → "
+                         f"{num(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1, groups_of(rules)))
     lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_RATIO_QUOTED}x) is not a cell of this "
                  "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = headline_cell(pairs)
@@ -319,7 +320,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
         lines.append(
             f"- Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall as "
             f"streams per connection grow. Measured at C={c} S={s}: syscalls per request are {first} "
-            f"{_f(a.get('syscalls_per_req'), 3)} and {second} {_f(b.get('syscalls_per_req'), 3)}; {_parts(socket)} "
+            f"{num(a.get('syscalls_per_req'), 3)} and {second} {num(b.get('syscalls_per_req'), 3)}; {_parts(socket)} "
             f"account for {_pct(io, diff)} % of the per-request difference and {_parts(above)} "
             f"for {_pct(work, diff)} %." + batching(first, second, a, b))
     return lines

@@ -22,17 +22,13 @@ from rpcprof.analyze.rules_file import APP, groups_of
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles, ruler_check, ruler_rows
 from rpcprof.documents.provenance import generator_command, header
-from rpcprof.documents.results import RATIO_DEFINITION
+from rpcprof.documents.results import RATIO_DEFINITION, num
 from rpcprof.documents.seed_gaps import GAP, gap_section, why_lines
 from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
                                          SEED_RATIO, SEED_RATIO_QUOTED, SEED_RUN, TEARDOWN, seed_002_cpu_ratio)
 from rpcprof.report.summary import notes_for, syscalls_per_request
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.status import Status
-
-
-def _num(x, digits=0):
-    return "-" if x is None else f"{x:,.{digits}f}"
 
 
 def roles(servers: list[str]) -> dict[str, list[str]]:
@@ -103,14 +99,14 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     ]
     for role in ("tonic", "pajamax"):
         c, s, r = SEED_RUN[role]
-        out.append(f"| seed 001 {role} | | {_num(r)} | {s:.0f} % | {c:.0f} % | {_num(r / (s / 100))} | "
+        out.append(f"| seed 001 {role} | | {num(r, 0)} | {s:.0f} % | {c:.0f} % | {num(r / (s / 100), 0)} | "
                    f"{1e6 * (s / 100) / r:.2f} | - | |")
     for s in servers:
         m = metrics[s]
         role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
-        out.append(f"| {s} | {role} | {_num(m['req_per_s'])} | {100 * m['server_cpu_cores']:.0f} % | "
-                   f"{100 * m['client_cpu_cores']:.0f} % | {_num(m['req_per_cpu_s'])} | {m['cpu_us_per_req']:.2f} | "
-                   f"{_num(syscalls_per_request(m.get('syscalls')), 3)} | {notes_for(m) or '-'} |")
+        out.append(f"| {s} | {role} | {num(m['req_per_s'], 0)} | {100 * m['server_cpu_cores']:.0f} % | "
+                   f"{100 * m['client_cpu_cores']:.0f} % | {num(m['req_per_cpu_s'], 0)} | {m['cpu_us_per_req']:.2f} | "
+                   f"{num(syscalls_per_request(m.get('syscalls')), 3)} | {notes_for(m) or '-'} |")
     pj = by_role["pajamax"][0]
     out += ["", "## The ratio", "",
             f"Seed 001 prints (65,135 / 15 %) / (41,125 / 95 %) = **{SEED_RATIO_QUOTED}x**; its own figures give "
@@ -188,8 +184,8 @@ def other_setups_section(runs: list[Path]) -> list[str]:
             if r and r["samples"] and sc is not None:
                 points.append((sc, r["us_per_req"], s, run.name))
             out.append(f"| {run.name} | {p['driver']} | {p['connections']} | {p['streams']} | {s} | "
-                       f"{_num(m['req_per_s'])} | {100 * m['server_cpu_cores']:.0f} % | {100 * m['client_cpu_cores']:.0f} % | "
-                       f"{m['cpu_us_per_req']:.2f} | {_num(sc, 3)} | {us} | {notes_for(m) or '-'} |")
+                       f"{num(m['req_per_s'], 0)} | {100 * m['server_cpu_cores']:.0f} % | {100 * m['client_cpu_cores']:.0f} % | "
+                       f"{m['cpu_us_per_req']:.2f} | {num(sc, 3)} | {us} | {notes_for(m) or '-'} |")
     out.append("")
     rho = spearman([x for x, *_ in points], [y for _, y, *_ in points])
     if rho is not None:
@@ -230,7 +226,7 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
             continue
         out.append(f"| {r['server']} | {r['share_pct']:.2f} ± {r['share_err_pct']:.2f} % | {r['samples']:,} of "
                    f"{r['total_samples']:,} | {r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f} | "
-                   f"{metrics[r['server']]['cpu_us_per_req']:.2f} | {_num(r['cpu_us_per_req_profiled'], 2)} |")
+                   f"{metrics[r['server']]['cpu_us_per_req']:.2f} | {num(r['cpu_us_per_req_profiled'], 2)} |")
     pj = by_role["pajamax"][0]
     pj_row = next((r for r in rows if r["server"] == pj), None)
     out.append("")
@@ -238,17 +234,13 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         t_row = next((r for r in rows if r["server"] == t), None)
         if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
             continue
-        c = ruler_check(t_row, pj_row)
+        measured, profiled = server_ratio(metrics[t], metrics[pj]), profiled_ratio(metrics[t], metrics[pj])
+        paired = measured and profiled          # the document's one definition of the ratio, rounds paired
+        c = ruler_check(t_row, pj_row, *((measured.ratio, profiled.ratio) if paired else ()))
         verdict = "agrees" if c["agrees"] else "DISAGREES beyond the sampling error"
-        measured = server_ratio(metrics[t], metrics[pj])
-        profiled = profiled_ratio(metrics[t], metrics[pj])
-        if measured and profiled:        # the document's one definition of the ratio, rounds paired
-            said = f"{measured.text()} unprofiled, {profiled.text()} in the profile windows"
-            within = c["ratio_low"] <= profiled.ratio <= c["ratio_high"]
-            verdict = "agrees" if within else "DISAGREES beyond the sampling error"
-        else:
-            said = f"{c['measured_ratio']:.1f}x unprofiled" + (
-                f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else "")
+        said = (f"{measured.text()} unprofiled, {profiled.text()} in the profile windows" if paired else
+                f"{c['measured_ratio']:.1f}x unprofiled"
+                + (f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else ""))
         out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
                    f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {said}: the ruler {verdict}.")
     costs = [r for r in rows if r["server"] in stacks and r["samples"]]
@@ -330,7 +322,7 @@ def seed_002_section(runs: list[Path]) -> list[str]:
         ok = [s for s in p["servers"] if (metrics.get(s) or {}).get("status") == Status.OK]
         for s in ok:
             m = metrics[s]
-            out.append(f"| `{run.name}` | {case} | {p['connections']} | {p['streams']} | {s} | {_num(m['req_per_s'])} | "
+            out.append(f"| `{run.name}` | {case} | {p['connections']} | {p['streams']} | {s} | {num(m['req_per_s'], 0)} | "
                        f"{100 * m['server_cpu_cores']:.0f} % | {100 * m['client_cpu_cores']:.0f} % | "
                        f"{m['cpu_us_per_req']:.2f} | {notes_for(m) or '-'} |")
         by_role = roles(ok)

@@ -17,12 +17,6 @@ from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_manifest, load_run
 
 
-def runs_agreement(run_dirs: list[Path]) -> tuple[dict, dict[str, Agreement], dict[str, str]]:
-    """analyze/agreement.py's setup_agreement of the runs in run_dirs, read from their folders (none read
-    when fewer than two are given)."""
-    return setup_agreement([(Path(d).name, *load_run(d)) for d in run_dirs] if len(run_dirs) >= 2 else [])
-
-
 def _manifest(run_dir: Path) -> dict | None:
     try:
         return load_manifest(run_dir)
@@ -127,8 +121,9 @@ RUNS_CELLS = {
 
 
 def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
-    setup, pairs, started = runs_agreement(run_dirs)
-    loaded = [(Path(d), *load_run(d)) for d in run_dirs]
+    # each run read once, none when fewer than two are given (setup_agreement says so)
+    loaded = [(Path(d), *load_run(d)) for d in run_dirs] if len(run_dirs) >= 2 else []
+    setup, pairs, started = setup_agreement([(d.name, manifest, metrics) for d, manifest, metrics in loaded])
     took = {d.name: took_s(manifest) for d, manifest, _ in loaded}
     hosts, host_record = render_hosts(loaded, setup["servers"], fmt)
     if fmt == "json":
@@ -163,7 +158,7 @@ def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
     if not earlier:
         return []
     try:
-        _, pairs, _ = runs_agreement([*earlier, run_dir])
+        _, pairs, _ = setup_agreement([(Path(d).name, *load_run(d)) for d in [*earlier, run_dir]])
     except UserError:
         return []
     lines = []

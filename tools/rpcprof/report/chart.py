@@ -97,6 +97,13 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     write_svg(out_svg, svg)
 
 
+def svg_of(fig: Figure) -> str:
+    """fig as SVG text, dated nowhere (the same figures draw the same file)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
 def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
     """The SVG of draw(ncols), with the legend in fewer columns when ncols would push the chart past the
     figure's edges."""
@@ -106,10 +113,9 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
     # The first figure is saved before it is checked, so a chart whose legend fits is drawn as it always was.
     with matplotlib.rc_context(STYLE):
         fig = draw(ncols)
-        buf = io.StringIO()
         with warnings.catch_warnings():     # a legend too wide is judged by _fits just below
             warnings.filterwarnings("ignore", message="constrained_layout not applied")
-            fig.savefig(buf, format="svg", metadata={"Date": None})
+            svg = svg_of(fig)
         if ncols > 1 and not _fits(fig):
             # a first guess from the widths of that legend and of the axes laid out without it, then fewer
             ax = next(a for a in fig.axes if a.get_legend())
@@ -121,6 +127,5 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
             while ncols > 1 and not _fits(fig):
                 ncols -= 1
                 fig = draw(ncols)
-            buf = io.StringIO()
-            fig.savefig(buf, format="svg", metadata={"Date": None})
-    return buf.getvalue()
+            svg = svg_of(fig)
+    return svg

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import asdict
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
@@ -193,14 +192,13 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
-        # with rounds, the ratios are the run's own (its adjacent pairs), as the ruler's samples are every round's
-        paired = ((server_ratio(metrics[base["server"]], metrics[b["server"]]),
-                   profiled_ratio(metrics[base["server"]], metrics[b["server"]])) if base else (None, None))
-        b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)) if base else
-                 dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees")))
-        b["base"] = base["server"] if base else None
         if not base:
+            b.update(dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees",
+                                    "base")))
             continue
+        # with rounds, the ratios are the run's own (its adjacent pairs), as the ruler's samples are every round's
+        paired = (f(metrics[base["server"]], metrics[b["server"]]) for f in (server_ratio, profiled_ratio))
+        b.update(ruler_check(base, b, *(r.ratio if r else None for r in paired)), base=base["server"])
         if b["ratio"] is None:
             lines.append(f"{b['server']} vs {base['server']}: the ruler matched no sample in one of them: no check")
             continue
@@ -273,7 +271,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
         headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
                                         groups_of(rules), indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
-                    "findings": [asdict(f) for f in findings]})
+                    "findings": findings})
     return out
 
 

@@ -7,8 +7,9 @@ strings and each box spans a run of adjacent lines, so the box at fg:x, fg:w hol
 summed in that order, run from x to x + w: the core sorts the file's lines as inferno does
 (rpcprof_core.sorted_lines), and running sums per category give each box its weights (`box_weights`).
 
-Frame names are made safe before inferno sees them (`displayable_frame`): inferno escapes XML itself but
-rejects non-UTF-8 input and passes control characters through.
+Frame names are made safe before inferno sees them (report/text.py's xml_chars with lines=True: control characters
+and what XML 1.0 forbids become U+FFFD, as non-UTF-8 bytes already are, open_folded decoding with errors='replace'):
+inferno escapes XML itself but rejects non-UTF-8 input and passes control characters through.
 """
 from __future__ import annotations
 
@@ -32,12 +33,6 @@ _TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
 SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
 
 
-def displayable_frame(name: str) -> str:
-    """The frame name as drawn: control characters and what XML 1.0 forbids (U+FFFF, lone surrogates)
-    become U+FFFD. Non-UTF-8 bytes already are U+FFFD (open_folded decodes with errors='replace')."""
-    return xml_chars(name, lines=True)
-
-
 def deannotated(name: str) -> str:
     """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation (inferno's
     deannotate)."""
@@ -47,7 +42,7 @@ def deannotated(name: str) -> str:
 def displayable_stack(frames: list[str]) -> str:
     """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
     lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""
-    stack = ";".join(displayable_frame(f) for f in frames).strip()
+    stack = ";".join(xml_chars(f, lines=True) for f in frames).strip()
     if stack.startswith("# "):
         stack = "#\u00a0" + stack[2:]
     m = _TRAILING_COUNT.search(stack)

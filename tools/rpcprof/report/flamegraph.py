@@ -31,9 +31,10 @@ from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, sample_weight
 from rpcprof.pprof_in import is_pprof, read_pprof
-from rpcprof.report.flame_rows import box_weights, displayable_frame, write_drawn_rows
+from rpcprof.report.flame_rows import box_weights, write_drawn_rows
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only, write_svg)
+from rpcprof.report.text import xml_chars
 from rpcprof.report.tables import cell    # the legend rounds shares as `report.py table` prints them
 from rpcprof.rundir import (FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run, offcpu_folded, offwake_folded, profile_folded,
                             read_profile)
@@ -68,7 +69,7 @@ def inferno_options(title: str, subtitle: str, weight: int, countname: str = "sa
     # --factor: inferno sums weights (perf: the sample period in ns); dividing by the weight of one
     # sample makes its "N samples" real sample counts. --hash: a colour inferno must pick itself
     # (no palette entry) is a hash of the name, so the output is deterministic.
-    return ["--title", displayable_frame(title), "--subtitle", displayable_frame(subtitle),
+    return ["--title", xml_chars(title, lines=True), "--subtitle", xml_chars(subtitle, lines=True),
             "--hash", "--height", str(FRAME_HEIGHT), "--countname", countname, "--factor", repr(1 / weight)]
 
 
@@ -180,24 +181,6 @@ class Drawing:
         self.err.close()
 
 
-def draw_diff(scratch: Path, diff: str, out_svg: Path, title: str, subtitle: str, weight: int,
-              rows: list[dict], countname: str, recolour, drawing: Drawing | None = None) -> None:
-    """The differential flame graph: inferno-flamegraph of inferno-diff-folded's lines (widths are B's, red = more
-    samples in B, blue = fewer; diff: the name of their file in scratch; drawing: inferno-flamegraph already
-    drawing them), recoloured (recolour: a function of inferno's SVG that sets the boxes' colours and hover texts),
-    given headings and the legend of rows (each category's share of A and of B, `a` and `b`, in %), checked and
-    written to out_svg."""
-    if drawing is not None:
-        svg = drawing.svg()
-    else:
-        options = inferno_options(title, subtitle, weight, countname)
-        svg = run_tool([inferno_tool("inferno-flamegraph"), *options, diff], scratch).decode("utf-8")
-    if recolour:
-        svg = recolour(svg)
-    finish_flamegraph(svg, out_svg, title, subtitle, [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}")
-                                                      for r in rows], "category share A→B [%]:")
-
-
 # --- figures from a run folder ----------------------------------------------------------------------
 
 def subtitle_for_run(run_dir: Path, server: str) -> str:
@@ -226,19 +209,25 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     return " · ".join(x for x in parts if x)
 
 
+def run_graph(run_dir: Path, server: str, out_svg: Path | None, name: str) -> tuple[Path, dict, str]:
+    """(the path a graph of a run's server is written to: out_svg or RUN/SERVER/name, the server's figures in
+    metrics.json, the run's command for its title)."""
+    manifest, metrics = load_run(run_dir)
+    return (Path(out_svg) if out_svg else Path(run_dir) / server / name, metrics.get(server) or {},
+            shlex.join(manifest.get("command") or ["profile.sh"]))
+
+
 def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
     """RUN/SERVER/offcpu.svg (or out_svg): where its threads waited, each stack as wide as the time it
     spent off CPU, coloured by wait reason. Returns the path written."""
-    run_dir = Path(run_dir)
-    manifest, metrics = load_run(run_dir)
-    out = Path(out_svg) if out_svg else run_dir / server / OFFCPU_SVG
-    rec = (metrics.get(server) or {}).get("offcpu") or {}
+    out, m, command = run_graph(run_dir, server, out_svg, OFFCPU_SVG)
+    rec = m.get("offcpu") or {}
     rps = f" · {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""
     subtitle = (f"{server} · off-CPU time, µs (sched_switch stacks, weighted by the time until the thread ran "
                 f"again) · {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU in "
                 f"{rec.get('window_s') or 0:.1f} s{rps}")
-    render_flamegraph(offcpu_folded(run_dir, server), rules.using(view="waits"), out,
-                      shlex.join(manifest.get("command") or ["profile.sh"]), subtitle, countname="µs")
+    render_flamegraph(offcpu_folded(run_dir, server), rules.using(view="waits"), out, command, subtitle,
+                      countname="µs")
     return out
 
 
@@ -246,10 +235,8 @@ def render_offwake_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg:
     """RUN/SERVER/offwake.svg (or out_svg): who woke its threads, each wait as wide as its time off CPU,
     the waker's stack below `--` and the sleeper's above it (upside down, its thread name on top),
     coloured by the sleeper's wait reason. Returns the path written."""
-    run_dir = Path(run_dir)
-    manifest, metrics = load_run(run_dir)
-    out = Path(out_svg) if out_svg else run_dir / server / OFFWAKE_SVG
-    wakes = ((metrics.get(server) or {}).get("offcpu") or {}).get("wakes") or {}
+    out, m, command = run_graph(run_dir, server, out_svg, OFFWAKE_SVG)
+    wakes = (m.get("offcpu") or {}).get("wakes") or {}
     waits = rules.using(view="waits")
 
     def reason(frames: list[str]) -> str:
@@ -258,19 +245,14 @@ def render_offwake_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg:
 
     subtitle = (f"{server} · who woke its threads: waker below --, sleeper above (sched_waking stacks paired "
                 f"with the waits they ended), µs off CPU · {wakes.get('paired') or 0:,} waits paired")
-    render_flamegraph(offwake_folded(run_dir, server), waits, out, shlex.join(manifest.get("command") or ["profile.sh"]),
-                      subtitle, countname="µs", classify=reason)
+    render_flamegraph(offwake_folded(run_dir, server), waits, out, command, subtitle, countname="µs", classify=reason)
     return out
 
 
 def render_run_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
     """RUN/SERVER/flame.svg (or out_svg), titled with the run's command; rules without the app pattern
     (the server's own is added). Returns the path written."""
-    run_dir = Path(run_dir)
-    manifest, metrics = load_run(run_dir)
-    out = Path(out_svg) if out_svg else run_dir / server / FLAME_SVG
-    command = shlex.join(manifest.get("command") or ["profile.sh"])
-    render_flamegraph(profile_folded(run_dir, server),
-                      rules.with_app((metrics.get(server) or {}).get("app"), f"{server}'s app pattern"),
+    out, m, command = run_graph(run_dir, server, out_svg, FLAME_SVG)
+    render_flamegraph(profile_folded(run_dir, server), rules.with_app(m.get("app"), f"{server}'s app pattern"),
                       out, command, subtitle_for_run(run_dir, server))
     return out

@@ -110,9 +110,8 @@ def whatif_section(run_dir: Path, rules: Rules, servers: list[str], indirect) ->
         except UserError:
             continue
         rows = [{"category": c, **v} for c, v in sorted(w.categories.items(), key=lambda kv: -abs(kv[1]["miss"]))]
-        n = len({x["round"] for x in sources if x["server"] == b})
         parts += [f"<h3>What if {esc(b)} wrote as {esc(a)} does?</h3>",
-                  bullets(x.strip() for x in lines(w, a, b, indirect, n)[1:]),
+                  bullets(x.strip() for x in lines(w, a, b, indirect, sources)[1:]),
                   table(rows, CATEGORY_COLUMNS, "category")]
     return parts
 

@@ -4,8 +4,6 @@ made from), and the names of the kernel figures in its table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rpcprof.analyze.mechanism import Differing, Finding, Gap, Send, Writes, gap_findings
 from rpcprof.analyze.rules_file import Groups
 from rpcprof.report.indirect import slowed_text
@@ -27,16 +25,6 @@ FIGURE_NAMES = {
     "syscalls_per_req": "syscalls per request",
     "named_per_req": "request-path syscalls per request (those counted by name)",
 }
-
-
-@dataclass(frozen=True)
-class Explained:
-    """A finding as compare says it: its figures and its sentence, with the figures behind the sentence."""
-    category: str
-    delta_us: float
-    share_of_gap: float
-    text: str
-    sources: list[dict]
 
 
 def _num(x: float) -> str:
@@ -101,8 +89,10 @@ def finding_text(gap: Gap, f: Finding) -> str:
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                category_groups: Groups, indirect=None) -> tuple[str, list[Explained]]:
-    """(headline, findings said): analyze/mechanism.py's gap_findings (its arguments) in words."""
+                category_groups: Groups, indirect=None) -> tuple[str, list[dict]]:
+    """(headline, findings said): analyze/mechanism.py's gap_findings (its arguments) in words, each finding as
+    compare keeps it: its figures (category, delta_us, share_of_gap), its sentence (text) and the figures behind
+    the sentence (sources)."""
     gap = gap_findings(base, other, us, syscalls, category_groups, indirect=indirect)
-    return headline_text(gap), [Explained(f.category, f.delta_us, f.share_of_gap, finding_text(gap, f), f.sources)
-                                for f in gap.findings]
+    return headline_text(gap), [{"category": f.category, "delta_us": f.delta_us, "share_of_gap": f.share_of_gap,
+                                 "text": finding_text(gap, f), "sources": f.sources} for f in gap.findings]

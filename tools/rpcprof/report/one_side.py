@@ -15,9 +15,10 @@ import heapq
 import html
 import re
 
-from rpcprof.report.flame_rows import deannotated, displayable_frame
+from rpcprof.report.flame_rows import deannotated
 from rpcprof.report.svg import FRAME_BOX, box_name, filled
 from rpcprof.report.tables import render
+from rpcprof.report.text import xml_chars
 
 SHOWN = 15          # rows of each list in text
 LISTED = 1000       # rows of each list in json (its count says how many there are in all)
@@ -54,7 +55,7 @@ def one_side_text(found: dict, fmt: str) -> str:
 
 def drawn_names(frames) -> set[str]:
     """The names frames are drawn under (inferno leaves out a _[k]-style annotation from some)."""
-    names = {displayable_frame(f) for f in frames}
+    names = {xml_chars(f, lines=True) for f in frames}
     return names | {deannotated(n) for n in names}
 
 

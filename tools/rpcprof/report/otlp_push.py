@@ -14,8 +14,8 @@ sent as protobuf.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from rpcprof.errors import EXIT_FAILED, UserError
@@ -26,8 +26,7 @@ HTTP_PATH = "/v1development/profiles"
 FORMS = "host:port or grpc://host:port (gRPC), or http://host:port[/path] (HTTP, path /v1development/profiles by default)"
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     url: str                # as given
     target: str             # gRPC's host:port, or the URL posted to
     http: bool
@@ -136,16 +135,11 @@ def _write_http(to: Endpoint, body: bytes, timeout: float) -> bytes:
 
 def _status_message(body: bytes) -> str:
     """The message of the google.rpc.Status an OTLP/HTTP endpoint answers an error with (code = 1, message = 2);
-    '' when the body is not one."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    '' when the body is not one. ExportProfilesPartialSuccess has those fields on the wire (rejected_profiles = 1,
+    a varint as code is; error_message = 2, a string), so it reads a Status."""
     from google.protobuf.message import DecodeError
-    proto = descriptor_pb2.FileDescriptorProto(name="rpcprof/status.proto", package="rpcprof", syntax="proto3")
-    status = proto.message_type.add(name="Status")
-    status.field.add(name="code", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32)
-    status.field.add(name="message", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
+    from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import ExportProfilesPartialSuccess
     try:
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName("rpcprof.Status")).FromString(body).message
+        return ExportProfilesPartialSuccess.FromString(body).error_message
     except DecodeError:
         return ""

@@ -28,10 +28,11 @@ from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records, servers_of
 from rpcprof.report.diff_stream import MERGED, SidesRead, write_for_core
 from rpcprof.report.flame_rows import displayable_stack
-from rpcprof.report.flamegraph import Drawing, draw_diff, inferno_options, inferno_tool, run_tool
+from rpcprof.report.flamegraph import Drawing, finish_flamegraph, inferno_options, inferno_tool, run_tool
 from rpcprof.report.one_side import MARKS, mark_one_side, one_side_found, one_side_text
 from rpcprof.report.sigsvg import recolour_significant
-from rpcprof.report.tables import render
+from rpcprof.report.svg import LegendItem
+from rpcprof.report.tables import cell, render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
 
 FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
@@ -207,12 +208,20 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                         f.writelines(f"{';'.join(frames)} {w}\n" for frames, w in side_stacks)
                 diff = run_tool([inferno_tool("inferno-diff-folded"), "a.mean", "b.mean"], scratch)
                 (scratch / "mean.diff").write_bytes(diff)
-                draw_diff(scratch, "mean.diff", out, title, subtitle_of(found), sample_weight(stacks[1]), rows,
-                          {"us": "ps/req", "share": "ppb", "abs": "samples"}[view],
-                          (lambda svg: recolour_significant(svg, d, view)) if d.tested else None)
-            else:
-                draw_diff(scratch, MERGED, out, title, subtitle_of(found), b.rounds[0].unit or 1, rows, "samples",
-                          lambda svg: mark_one_side(svg, read.names()), drawing=read.drawing)
+                read.drawing = Drawing(scratch, "mean.diff", inferno_options(title, subtitle_of(found), sample_weight(
+                    stacks[1]), {"us": "ps/req", "share": "ppb", "abs": "samples"}[view]))
+            elif read.drawing is None:      # the core's pass ended after the sides were categorised
+                read.drawing = draw(found)
+            # inferno-flamegraph of the lines (widths are B's, red = more samples in B, blue = fewer), recoloured by
+            # significance (rounds, tested) or for the frames on one side only (one round a side), with the legend of
+            # the rows (each category's share of A and of B, in %)
+            svg = read.drawing.svg()
+            if not means:
+                svg = mark_one_side(svg, read.names())
+            elif d.tested:
+                svg = recolour_significant(svg, d, view)
+            legend = [LegendItem(f"{r['category']} {cell(r['a'])}→{cell(r['b'])}") for r in rows]
+            finish_flamegraph(svg, out, title, subtitle_of(found), legend, "category share A→B [%]:")
         finally:
             read.cleanup()
     found = one_side_found(*((dict(found[s]["frames"]), found[s]["count"]) for s in "ab"), rows)

@@ -101,6 +101,10 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         lat = f.get("latency") or {}
         mem = f.get("memory") or {}
         rpc = f.get("req_per_cpu_s")
+        spread = (f.get("spread") or {}).get("req_per_cpu_s")
+        rsd = cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None
+        interval = server_ratio(figures[first], f, pilot=pilot) if first and rpc and name != first else None
+        paces = server_paces(f)
         rows.append({
             "server": name,
             "status": m.get("status"),
@@ -108,7 +112,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "avg_cpu_pct": 100 * f["server_cpu_cores"] if f.get("server_cpu_cores") is not None else None,
             "req_per_cpu_s": rpc,
             "cpu_us_per_req": f.get("cpu_us_per_req"),
-            "relative": rpc / base if rpc and base else None,
+            "relative": interval.ratio if interval else rpc / base if rpc and base else None,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
             "rss_avg_mib": mem.get("rss_avg_mib"),
             # every syscall where the total was counted, else the request-path ones counted by name
@@ -127,25 +131,20 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "notes": notes_for(m),
             "regime_flags": regime_flags(f) if f else [],
             "counters_steady": counters_steady(f) if f else None,
-            "spread_req_per_cpu_s": (f.get("spread") or {}).get("req_per_cpu_s"),
+            "spread_req_per_cpu_s": spread,
+            "req_per_cpu_s_min": spread[0] if spread else None,
+            "req_per_cpu_s_max": spread[1] if spread else None,
             "repeats": len(round_rows(f)) or (1 if f else 0),
             "cv_cpu_us_per_req": cv(list(figure_by_round(f, "cpu_us_per_req").values())) if f else None,
-            "cv_req_per_cpu_s": cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None,
+            "cv_req_per_cpu_s": rsd,
+            "req_per_cpu_s_cv_pct": 100 * rsd if rsd is not None else None,
+            "ratio_interval": interval.as_dict() if interval else None,
+            "ratio": interval and interval.ratio,
+            "ratio_low": interval and interval.low,
+            "ratio_high": interval and interval.high,
+            "paces": paces.as_dict() if paces else None,
+            "pace_ratios": pace_ratios(figures, names, name, paces) if paces else [],
         })
-        row = rows[-1]
-        spread, rsd = row["spread_req_per_cpu_s"], row["cv_req_per_cpu_s"]
-        row["req_per_cpu_s_min"], row["req_per_cpu_s_max"] = spread if spread else (None, None)
-        row["req_per_cpu_s_cv_pct"] = 100 * rsd if rsd is not None else None
-        other = first and row["req_per_cpu_s"] and row["server"] != first
-        interval = server_ratio(figures[first], figures[row["server"]], pilot=pilot) if other else None
-        row["ratio_interval"] = interval.as_dict() if interval else None
-        row["ratio"], row["ratio_low"], row["ratio_high"] = ((interval.ratio, interval.low, interval.high) if interval
-                                                             else (None, None, None))
-        if interval:
-            row["relative"] = interval.ratio
-        paces = server_paces(figures[row["server"]])
-        row["paces"] = paces.as_dict() if paces else None
-        row["pace_ratios"] = pace_ratios(figures, names, row["server"], paces) if paces else []
     return rows
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from rpcprof.errors import UserError
 from rpcprof.report.text import xml
@@ -100,8 +100,7 @@ def recolour_frames(svg: str, boxes: dict[tuple[int, int], dict[str, int]], weig
     return FRAME_BOX.sub(fix, svg), unmatched
 
 
-@dataclass
-class LegendItem:
+class LegendItem(NamedTuple):
     label: str
     color: str | None = None     # a swatch before the label
     hover: str = ""

@@ -14,8 +14,7 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from rpcprof.report.text import csv_field, markdown_cell, terminal
 
@@ -40,8 +39,7 @@ def cell(value) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(NamedTuple):
     """A table cell made of several figures of a row: text(row) in table and markdown (None: `-`); in csv,
     the figures' own columns (key, header)."""
     text: Callable[[dict], str | None]

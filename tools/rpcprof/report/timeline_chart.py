@@ -7,12 +7,11 @@ Drawn with matplotlib's SVG backend as breakdown.svg is (report/chart.py): deter
 """
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from rpcprof.report.chart import STYLE
+from rpcprof.report.chart import STYLE, svg_of
 from rpcprof.report.svg import write_svg
 from rpcprof.report.text import plot_label
 from rpcprof.records import round_of, round_rows
@@ -60,8 +59,6 @@ def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
         axes[0].set_ylabel("server CPU µs per request")
         fig.legend(loc="outside lower center", ncols=min(len(servers), 6), frameon=False)
         fig.suptitle(plot_label(f"Each measured window over time (0.5 s slices)\n{run_dir.name}"), fontsize=10)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    svg = buf.getvalue()
+        svg = svg_of(fig)
     write_svg(out_svg, svg)
     return True

@@ -88,9 +88,11 @@ def verdict(w: WhatIf, a: str) -> str:
             f"{w.categories[c]['predicted']:.2f} predicted ({miss:+.2f} µs/req of the {w.miss:+.2f}).")
 
 
-def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, n_rounds: int) -> list[str]:
-    """The prediction in words: the writes, the two costs per write, the sum and the verdict."""
+def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) -> list[str]:
+    """The prediction in words: the writes, the two costs per write (sources: whatif's, for B's rounds), the sum
+    and the verdict."""
     per = f"{1 / w.a_writes:.1f}" if w.a_writes else "no"
+    n_rounds = len({s["round"] for s in sources if s["server"] == b})
     return [
         f"What if {b} wrote as {a} does? Write syscalls per request: {b} {w.a_writes + w.fewer_writes:.3f}, "
         f"{a} {w.a_writes:.3f} ({per} requests per write).",
@@ -111,8 +113,7 @@ CATEGORY_COLUMNS = [("category", "category"), ("b", "B measured [µs/req]"), ("p
 def render_whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost, fmt: str = "table") -> str:
     w, sources = whatif(run_dir, rules, a, b, cost)
     rows = [{"category": c, **v} for c, v in sorted(w.categories.items(), key=lambda kv: -abs(kv[1]["miss"]))]
-    n_rounds = len({s["round"] for s in sources if s["server"] == b})
-    text = lines(w, a, b, cost, n_rounds)
+    text = lines(w, a, b, cost, sources)
     if fmt == "json":
         return json.dumps({
             "a": a, "b": b, "lines": text,
