@@ -43,4 +43,4 @@ class CallersGroups:
     def tax_group(self, callers: str) -> str:
         known, ask = self.tax.tax_stop, self.tax.tax_stop_of
         found = walk_callers(callers, self.taxes, lambda frame, _cut: cached(known, ask, frame))
-        return found or self.tax.rules.tax_rest
+        return found or self.tax.rules.tax.rest

@@ -37,7 +37,7 @@ class LabelSets:
 
     def __init__(self, rules: Rules) -> None:
         self.tallies = [Tally(rules, False), Tally(rules.using(level=2), False)]
-        if rules.tax_groups:
+        if rules.tax.groups:
             self.tallies.append(Tally(rules.using(view="tax"), False))
         self.callers_groups = CallersGroups(self.tallies)
         self.numbers: dict[tuple, int] = {}

@@ -46,7 +46,7 @@ class FrameAnswers:
         # the tax or waits view's question, whose first answer from the leaf decides a stack, and the group of
         # a stack where no frame answers it
         self.view_known, self.view_of, self.view_rest = (
-            (self.tax_stop, self.tax_stop_of, rules.tax_rest) if rules.view == "tax" else
+            (self.tax_stop, self.tax_stop_of, rules.tax.rest) if rules.view == "tax" else
             (self.leaf_view, self.leaf_view_of, rules.waits.rest))
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
@@ -84,7 +84,7 @@ class FrameAnswers:
         rule = self.rules.first_rule(frame, "tax")
         group = rule.category if rule else None
         if group is None and self.category_of(frame) is not None:
-            group = self.rules.tax_rest
+            group = self.rules.tax.rest
         return remember(self.tax_stop, frame, group)
 
 
@@ -293,7 +293,7 @@ class Tally:
 
     def leaf_filter(self) -> LeafFilter:
         """The LeafFilter of every question's rules (made once per process: folded_blocks.leaf_filter)."""
-        return leaf_filter(self.rules.rules + self.rules.tax_rules + self.rules.waits.rules)
+        return leaf_filter(self.rules.rules + self.rules.tax.rules + self.rules.waits.rules)
 
     def leaves_at_once(self, callers: list[str], leaves: list[str], weights: list[int]) -> bool:
         """new_leaves_at_once of rows given as their callers, leaves and weights (counted in stacks and unit too)."""
