@@ -44,11 +44,6 @@ def _groups(path: Path, section: dict | None, categories: list[str]) -> Groups:
     return Groups(**{k: tuple(v) if isinstance(v, list) else v for k, v in section.items()})
 
 
-def groups_of(rules: Rules) -> Groups:
-    """The groups of the rules file rules were loaded from (checked when it was loaded)."""
-    return rules.groups
-
-
 # libyaml's safe loader where PyYAML was built with it (a tenth of the pure-Python one's time on
 # categorize.yaml, which every command reads), the pure-Python one otherwise: the same documents
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
