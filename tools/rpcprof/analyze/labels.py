@@ -17,7 +17,7 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
-from rpcprof.analyze.encoded_rows import chunks
+from rpcprof.analyze.encoded_rows import grown, numbered_chunks
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, Tally
 
@@ -77,22 +77,15 @@ class LabelSets:
 
 
 def label_blocks(folded: Path, rules: Rules):
-    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.chunks; EOFError or
-    rpcprof_core.Refused as they raise them)."""
+    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.numbered_chunks;
+    EOFError or rpcprof_core.Refused as they raise them)."""
     import numpy as np
     sets = LabelSets(rules)
-    none_match = sets.tallies[0].leaf_filter().none_match
     of_stack, of_callers, known, decided, neutral = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get, sets.neutral
-    callers: list[str] = []
     by_number = np.zeros(0, np.uint32)      # per callers number: the set of its stacks whose leaf no rule matches
-    empty = None                            # the number of the callers text "" (a stack of one frame), once met
-    for texts, leaves, numbers, _, _ in chunks(folded):
-        numbers = np.frombuffer(numbers, np.uint32)
-        if empty is None and "" in texts:
-            empty = len(callers) + texts.index("")
-        callers += texts
-        by_number = np.concatenate([by_number, np.zeros(len(texts), np.uint32)])
-        if none_match(leaves) and (empty is None or not (numbers == empty).any()):
+    for callers, leaves, numbers, _, _, at_once in numbered_chunks(folded, sets.tallies[0].leaf_filter().none_match):
+        by_number = grown(by_number, len(callers))
+        if at_once:
             # every stack takes its callers' set, asked once per callers text, in the order first met
             seen, first = np.unique(numbers, return_index=True)
             for i in seen[np.argsort(first)].tolist():
