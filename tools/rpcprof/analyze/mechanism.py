@@ -203,7 +203,8 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
     by_cat: dict[str, list[str]] = {}
     for g in groups:
         by_cat.setdefault(parent(g), []).append(g)
-    deltas = {c: sum(us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in gs) for c, gs in by_cat.items()}
+    moved = {g: us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in groups}
+    deltas = {c: sum(moved[g] for g in gs) for c, gs in by_cat.items()}
     summed = sum(abs(d) for d in deltas.values()) or 1.0
     # a share of the difference means something only when the categories do not mostly cancel: two
     # profiles of one process (py-spy's and perf's) have the same CPU per request and categories merely
@@ -219,11 +220,9 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
         covered += abs(d) / summed
         a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
         b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
-        subs = sorted((g for g in by_cat[cat] if "/" in g),
-                      key=lambda g: -abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)))
-        moved = [(g, us[other].get(g, 0.0) - us[base].get(g, 0.0)) for g in subs
-                 if abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)) >= MIN_US][:3]
-        f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor, moved,
+        subs = sorted((g for g in by_cat[cat] if "/" in g), key=lambda g: -abs(moved[g]))
+        f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor,
+                    [(g, moved[g]) for g in subs if abs(moved[g]) >= MIN_US][:3],
                     sources=[{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
                              for s in (base, other) for g in by_cat[cat]])
         if cat == writes:
