@@ -132,7 +132,6 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
     return rows
 
 
-
 def frame_rows(d: Diff) -> list[dict]:
     """The boxes significant in either view, largest difference first: leaf frame, depth, path, and per
     view B − A, its interval half-width and BH-adjusted p (q)."""
@@ -150,7 +149,6 @@ def frame_rows(d: Diff) -> list[dict]:
         rows.append(row)
     key = "delta_us" if d.per_request else "delta"
     return sorted(rows, key=lambda r: (-abs(r.get(key) or 0), r["path"]))
-
 
 
 def mean_stacks(d: Diff, side: Side, view: str) -> list[tuple[list[str], int]]:
