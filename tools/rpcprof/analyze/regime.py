@@ -93,7 +93,8 @@ def regime_flags(result: dict) -> list[str]:
     change = _rps_change([r for r in rows if r.get("syscall_window") != "profile"], "syscall_req_per_s")
     if change:
         flags.append(f"SYSCALL-REGIME: {change}")
-    parts = [x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + (_counter_changes(rows) or []) + _own_window_writes(result)
+    parts = ([x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + (_counter_changes(rows) or [])
+             + _own_window_writes(result))
     if parts:
         flags.append("PROFILE-REGIME: " + ", ".join(parts))
     change = _rps_change(rows, "io_req_per_s")
