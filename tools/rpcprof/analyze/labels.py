@@ -57,11 +57,9 @@ class LabelSets:
         return n
 
     def of_callers(self, callers: str) -> int:
-        """The set of a stack under callers `a;b;` whose leaf answers no question."""
-        n = self.by_callers.get(callers)
-        if n is None:
-            n = remember(self.by_callers, callers, self.encode(self.callers_groups.groups(callers)))
-        return n
+        """The set of a stack under callers `a;b;` whose leaf answers no question (a number is never falsy)."""
+        return self.by_callers.get(callers) or remember(self.by_callers, callers,
+                                                        self.encode(self.callers_groups.groups(callers)))
 
     def encode(self, groups: tuple) -> int:
         n = self.numbers.get(groups)
