@@ -188,8 +188,7 @@ MECHANISM_KEYS = {"reads": ["reads_per_req", "bytes_per_read", "eagain_reads_per
 
 
 def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                 category_groups: Groups, parent=lambda g: g.split("/", 1)[0],
-                 indirect: IndirectCost | None = None) -> Gap:
+                 category_groups: Groups, indirect: IndirectCost | None = None) -> Gap:
     """Where other's CPU per request differs from base's, by category, with the kernel figures that differ
     between them. us[server][group] is CPU µs per request by level-2 group (level-1 names work too: no
     sub-category split is then given). indirect (analyze/indirect.py's IndirectCost): the send finding adds
@@ -202,7 +201,7 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
     groups = list(dict.fromkeys(list(us[base]) + list(us[other])))
     by_cat: dict[str, list[str]] = {}
     for g in groups:
-        by_cat.setdefault(parent(g), []).append(g)
+        by_cat.setdefault(g.split("/", 1)[0], []).append(g)      # a level-2 group's category
     moved = {g: us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in groups}
     deltas = {c: sum(moved[g] for g in gs) for c, gs in by_cat.items()}
     summed = sum(abs(d) for d in deltas.values()) or 1.0
