@@ -301,10 +301,9 @@ def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name:
         floor_slow = statistics.fmean(values[k][1].get(g, 0.0) for k in p.slow if k in values)
         gap = welch_gap(fast, slow, floor_fast, floor_slow)
         rows.append({"group": g, "level": 2 if "/" in g else 1, "fast_us": statistics.fmean(fast),
-                     "slow_us": statistics.fmean(slow), "delta_us": gap.delta, "half": gap.half, "p": gap.p})
+                     "slow_us": statistics.fmean(slow), "delta_us": gap.delta, "half": gap.half, "p": gap.p,
+                     "significant": None})
     tested = [r for r in rows if r["p"] is not None]
     for r, found in zip(tested, benjamini_hochberg([r["p"] for r in tested])):
         r["significant"] = found
-    for r in rows:
-        r.setdefault("significant", None)
     return rows
