@@ -104,9 +104,8 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
     in µs/req. With rounds, each difference's 95 % interval (half-width), its test, the Benjamini-Hochberg
     adjusted p over the categories (q) and its mark: `*` where significant after that correction (its
     interval then excludes 0), `n.s.` elsewhere (every gap whose interval contains 0 among them)."""
-    per = {}
-    for side, rules in ((d.a, rules_a), (d.b, rules_b)):
-        per[side.label] = {r.k: (r.breakdown(rules), r.cpu_us_per_req) for r in side.rounds}
+    per = {side.label: {r.k: (r.breakdown(rules), r.cpu_us_per_req) for r in side.rounds}
+           for side, rules in ((d.a, rules_a), (d.b, rules_b))}
     rows = [{"category": c} for c in rules_a.all_categories]
     for view in ("us", "share") if d.per_request else ("share",):
         names = ("a", "b", "delta") if view == "share" else ("a_us", "b_us", "delta_us")
