@@ -17,7 +17,8 @@ import pytest
 
 from conftest import ROOT
 from rpcprof.analyze.categorize import open_folded
-from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.frames import frame_share, share_ratio
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.analyze.intervals import server_ratio
 from rpcprof.documents.results import RATIO_DEFINITION, batching, headline_cell
 from rpcprof.documents.seeds import RULER, SEED_FRAMES, correlation_reading
@@ -65,21 +66,21 @@ def test_seeds_quotes_every_seed_frame_beside_the_measured_share(seeds_doc):
         row = rows[f"`{f.label}`"]
         assert f"| {f.seed_pct:.2f} % |" in row
         server = "rust_tonic_mt" if f.role == "tonic" else "rust_pajamax"
-        fs = frame_share(open_folded(SEED_RUN / server / "profile.folded.gz"), compile_regex(f.regex, f.label))
+        fs = frame_share(open_folded(SEED_RUN / server / "profile.folded.gz"), UserRegex(f.regex, f.label))
         assert f"{100 * fs.share:.2f} ± {100 * fs.stderr:.2f} %" in row
 
 
 def test_seeds_multi_thread_tonic_writes_more_than_current_thread(seeds_doc):
     """The runtime's invariant, read off the saved profiles: one write per response vs per batch."""
     f = next(f for f in SEED_FRAMES if "poll_write_vectored" in f.label)
-    shares = {s: frame_share(open_folded(SEED_RUN / s / "profile.folded.gz"), compile_regex(f.regex, "w")).share
+    shares = {s: frame_share(open_folded(SEED_RUN / s / "profile.folded.gz"), UserRegex(f.regex, "w")).share
               for s in ("rust_tonic_mt", "rust_tonic_st")}
     assert shares["rust_tonic_mt"] > 2 * shares["rust_tonic_st"]
 
 
 def test_seeds_ruler_ratio_and_verdict_follow_the_samples(seeds_doc, metrics):
-    a = frame_share(open_folded(SEED_RUN / "rust_tonic_mt" / "profile.folded.gz"), compile_regex(RULER, "r"))
-    b = frame_share(open_folded(SEED_RUN / "rust_pajamax" / "profile.folded.gz"), compile_regex(RULER, "r"))
+    a = frame_share(open_folded(SEED_RUN / "rust_tonic_mt" / "profile.folded.gz"), UserRegex(RULER, "r"))
+    b = frame_share(open_folded(SEED_RUN / "rust_pajamax" / "profile.folded.gz"), UserRegex(RULER, "r"))
     ratio, lo, hi = share_ratio(a, b)
     line = next(x for x in seeds_doc.splitlines() if x.startswith("- rust_pajamax over rust_tonic_mt: ruler shares"))
     assert f"**{ratio:.1f}x** [95 %: {lo:.1f}-{hi:.1f}]" in line

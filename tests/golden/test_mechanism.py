@@ -7,7 +7,6 @@ from click.testing import CliRunner
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.mechanism import differs, kernel_figures
 from rpcprof.report.mechanism import explain_gap as explain_with
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.cli.report import main
 from rpcprof.rundir import load_run
 
@@ -16,7 +15,7 @@ from test_documents import RUNS
 
 def explain_gap(base, other, us, syscalls, **options):
     """The gap explained with categorize.yaml's groups (send the writes', recv the reads', runtime the waits')."""
-    return explain_with(base, other, us, syscalls, groups_of(load_rules()), **options)
+    return explain_with(base, other, us, syscalls, load_rules().groups, **options)
 
 
 def syscalls(writes, size=None, epoll=0.0, switches=None):

@@ -18,7 +18,7 @@ APP = r"main\.\(\*server\)|Greeter|<script>|handle"
 
 def tallies(rules) -> list:
     made = [Tally(rules, False), Tally(rules.using(level=2), False)]
-    return made + [Tally(rules.using(view="tax"), False)] if rules.tax_groups else made
+    return made + [Tally(rules.using(view="tax"), False)] if rules.tax.groups else made
 
 
 @pytest.mark.parametrize("app", [None, APP])

@@ -17,7 +17,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 RULES = load_rules().with_app(r"main\.\(\*server\)|Greeter|<script>")
 FRAMES = sorted({f for p in sorted(DATA.glob("*.folded.gz")) + [DATA / "hostile.folded"]
                  for frames, _ in open_folded(p) for f in frames})
-QUESTIONS = {"category": [r for r in RULES.rules if r.level == 1], "tax": RULES.tax_rules, "waits": RULES.waits.rules}
+QUESTIONS = {"category": [r for r in RULES.rules if r.level == 1], "tax": RULES.tax.rules, "waits": RULES.waits.rules}
 QUESTIONS |= {f"sub:{c}": [r for r in RULES.rules if r.category == c and r.sub] for c in RULES.subcategories}
 
 

@@ -3,11 +3,10 @@ import pytest
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.indirect import IndirectCost, Slope
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import Round
 from rpcprof.analyze.whatif import predict as predict_with
 
-GROUPS = groups_of(load_rules())        # categorize.yaml's: send is the writes', protocol + runtime + app user space
+GROUPS = load_rules().groups        # categorize.yaml's: send is the writes', protocol + runtime + app user space
 
 
 def predict(b_rounds, a_rounds, cost):

@@ -70,13 +70,9 @@ class Agreement:
 
 def agreement(runs: list[RunRatio]) -> Agreement:
     """The figures above for runs of one setup (each with its ratio, interval and pairs)."""
-    misses, checks = [], 0
-    for a in runs:
-        for b in runs:
-            if a is not b and b.holds(a.interval.ratio) is not None:
-                checks += 1
-                if not b.holds(a.interval.ratio):
-                    misses.append((a.label, b.label))
+    held = [(a, b, b.holds(a.interval.ratio)) for a in runs for b in runs if a is not b]     # None: b has no interval
+    checks = sum(h is not None for _, _, h in held)
+    misses = [(a.label, b.label) for a, b, h in held if h is not None and not h]
     within = [r.logs for r in runs if len(r.logs) >= 2]
     df = sum(len(x) - 1 for x in within)
     within_var = sum((len(x) - 1) * statistics.variance(x) for x in within) / df if df else None

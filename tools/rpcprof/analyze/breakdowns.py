@@ -43,12 +43,8 @@ def round_breakdowns(profiles: dict[int, Path], rules: Rules, m: dict, name: str
     its result; profiles: {round: its profile}) that each had a profile window (runs made before every
     round had one: only the first)."""
     r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
-    out = {}
-    for row in round_rows(m):
-        folded = profiles.get(round_of(row))
-        if row.get("cpu_us_per_req") and _profiled(folded):
-            out[round_of(row)] = (row["cpu_us_per_req"], categorize_file(folded, r))
-    return out
+    return {round_of(row): (row["cpu_us_per_req"], categorize_file(profiles[round_of(row)], r)) for row in round_rows(m)
+            if row.get("cpu_us_per_req") and _profiled(profiles.get(round_of(row)))}
 
 
 def every_round(profiles: dict[int, Path]) -> list:

@@ -1,6 +1,6 @@
 """The groups an export labels a stack with (its level-1 category, its level-2 group and, when the rules have
 tax groups, its tax group), for a stack whose leaf answers no question: its callers' groups, as the walks of
-stack_walk.callers_answer give them, each new callers text `a;b;c;` costing the look-up of its last frame.
+stack_walk.Tally.callers_answer give them, each new callers text `a;b;c;` costing the look-up of its last frame.
 
 Each walk goes from the leaf up and stops at the first frame that answers, so the answer for `a;b;c;` is c's own
 when c answers, and that of `a;b;` otherwise: kept by the callers' prefixes (bounded by rules.CACHE_LIMIT), a
@@ -43,4 +43,4 @@ class CallersGroups:
     def tax_group(self, callers: str) -> str:
         known, ask = self.tax.tax_stop, self.tax.tax_stop_of
         found = walk_callers(callers, self.taxes, lambda frame, _cut: cached(known, ask, frame))
-        return found or self.tax.rules.tax_rest
+        return found or self.tax.rules.tax.rest

@@ -22,28 +22,12 @@ import rpcprof_core
 _HEAD = struct.Struct("<4I")
 
 
-class _Sums:
-    """Per callers number: the weight of the rows summed at once, and whether any was."""
-
-    def __init__(self, np) -> None:
-        self.np = np
-        self.weights = np.zeros(1 << 12, np.uint64)
-        self.hit = np.zeros(1 << 12, np.bool_)
-
-    def add(self, ids, counts, known: int) -> None:
-        if known > len(self.weights):
-            size = 1 << (known - 1).bit_length()
-            self.weights = self.np.concatenate([self.weights, self.np.zeros(size - len(self.weights), self.np.uint64)])
-            self.hit = self.np.concatenate([self.hit, self.np.zeros(size - len(self.hit), self.np.bool_)])
-        self.np.add.at(self.weights, ids, counts)
-        self.hit[ids] = True
-
-    def into(self, under: dict[str, int], callers: list[str]) -> None:
-        """The sums added to under (callers text -> weight), as add_rows adds them."""
-        hit = self.np.flatnonzero(self.hit)
-        for i, w in zip(hit.tolist(), self.weights[hit].tolist()):
-            text = callers[i]
-            under[text] = under.get(text, 0) + w
+def grown(a, n: int):
+    """a (a numpy array) with zeros after it to hold n entries or more: a power of two, so it seldom grows."""
+    if n <= len(a):
+        return a
+    import numpy as np
+    return np.concatenate([a, np.zeros((1 << (n - 1).bit_length()) - len(a), a.dtype)])
 
 
 class _Read:
@@ -63,31 +47,44 @@ class _Read:
 
 
 def chunks(path: Path):
-    """(new callers texts, leaves text, ids, counts, rows) of each chunk of the core's rows of a folded file, ids and
-    counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
+    """(the callers texts so far, in the order of their numbers; leaves text; ids; counts; rows; the number of the
+    callers text "" (a stack of one frame), None until met) of each chunk of the core's rows of a folded file, ids
+    and counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
     exactly = _Read(iter(rpcprof_core.rows(str(path)))).exactly
-
+    callers: list[str] = []
+    empty = None
     while True:
         kind = exactly(1)
         if kind == b"E":
             return
         rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
         texts = exactly(new_len).decode("utf-8").split("\n") if new else []
+        if empty is None and "" in texts:
+            empty = len(callers) + texts.index("")
+        callers += texts
         leaves = exactly(leaves_len).decode("utf-8")
         ids, counts = array("I", exactly(4 * rows)), array("Q", exactly(8 * rows))
         if sys.byteorder == "big":
             ids.byteswap()
             counts.byteswap()
-        yield texts, leaves, ids, counts, rows
+        yield callers, leaves, ids, counts, rows, empty
+
+
+def numbered_chunks(path: Path, none_match):
+    """chunks' with ids and counts as numpy arrays (u32, u64) and, in place of the number of "", whether the chunk
+    can be counted by its callers alone: none_match(leaves) (no rule may match a leaf) and no stack of one frame."""
+    import numpy as np
+    for callers, leaves, ids, counts, rows, empty in chunks(path):
+        ids = np.frombuffer(ids, np.uint32)
+        yield (callers, leaves, ids, np.frombuffer(counts, np.uint64), rows,
+               none_match(leaves) and (empty is None or not (ids == empty).any()))
 
 
 def core_rows(path: Path):
     """The rows of each chunk of the core's rows of a folded file as columns: each row's callers (`a;b;`, or '' for a
     stack of one frame), leaf and count, its callers' number (numbered in the order first seen, an array) and
     the callers texts seen so far; as chunks raises."""
-    known: list[str] = []
-    for texts, leaves, ids, counts, _ in chunks(path):
-        known += texts
+    for known, leaves, ids, counts, _, _ in chunks(path):
         yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
 
 
@@ -98,17 +95,14 @@ def read_into(tally, path: Path, between=None) -> bool:
     if not Path(path).is_file():
         return False
     import numpy as np
+    callers: list[str] = []
+    sums, hit = np.zeros(0, np.uint64), np.zeros(0, np.bool_)     # per callers number: the rows summed at once
     try:
-        callers: list[str] = []
-        sums, none_match, empty = _Sums(np), tally.leaf_filter().none_match, None   # empty: the number of ""
-        for texts, leaves, ids, counts, rows in chunks(path):
-            ids, counts = np.frombuffer(ids, np.uint32), np.frombuffer(counts, np.uint64)
-            if empty is None and "" in texts:
-                empty = len(callers) + texts.index("")
-            callers += texts
-            at_once = none_match(leaves) and (empty is None or not (ids == empty).any())   # no stack of one frame
+        for callers, leaves, ids, counts, rows, at_once in numbered_chunks(path, tally.leaf_filter().none_match):
             if at_once and not tally.keep_frames:
-                sums.add(ids, counts, len(callers))
+                sums, hit = grown(sums, len(callers)), grown(hit, len(callers))
+                np.add.at(sums, ids, counts)
+                hit[ids] = True
                 tally.counted(rows, int(np.gcd.reduce(counts)))
             else:
                 columns = list(map(callers.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist()
@@ -117,7 +111,9 @@ def read_into(tally, path: Path, between=None) -> bool:
                     tally.add_rows(list(zip(*columns)))
             if between:
                 between(at_once)
-        sums.into(tally.under_callers, callers)
-        return True
     except (EOFError, rpcprof_core.Refused):
         return False
+    under, hit = tally.under_callers, np.flatnonzero(hit)
+    for text, w in zip(map(callers.__getitem__, hit.tolist()), sums[hit].tolist()):      # as add_rows adds them
+        under[text] = under.get(text, 0) + w
+    return True

@@ -14,6 +14,7 @@ answers no question; when it names one, the caller asks each leaf as before.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 from pathlib import Path
@@ -79,10 +80,10 @@ def write_collapsed(path: Path, out) -> tuple[int, int]:
 class LeafFilter:
     """Whether no rule of any question matches any of many leaf frames, in one RE2 call."""
 
-    def __init__(self, rules: list) -> None:
+    def __init__(self, patterns: tuple[str, ...]) -> None:
         # each pattern in multi-line mode; a rule RE2 cannot stand in for leaves no filter: every leaf is asked
-        patterns = [re2_superset(r.pattern.pattern) for r in rules]
-        match, _, outside, self._sentinel = compile_set([None if p is None else "(?m)" + p for p in patterns])
+        rewritten = [re2_superset(p) for p in patterns]
+        match, _, outside, self._sentinel = compile_set([None if p is None else "(?m)" + p for p in rewritten])
         self._match = None if outside else match
 
     def none_match(self, leaves: str) -> bool:
@@ -96,14 +97,8 @@ class LeafFilter:
         return self._match(leaves.encode()) == [self._sentinel]
 
 
-_FILTERS: dict[tuple[str, ...], LeafFilter] = {}
-
-
-def leaf_filter(rules: list) -> LeafFilter:
-    """The LeafFilter of these rules, made once per process for the same patterns (its RE2 set costs a parse of
-    every pattern)."""
-    key = tuple(r.pattern.pattern for r in rules)
-    found = _FILTERS.get(key)
-    if found is None:
-        found = _FILTERS[key] = LeafFilter(rules)
-    return found
+@functools.cache
+def leaf_filter(patterns: tuple[str, ...]) -> LeafFilter:
+    """The LeafFilter of these patterns (the rules' sources), made once per process for the same patterns (its RE2
+    set costs a parse of every pattern)."""
+    return LeafFilter(patterns)

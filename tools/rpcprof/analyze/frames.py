@@ -43,11 +43,6 @@ class FrameShare:
         return math.sqrt(p * (1 - p) / n) if n else math.nan
 
 
-def compile_regex(regex: str, origin: str) -> UserRegex:
-    """A user's regex (--ruler, a server's ruler), searched under a time budget; UserError naming origin."""
-    return UserRegex(regex, origin)
-
-
 def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> FrameShare:
     """The share of samples with at least one frame matching pattern (names as the rules see them:
     generic arguments stripped, inferno's _[k]/_[j] suffixes removed)."""

@@ -151,13 +151,11 @@ def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float 
     out = {"expected_ratio": None, "expected_low": None, "expected_high": None, "expected_agrees": None,
            "expected_key": cost.key("ruler_us_per_syscall")}
     cpu_ratio = row.get("profiled_ratio") or row.get("measured_ratio")
-    if row.get("ratio") is None or sc_base is None or sc_other is None or not cpu_ratio:
-        return out
-    e = expected_ruler_ratio(cost, base["us_per_req"], sc_base, sc_other, cpu_ratio)
-    if e is None:
-        return out
-    out.update(expected_ratio=e[0], expected_low=e[1], expected_high=e[2],
-               expected_agrees=row["ratio_low"] <= e[2] and e[1] <= row["ratio_high"])
+    if row.get("ratio") is not None and sc_base is not None and sc_other is not None and cpu_ratio:
+        e = expected_ruler_ratio(cost, base["us_per_req"], sc_base, sc_other, cpu_ratio)
+        if e is not None:
+            out.update(expected_ratio=e[0], expected_low=e[1], expected_high=e[2],
+                       expected_agrees=row["ratio_low"] <= e[2] and e[1] <= row["ratio_high"])
     return out
 
 

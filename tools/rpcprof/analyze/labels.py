@@ -17,7 +17,7 @@ from array import array
 from pathlib import Path
 
 from rpcprof.analyze.callers_groups import CallersGroups
-from rpcprof.analyze.encoded_rows import chunks
+from rpcprof.analyze.encoded_rows import grown, numbered_chunks
 from rpcprof.analyze.rules import Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, Tally
 
@@ -37,7 +37,7 @@ class LabelSets:
 
     def __init__(self, rules: Rules) -> None:
         self.tallies = [Tally(rules, False), Tally(rules.using(level=2), False)]
-        if rules.tax_groups:
+        if rules.tax.groups:
             self.tallies.append(Tally(rules.using(view="tax"), False))
         self.callers_groups = CallersGroups(self.tallies)
         self.numbers: dict[tuple, int] = {}
@@ -57,11 +57,9 @@ class LabelSets:
         return n
 
     def of_callers(self, callers: str) -> int:
-        """The set of a stack under callers `a;b;` whose leaf answers no question."""
-        n = self.by_callers.get(callers)
-        if n is None:
-            n = remember(self.by_callers, callers, self.encode(self.callers_groups.groups(callers)))
-        return n
+        """The set of a stack under callers `a;b;` whose leaf answers no question (a number is never falsy)."""
+        return self.by_callers.get(callers) or remember(self.by_callers, callers,
+                                                        self.encode(self.callers_groups.groups(callers)))
 
     def encode(self, groups: tuple) -> int:
         n = self.numbers.get(groups)
@@ -77,22 +75,15 @@ class LabelSets:
 
 
 def label_blocks(folded: Path, rules: Rules):
-    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.chunks; EOFError or
-    rpcprof_core.Refused as they raise them)."""
+    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.numbered_chunks;
+    EOFError or rpcprof_core.Refused as they raise them)."""
     import numpy as np
     sets = LabelSets(rules)
-    none_match = sets.tallies[0].leaf_filter().none_match
     of_stack, of_callers, known, decided, neutral = sets.of_stack, sets.of_callers, sets.by_callers.get, sets.by_leaf.get, sets.neutral
-    callers: list[str] = []
     by_number = np.zeros(0, np.uint32)      # per callers number: the set of its stacks whose leaf no rule matches
-    empty = None                            # the number of the callers text "" (a stack of one frame), once met
-    for texts, leaves, numbers, _, _ in chunks(folded):
-        numbers = np.frombuffer(numbers, np.uint32)
-        if empty is None and "" in texts:
-            empty = len(callers) + texts.index("")
-        callers += texts
-        by_number = np.concatenate([by_number, np.zeros(len(texts), np.uint32)])
-        if none_match(leaves) and (empty is None or not (numbers == empty).any()):
+    for callers, leaves, numbers, _, _, at_once in numbered_chunks(folded, sets.tallies[0].leaf_filter().none_match):
+        by_number = grown(by_number, len(callers))
+        if at_once:
             # every stack takes its callers' set, asked once per callers text, in the order first met
             seen, first = np.unique(numbers, return_index=True)
             for i in seen[np.argsort(first)].tolist():

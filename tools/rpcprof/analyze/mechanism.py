@@ -188,8 +188,7 @@ MECHANISM_KEYS = {"reads": ["reads_per_req", "bytes_per_read", "eagain_reads_per
 
 
 def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],
-                 category_groups: Groups, parent=lambda g: g.split("/", 1)[0],
-                 indirect: IndirectCost | None = None) -> Gap:
+                 category_groups: Groups, indirect: IndirectCost | None = None) -> Gap:
     """Where other's CPU per request differs from base's, by category, with the kernel figures that differ
     between them. us[server][group] is CPU µs per request by level-2 group (level-1 names work too: no
     sub-category split is then given). indirect (analyze/indirect.py's IndirectCost): the send finding adds
@@ -202,8 +201,9 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
     groups = list(dict.fromkeys(list(us[base]) + list(us[other])))
     by_cat: dict[str, list[str]] = {}
     for g in groups:
-        by_cat.setdefault(parent(g), []).append(g)
-    deltas = {c: sum(us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in gs) for c, gs in by_cat.items()}
+        by_cat.setdefault(g.split("/", 1)[0], []).append(g)      # a level-2 group's category
+    moved = {g: us[other].get(g, 0.0) - us[base].get(g, 0.0) for g in groups}
+    deltas = {c: sum(moved[g] for g in gs) for c, gs in by_cat.items()}
     summed = sum(abs(d) for d in deltas.values()) or 1.0
     # a share of the difference means something only when the categories do not mostly cancel: two
     # profiles of one process (py-spy's and perf's) have the same CPU per request and categories merely
@@ -219,11 +219,9 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
         covered += abs(d) / summed
         a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
         b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
-        subs = sorted((g for g in by_cat[cat] if "/" in g),
-                      key=lambda g: -abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)))
-        moved = [(g, us[other].get(g, 0.0) - us[base].get(g, 0.0)) for g in subs
-                 if abs(us[other].get(g, 0.0) - us[base].get(g, 0.0)) >= MIN_US][:3]
-        f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor, moved,
+        subs = sorted((g for g in by_cat[cat] if "/" in g), key=lambda g: -abs(moved[g]))
+        f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor,
+                    [(g, moved[g]) for g in subs if abs(moved[g]) >= MIN_US][:3],
                     sources=[{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
                              for s in (base, other) for g in by_cat[cat]])
         if cat == writes:

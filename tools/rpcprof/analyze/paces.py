@@ -68,14 +68,10 @@ def _max_split_t(rows):
     """The largest pooled two-sample t over the cuts of each sorted row (numpy array, rounds x n)."""
     import numpy as np
     x = np.sort(rows, axis=1)
-    n = x.shape[1]
-    best = np.full(x.shape[0], -np.inf)
-    for i in range(1, n):
-        gap, ss, k = _cut_terms(x[:, :i], x[:, i:])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = gap / (np.sqrt(ss / (n - 2)) * k)
-        best = np.maximum(best, np.where(np.isnan(t), -np.inf, t))
-    return best
+    gap, ss, k = _cuts(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = gap / (np.sqrt(ss / (x.shape[1] - 2)) * k)
+    return np.where(np.isnan(t), -np.inf, t).max(axis=0)
 
 
 @lru_cache(maxsize=None)
@@ -95,7 +91,7 @@ def _pooled_null(n: int, df: int):
     rng = np.random.default_rng(SEED + 1000 * n + df)
     x = np.sort(rng.standard_normal((SIMULATIONS, n)), axis=1)
     w = rng.chisquare(df, SIMULATIONS) / df
-    gap, ss, k = (np.stack(c) for c in zip(*(_cut_terms(x[:, :i], x[:, i:]) for i in range(1, n))))
+    gap, ss, k = _cuts(x)
     best = np.argmax(gap / np.sqrt(ss / (n - 2)) / k, axis=0)[None]      # the cut split() takes
     gap, ss, k = (np.take_along_axis(c, best, axis=0)[0] for c in (gap, ss, k))
     pooled = ss / (n - 2) / w < pool_below(n, df)
@@ -125,6 +121,12 @@ def _cut_terms(a, b):
     ma, mb = a.mean(axis=-1), b.mean(axis=-1)
     ss = ((a - ma[..., None]) ** 2).sum(axis=-1) + ((b - mb[..., None]) ** 2).sum(axis=-1)
     return mb - ma, ss, np.full(np.shape(ma), math.sqrt(1 / a.shape[-1] + 1 / b.shape[-1]))
+
+
+def _cuts(x):
+    """_cut_terms of every cut of x (sorted along its last axis) into the values below it and above, the cuts first."""
+    import numpy as np
+    return (np.stack(c) for c in zip(*(_cut_terms(x[..., :i], x[..., i:]) for i in range(1, x.shape[-1]))))
 
 
 @lru_cache(maxsize=None)
@@ -181,18 +183,14 @@ def split(values: dict[int, float]) -> tuple[float, tuple[int, ...], tuple[int, 
     if n < MIN_ROUNDS:
         return None
     x = np.array([v for v, _ in items])
-    best, cut = -math.inf, None
-    for i in range(1, n):
-        gap, ss, k = _cut_terms(x[:i], x[i:])
-        if ss <= 0:
-            continue
-        t = float(gap / (math.sqrt(ss / (n - 2)) * k))
-        if t > best:
-            best, cut = t, i
-    if cut is None:
+    gap, ss, k = _cuts(x)
+    if not (ss > 0).any():
         return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(ss > 0, gap / (np.sqrt(ss / (n - 2)) * k), -np.inf)
+    cut = int(np.argmax(t)) + 1         # the first cut with the largest t
     rounds = [k for _, k in items]
-    return best, tuple(sorted(rounds[:cut])), tuple(sorted(rounds[cut:]))
+    return float(t[cut - 1]), tuple(sorted(rounds[:cut])), tuple(sorted(rounds[cut:]))
 
 
 def slice_noise(slices: dict[int, list[float]], rounds) -> tuple[float, int] | None:
@@ -303,10 +301,9 @@ def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name:
         floor_slow = statistics.fmean(values[k][1].get(g, 0.0) for k in p.slow if k in values)
         gap = welch_gap(fast, slow, floor_fast, floor_slow)
         rows.append({"group": g, "level": 2 if "/" in g else 1, "fast_us": statistics.fmean(fast),
-                     "slow_us": statistics.fmean(slow), "delta_us": gap.delta, "half": gap.half, "p": gap.p})
+                     "slow_us": statistics.fmean(slow), "delta_us": gap.delta, "half": gap.half, "p": gap.p,
+                     "significant": None})
     tested = [r for r in rows if r["p"] is not None]
     for r, found in zip(tested, benjamini_hochberg([r["p"] for r in tested])):
         r["significant"] = found
-    for r in rows:
-        r.setdefault("significant", None)
     return rows

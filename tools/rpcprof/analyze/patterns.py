@@ -24,8 +24,8 @@ from rpcprof.errors import UserError
 BUDGET_S = 1.0
 FAST_MAX_CHARS = 4096
 LONG_REPEAT = 16
-_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT))
-_NESTED = (sre_c.SUBPATTERN, sre_c.ATOMIC_GROUP, sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.BRANCH) + _REPEATS
+REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT))
+_NESTED = (sre_c.SUBPATTERN, sre_c.ATOMIC_GROUP, sre_c.ASSERT, sre_c.ASSERT_NOT, sre_c.BRANCH) + REPEATS
 
 
 def _unbounded_repeats(items) -> int | None:
@@ -33,7 +33,7 @@ def _unbounded_repeats(items) -> int | None:
     another repeat or an alternation, or the pattern uses backreferences (backtracking unbounded)."""
     total = 0
     for op, av in items:
-        if op in _REPEATS:
+        if op in REPEATS:
             _low, high, body = av
             if high > 1 and any(o in _NESTED for o, _ in body):
                 return None

@@ -58,30 +58,28 @@ def _rps_change(rows: list[dict], key: str) -> str | None:
     return f"req/s {100 * change:+.0f} %" if change is not None and abs(change) > REQ_PER_S else None
 
 
-def _counter_changes(rows: list[dict]) -> list[str]:
-    out = []
+def _counter_changes(rows: list[dict]) -> list[str] | None:
+    """The counters that moved between the measured and the profile windows; None when none was taken in both."""
+    out, taken = [], False
     for key, label in COUNTERS:
         pairs = [(r.get(f"measured_{key}_per_req"), r.get(f"profile_{key}_per_req")) for r in rows]
         pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
         if not pairs:
             continue
+        taken = True
         a = sum(x for x, _ in pairs) / len(pairs)
         b = sum(y for _, y in pairs) / len(pairs)
         if abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b):
             out.append(f"{label} {a:.2f} -> {b:.2f}")
-    return out
+    return out if taken else None
 
 
 def counters_steady(result: dict) -> bool | None:
     """True when the process's own counters (VFS writes, context switches per request) were taken in both
     the measured and the profile windows and none moved past the thresholds: the server batched alike, so
     a req/s change is the same work at another pace. False when one moved; None when they were not taken."""
-    rows = _rounds(result)
-    taken = any(r.get(f"measured_{k}_per_req") is not None and r.get(f"profile_{k}_per_req") is not None
-                for r in rows for k, _ in COUNTERS)
-    if not taken:
-        return None
-    return not _counter_changes(rows)
+    changes = _counter_changes(_rounds(result))
+    return None if changes is None else not changes
 
 
 def regime_flags(result: dict) -> list[str]:
@@ -95,7 +93,8 @@ def regime_flags(result: dict) -> list[str]:
     change = _rps_change([r for r in rows if r.get("syscall_window") != "profile"], "syscall_req_per_s")
     if change:
         flags.append(f"SYSCALL-REGIME: {change}")
-    parts = [x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + _counter_changes(rows) + _own_window_writes(result)
+    parts = ([x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + (_counter_changes(rows) or [])
+             + _own_window_writes(result))
     if parts:
         flags.append("PROFILE-REGIME: " + ", ".join(parts))
     change = _rps_change(rows, "io_req_per_s")

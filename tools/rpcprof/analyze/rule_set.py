@@ -28,12 +28,13 @@ from re import _constants as sre_c      # the parser re itself uses, as rpcprof.
 from re import _parser as sre_parse
 from typing import TYPE_CHECKING
 
+from rpcprof.analyze.patterns import REPEATS
+
 if TYPE_CHECKING:
     from rpcprof.analyze.rules import Rule
 
 RE2_MAX_REPEAT = 1000           # RE2's bound on {n,m}
 RE2_MAX_MEM = 64 << 20          # the automaton's memory budget (RE2's default is 8 MiB)
-_REPEATS = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", sre_c.MAX_REPEAT)}
 _CATEGORIES = {sre_c.CATEGORY_DIGIT: r"\d", sre_c.CATEGORY_NOT_DIGIT: r"\D", sre_c.CATEGORY_SPACE: r"\s",
                sre_c.CATEGORY_NOT_SPACE: r"\S", sre_c.CATEGORY_WORD: r"\w", sre_c.CATEGORY_NOT_WORD: r"\W"}
 _AT = {sre_c.AT_BEGINNING: "^", sre_c.AT_BEGINNING_STRING: "^", sre_c.AT_BEGINNING_LINE: "^",
@@ -93,7 +94,7 @@ def _rewrite(items, ignorecase: bool) -> str:
             out.append(flag + _rewrite(body, case) + ")")
         elif op is sre_c.ATOMIC_GROUP:
             out.append("(?:" + _rewrite(av, ignorecase) + ")")
-        elif op in _REPEATS:
+        elif op in REPEATS:
             low, high, body = av
             if low > RE2_MAX_REPEAT:
                 raise _NotInSet

@@ -100,6 +100,7 @@ class View(NamedTuple):
     rest: str
 
 
+NO_TAX = View([], [], "everything-else")
 NO_WAITS = View([], [], "other-wait")
 
 
@@ -122,16 +123,12 @@ class Rules:
 
     def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
                  rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
-                 tax_groups: list[TaxGroup] | None = None, tax_rules: list[Rule] | None = None,
-                 tax_rest: str = "everything-else", level: int = 1, view: str = "category",
-                 waits: View = NO_WAITS, groups=None):
+                 tax: View = NO_TAX, level: int = 1, view: str = "category", waits: View = NO_WAITS, groups=None):
         self.categories = categories
         self.rules = rules
         self.source = source
         self.subcategories = subcategories or {}
-        self.tax_groups = tax_groups or []
-        self.tax_rules = tax_rules or []
-        self.tax_rest = tax_rest
+        self.tax = tax                  # the tax view
         self.waits = waits              # the waits view
         self.level = level
         self.view = view
@@ -148,9 +145,7 @@ class Rules:
 
     def _leaf_view(self) -> View | None:
         """The tax or waits view chosen; None in the category view."""
-        if self.view == "tax":
-            return View(self.tax_groups, self.tax_rules, self.tax_rest)
-        return self.waits if self.view == "waits" else None
+        return {"tax": self.tax, "waits": self.waits}.get(self.view)
 
     @property
     def all_categories(self) -> list[str]:
@@ -185,13 +180,10 @@ class Rules:
         return self.category_descriptions
 
     def _copy(self, **changes) -> "Rules":
-        args = dict(categories=self.categories, colors=self.category_colors,
-                    descriptions=self.category_descriptions, rules=self.rules, source=self.source,
-                    subcategories=self.subcategories, tax_groups=self.tax_groups, tax_rules=self.tax_rules,
-                    tax_rest=self.tax_rest, level=self.level, view=self.view, waits=self.waits, groups=self.groups)
-        args.update(changes)
-        copy = Rules(**args)
-        if copy.rules is self.rules and copy.tax_rules is self.tax_rules and copy.waits is self.waits:
+        copy = Rules(self.categories, self.category_colors, self.category_descriptions, self.rules, self.source,
+                     self.subcategories, self.tax, self.level, self.view, self.waits, self.groups)
+        copy.__dict__.update(changes)
+        if copy.rules is self.rules:
             copy._sets = self._sets          # the same rules: the automata compiled so far serve both
         return copy
 
@@ -201,7 +193,7 @@ class Rules:
             raise UserError(f"--level {level}: choose 1 (categories) or 2 (sub-categories)")
         if view not in VIEWS:
             raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
-        if view == "tax" and not self.tax_groups or view == "waits" and not self.waits.groups:
+        if view != "category" and not getattr(self, view).groups:
             raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
         copy = self._copies.get((level, view))
         if copy is None:
@@ -234,7 +226,7 @@ class Rules:
             if question.startswith("sub:"):
                 rules = [r for r in self.rules if r.sub and question[4:] in (r.category, "*")]
             else:
-                rules = {"category": [r for r in self.rules if r.level == 1], "tax": self.tax_rules,
+                rules = {"category": [r for r in self.rules if r.level == 1], "tax": self.tax.rules,
                          "waits": self.waits.rules}[question]
             rule_set = self._sets[question] = RuleSet(rules)
         return rule_set.first(*normalize_frame(raw))

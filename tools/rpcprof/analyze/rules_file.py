@@ -12,7 +12,7 @@ import yaml
 
 from rpcprof import schema
 from rpcprof.analyze.patterns import UserRegex
-from rpcprof.analyze.rules import OTHER, Rule, Rules, TaxGroup, View
+from rpcprof.analyze.rules import NO_TAX, NO_WAITS, OTHER, Rule, Rules, TaxGroup, View
 from rpcprof.errors import UserError
 from rpcprof.paths import RULES_PATH
 
@@ -42,11 +42,6 @@ def _groups(path: Path, section: dict | None, categories: list[str]) -> Groups:
                 _fail(path, f"groups: {key} names {name!r}, which is not a category ({', '.join(categories)}); "
                             "name a category of the file")
     return Groups(**{k: tuple(v) if isinstance(v, list) else v for k, v in section.items()})
-
-
-def groups_of(rules: Rules) -> Groups:
-    """The groups of the rules file rules were loaded from (checked when it was loaded)."""
-    return rules.groups
 
 
 # libyaml's safe loader where PyYAML was built with it (a tenth of the pure-Python one's time on
@@ -81,10 +76,11 @@ def _rule(path: Path, raw: dict, owner: str, index: int) -> Rule:
     return Rule(owner, name, pattern, raw.get("where", "any"), raw["examples"])
 
 
-def _view(path: Path, section: dict | None, key: str, default_rest: str) -> View:
+def _view(path: Path, data: dict, key: str, default: View) -> View:
     """The `tax:` section, or another of its shape (`waits:`): groups of rules, and the rest's name."""
+    section = data.get(key)
     if section is None:
-        return View([], [], default_rest)
+        return default
     groups, rules = [], []
     for group in section["groups"]:
         name = group["name"]
@@ -92,7 +88,7 @@ def _view(path: Path, section: dict | None, key: str, default_rest: str) -> View
             _fail(path, f"{key} group {name!r} is defined twice; rename or merge one of them")
         groups.append(TaxGroup(name, group["color"], group.get("description", "")))
         rules += [_rule(path, r, name, i) for i, r in enumerate(group.get("rules") or [])]
-    return View(groups, rules, section.get("rest") or default_rest)
+    return View(groups, rules, section.get("rest") or default.rest)
 
 
 def load_rules(path: Path | str = RULES_PATH) -> Rules:
@@ -124,11 +120,9 @@ def load_rules(path: Path | str = RULES_PATH) -> Rules:
             rules.append(rule)
     if APP not in categories:
         _fail(path, f"a category named `{APP}` is required (the server's handler pattern is added to it)")
-    groups = _groups(path, data.get("groups"), categories)
-    tax = _view(path, data.get("tax"), "tax", "everything-else")
-    waits = _view(path, data.get("waits"), "waits", "other-wait")
-    return Rules(categories, colors, descriptions, rules, str(path), subcategories, tax.groups, tax.rules, tax.rest,
-                 waits=waits, groups=groups)
+    return Rules(categories, colors, descriptions, rules, str(path), subcategories,
+                 groups=_groups(path, data.get("groups"), categories),      # checked in this order
+                 tax=_view(path, data, "tax", NO_TAX), waits=_view(path, data, "waits", NO_WAITS))
 
 
 def check_examples(rules: Rules) -> list[str]:
@@ -137,7 +131,7 @@ def check_examples(rules: Rules) -> list[str]:
     problems = []
     spaces = [(r, "category") for r in rules.rules if r.level == 1]
     spaces += [(r, f"sub:{r.category}") for r in rules.rules if r.sub]
-    spaces += [(r, "tax") for r in rules.tax_rules] + [(r, "waits") for r in rules.waits.rules]
+    spaces += [(r, "tax") for r in rules.tax.rules] + [(r, "waits") for r in rules.waits.rules]
     for rule, question in spaces:
         deciders = [rules.first_rule(ex, question) for ex in rule.examples]
         what = f"rule {rule.name!r} in {rule.category}" + (f" (sub {rule.sub})" if rule.sub else "")

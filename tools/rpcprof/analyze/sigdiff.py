@@ -104,9 +104,8 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
     in µs/req. With rounds, each difference's 95 % interval (half-width), its test, the Benjamini-Hochberg
     adjusted p over the categories (q) and its mark: `*` where significant after that correction (its
     interval then excludes 0), `n.s.` elsewhere (every gap whose interval contains 0 among them)."""
-    per = {}
-    for side, rules in ((d.a, rules_a), (d.b, rules_b)):
-        per[side.label] = {r.k: (r.breakdown(rules), r.cpu_us_per_req) for r in side.rounds}
+    per = {side.label: {r.k: (r.breakdown(rules), r.cpu_us_per_req) for r in side.rounds}
+           for side, rules in ((d.a, rules_a), (d.b, rules_b))}
     rows = [{"category": c} for c in rules_a.all_categories]
     for view in ("us", "share") if d.per_request else ("share",):
         names = ("a", "b", "delta") if view == "share" else ("a_us", "b_us", "delta_us")
@@ -132,7 +131,6 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
     return rows
 
 
-
 def frame_rows(d: Diff) -> list[dict]:
     """The boxes significant in either view, largest difference first: leaf frame, depth, path, and per
     view B − A, its interval half-width and BH-adjusted p (q)."""
@@ -150,7 +148,6 @@ def frame_rows(d: Diff) -> list[dict]:
         rows.append(row)
     key = "delta_us" if d.per_request else "delta"
     return sorted(rows, key=lambda r: (-abs(r.get(key) or 0), r["path"]))
-
 
 
 def mean_stacks(d: Diff, side: Side, view: str) -> list[tuple[list[str], int]]:

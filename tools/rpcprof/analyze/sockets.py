@@ -15,8 +15,6 @@ class Sock:
     """One connection end in one sample."""
     local_port: int
     peer_port: int
-    recv_q: int
-    send_q: int
     info: dict[str, float] = field(default_factory=dict)
 
     def get(self, key: str, default: float = 0.0) -> float:
@@ -36,7 +34,7 @@ def parse_log(text: str) -> list[tuple[float, list[Sock]]]:
             continue
         m = _ADDR_LINE.match(line.strip())
         if m and not line[:1].isspace():
-            sock = Sock(int(m.group(4)), int(m.group(6)), int(m.group(1)), int(m.group(2)))
+            sock = Sock(int(m.group(4)), int(m.group(6)))
             samples[-1][1].append(sock)
         elif sock is not None:
             for key, value, _ in _FIELD.findall(line):

@@ -46,7 +46,7 @@ class FrameAnswers:
         # the tax or waits view's question, whose first answer from the leaf decides a stack, and the group of
         # a stack where no frame answers it
         self.view_known, self.view_of, self.view_rest = (
-            (self.tax_stop, self.tax_stop_of, rules.tax_rest) if rules.view == "tax" else
+            (self.tax_stop, self.tax_stop_of, rules.tax.rest) if rules.view == "tax" else
             (self.leaf_view, self.leaf_view_of, rules.waits.rest))
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
@@ -84,7 +84,7 @@ class FrameAnswers:
         rule = self.rules.first_rule(frame, "tax")
         group = rule.category if rule else None
         if group is None and self.category_of(frame) is not None:
-            group = self.rules.tax_rest
+            group = self.rules.tax.rest
         return remember(self.tax_stop, frame, group)
 
 
@@ -127,19 +127,6 @@ def stack_group(stack: str, answers: FrameAnswers) -> tuple[str, str]:
         return category, decider
     group, frame = _first_from_leaf(stack, answers.subs[category], answers.sub_of, category)
     return (group, frame) if group else (f"{category}/{OTHER}", decider)
-
-
-def callers_answer(callers: str, answers: FrameAnswers) -> tuple[str, str | None]:
-    """(group, deciding frame) of a stack's callers `a;b` (the stack less a NEUTRAL leaf), the frame None when
-    no frame decides (the stack's own leaf is then the frame its samples are counted under)."""
-    group, frame = stack_group(callers, answers)
-    if answers.rules.view == "category":
-        return group, frame if group != OTHER else None
-    # the tax and waits walks name the callers' last frame both when it decides and when none does: it
-    # decides only if it answers one of the questions
-    last = callers[callers.rfind(";") + 1:]
-    known = cached(answers.by_leaf, answers.leaf_decides, last)
-    return group, frame if frame != last or known is not NEUTRAL else None
 
 
 _KEPT: ContextVar[dict | None] = ContextVar("rpcprof_breakdowns_kept", default=None)
@@ -263,16 +250,25 @@ class Tally:
             return stack_group(stack, answers)
         return key
 
-    def _add(self, stack: str, w: int) -> None:
-        self._count(*self.answer(stack), w)
-
     def callers_answer(self, callers: str) -> tuple[str, str | None]:
-        """callers_answer of `a;b;` (the callers with their last ';'), kept by that text."""
+        """(group, deciding frame) of a stack's callers `a;b;` (the stack less a NEUTRAL leaf, with the callers' last
+        ';'), kept by that text; the frame None when no frame decides (the stack's own leaf is then the frame its
+        samples are counted under)."""
         known = self.by_callers.get(callers)
         if known is None:
             if self.rules.view == "category" and self.rules.level == 1:
                 return walk_callers(callers, self.by_callers, self._level1_own)
-            known = remember(self.by_callers, callers, callers_answer(callers[:-1], self.answers))
+            answers = self.answers
+            group, frame = stack_group(callers[:-1], answers)
+            if self.rules.view == "category":
+                frame = frame if group != OTHER else None
+            else:
+                # the tax and waits walks name the callers' last frame both when it decides and when none does:
+                # it decides only if it answers one of the questions
+                last = callers[callers.rfind(";", 0, len(callers) - 1) + 1:-1]
+                known = cached(answers.by_leaf, answers.leaf_decides, last)
+                frame = frame if frame != last or known is not NEUTRAL else None
+            known = remember(self.by_callers, callers, (group, frame))
         return known
 
     def _level1_own(self, frame: str, cut: int) -> tuple[str, str | None] | None:
@@ -293,7 +289,8 @@ class Tally:
 
     def leaf_filter(self) -> LeafFilter:
         """The LeafFilter of every question's rules (made once per process: folded_blocks.leaf_filter)."""
-        return leaf_filter(self.rules.rules + self.rules.tax_rules + self.rules.waits.rules)
+        rules = self.rules.rules + self.rules.tax.rules + self.rules.waits.rules
+        return leaf_filter(tuple(r.pattern.pattern for r in rules))
 
     def leaves_at_once(self, callers: list[str], leaves: list[str], weights: list[int]) -> bool:
         """new_leaves_at_once of rows given as their callers, leaves and weights (counted in stacks and unit too)."""
@@ -309,29 +306,29 @@ class Tally:
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
         """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
-        its callers' answers alone; any other row as add() counts it."""
+        its callers' answers alone; any other row by its own answer."""
         none_match = self.leaf_filter().none_match
-        add, frames_of = self._add, self._frames_of
+        count, answer, frames_of = self._count, self.answer, self._frames_of
         keep_frames, under = self.keep_frames, self.under_callers
         for i in range(0, len(rows), ROWS_AT_ONCE):
             run = rows[i:i + ROWS_AT_ONCE]
             if not none_match("\n".join([leaf for _, leaf, _ in run])):
                 for callers, leaf, w in run:
-                    add(callers + leaf, int(w))
+                    count(*answer(callers + leaf), int(w))
                 continue
             if not keep_frames:
                 for callers, leaf, w in run:
                     if callers:
                         under[callers] = under.get(callers, 0) + int(w)
                     else:
-                        add(leaf, int(w))
+                        count(*answer(leaf), int(w))
                 continue
             if new_leaves_at_once(*zip(*run), self._leaf_into, self._frames_for):
                 continue
             for callers, leaf, w in run:       # summed into by_frame alone: the weights are its sums
                 w = int(w)
                 if not callers:
-                    add(leaf, w)
+                    count(*answer(leaf), w)
                     continue
                 frames, frame = frames_of.get(callers) or self._frames_for(callers)
                 if frame is None:

@@ -7,8 +7,10 @@ histogram of integer microseconds, so millions of requests cost little memory.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import Counter
 from fractions import Fraction
+from itertools import accumulate
 
 PERCENTILES = (50, 90, 95, 99, 99.9, 99.99)
 
@@ -30,12 +32,9 @@ class LatencyHistogram:
             return math.nan
         # exact arithmetic: in floats 99.9/100*1000 is 999.0000000000001, one rank too far
         rank = max(1, math.ceil(Fraction(str(p)) * self.n / 100))
-        seen = 0
-        for value, count in sorted(self.counts.items()):
-            seen += count
-            if seen >= rank:
-                return float(value)
-        return float(max(self.counts))
+        values = sorted(self.counts)
+        i = bisect_left(list(accumulate(map(self.counts.__getitem__, values))), rank)
+        return float(values[min(i, len(values) - 1)])
 
     def mean(self) -> float:
         if self.n == 0:

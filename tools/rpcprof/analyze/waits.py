@@ -18,6 +18,7 @@ these figures, and by jobs/steps.py as the window ends):
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from rpcprof.analyze.categorize import Rules, categorize
@@ -134,8 +135,5 @@ def asleep_whole_window(before: dict[int, dict], after: dict[int, dict]) -> list
 def sleepers(asleep: list[dict]) -> list[tuple[str | None, str | None, int]]:
     """(thread name, kernel function it sleeps in, how many) of the threads asleep the whole window, the most
     first; None where not known."""
-    groups: dict[tuple, int] = {}
-    for t in asleep:
-        key = (t.get("name") or None, t.get("wchan") or None)
-        groups[key] = groups.get(key, 0) + 1
-    return [(name, wchan, n) for (name, wchan), n in sorted(groups.items(), key=lambda kv: -kv[1])]
+    groups = Counter((t.get("name") or None, t.get("wchan") or None) for t in asleep)
+    return [(name, wchan, n) for (name, wchan), n in groups.most_common()]

@@ -130,10 +130,8 @@ class Solved:
     @property
     def requests_per_write(self) -> tuple[float | None, float | None, float | None]:
         """(value, low, high) requests per write; None where the writes per request are not positive."""
-        def inv(x):
-            return 1 / x if x and x > 0 else None
         w = self.writes
-        return inv(w.value), inv(w.high), inv(w.low)
+        return tuple(1 / x if x and x > 0 else None for x in (w.value, w.high, w.low))
 
 
 def solve_writes(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, ratio: float,

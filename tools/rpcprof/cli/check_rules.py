@@ -25,9 +25,9 @@ def check_rules(rules_path, fmt):
     if problems:
         raise UserError(f"{Path(rules_path).name}: " + problems_line(problems), exit_code=EXIT_FAILED)
     if fmt == "table":
-        n = sum(len(r.examples) for r in rules.rules + rules.tax_rules + rules.waits.rules)
+        n = sum(len(r.examples) for r in rules.rules + rules.tax.rules + rules.waits.rules)
         subs = sum(len(v) for v in rules.subcategories.values())
         show(f"{Path(rules_path).name}: {len(rules.rules)} rules in {len(rules.categories)} categories "
-                   f"({subs} sub-categories), {len(rules.tax_rules)} tax rules in {len(rules.tax_groups)} groups, "
+                   f"({subs} sub-categories), {len(rules.tax.rules)} tax rules in {len(rules.tax.groups)} groups, "
                    f"{len(rules.waits.rules)} wait rules in {len(rules.waits.groups)} reasons, {n} examples, all decided "
                    "by their own rule.\n")

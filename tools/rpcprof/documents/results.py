@@ -12,7 +12,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import server_ratio
-from rpcprof.analyze.rules_file import Groups, groups_of
+from rpcprof.analyze.rules_file import Groups
 from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
@@ -173,7 +173,7 @@ def _parts(cats) -> str:
 def _rest(rules: Rules) -> list[str]:
     """The categories in neither side of seed 000's guess (the syscall path and the kernel below it, against
     the work above the socket: categorize.yaml's groups socket and above_socket)."""
-    g = groups_of(rules)
+    g = rules.groups
     return [c for c in rules.all_categories if c not in g.socket + g.above_socket]
 
 
@@ -183,7 +183,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
     lies in recv + send versus runtime + protocol (category µs per request, other server minus second)."""
     second = servers[1]
     others = [s for s in servers if s != second]
-    socket, above = groups_of(rules).socket, groups_of(rules).above_socket
+    socket, above = rules.groups.socket, rules.groups.above_socket
     out = ["## Seed 000's guess, cell by cell", "",
            f"Seed 000's author guessed that {second}'s advantage comes from handling more requests per syscall. "
            f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
@@ -294,7 +294,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
             lines.append(f"- At C={c}, the ratio {trend} from ^{b0['ratio']:.1f} (S={s0}) to ^{b1['ratio']:.1f} "
                          f"(S={s1}){seed_txt}. Syscalls per request: {second} {num(b0.get('syscalls_per_req'), 3)} → "
                          f"{num(b1.get('syscalls_per_req'), 3)}, {first} {num(a0.get('syscalls_per_req'), 3)} → "
-                         f"{num(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1, groups_of(rules)))
+                         f"{num(a1.get('syscalls_per_req'), 3)}." + io_vs_work(first, second, a0, b0, a1, b1, rules.groups))
     lines.append(f"- Seed 001's setup (ghz, 1 connection, 50 requests in flight: {SEED_RATIO_QUOTED}x) is not a cell of this "
                  "table: `report.py seeds` measures it on its own (docs/seeds.md).")
     c, s, a, b = headline_cell(pairs)
@@ -303,7 +303,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
                  + (f" [{ratio_text(i['low'])}-{ratio_text(i['high'])}]" if i.get("low") else " (no interval)")
                  + (f", flags: {', '.join(flags_of(a) + flags_of(b))}." if flags_of(a) + flags_of(b) else ", no flag."))
     cats = rules.all_categories
-    socket, above = groups_of(rules).socket, groups_of(rules).above_socket
+    socket, above = rules.groups.socket, rules.groups.above_socket
     if all(a.get(f"{k}_us") is not None and b.get(f"{k}_us") is not None for k in cats):
         deltas = sorted(((a[f"{k}_us"] - b[f"{k}_us"], k) for k in cats), reverse=True)
         total = a["cpu_us_per_req"] - b["cpu_us_per_req"]

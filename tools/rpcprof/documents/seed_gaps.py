@@ -13,7 +13,6 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import load_indirect
 from rpcprof.analyze.intervals import server_ratio
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import solve_writes
 from rpcprof.errors import UserError
 from rpcprof.paths import INDIRECT_COST
@@ -60,7 +59,7 @@ def gap_rows(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, tonic: 
         rounds = cost = None
 
     def solve(ratio: float):
-        return solve_writes(rounds[pajamax][0], rounds[tonic][0], cost, ratio, groups_of(rules)) if rounds else None
+        return solve_writes(rounds[pajamax][0], rounds[tonic][0], cost, ratio, rules.groups) if rounds else None
     solved = solve(SEED_RATIO_QUOTED)
     rows = []
     for role, name in (("tonic", tonic), ("pajamax", pajamax)):

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round
 from rpcprof.analyze.categorize import Rules, categorize, group_of
-from rpcprof.analyze.frames import compile_regex, frame_share
+from rpcprof.analyze.frames import frame_share
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.analyze.intervals import profiled_ratio, server_ratio
-from rpcprof.analyze.rules_file import APP, groups_of
+from rpcprof.analyze.rules_file import APP
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles, ruler_check, ruler_rows
 from rpcprof.documents.provenance import generator_command, header
@@ -37,7 +38,7 @@ def roles(servers: list[str]) -> dict[str, list[str]]:
 
 
 def leaf_share(stacks, regex: str) -> float:
-    pattern = compile_regex(regex, "leaf")
+    pattern = UserRegex(regex, "leaf")
     total = sum(w for _, w in stacks)
     hit = sum(w for frames, w in stacks if frames and pattern.search(frames[-1]))
     return hit / total if total else 0.0
@@ -52,7 +53,7 @@ def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sam
             "| seed's server | frame | seed 001 | " + " | ".join(shown) + " | seed 001's reading |",
             "|---|---|---:|" + "---:|" * len(shown) + "---|"]
     for f in SEED_FRAMES:
-        shares = {s: frame_share(stacks[s], compile_regex(f.regex, f.label)) for s in shown if s in by_role[f.role]}
+        shares = {s: frame_share(stacks[s], UserRegex(f.regex, f.label)) for s in shown if s in by_role[f.role]}
         cells = [f"{100 * shares[s].share:.2f} ± {100 * shares[s].stderr:.2f} %" if s in shares else "" for s in shown]
         out.append(f"| {f.role} | `{f.label}` | {f.seed_pct:.2f} % | " + " | ".join(cells) + f" | {f.what} |")
     out += ["", "The same servers by category (CPU share; `report.py compare` gives µs per request):", "",
@@ -120,7 +121,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         role = "tonic" if s in by_role["tonic"] else "pajamax"
         out += [f"- {line}" for line in why_lines(s, metrics[s], role, p.get("streams"), len(p.get("load_cpus") or []) or None)]
     tonic = by_role["tonic"][0]
-    sends = {s: categorize(stacks[s], rules).share(groups_of(rules).writes) for s in (tonic, pj) if s in stacks}
+    sends = {s: categorize(stacks[s], rules).share(rules.groups.writes) for s in (tonic, pj) if s in stacks}
     if len(sends) == 2:
         out += ["", *gap_section(run_dir, rules, metrics, manifest, tonic, pj, sends)]
     out += frames_section(rules, metrics, by_role, stacks, manifest.get("sampled_event"))
@@ -275,7 +276,7 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
         leaves = Counter()
         for frames, w in app_stacks:
             leaves[frames[-1]] += w
-        teardown, ruler = (frame_share(app_stacks, compile_regex(regex, label)).weight / b.total * us if b.total else 0
+        teardown, ruler = (frame_share(app_stacks, UserRegex(regex, label)).weight / b.total * us if b.total else 0
                            for regex, label in ((TEARDOWN, "teardown"), (RULER, "ruler")))
         out.append(f"- {s} (app pattern `{m.get('app')}`): app {b.share(APP) * us:.3f} µs/req "
                    f"({100 * b.share(APP):.2f} %, {round(b.share(APP) * b.samples):,} samples), of which "

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.analyze.frames import compile_regex
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.analyze.intervals import PILOT_ROUNDS, log_ratios, rounds_needed
 from rpcprof.analyze.rounds import aggregate_rounds
 from rpcprof.capture.profiler import pmu_event
@@ -119,7 +119,7 @@ class Run(Job):
         if self.rules and opts.app:
             self.rules.with_app(opts.app)        # validates the regex before anything starts
         if opts.ruler:
-            compile_regex(opts.ruler, "--ruler")
+            UserRegex(opts.ruler, "--ruler")
         self.event = pmu_event() if opts.profile else None
         self.exiting = Session()        # counters still exiting after their window: stopped before the next one
         self.server_round = ServerRound(self)

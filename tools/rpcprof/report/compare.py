@@ -11,11 +11,11 @@ from pathlib import Path
 from rpcprof.analyze.breakdowns import every_round, round_breakdowns, round_numbers, run_breakdowns
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
-from rpcprof.analyze.frames import compile_regex, frame_share, share_ratio
+from rpcprof.analyze.frames import frame_share, share_ratio
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.analyze.indirect import ruler_expectation
 from rpcprof.analyze.intervals import pilot_of, profiled_ratio, server_ratio
 from rpcprof.analyze.mechanism import kernel_table
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.analyze.whatif import estimate
@@ -174,7 +174,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
     the ratio to expect given both servers' syscalls per request, DISAGREE only outside it. (rows, sentences)."""
     manifest, metrics = load_run(run_dir)
     if ruler_override:
-        compile_regex(ruler_override, "--ruler")
+        UserRegex(ruler_override, "--ruler")
     rows = []
     for name in manifest["parameters"]["servers"]:
         m = metrics.get(name) or {}
@@ -182,7 +182,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         regex = ruler_override or m.get("ruler")        # runs made before rulers recorded none: --ruler
         if not regex or m.get("status") not in MEASURED or not folded.exists() or not m.get("cpu_us_per_req"):
             continue
-        fs = frame_share(every_round(round_profiles(run_dir, name, m)), compile_regex(regex, f"{name}'s ruler"))
+        fs = frame_share(every_round(round_profiles(run_dir, name, m)), UserRegex(regex, f"{name}'s ruler"))
         us = m["cpu_us_per_req"]
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
@@ -269,7 +269,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     out = []
     for other in servers[1:]:
         headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
-                                        groups_of(rules), indirect=indirect)
+                                        rules.groups, indirect=indirect)
         out.append({"base": servers[0], "server": other, "headline": headline,
                     "findings": findings})
     return out

@@ -10,7 +10,6 @@ from rpcprof.analyze.breakdowns import run_breakdowns
 from rpcprof.analyze.categorize import OTHER, Rules
 from rpcprof.analyze.intervals import interleaved
 from rpcprof.analyze.mechanism import kernel_figures
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.report.compare import first_profiles
 from rpcprof.report.summary import RATIO_CELL, SPREAD_CELL, ratio_text, run_rows
 from rpcprof.report.tables import render
@@ -28,7 +27,7 @@ FIGURE_COLUMNS = [
 def categories(rules: Rules) -> list[str]:
     """The level-1 categories of the rules, in seed 000's column order (categorize.yaml's groups), one the seed
     did not have after these in the file's order, then `other`."""
-    order = {c: i for i, c in enumerate(groups_of(rules).seed_000_columns)}
+    order = {c: i for i, c in enumerate(rules.groups.seed_000_columns)}
     return sorted(rules.categories, key=lambda c: order.get(c, len(order))) + [OTHER]
 
 

@@ -15,7 +15,6 @@ from rpcprof.analyze.breakdowns import round_breakdowns
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.mechanism import kernel_figures
-from rpcprof.analyze.rules_file import groups_of
 from rpcprof.analyze.whatif import Round, WhatIf, predict, solve_writes
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles
@@ -72,7 +71,7 @@ def whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost) -> t
     if not all(r.writes for r in got[b][0]):
         raise UserError(f"{run_dir}: {b} made no write syscall in a round: no write to save; name as B the server "
                         "that writes more")
-    return predict(got[b][0], got[a][0], cost, groups_of(rules)), got[a][1] + got[b][1]
+    return predict(got[b][0], got[a][0], cost, rules.groups), got[a][1] + got[b][1]
 
 
 def verdict(w: WhatIf, a: str) -> str:
@@ -136,7 +135,7 @@ def render_ratio(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost
     if not ratio > 0:
         raise UserError(f"--ratio must be a positive number, e.g. 9.5 (got {ratio:g})")
     got = both_rounds(run_dir, rules, a, b)
-    s = solve_writes(got[b][0], got[a][0], cost, ratio, groups_of(rules))
+    s = solve_writes(got[b][0], got[a][0], cost, ratio, rules.groups)
     value, low, high = s.requests_per_write
     w = s.writes
     line = (f"{b} at ^{ratio:g} over {a}: {s.target_cpu:.2f} CPU µs/req, which the model gives at {w.value:.3f} "
