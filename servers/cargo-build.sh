@@ -16,10 +16,10 @@
 # (calibration, rust_pajamax, rust_tonic): cargo would take a same-named crate of another checkout,
 # compiled from other sources, as fresh. After a build, a cache that has not yet seen CRATE's dependencies
 # is saved from ../target.
-# The own crate's binary is kept instead, as .../cargo/bin/CRATE-OWN, OWN a hash of KEY and of every file
-# of the crate's folder and of ../proto (its sources, build.rs, Cargo.toml): a checkout whose binary is
-# missing takes the one built from the same sources, and a binary built from the sources as they are
-# (../target/release/.CRATE.own holds its OWN) is not built again.
+# The own crate's binary is kept instead (../build-cache.sh), under KEY and a hash of every file of the
+# crate's folder and of ../proto (its sources, build.rs, Cargo.toml): a checkout whose binary is missing
+# takes the one built from the same sources, and a binary built from the sources as they are is not built
+# again.
 # Without HOME (nor RPCPROF_CARGO_CACHE) nothing is cached.
 set -eu
 crate="$1"
@@ -28,34 +28,22 @@ own="calibration rust_pajamax rust_tonic"
 root="${RPCPROF_CARGO_CACHE:-${HOME:+$HOME/.cache/rpcprof/cargo}}"
 key=$( { cat ../calibration/Cargo.lock ../rust_pajamax/Cargo.lock ../rust_tonic/Cargo.lock \
          ../.cargo/config.toml "$0"; rustc -vV; } | sha256sum | cut -c1-16)
-own_key=$( { echo "$key"; find . ../proto -path ./target -prune -o -type f -print | LC_ALL=C sort |
-             xargs sha256sum; } | sha256sum | cut -c1-16)
-bin="$target/release/$crate"
-stamp="$target/release/.$crate.own"
-[ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$own_key" ] && exit 0
-if [ -n "$root" ]; then
-  cache="$root/$key"
-  if [ -x "$root/bin/$crate-$own_key" ]; then
-    mkdir -p "$target/release"
-    cp "$root/bin/$crate-$own_key" "$bin"
-    echo "$own_key" > "$stamp"
-    exit 0
-  fi
-  if [ ! -d "$target/release/deps" ] && [ -d "$cache/release" ]; then
+# shellcheck source=servers/build-cache.sh
+. ../build-cache.sh
+cache="${root:+$root/$key}"
+
+build() {
+  if [ -n "$root" ] && [ ! -d "$target/release/deps" ] && [ -d "$cache/release" ]; then
     mkdir -p "$target/release" "$root"
     ( flock -s 9; cp -a "$cache/release/." "$target/release/" ) 9>"$root/.lock"
   fi
-fi
-cargo build --release --locked
-echo "$own_key" > "$stamp"
-if [ -n "$root" ] && [ ! -x "$root/bin/$crate-$own_key" ]; then
-  mkdir -p "$root/bin"
-  tmp_bin=$(mktemp "$root/bin/.$crate-XXXXXX")
-  cp "$bin" "$tmp_bin"
-  chmod 755 "$tmp_bin"
-  mv "$tmp_bin" "$root/bin/$crate-$own_key"      # one rename: whole or absent
-fi
-if [ -n "$root" ] && [ ! -e "$cache/.has-$crate" ]; then
+  cargo build --release --locked
+  built=1
+}
+
+built=
+cached_build "$target/release/$crate" "$crate-$( { echo "$key"; files_key . ../proto; } | sha256sum | cut -c1-16)" build
+if [ -n "$built" ] && [ -n "$root" ] && [ ! -e "$cache/.has-$crate" ]; then
   # save the dependencies, not the servers' own crates, marked with the crates whose dependencies they
   # hold: those built in ../target (their binaries are there)
   mkdir -p "$root"
@@ -63,8 +51,8 @@ if [ -n "$root" ] && [ ! -e "$cache/.has-$crate" ]; then
   trap 'rm -rf "$tmp"' EXIT
   cp -a "$target/release" "$tmp/release"
   for c in $own; do
-    rm -rf "$tmp/release/$c" "$tmp/release/.$c.own" "$tmp/release/$c.d" "$tmp/release/deps/$c-"* "$tmp/release/.fingerprint/$c-"* \
-      "$tmp/release/build/$c-"* "$tmp/release/incremental/$c-"*
+    rm -rf "$tmp/release/$c" "$tmp/release/$c.key" "$tmp/release/$c.d" "$tmp/release/deps/$c-"* \
+      "$tmp/release/.fingerprint/$c-"* "$tmp/release/build/$c-"* "$tmp/release/incremental/$c-"*
   done
   for c in $own; do
     if [ -e "$target/release/$c" ]; then touch "$tmp/.has-$c"; fi
