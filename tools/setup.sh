@@ -142,6 +142,11 @@ uv_home="${RPCPROF_UV_HOME:-${HOME:+$HOME/.cache/rpcprof/uv-$UV_VERSION}}"
 [[ -n $uv_home ]] || uv_home="$RPCPROF_ROOT/.uv-$UV_VERSION"
 uv="$uv_home/bin/uv"
 export UV_PYTHON_DOWNLOADS=never       # the system's python3, never one uv would download
+# uv reads none of pip's configuration: what this machine gives pip (a certificate bundle, a timeout, a folder
+# of wheels) is given to uv too, unless uv's own is set
+[[ -n ${PIP_CERT:-} && -z ${SSL_CERT_FILE:-} ]] && export SSL_CERT_FILE=$PIP_CERT
+[[ -n ${PIP_DEFAULT_TIMEOUT:-} && -z ${UV_HTTP_TIMEOUT:-} ]] && export UV_HTTP_TIMEOUT=$PIP_DEFAULT_TIMEOUT
+[[ -d ${PIP_FIND_LINKS:-/nonexistent} && -z ${UV_FIND_LINKS:-} ]] && export UV_FIND_LINKS=$PIP_FIND_LINKS
 if [[ ! -x $uv ]]; then
   missing+=("uv $UV_VERSION")
   if ((!check_only)); then
