@@ -33,7 +33,7 @@
 #       constraints.txt (every transitive version pinned too), installed by uv (PyPI, pinned), and rpcprof
 #       itself (editable, pyproject.toml); with --for-tests, shellcheck (Debian) for the shell scripts' lint and chromium
 #       (Debian) for the headless test of report.html; rpcprof_core, the compiled core called in process
-#       (tools/core: pip with maturin 1.16, pyo3 0.30 and flate2 1.1, pinned; linked to the system's zlib:
+#       (tools/core: a wheel built by uv with maturin 1.16, pyo3 0.30 and flate2 1.1, pinned; linked to the system's zlib:
 #       Debian zlib1g-dev and pkg-config), into the virtualenv; with --for-tests, rpcprof-otelcol (an OpenTelemetry Collector
 #       v0.165.0: OTLP receiver and exporters, contrib's file exporter) and rpcprof-profile-read
 #       (google/pprof's profile package, the Collector's pdata/pprofile), go build of tools/collector,
@@ -162,7 +162,7 @@ if [[ ! -x $uv ]]; then
 fi
 
 # --- Python virtualenv --------------------------------------------------------------
-# The stamp holds a hash of the requirement files: pip runs again only when they change.
+# The stamp holds a hash of the requirement files: uv installs again only when they change.
 req_hash=$(cat requirements.txt constraints.txt servers/requirements-python.txt pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 stamp="$RPCPROF_VENV/.rpcprof-requirements"
 if [[ ! -x $RPCPROF_VENV/bin/python || $(cat "$stamp" 2>/dev/null) != "$req_hash" ]]; then
@@ -179,7 +179,7 @@ fi
 
 # --- rpcprof_core (maturin) -----------------------------------------------------------
 # rpcprof's compiled core (tools/core: pprof, OTLP and speedscope writers, the folded reader), a Python extension
-# module called in process, built into the virtualenv by pip with maturin (PyPI) and pyo3 (crates.io, Cargo.lock):
+# module called in process, built into a wheel by uv with maturin (PyPI) and pyo3 (crates.io, Cargo.lock):
 # again when its source changes (the stamp holds a hash of it)
 core_hash=$(cat tools/core/Cargo.toml tools/core/Cargo.lock tools/core/pyproject.toml tools/core/src/*.rs | sha256sum | cut -c1-16)
 core_stamp="$RPCPROF_VENV/.rpcprof-core"
