@@ -110,12 +110,8 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
     # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
     # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
     # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).
-    # The first figure is saved before it is checked, so a chart whose legend fits is drawn as it always was.
     with matplotlib.rc_context(STYLE):
         fig = draw(ncols)
-        with warnings.catch_warnings():     # a legend too wide is judged by _fits just below
-            warnings.filterwarnings("ignore", message="constrained_layout not applied")
-            svg = svg_of(fig)
         if ncols > 1 and not _fits(fig):
             # a first guess from the widths of that legend and of the axes laid out without it, then fewer
             ax = next(a for a in fig.axes if a.get_legend())
@@ -127,5 +123,4 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
             while ncols > 1 and not _fits(fig):
                 ncols -= 1
                 fig = draw(ncols)
-            svg = svg_of(fig)
-    return svg
+        return svg_of(fig)
