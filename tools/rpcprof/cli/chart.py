@@ -7,14 +7,13 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import output_for, rules_option, runs_dir_option, show
-from rpcprof.cli.report_options import app_option, grouping_options
+from rpcprof.cli.report_options import app_option, grouping_options, svg_output_option
 from rpcprof.rundir import inputs_of, resolve
 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="SVG file to write.")
+@svg_output_option
 @rules_option
 @app_option
 @grouping_options

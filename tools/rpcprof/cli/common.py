@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from functools import reduce
+from pathlib import Path
 
 import click
-
-from pathlib import Path
 
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
 from rpcprof.paths import RULES_PATH, RUNS_DIR
@@ -42,11 +42,7 @@ def requests_option(how_many: str):
 
 def stacked(*options):
     """One decorator of several click options, given in the order --help lists them."""
-    def decorate(f):
-        for option in reversed(options):
-            f = option(f)
-        return f
-    return decorate
+    return lambda f: reduce(lambda g, option: option(g), reversed(options), f)
 
 
 def otlp_options(what: str):
@@ -156,19 +152,16 @@ def run_click(group: click.Group, args: list[str] | None = None) -> None:
     catch_interrupts()
     try:
         group(args=args, prog_name=group.name, standalone_mode=False)
-    except click.UsageError as e:
-        hint = f" (try '{e.ctx.command_path} --help')" if e.ctx else ""
+    except click.ClickException as e:          # a usage error names the command's --help
+        hint = f" (try '{e.ctx.command_path} --help')" if getattr(e, "ctx", None) else ""
         click.echo(f"{group.name}: error: {terminal(e.format_message())}{hint}", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(e.exit_code)
     except UserError as e:
         click.echo(f"{group.name}: error: {terminal(e)}", err=True)
         sys.exit(e.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo(f"{group.name}: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except click.ClickException as e:
-        click.echo(f"{group.name}: error: {terminal(e.format_message())}", err=True)
-        sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except BrokenPipeError:

@@ -7,14 +7,13 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import format_option, output_for, requests_option, rules_given, rules_option, show
-from rpcprof.cli.report_options import app_option, command_line
+from rpcprof.cli.report_options import app_option, command_line, svg_output_option, title_option
 
 
 @click.command()
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="SVG file to write.")
+@svg_output_option
 @click.option("--normalize", "mode", type=click.Choice(["share", "per-request", "absolute"]), default="share",
               show_default=True,
               help="share: shares of samples (without rounds, A scaled to B's total); per-request: CPU µs per request "
@@ -22,7 +21,7 @@ from rpcprof.cli.report_options import app_option, command_line
                    "absolute: samples as counted. With rounds, B−A is tested in the mode chosen.")
 @click.option("--no-normalize", is_flag=True, help="The same as --normalize absolute.")
 @click.option("--per-request", is_flag=True, help="The same as --normalize per-request.")
-@click.option("--title", default=None, help="Title (default: this command line).")
+@title_option
 @rules_option
 @app_option
 @requests_option("twice, A's then B's, when A and B are profiles without a run folder")

@@ -28,13 +28,8 @@ def results(sweep_dir, output, stall, rules_path, runs_dir):
     for folder in stall:
         load_run(folder)
     command = generator_command("results", sweep_dir, output=output,
-                                options=(*(("--stall", r) for r in stall), *rules_flag(rules_path)))
+                                options=(*(("--stall", r) for r in stall), ("--rules", rules_given(rules_path))))
     write_document(build_results(sweep_dir, load_rules(rules_path), command, tuple(stall)), output, sweep_dir, *stall)
-
-
-def rules_flag(rules_path) -> tuple:
-    """--rules for a regenerating command line, when it is not the default rules file."""
-    return (("--rules", Path(rules_path)),) if rules_given(rules_path) else ()
 
 
 def write_document(text: str, output: Path | None, *sources: Path) -> None:
@@ -70,6 +65,6 @@ def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
     for folder in [first, *others, *seed_002]:
         load_run(folder)
     command = generator_command("seeds", first, output=output, options=(
-        *(("--also", a) for a in others), *(("--seed-002", r) for r in seed_002), *rules_flag(rules_path)))
+        *(("--also", a) for a in others), *(("--seed-002", r) for r in seed_002), ("--rules", rules_given(rules_path))))
     write_document(build_seeds(first, load_rules(rules_path), others, seed_002, command), output,
                    first, *others, *seed_002)

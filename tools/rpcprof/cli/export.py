@@ -7,10 +7,9 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import otlp_options, rules_option, show
-from rpcprof.cli.report_options import app_for, app_option
+from rpcprof.cli.report_options import app_for, app_option, with_app
 from rpcprof.errors import UserError
 from rpcprof.report.export import FORMATS as EXPORT_FORMATS
-from rpcprof.rundir import RESULT_FILE
 
 
 @click.command()
@@ -35,8 +34,7 @@ def export(profile, fmt, out, otlp_endpoint, otlp_timeout, rules_path, app):
     if otlp_endpoint and fmt != "otlp":
         raise UserError(f"--otlp-endpoint sends an OTLP profile: give --format otlp, not {fmt}")
     to = endpoint(otlp_endpoint) if otlp_endpoint else None
-    rules = load_rules(rules_path).with_app(app or app_for(profile), "--app" if app else RESULT_FILE)
-    n = export_profile(profile, rules, fmt, out, app or app_for(profile))
+    n = export_profile(profile, with_app(load_rules(rules_path), app, profile), fmt, out, app or app_for(profile))
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
     if to:
         push_file(out, to, otlp_timeout)

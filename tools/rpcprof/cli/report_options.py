@@ -9,7 +9,7 @@ import click
 
 from rpcprof.analyze.rules import LEVELS, VIEWS
 from rpcprof.cli.common import format_option, runs_dir_option, stacked
-from rpcprof.rundir import read_server_result
+from rpcprof.rundir import RESULT_FILE, read_server_result
 
 
 # --level 1|2 and --view category|tax: which grouping of the samples a report shows
@@ -43,6 +43,17 @@ def app_for(folded: Path) -> str | None:
     carried = app_carried(folded)
     result = None if carried else read_server_result(Path(folded).parent)
     return carried or (result.figures.get("app") if result else None)
+
+
+def with_app(rules, app: str | None, folded: Path):
+    """rules with --app, else with the app pattern of folded (app_for), each named where it comes from."""
+    return rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+
+
+# -o FILE of a command that draws an SVG, and --title
+svg_output_option = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+                                 help="SVG file to write.")
+title_option = click.option("--title", default=None, help="Title (default: this command line).")
 
 
 def command_line(*parts: str | None, **options) -> str:

@@ -7,29 +7,27 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import output_for, rules_given, rules_option, show
-from rpcprof.cli.report_options import app_for, app_option, command_line, grouping_options
+from rpcprof.cli.report_options import (app_option, command_line, grouping_options, svg_output_option, title_option,
+                                        with_app)
 from rpcprof.report.flamegraph import render_flamegraph, subtitle_for_run
-from rpcprof.rundir import RESULT_FILE, run_of_folded
+from rpcprof.rundir import run_of_folded
 
 
 @click.command()
 @click.argument("folded", type=click.Path(path_type=Path))
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="SVG file to write.")
-@click.option("--title", default=None, help="Title (default: this command line).")
+@svg_output_option
+@title_option
 @rules_option
 @app_option
 @grouping_options
 def svg(folded, out, title, rules_path, app, level, view):
     """Annotated flame graph of FOLDED: frames coloured by category, legend, figures of its run."""
     output_for(out, folded)
-    rules = load_rules(rules_path).using(level, view)
-    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+    rules = with_app(load_rules(rules_path).using(level, view), app, folded)
     run = run_of_folded(folded)
     subtitle = subtitle_for_run(*run) if run else (lambda samples: f"{folded.name} · {samples:,} samples")
     title = title or command_line("svg", str(folded), "-o", str(out), **{
         "--app": app, "--rules": rules_given(rules_path), "--level": level if level != 1 else None,
         "--view": view if view != "category" else None})
-    countname = "µs" if view == "waits" else "samples"
-    render_flamegraph(folded, r, out, title, subtitle, countname)
+    render_flamegraph(folded, rules, out, title, subtitle, "µs" if view == "waits" else "samples")
     show(f"report.py: wrote {out}\n", err=True)

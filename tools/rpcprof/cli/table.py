@@ -8,9 +8,8 @@ import click
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import format_option, requests_option, rules_option, show
-from rpcprof.cli.report_options import app_for, app_option, grouping_options
+from rpcprof.cli.report_options import app_option, grouping_options, with_app
 from rpcprof.report.tables import render
-from rpcprof.rundir import RESULT_FILE
 
 
 @click.command()
@@ -28,7 +27,7 @@ def table(folded, rules_path, app, requests, level, view, fmt):
     rules = load_rules(rules_path).using(level, view)
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):
-        b = categorize_file(path, rules.with_app(app or app_for(path), "--app" if app else RESULT_FILE), keep_frames=False)
+        b = categorize_file(path, with_app(rules, app, path), keep_frames=False)
         row = {"profile": str(path), "samples": b.samples}
         row.update({c: 100 * b.share(c) for c in rules.all_categories})
         if n:

@@ -8,10 +8,9 @@ import click
 from rpcprof.analyze.categorize import OTHER, load_rules
 from rpcprof.analyze.stack_walk import categorize_file
 from rpcprof.cli.common import format_option, requests_option, rules_option, show
-from rpcprof.cli.report_options import app_for, app_option, grouping_options
+from rpcprof.cli.report_options import app_option, grouping_options, with_app
 from rpcprof.errors import UserError
 from rpcprof.report.tables import render
-from rpcprof.rundir import RESULT_FILE
 
 
 @click.command()
@@ -33,7 +32,7 @@ def top(folded, category, limit, rules_path, app, requests, level, view, fmt):
     if category not in rules.all_categories:
         raise UserError(f"--category {category!r}: choose one of {', '.join(rules.all_categories)}")
     (n,) = requests_per_profile(requests, [folded])
-    r = rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+    r = with_app(rules, app, folded)
     b = categorize_file(folded, r)
     us = cpu_us_per_req(folded, weight_unit(folded), b.total, n) if n else None
     rows = []

@@ -23,13 +23,12 @@ def source_path(folder: Path | str) -> str:
 
 
 def generator_command(command: str, *parts: Path | str, output: Path | None = None,
-                      options: tuple[tuple[str, str], ...] = ()) -> str:
-    """The report.py command line that regenerates a document, with its paths as source_path gives them."""
+                      options: tuple[tuple[str, Path | str | None], ...] = ()) -> str:
+    """The report.py command line that regenerates a document, with its paths as source_path gives them (an
+    option without a value left out)."""
     argv = ["report.py", command, *(source_path(p) for p in parts)]
-    for flag, value in options:
-        argv += [flag, source_path(value) if isinstance(value, Path) else value]
-    if output:
-        argv += ["-o", source_path(output)]
+    for flag, value in (*options, ("-o", output)):
+        argv += [flag, source_path(Path(value))] if value else []
     return shlex.join(argv)
 
 
