@@ -266,6 +266,11 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
             raise damaged(f"{what} is string {i}, beyond its string table of {len(strings)}")
         return strings[i]
 
+    def defined(table: dict, key: int, what: str):
+        if key not in table:
+            raise damaged(f"{what} {key}, which it does not define")
+        return table[key]
+
     if not profile.sample_type:
         raise UserError(f"{path}: not a pprof profile: it declares no sample type; give a CPU profile "
                         "(e.g. /debug/pprof/profile?seconds=N)")
@@ -281,19 +286,14 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
     index = types.index(chosen)
 
     mappings = {m.id: string(m.filename, f"mapping {m.id}'s file name") for m in profile.mapping}
-    functions = {}
-    for f in profile.function:
-        name = (string(f.name, f"function {f.id}'s name") or string(f.system_name, f"function {f.id}'s system name")
-                or "[unknown]")
-        functions[f.id] = name.translate(FOLDABLE)
+    functions = {f.id: (string(f.name, f"function {f.id}'s name")
+                        or string(f.system_name, f"function {f.id}'s system name") or "[unknown]").translate(FOLDABLE)
+                 for f in profile.function}
     locations = {}
     for loc in profile.location:
         mapping = mappings.get(loc.mapping_id, "")
-        frames = []
-        for line in loc.line:                   # leaf first: the inlined function, then its caller
-            if line.function_id not in functions:
-                raise damaged(f"location {loc.id} names function {line.function_id}, which it does not define")
-            frames.append(functions[line.function_id])
+        # leaf first: the inlined function, then its caller
+        frames = [defined(functions, line.function_id, f"location {loc.id} names function") for line in loc.line]
         if not frames:
             frames = [f"[{Path(mapping).name}]" if Path(mapping).name else "[unknown]"]
         if mapping == KERNEL_MAPPING:
@@ -312,12 +312,7 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
             raise damaged(f"sample {k}'s value {value} is 10^15 or more, more than any profile's weight")
         if not value:
             continue
-        leaf_first = []
-        for loc in sample.location_id:
-            frames = locations.get(loc)
-            if frames is None:
-                raise damaged(f"sample {k} names location {loc}, which it does not define")
-            leaf_first.extend(frames)
+        leaf_first = [f for loc in sample.location_id for f in defined(locations, loc, f"sample {k} names location")]
         key = tuple(reversed(leaf_first)) or ("[unknown]",)
         merged[key] = merged.get(key, 0) + value
     if not merged:

@@ -55,8 +55,12 @@ def tables(root: Path) -> list[tuple[str, str, list[str]]]:
     return _blocks(root, TABLE)
 
 
-def _report(root: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(root / "report.py"), *argv], cwd=cwd, capture_output=True, text=True)
+def _report(root: Path, argv: list[str], cwd: Path, what: str) -> tuple[str, str | None]:
+    """(what report.py ARGV prints in cwd, None), or ("", `WHAT failed: the last line of its errors`)."""
+    done = subprocess.run([sys.executable, str(root / "report.py"), *argv], cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        return "", f"{what} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
+    return done.stdout, None
 
 
 def document_problem(root: Path, name: str) -> str | None:
@@ -68,12 +72,10 @@ def document_problem(root: Path, name: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="rpcprof-publish-") as tmp:
         (Path(tmp) / "docs").mkdir()
         (Path(tmp) / "docs" / "data").symlink_to(root / "docs" / "data")
-        done = _report(root, argv[1:], Path(tmp))
-        if done.returncode != 0:
-            return f"{name}: `{shlex.join(argv)}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-        if (Path(tmp) / name).read_bytes() != doc.read_bytes():
-            return f"{name}: differs from what docs/data gives: run `{shlex.join(argv)}` and review the diff"
-    return None
+        _, problem = _report(root, argv[1:], Path(tmp), f"{name}: `{shlex.join(argv)}`")
+        if problem or (Path(tmp) / name).read_bytes() == doc.read_bytes():
+            return problem
+    return f"{name}: differs from what docs/data gives: run `{shlex.join(argv)}` and review the diff"
 
 
 def _printed(root: Path, page: str, command: str, extra: list[str]) -> tuple[str, str | None]:
@@ -81,10 +83,7 @@ def _printed(root: Path, page: str, command: str, extra: list[str]) -> tuple[str
     argv = shlex.split(command)
     if not any(a.startswith("docs/data/") for a in argv):
         return "", f"{page}: `{command}` reads no published folder"
-    done = _report(root, [*argv[1:], *extra], root)
-    if done.returncode != 0:
-        return "", f"{page}: `{command}` failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}"
-    return done.stdout, None
+    return _report(root, [*argv[1:], *extra], root, f"{page}: `{command}`")
 
 
 def quote_problem(root: Path, page: str, command: str, lines: list[str]) -> str | None:
