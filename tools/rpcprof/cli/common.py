@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rpcprof.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError  # noqa: F401
+from rpcprof.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, UserError
 from rpcprof.paths import RULES_PATH, RUNS_DIR
 from rpcprof.report.otlp_push import FORMS as OTLP_FORMS, OTLP_TIMEOUT_S
 from rpcprof.report.tables import FORMATS

@@ -8,6 +8,7 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import document_options, output_for, rules_given, show
+from rpcprof.documents.provenance import generator_command
 from rpcprof.report.text import terminal_lines
 from rpcprof.rundir import inputs_of, load_run, load_sweep, resolve, write_text
 
@@ -20,7 +21,6 @@ from rpcprof.rundir import inputs_of, load_run, load_sweep, resolve, write_text
 @document_options("docs/results.md")
 def results(sweep_dir, output, stall, rules_path, runs_dir):
     """The results document of a sweep: table, per-request explanation, seed figures beside them."""
-    from rpcprof.documents.provenance import generator_command
     from rpcprof.documents.results import build_results
     sweep_dir = resolve(sweep_dir, runs_dir)
     load_sweep(sweep_dir)
@@ -58,7 +58,6 @@ def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
     eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """
-    from rpcprof.documents.provenance import generator_command
     from rpcprof.documents.seeds import build_seeds
     first, others = resolve(run_dir, runs_dir), [resolve(a, runs_dir) for a in also]
     seed_002 = [resolve(r, runs_dir) for r in seed_002]
