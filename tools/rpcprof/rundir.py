@@ -19,8 +19,8 @@ import errno
 import json
 import os
 import re
-from contextlib import contextmanager
-from dataclasses import asdict
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rpcprof import schema
@@ -143,11 +143,9 @@ def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")[:80] or "run"
     for i in range(1, 1000):
         path = base / (f"{stamp}-{safe}" if i == 1 else f"{stamp}-{safe}-{i}")
-        try:
+        with suppress(FileExistsError):
             path.mkdir()
             return path
-        except FileExistsError:
-            continue
     raise UserError(f"could not create a run folder under {base}")
 
 
@@ -176,11 +174,10 @@ def server_path(run_dir: Path, name: str, k: int = 1) -> Path:
     return Path(run_dir) / name if k == 1 else old if old.is_dir() else Path(run_dir) / name / f"round-{k}"
 
 
+@dataclass(eq=False)                # compared and hashed by identity
 class RunFolder:
     """One run folder being written: its manifest, its metrics, and each server's files."""
-
-    def __init__(self, path: Path):
-        self.path = path
+    path: Path
 
     @classmethod
     def create(cls, label: str, base: Path = RUNS_DIR) -> "RunFolder":
