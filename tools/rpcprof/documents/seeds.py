@@ -151,13 +151,11 @@ def switch_leaf_note(event: str | None, shares: dict[str, float]) -> list[str]:
 
 
 def spearman(xs: list[float], ys: list[float]) -> float | None:
-    """Spearman's rank correlation (average ranks for ties); None for fewer than 3 points."""
-    if len(xs) < 3:
+    """Spearman's rank correlation (average ranks for ties); None for fewer than 3 points or a constant side."""
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None
-    from scipy.stats import rankdata     # imported here, for --also's section only (scipy.stats takes seconds)
-    rx, ry = rankdata(xs) - (len(xs) + 1) / 2, rankdata(ys) - (len(ys) + 1) / 2
-    vx, vy = float(rx @ rx), float(ry @ ry)
-    return float(rx @ ry) / (vx * vy) ** 0.5 if vx and vy else None
+    from scipy.stats import spearmanr     # imported here, for --also's section only (scipy.stats takes seconds)
+    return float(spearmanr(xs, ys).statistic)
 
 
 def other_setups_section(runs: list[Path]) -> list[str]:
