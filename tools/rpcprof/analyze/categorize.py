@@ -20,8 +20,7 @@ from __future__ import annotations
 
 # One engine: stack_walk's walk over a stack's text, for a file read by the compiled core (categorize_file) and for
 # stacks held in memory (categorize, group_of) alike. The rules, the reader and the breakdown are importable from here.
-from rpcprof.analyze.breakdown import Breakdown  # noqa: F401
-from rpcprof.analyze.rules import OTHER, Rules, normalize_frame, strip_generics  # noqa: F401
+from rpcprof.analyze.rules import OTHER, Breakdown, Rules, normalize_frame, strip_generics  # noqa: F401
 from rpcprof.analyze.rules_file import check_examples, load_rules  # noqa: F401
 from rpcprof.analyze.stack_walk import categorize, categorize_file, group_of  # noqa: F401
 from rpcprof.folded import open_folded, read_folded  # noqa: F401

@@ -22,17 +22,16 @@ import statistics
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from rpcprof.analyze.significance import t_quantile
 from rpcprof.records import round_of, round_rows, rounds_asked
 
 
 @lru_cache(maxsize=None)
 def t975(df: int) -> float:
-    """Student's t 0.975 quantile (scipy.special.stdtrit, what scipy.stats.t.ppf computes) to three decimals,
-    as a t table gives it."""
+    """Student's t 0.975 quantile to three decimals, as a t table gives it."""
     if df < 1:
         raise ValueError("a t interval needs at least two pairs")
-    from scipy.special import stdtrit   # imported here, when a statistic is computed (scipy.stats takes seconds)
-    return round(float(stdtrit(df, 0.975)), 3)
+    return round(t_quantile(df, 0.95), 3)
 
 
 @dataclass(frozen=True)

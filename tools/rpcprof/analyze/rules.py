@@ -1,14 +1,12 @@
 """The rule set of categorize.yaml as the analysis uses it: rules, the groupings they define (level-1
-categories, level-2 sub-categories, the tax and waits views), and the walk that classifies a stack.
-
-Semantics (also in categorize.yaml's header): walk each stack from the leaf toward the root; the first
-frame that matches a rule decides; no match at all is `other`. Within one frame, the category listed
-first in the file wins. The other groupings are described in rpcprof.analyze.categorize. The file is
-read and validated in rpcprof.analyze.rules_file.
+categories, level-2 sub-categories, the tax and waits views: rpcprof.analyze.categorize says how a stack is
+grouped), and a profile's Breakdown. The file is read and validated in rpcprof.analyze.rules_file.
 """
 from __future__ import annotations
 
 import colorsys
+import heapq
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -243,6 +241,32 @@ class Rules:
         if self.level == 2 and "/" in group:
             return self.first_rule(frame, f"sub:{self.parent(group)}")
         return self.first_rule(frame, "category")
+
+
+@dataclass
+class Breakdown:
+    """A profile's weights per group of the rules' grouping, and per deciding frame (for `top`)."""
+    weights: dict[str, int]
+    total: int
+    samples: int
+    by_frame: dict[str, dict[str, int]]     # category -> deciding frame -> weight
+    stacks: int
+
+    def share(self, category: str) -> float:
+        return self.weights.get(category, 0) / self.total if self.total else math.nan
+
+    def top_frames(self, category: str, limit: int) -> list[tuple[str, int]]:
+        """The limit (frame, weight) of category with the most weight, ties by name (a fleet's profile can
+        hold a million: none is sorted beyond them)."""
+        frames = self.by_frame.get(category, {})
+        if limit <= 0 or not frames:
+            return []
+        # heapq.nsmallest(limit, items, key=(-weight, name)) without a key call per frame: the limit-th largest
+        # weight, the frames above it by that order, then the ties at it by name
+        least = heapq.nlargest(limit, frames.values())[-1]
+        above = sorted([(f, w) for f, w in frames.items() if w > least], key=lambda kv: (-kv[1], kv[0]))
+        ties = heapq.nsmallest(limit - len(above), [f for f, w in frames.items() if w == least])
+        return above + [(f, least) for f in ties]
 
 
 def shade(color: str, i: int, n: int) -> str:

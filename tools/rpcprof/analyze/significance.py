@@ -42,16 +42,14 @@ def t_two_sided_p(t: float, df: float) -> float:
         return 1.0
     if math.isinf(t):
         return 0.0
-    # scipy.special's stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing scipy.stats
-    # (seconds on a loaded host, where scipy.special takes a fraction of that), imported when first used
+    # scipy.special's stdtr and stdtrit are scipy.stats.t's sf and ppf without importing scipy.stats (seconds)
     from scipy.special import stdtr
     return float(2 * stdtr(df, -abs(t)))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
-    """The t with P(|T| <= t) = level (two-sided); fractional degrees of freedom rounded (to 0.01 up to 30,
-    then to whole numbers: the quantile moves by less than 1e-3 in either step), so that every box of a
-    graph shares a few values."""
+    """The t with P(|T| <= t) = level (two-sided); df rounded (to 0.01 up to 30, then to whole numbers: the
+    quantile moves by less than 1e-3) so that every box of a graph shares a few values."""
     return _t_quantile(round(df, 2) if df <= 30 else float(round(df)), level)
 
 
@@ -133,10 +131,8 @@ def _p(mean: float, se: float, df: float) -> float:
 
 
 def sampling_variance(share: float, samples: int, scale: float) -> float:
-    """The variance of a figure (share × scale) from sampling alone: binomial, share (1 − share) / samples.
-    With 3-5 rounds the spread across rounds can come out near 0 by chance (a frame with one sample in
-    every round of B and none in A), and a t test would then call any difference certain; the spread
-    the samples themselves must have is the floor under it."""
+    """The variance of a figure (share × scale) from sampling alone, share (1 − share) / samples: the floor
+    under the spread across rounds (the module's docstring says why)."""
     return scale * scale * share * (1 - share) / samples if samples else 0.0
 
 
@@ -185,12 +181,11 @@ class FrameTree:
             for name in frames:
                 child = self.children[node].get(name)
                 if child is None:
-                    child = len(self.names)
+                    child = self.children[node][name] = len(self.names)
                     self.names.append(name)
                     self.parents.append(node)
                     self.children.append({})
                     self.weights.append({})
-                    self.children[node][name] = child
                 node = child
                 self.weights[node][profile] = self.weights[node].get(profile, 0) + w
 
@@ -229,9 +224,8 @@ def frame_tests(tree: FrameTree, a: dict, b: dict, paired: bool, nodes, q: float
         g = gap(figures[0][0], figures[1][0], paired, figures[0][1], figures[1][1])
         if g.p is not None:
             tests.append(FrameTest(node, g))
-    pvalues = [t.gap.p for t in tests]
-    for t, found, adjusted in zip(tests, benjamini_hochberg(pvalues, q), bh_adjusted(pvalues)):
-        t.discovery, t.q = found, adjusted
+    for t, adjusted in zip(tests, bh_adjusted([t.gap.p for t in tests])):
+        t.discovery, t.q = adjusted <= q, adjusted
     return tests
 
 

@@ -21,10 +21,9 @@ from contextvars import ContextVar
 from math import gcd
 from pathlib import Path
 
-from rpcprof.analyze.breakdown import Breakdown
 from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import LeafFilter, leaf_filter
-from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
+from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Breakdown, Rules, remember
 from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
@@ -282,9 +281,7 @@ class Tally:
         weights = self.weights
         weights[group] = weights.get(group, 0) + w
         if self.keep_frames:
-            frames = self.by_frame.get(group)
-            if frames is None:
-                frames = self.by_frame[group] = {}
+            frames = self.by_frame.setdefault(group, {})
             frames[frame] = frames.get(frame, 0) + w
 
     def leaf_filter(self) -> LeafFilter:
