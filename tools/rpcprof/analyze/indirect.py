@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -41,7 +41,7 @@ class Slope:
         return (self.high - self.low) / 2
 
     def as_dict(self) -> dict:
-        return {"slope": self.slope, "low": self.low, "high": self.high, "intercept": self.intercept, "n": self.n}
+        return asdict(self)
 
 
 def slope_interval(xs: Sequence[float], ys: Sequence[float]) -> Slope:

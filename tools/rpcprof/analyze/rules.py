@@ -8,7 +8,7 @@ import colorsys
 import heapq
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -114,27 +114,24 @@ def remember(cache: dict, key, answer):
     return answer
 
 
+@dataclass(eq=False, repr=False)
 class Rules:
     """The validated rule set, in the grouping chosen with `using` (level 1 categories by default; level-2
     sub-categories; the tax or waits view): the groups of that grouping (their names, parents, colours and
     descriptions) and what it says of one frame. A stack's group is stack_walk's walk."""
-
-    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
-                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
-                 tax: View = NO_TAX, level: int = 1, view: str = "category", waits: View = NO_WAITS, groups=None):
-        self.categories = categories
-        self.rules = rules
-        self.source = source
-        self.subcategories = subcategories or {}
-        self.tax = tax                  # the tax view
-        self.waits = waits              # the waits view
-        self.level = level
-        self.view = view
-        self.category_colors = colors
-        self.category_descriptions = descriptions
-        self.groups = groups            # how the reports group and order the categories (rules_file.Groups)
-        self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
-        self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
+    categories: list[str]
+    category_colors: dict[str, str]
+    category_descriptions: dict[str, str]
+    rules: list[Rule]
+    source: str
+    subcategories: dict[str, list[str]] = field(default_factory=dict)
+    tax: View = NO_TAX                  # the tax view
+    level: int = 1
+    view: str = "category"
+    waits: View = NO_WAITS              # the waits view
+    groups: object = None               # how the reports group and order the categories (rules_file.Groups)
+    _sets: dict[str, RuleSet] = field(default_factory=dict, init=False)     # question -> its rules in one automaton
+    _copies: dict[tuple, Rules] = field(default_factory=dict, init=False)   # using's and with_app's copies
 
     def groups_of(self, category: str) -> list[str]:
         """Level-2 groups of a category, in file order, `CATEGORY/other` last; [category] if unsplit."""
@@ -178,9 +175,7 @@ class Rules:
         return self.category_descriptions
 
     def _copy(self, **changes) -> "Rules":
-        copy = Rules(self.categories, self.category_colors, self.category_descriptions, self.rules, self.source,
-                     self.subcategories, self.tax, self.level, self.view, self.waits, self.groups)
-        copy.__dict__.update(changes)
+        copy = replace(self, **changes)
         if copy.rules is self.rules:
             copy._sets = self._sets          # the same rules: the automata compiled so far serve both
         return copy

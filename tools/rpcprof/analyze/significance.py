@@ -140,8 +140,7 @@ def gap(a: dict[int, float], b: dict[int, float], paired: bool, var_a: dict[int,
         var_b: dict[int, float] | None = None) -> Gap:
     """B − A of a figure given per round ({round: value}), paired by round or not; var_a, var_b: each
     round's sampling variance, the floor under the variance the test estimates."""
-    fa = statistics.fmean(var_a.values()) if var_a else 0.0
-    fb = statistics.fmean(var_b.values()) if var_b else 0.0
+    fa, fb = (statistics.fmean(v.values()) if v else 0.0 for v in (var_a, var_b))
     if paired:
         return paired_gap(a, b, fa + fb)
     return welch_gap([a[k] for k in sorted(a)], [b[k] for k in sorted(b)], fa, fb)
