@@ -8,7 +8,7 @@ the caller reads the file line by line, so an error names the same line in the s
 are not UTF-8 read as U+FFFD: a block ends at a newline, so no character is cut in two).
 
 LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
-(analyze/rule_set.py's rewriting, each pattern in multi-line mode) over the leaves joined by newlines. A
+(analyze/patterns.py's rewriting, each pattern in multi-line mode) over the leaves joined by newlines. A
 rule's match on a leaf alone is a match on that leaf's line, so a Set that names no rule proves every leaf
 answers no question; when it names one, the caller asks each leaf as before.
 """
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from rpcprof.analyze.rule_set import compile_set, re2_superset
+from rpcprof.analyze.patterns import compile_set, re2_superset
 
 BLOCK = 1 << 21          # bytes read at a time
 # (callers with their last ';', or '' for a stack of one frame; leaf; count), one per well-formed line

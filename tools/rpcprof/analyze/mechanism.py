@@ -170,11 +170,6 @@ def _send(base, other, fa, fb, us_a, us_b, indirect=None) -> Send | None:
     return Send(*writes, False, (us_a / wa, us_b / wb) if wa and wb else None)
 
 
-def _differing(fa, fb, keys) -> list[Differing]:
-    """Each figure of keys that differs between the two servers."""
-    return [Differing(k, fa[k].value, fb[k].value) for k in keys if differs(fa[k].value, fb[k].value)]
-
-
 # the kernel figures that explain a category, by the part it plays in categorize.yaml's groups (the category
 # of the reads, of the waits and switches; the writes' has a model of its own, _send)
 MECHANISM_KEYS = {"reads": ["reads_per_req", "bytes_per_read", "eagain_reads_per_req"],
@@ -222,7 +217,8 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
             f.send = _send(base, other, fa, fb, a_us, b_us, indirect)
             used = SEND_KEYS if f.send else []
         else:
-            f.differing = _differing(fa, fb, keys.get(cat, []))
+            f.differing = [Differing(k, fa[k].value, fb[k].value) for k in keys.get(cat, [])
+                           if differs(fa[k].value, fb[k].value)]
             used = [x.name for x in f.differing]
         f.sources += [{"server": s, "key": fig[k].key, "value": fig[k].value}
                       for k in used for s, fig in ((base, fa), (other, fb))]

@@ -92,18 +92,12 @@ def regime_flags(result: dict) -> list[str]:
     if not result.get("req_per_s"):
         return []
     rows = _rounds(result)
-    flags = []
-    change = _rps_change([r for r in rows if r.get("syscall_window") != "profile"], "syscall_req_per_s")
-    if change:
-        flags.append(f"SYSCALL-REGIME: {change}")
-    parts = ([x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + (_counter_changes(rows) or [])
-             + _own_window_writes(result))
-    if parts:
-        flags.append("PROFILE-REGIME: " + ", ".join(parts))
-    change = _rps_change(rows, "io_req_per_s")
-    if change:
-        flags.append(f"IO-REGIME: {change}")
-    return flags
+    parts = {"SYSCALL-REGIME": [_rps_change([r for r in rows if r.get("syscall_window") != "profile"],
+                                            "syscall_req_per_s")],
+             "PROFILE-REGIME": [_rps_change(rows, "profile_req_per_s"), *(_counter_changes(rows) or []),
+                                *_own_window_writes(result)],
+             "IO-REGIME": [_rps_change(rows, "io_req_per_s")]}
+    return [f"{flag}: " + ", ".join(p for p in found if p) for flag, found in parts.items() if any(found)]
 
 
 def _own_window_writes(result: dict) -> list[str]:

@@ -13,8 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from rpcprof.analyze.patterns import UserRegex
-from rpcprof.analyze.rule_set import RuleSet
+from rpcprof.analyze.patterns import RuleSet, UserRegex
 from rpcprof.errors import UserError
 
 LEVELS = (1, 2)
