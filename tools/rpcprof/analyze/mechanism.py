@@ -206,8 +206,7 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
         if abs(d) < MIN_US or len(out.findings) >= MAX_FINDINGS or covered >= COVER:
             break
         covered += abs(d) / summed
-        a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
-        b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
+        a_us, b_us = (sum(us[s].get(g, 0.0) for g in by_cat[cat]) for s in (base, other))
         subs = sorted((g for g in by_cat[cat] if "/" in g), key=lambda g: -abs(moved[g]))
         f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor,
                     [(g, moved[g]) for g in subs if abs(moved[g]) >= MIN_US][:3],

@@ -106,8 +106,7 @@ def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> 
     if len(d) < 2:
         return Gap(mean, None, None, "paired t", len(d), len(d))
     var, df = _floored(d, floor)
-    se = math.sqrt(var / len(d))
-    return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "paired t", len(d), len(d))
+    return _tested(mean, math.sqrt(var / len(d)), df, "paired t", len(d), len(d))
 
 
 def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: float = 0.0) -> Gap:
@@ -121,13 +120,14 @@ def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: flo
     se = math.sqrt(va + vb)
     # Welch-Satterthwaite; with no spread at all the test has nothing to say beyond the means
     df = min(MAX_DF, (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)) if se else len(a) + len(b) - 2
-    return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "Welch t", len(a), len(b))
+    return _tested(mean, se, df, "Welch t", len(a), len(b))
 
 
-def _p(mean: float, se: float, df: float) -> float:
-    if se == 0:
-        return 1.0 if mean == 0 else 0.0
-    return t_two_sided_p(mean / se, df)
+def _tested(mean: float, se: float, df: float, test: str, n_a: int, n_b: int) -> Gap:
+    """The Gap of a mean difference with standard error se: its interval, and the t test's p (with no spread
+    at all, 1 where the means agree, else 0)."""
+    p = t_two_sided_p(mean / se, df) if se else 1.0 if mean == 0 else 0.0
+    return Gap(mean, t_quantile(df) * se, p, test, n_a, n_b)
 
 
 def sampling_variance(share: float, samples: int, scale: float) -> float:
