@@ -281,7 +281,9 @@ class Tally:
         weights = self.weights
         weights[group] = weights.get(group, 0) + w
         if self.keep_frames:
-            frames = self.by_frame.setdefault(group, {})
+            frames = self.by_frame.get(group)
+            if frames is None:
+                frames = self.by_frame[group] = {}
             frames[frame] = frames.get(frame, 0) + w
 
     def leaf_filter(self) -> LeafFilter:
