@@ -161,7 +161,7 @@ def test_a_rules_file_of_the_wrong_type_is_one_line(capsys, tmp_path, change, ex
 @pytest.fixture
 def long_frame(tmp_path) -> Path:
     """A frame that is not printable ASCII, so the rules meet it one by one, under the time budget
-    (analyze/rule_set.py)."""
+    (analyze/patterns.py)."""
     folded = tmp_path / "long.folded"
     folded.write_text("main;" + "a" * 4999 + "\u00e9! 3\nmain;tcp_recvmsg_[k] 1\n")
     return folded

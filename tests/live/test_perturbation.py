@@ -64,7 +64,7 @@ from pathlib import Path
 import pytest
 
 from conftest import card_run, category_shares, port_is_free
-from rpcprof.analyze.fit import LinearFit, linear_fit
+from rpcprof.analyze.indirect import LinearFit, linear_fit
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"

@@ -1,4 +1,4 @@
-"""analyze/callers_groups.py gives every callers text the groups the walks of stack_walk give it (level 1,
+"""analyze/labels.py's CallersGroups gives every callers text the groups the walks of stack_walk give it (level 1,
 level 2, tax), on each distinct callers text of the real captures and of hostile names, with and without an
 app pattern: asked in the captures' order and again in reverse (the prefixes kept in another order)."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.categorize import load_rules, open_folded
+from rpcprof.analyze.labels import CallersGroups
 from rpcprof.analyze.stack_walk import Tally
 
 DATA = Path(__file__).resolve().parents[1] / "data"

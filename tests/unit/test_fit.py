@@ -1,11 +1,11 @@
-"""fit.linear_fit and r_squared against figures worked out by hand from small inputs."""
+"""indirect.linear_fit and r_squared against figures worked out by hand from small inputs."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from rpcprof.analyze.fit import LinearFit, linear_fit, r_squared
+from rpcprof.analyze.indirect import LinearFit, linear_fit, r_squared
 
 
 def test_points_on_a_line_give_that_line_and_r2_one():

@@ -1,4 +1,4 @@
-"""The rules asked at once (analyze/rule_set.py) give the per-rule loop's answer, the rule it finds walking the
+"""The rules asked at once (analyze/patterns.py) give the per-rule loop's answer, the rule it finds walking the
 list in order: on every frame of the real captures and of hostile.folded, for every question (level-1
 category, each category's sub-categories, tax, waits), and on the patterns RE2 reads differently from
 Python's `re`."""
@@ -10,7 +10,7 @@ import pytest
 
 from rpcprof.analyze.categorize import load_rules, normalize_frame, open_folded
 from rpcprof.analyze.patterns import UserRegex
-from rpcprof.analyze.rule_set import RuleSet, re2_superset
+from rpcprof.analyze.patterns import RuleSet, re2_superset
 from rpcprof.analyze.rules import Rule
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -91,11 +91,10 @@ def agreement(runs: list[RunRatio]) -> Agreement:
         over = RatioInterval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), k)
         spread = t * sd * math.sqrt(1 + 1 / k)
         next_run = (math.exp(mean - spread), math.exp(mean + spread))
-    between = (math.sqrt(max(0.0, runs_var - expected_var))
-               if runs_var is not None and expected_var is not None else None)
-    return Agreement(runs, misses, checks, None if within_var is None else math.sqrt(within_var),
-                     None if expected_var is None else math.sqrt(expected_var),
-                     None if runs_var is None else math.sqrt(runs_var), between, over, next_run)
+    between = max(0.0, runs_var - expected_var) if runs_var is not None and expected_var is not None else None
+    within_sd, expected_sd, runs_sd, between_sd = (None if v is None else math.sqrt(v)
+                                                   for v in (within_var, expected_var, runs_var, between))
+    return Agreement(runs, misses, checks, within_sd, expected_sd, runs_sd, between_sd, over, next_run)
 
 
 # --- runs of one setup ----------------------------------------------------------------------------

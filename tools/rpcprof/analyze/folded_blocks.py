@@ -8,7 +8,7 @@ the caller reads the file line by line, so an error names the same line in the s
 are not UTF-8 read as U+FFFD: a block ends at a newline, so no character is cut in two).
 
 LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
-(analyze/rule_set.py's rewriting, each pattern in multi-line mode) over the leaves joined by newlines. A
+(analyze/patterns.py's rewriting, each pattern in multi-line mode) over the leaves joined by newlines. A
 rule's match on a leaf alone is a match on that leaf's line, so a Set that names no rule proves every leaf
 answers no question; when it names one, the caller asks each leaf as before.
 """
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from rpcprof.analyze.rule_set import compile_set, re2_superset
+from rpcprof.analyze.patterns import compile_set, re2_superset
 
 BLOCK = 1 << 21          # bytes read at a time
 # (callers with their last ';', or '' for a stack of one frame; leaf; count), one per well-formed line
@@ -33,19 +33,22 @@ class Irregular(Exception):
 
 def folded_rows(path: Path) -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
     """(the block's text, its rows) of a folded file (.gz too), a block's worth of lines at a time, the text
-    without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`; OSError
-    or EOFError as open and read raise them."""
+    without its last newline; Irregular at the first block holding a line that is not `STACK COUNT`, or where
+    the file cannot be read."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        rest = b""
-        while data := f.read(BLOCK):
-            data = rest + data
-            cut = data.rfind(b"\n") + 1
-            rest = data[cut:]
-            if cut:
-                yield _rows(data[:cut - 1].decode("utf-8", "replace"))
-        if rest:
-            yield _rows(rest.decode("utf-8", "replace"))
+    try:
+        with opener(path, "rb") as f:
+            rest = b""
+            while data := f.read(BLOCK):
+                data = rest + data
+                cut = data.rfind(b"\n") + 1
+                rest = data[cut:]
+                if cut:
+                    yield _rows(data[:cut - 1].decode("utf-8", "replace"))
+            if rest:
+                yield _rows(rest.decode("utf-8", "replace"))
+    except (OSError, EOFError):
+        raise Irregular from None
 
 
 def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:
@@ -58,17 +61,9 @@ def _rows(text: str) -> tuple[str, list[tuple[str, str, str]]]:
 def write_collapsed(path: Path, out) -> tuple[int, int]:
     """The stacks of a folded file written to out (a binary file) as `frame;frame;... weight` lines, as
     report/export.write_collapsed writes them (a count with leading zeros written as its number), a block at a
-    time; (stacks, total weight). Irregular when folded_rows raises it, or the file cannot be read; out's own
-    OSError as it comes."""
+    time; (stacks, total weight). Irregular when folded_rows raises it; out's own OSError as it comes."""
     stacks = total = 0
-    blocks = folded_rows(path)
-    while True:
-        try:
-            text, rows = next(blocks)
-        except StopIteration:
-            break
-        except (OSError, EOFError):
-            raise Irregular from None
+    for text, rows in folded_rows(path):
         if " 0" in text:
             text = "\n".join([f"{callers}{leaf} {int(w)}" for callers, leaf, w in rows])
         out.write(text.encode("utf-8") + b"\n")

@@ -22,17 +22,16 @@ import statistics
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+from rpcprof.analyze.significance import t_quantile
 from rpcprof.records import round_of, round_rows, rounds_asked
 
 
 @lru_cache(maxsize=None)
 def t975(df: int) -> float:
-    """Student's t 0.975 quantile (scipy.special.stdtrit, what scipy.stats.t.ppf computes) to three decimals,
-    as a t table gives it."""
+    """Student's t 0.975 quantile to three decimals, as a t table gives it."""
     if df < 1:
         raise ValueError("a t interval needs at least two pairs")
-    from scipy.special import stdtrit   # imported here, when a statistic is computed (scipy.stats takes seconds)
-    return round(float(stdtrit(df, 0.975)), 3)
+    return round(t_quantile(df, 0.95), 3)
 
 
 @dataclass(frozen=True)
@@ -99,9 +98,7 @@ def rounds_needed(pilot_logs: list[list[float]], target: float) -> int:
 def pilot_of(parameters: dict | None) -> int | None:
     """The pilot's pairs of a run made with --precision (from its manifest's parameters), else None."""
     p = parameters or {}
-    if p.get("precision") is None:
-        return None
-    return max(rounds_asked(p), PILOT_ROUNDS)
+    return None if p.get("precision") is None else max(rounds_asked(p), PILOT_ROUNDS)
 
 
 def log_ratios(base: dict, other: dict, figure: str = "req_per_cpu_s") -> list[float]:
@@ -147,6 +144,4 @@ def profiled_ratio(base: dict, other: dict) -> RatioInterval | None:
 def cv(values: list[float]) -> float | None:
     """Coefficient of variation (sample standard deviation over the mean); None for fewer than two."""
     values = [v for v in values if v is not None]
-    if len(values) < 2:
-        return None
-    return statistics.stdev(values) / statistics.fmean(values)
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) >= 2 else None

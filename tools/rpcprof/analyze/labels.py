@@ -6,8 +6,16 @@ integers little-endian u32 (tools/core/src/labels.rs):
   b'R' N ID*N                                 the label sets of the next N stacks, in order
 
 The answers are the walk's that report.py table makes (analyze/stack_walk.py), one per question: a run of
-leaves that no rule matches takes its callers' labels (analyze/callers_groups.py), asked once per distinct
-callers; a leaf that decides every question alone gives its stacks its own set; any other stack is walked.
+leaves that no rule matches takes its callers' labels (CallersGroups), asked once per distinct callers; a leaf
+that decides every question alone gives its stacks its own set; any other stack is walked.
+
+CallersGroups: a stack's callers `a;b;c;` cost the look-up of their last frame. Each walk goes from the leaf up
+and stops at the first frame that answers, so the answer for `a;b;c;` is c's own when c answers, and that of
+`a;b;` otherwise: kept by the callers' prefixes (bounded by rules.CACHE_LIMIT), a fleet's callers that share
+their upper frames are walked once. The level-2 sub-category is the first frame's from the leaf with a rule of
+the stack's category, kept by prefix per category; the tax group is the first frame's tax group up to the
+frame that decides the category (included), else the rules' tax rest (tests/unit/test_callers_groups.py
+compares them with the walks on the captures).
 """
 from __future__ import annotations
 
@@ -16,10 +24,9 @@ import sys
 from array import array
 from pathlib import Path
 
-from rpcprof.analyze.callers_groups import CallersGroups
 from rpcprof.analyze.encoded_rows import grown, numbered_chunks
-from rpcprof.analyze.rules import Rules, remember
-from rpcprof.analyze.stack_walk import NEUTRAL, Tally
+from rpcprof.analyze.rules import OTHER, Rules, remember
+from rpcprof.analyze.stack_walk import NEUTRAL, FrameAnswers, Tally, cached, walk_callers
 
 
 def labels_of(groups: tuple) -> list[tuple[str, str]]:
@@ -30,6 +37,32 @@ def labels_of(groups: tuple) -> list[tuple[str, str]]:
     if len(groups) > 2:
         labels.append(("tax", groups[2]))
     return labels
+
+
+class CallersGroups:
+    """groups(callers): the (level 1, level 2[, tax]) groups of a stack under callers `a;b;` whose leaf answers no
+    question, as stack_walk.Tally.callers_answer's walks give them, from the tallies' answers (level 1, level 2,
+    and tax when there are tax groups)."""
+
+    def __init__(self, tallies: list) -> None:
+        self.level1 = tallies[0]
+        self.level2: FrameAnswers = tallies[1].answers
+        self.tax: FrameAnswers | None = tallies[2].answers if len(tallies) > 2 else None
+        self.subs: dict[str, dict[str, object]] = {}      # category -> callers prefix -> its answer
+        self.taxes: dict[str, object] = {}
+
+    def groups(self, callers: str) -> tuple:
+        category = self.level1.callers_answer(callers)[0]
+        level2 = category
+        if category != OTHER and category in self.level2.subs:
+            known, ask = self.level2.subs[category], self.level2.sub_of
+            level2 = walk_callers(callers, self.subs.setdefault(category, {}),
+                                  lambda frame, _cut: cached(known, ask, frame, category)) or f"{category}/{OTHER}"
+        if self.tax is None:
+            return category, level2
+        known, ask = self.tax.tax_stop, self.tax.tax_stop_of
+        tax = walk_callers(callers, self.taxes, lambda frame, _cut: cached(known, ask, frame))
+        return category, level2, tax or self.tax.rules.tax.rest
 
 
 class LabelSets:

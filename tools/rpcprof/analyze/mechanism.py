@@ -112,8 +112,7 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
             sc = {**sc, "writes_per_req": None}
 
     def summed(names, key):
-        present = [n for n in names if n in by]
-        return Figure(key, sum((by[n] for n in present), 0.0) if by else None)
+        return Figure(key, sum((by[n] for n in names if n in by), 0.0) if by else None)
 
     plain = ("writes_per_req", "bytes_per_write", "req_per_write", "reads_per_req", "bytes_per_read",
              "eagain_reads_per_req")
@@ -123,10 +122,9 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
     for name, key in (("switches_per_req", "events_per_req.context_switches"),
                       ("wakeups_per_req", "events_per_req.wakeups_issued")):
         figures[name] = Figure(f"syscalls.{key}", _get(sc, key))
-    if figures["writes_per_req"].value is None and by:
-        figures["writes_per_req"] = summed(WRITES, "syscalls.by_syscall_per_req.(write family)")
-    if figures["reads_per_req"].value is None and by:
-        figures["reads_per_req"] = summed(READS, "syscalls.by_syscall_per_req.(read family)")
+    for name, family, kind in (("writes_per_req", WRITES, "write"), ("reads_per_req", READS, "read")):
+        if figures[name].value is None and by:
+            figures[name] = summed(family, f"syscalls.by_syscall_per_req.({kind} family)")
     if figures["req_per_write"].value is None and figures["writes_per_req"].value:
         figures["req_per_write"].value = 1 / figures["writes_per_req"].value
         figures["req_per_write"].key = "1 / syscalls.writes_per_req"
@@ -156,8 +154,8 @@ def differs(a: float | None, b: float | None) -> bool:
     return hi > 0 and (lo == 0 or hi / lo >= FACTOR) and hi - lo >= 0.01
 
 
-def _writes(fig: dict[str, Figure]) -> Writes:
-    return Writes(fig["writes_per_req"].value, fig["req_per_write"].value, fig["bytes_per_write"].value)
+# the kernel figures send's sentence rests on
+SEND_KEYS = ["writes_per_req", "req_per_write", "bytes_per_write"]
 
 
 def _send(base, other, fa, fb, us_a, us_b, indirect=None) -> Send | None:
@@ -166,19 +164,10 @@ def _send(base, other, fa, fb, us_a, us_b, indirect=None) -> Send | None:
     wa, wb = fa["writes_per_req"].value, fb["writes_per_req"].value
     if wa is None or wb is None:
         return None
+    writes = [Writes(*(fig[k].value for k in SEND_KEYS)) for fig in (fa, fb)]
     if differs(wa, wb):
-        slowed = slowed_by_writes(indirect, wa, wb, base, other) if indirect is not None else None
-        return Send(_writes(fa), _writes(fb), True, slowed=slowed)
-    return Send(_writes(fa), _writes(fb), False, (us_a / wa, us_b / wb) if wa and wb else None)
-
-
-# the kernel figures send's sentence rests on
-SEND_KEYS = ["writes_per_req", "req_per_write", "bytes_per_write"]
-
-
-def _differing(fa, fb, keys) -> list[Differing]:
-    """Each figure of keys that differs between the two servers."""
-    return [Differing(k, fa[k].value, fb[k].value) for k in keys if differs(fa[k].value, fb[k].value)]
+        return Send(*writes, True, slowed=slowed_by_writes(indirect, wa, wb, base, other) if indirect else None)
+    return Send(*writes, False, (us_a / wa, us_b / wb) if wa and wb else None)
 
 
 # the kernel figures that explain a category, by the part it plays in categorize.yaml's groups (the category
@@ -217,8 +206,7 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
         if abs(d) < MIN_US or len(out.findings) >= MAX_FINDINGS or covered >= COVER:
             break
         covered += abs(d) / summed
-        a_us = sum(us[base].get(g, 0.0) for g in by_cat[cat])
-        b_us = sum(us[other].get(g, 0.0) for g in by_cat[cat])
+        a_us, b_us = (sum(us[s].get(g, 0.0) for g in by_cat[cat]) for s in (base, other))
         subs = sorted((g for g in by_cat[cat] if "/" in g), key=lambda g: -abs(moved[g]))
         f = Finding(cat, d, d / gap if gap else math.nan, a_us, b_us, abs(gap) >= share_floor,
                     [(g, moved[g]) for g in subs if abs(moved[g]) >= MIN_US][:3],
@@ -228,7 +216,8 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
             f.send = _send(base, other, fa, fb, a_us, b_us, indirect)
             used = SEND_KEYS if f.send else []
         else:
-            f.differing = _differing(fa, fb, keys.get(cat, []))
+            f.differing = [Differing(k, fa[k].value, fb[k].value) for k in keys.get(cat, [])
+                           if differs(fa[k].value, fb[k].value)]
             used = [x.name for x in f.differing]
         f.sources += [{"server": s, "key": fig[k].key, "value": fig[k].value}
                       for k in used for s, fig in ((base, fa), (other, fb))]

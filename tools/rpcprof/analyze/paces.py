@@ -5,40 +5,36 @@ A shared host can move a server between two paces for minutes at a time (rust_to
 ratio's interval and read as noise; named, they say which rounds ran where, what each pace costs, and
 which categories changed between them.
 
-The test. Each round gives one figure, x = ln(CPU µs per request). Sorted, the rounds are cut in two
-at every place in turn; each cut gives the two-sample t of the groups' means (pooled variance, n - 2
-degrees of freedom); the statistic is the largest of these t (the likelihood-ratio test of two equal-
-variance normal groups against one). Under one pace with normal noise its distribution does not depend
-on the noise's size, so one critical value per number of rounds serves every server: the 95th
-percentile of the statistic over SIMULATIONS sets of n normal rounds (fixed seed: the same value every
-time). Two paces are named when the statistic passes it AND the paces' CPU per request differ by at
-least MIN_APART: a 3 % step between steady rounds is real but is not what a reader calls a pace.
+The test. Each round gives x = ln(CPU µs per request). Sorted, the rounds are cut in two at every place;
+the statistic is the largest two-sample t over the cuts (pooled variance, n - 2 degrees of freedom: the
+likelihood-ratio test of two equal-variance normal groups against one). Under one pace with normal noise
+it does not depend on the noise's size, so its critical value per number of rounds is the 95th percentile
+over SIMULATIONS sets of n normal rounds (fixed seed). Two paces are named when the statistic passes it
+AND their CPU per request differ by at least MIN_APART (a 3 % step is real but is not a pace).
 
-The noise inside a pace, from each round's time slices (analyze/timeline.py: its window's CPU µs per
-request in 0.5 s slices). With 5 rounds the rounds' own spread inside the paces has 3 degrees of
-freedom: a noisy host's paces (rounds at 22-23 and 31-37 µs/req) pass for noise. A round's slices scatter
-about it, and that scatter says how far a round's figure strays by chance (variance s²/m over m slices,
-pooled over the rounds: ~55 degrees of freedom). When the rounds' spread inside the paces is no more than
-the slices account for (F below its POOL_LEVEL quantile), the two estimates are pooled and the t uses the
-pooled noise; its critical value is simulated as above, for rounds whose spread is their slices' noise,
-so that one pace is named two in at most 5 % of runs by either branch. Otherwise, and for rounds without
-slices (run folders made before the timeline), the rounds' spread alone decides, as without slices.
+The noise inside a pace, from each round's time slices (analyze/timeline.py: CPU µs per request in 0.5 s
+slices). With 5 rounds the rounds' spread inside the paces has 3 degrees of freedom, and a noisy host's
+paces (rounds at 22-23 and 31-37 µs/req) pass for noise. A round's slices scatter about it, which says how
+far its figure strays by chance (variance s²/m over m slices, pooled over the rounds: ~55 degrees of
+freedom). When the rounds' spread inside the paces is no more than the slices account for (F below its
+POOL_LEVEL quantile), the two estimates are pooled; the critical value is simulated as above for rounds
+whose spread is their slices' noise, so that one pace is named two in at most 5 % of runs by either
+branch. Otherwise, and for rounds without slices (runs made before the timeline), the rounds' spread alone
+decides.
 
-What it can and cannot see (tests/unit/test_paces.py simulates both): one pace at any spread is named
-two paces in at most 5 % of runs (the level) when the rounds spread by their slices' noise, or by drift
-between rounds far beyond it; two paces 1.5x apart, each of 5 rounds landing in either at random, are
-found in over 95 % of runs that caught both when the rounds within a pace spread by 2.5 %, about 77 %
-at 4 % and 42 % at 6 % (the rounds' own spread); rounds at 22, 23, 31, 34 and 37 µs/req whose slices
-scatter as rust_tonic_mt's did on a noisy host (sd 24 %) are named two paces in over 80 % of runs,
-which the rounds' spread alone never names. The cost: rounds that drift between rounds by a little more
-than their slices say, too little for 3 degrees of freedom to tell, are pooled and named two paces too
-often: at a 6 % spread of which a quarter to a half is the slices' noise, in a quarter to a third of
-runs (the 10 % floor included). More rounds (--rounds) sharpen the pretest as well as the test.
+What it can and cannot see (tests/unit/test_paces.py simulates both): one pace at any spread is named two
+in at most 5 % of runs; two paces 1.5x apart, 5 rounds landing in either at random, are found in over 95 %
+of runs that caught both at a 2.5 % spread within a pace, about 77 % at 4 % and 42 % at 6 %; rounds at 22,
+23, 31, 34 and 37 µs/req whose slices scatter as rust_tonic_mt's did on a noisy host (sd 24 %) are named
+two paces in over 80 % of runs, which the rounds' spread alone never names. The cost: rounds that drift
+between rounds by a little more than their slices say are pooled and named two paces too often (at a 6 %
+spread of which a quarter to a half is the slices' noise, in a quarter to a third of runs). More rounds
+(--rounds) sharpen the pretest as well as the test.
 
 Within a run: each server's paces (server_paces), the ratio within each pace (pace_ratios) and each
 category's change between the paces from each round's own profile (pace_categories), tested as report.py
-diff tests two sets of rounds: Welch's t across rounds, each round's sampling variance the floor under its
-spread, Benjamini-Hochberg at 5 % over every group tested. report/paces.py says them in words.
+diff tests two sets of rounds (Welch's t, each round's sampling variance the floor under its spread,
+Benjamini-Hochberg at 5 %). report/paces.py says them in words.
 """
 from __future__ import annotations
 
@@ -107,12 +103,10 @@ def pooled_critical_t(n: int, df: int, level: float = PACE_LEVEL) -> float:
     return float(null[max(0, len(null) - room - 1)])
 
 
-def pooled_p_value(t: float, n: int, df: int) -> float:
-    """The share of one-pace simulations (their slices' noise, df) named two by a pooled t of t or more, or
-    by the rounds' own test."""
+def _reaching(null, t: float) -> float:
+    """The share of the SIMULATIONS whose statistic (null: those kept, sorted) reaches t."""
     import numpy as np
-    null, alone = _pooled_null(n, df)
-    return float((len(null) - np.searchsorted(null, t, side="left")) / SIMULATIONS + alone)
+    return (len(null) - np.searchsorted(null, t, side="left")) / SIMULATIONS
 
 
 def _cut_terms(a, b):
@@ -141,13 +135,6 @@ def critical_t(n: int, level: float = PACE_LEVEL) -> float:
     """The statistic's `level` quantile for n rounds of one pace."""
     null = _null(n)
     return float(null[min(len(null) - 1, int(math.ceil(level * len(null))) - 1)])
-
-
-def p_value(t: float, n: int) -> float:
-    """The share of one-pace simulations whose statistic reaches t."""
-    import numpy as np
-    null = _null(n)
-    return float((len(null) - np.searchsorted(null, t, side="left")) / len(null))
 
 
 @dataclass(frozen=True)
@@ -216,19 +203,18 @@ def find_paces(values: dict[int, float], slices: dict[int, list[float]] | None =
     n = len(low) + len(high)
     x = {k: math.log(values[k]) for k in low + high}
     gap, ss, k = (float(v) for v in _cut_terms(*(np.array([x[r] for r in g]) for g in (low, high))))
-    t, crit, p, used = gap / (math.sqrt(ss / (n - 2)) * k), critical_t(n), None, 0
+    t, crit, used = gap / (math.sqrt(ss / (n - 2)) * k), critical_t(n), 0
+    p = float(_reaching(_null(n), t))
     noise = slice_noise(slices, low + high) if slices else None
     if noise and ss / (n - 2) / noise[0] < pool_below(n, noise[1]):
         var, df = noise
         t = gap / (math.sqrt((ss + df * var) / (n - 2 + df)) * k)
-        crit, p, used = pooled_critical_t(n, df), pooled_p_value(t, n, df), df + n
-
-    def gmean(ks):
-        return math.exp(sum(x[k] for k in ks) / len(ks))
-    fast_us, slow_us = gmean(low), gmean(high)
+        null, alone = _pooled_null(n, df)
+        crit, p, used = pooled_critical_t(n, df), float(_reaching(null, t) + alone), df + n
+    fast_us, slow_us = (math.exp(sum(x[k] for k in ks) / len(ks)) for ks in (low, high))
     if t <= crit or slow_us / fast_us < MIN_APART:
         return None
-    return Paces(low, high, fast_us, slow_us, t, crit, p_value(t, n) if p is None else p, used)
+    return Paces(low, high, fast_us, slow_us, t, crit, p, used)
 
 
 # --- the paces of a run's servers -------------------------------------------------------------------
@@ -295,10 +281,9 @@ def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name:
     groups = sorted({g for v, _ in values.values() for g in v})
     rows = []
     for g in groups:
-        fast = [values[k][0].get(g, 0.0) for k in p.fast if k in values]
-        slow = [values[k][0].get(g, 0.0) for k in p.slow if k in values]
-        floor_fast = statistics.fmean(values[k][1].get(g, 0.0) for k in p.fast if k in values)
-        floor_slow = statistics.fmean(values[k][1].get(g, 0.0) for k in p.slow if k in values)
+        (fast, floor_fast), (slow, floor_slow) = (
+            ([values[k][0].get(g, 0.0) for k in ks if k in values],
+             statistics.fmean(values[k][1].get(g, 0.0) for k in ks if k in values)) for ks in (p.fast, p.slow))
         gap = welch_gap(fast, slow, floor_fast, floor_slow)
         rows.append({"group": g, "level": 2 if "/" in g else 1, "fast_us": statistics.fmean(fast),
                      "slow_us": statistics.fmean(slow), "delta_us": gap.delta, "half": gap.half, "p": gap.p,

@@ -26,6 +26,10 @@ PER_REQ_ABSOLUTE = 0.02   # ... and by more than 0.02 (a batching factor that ch
 COUNTERS = (("vfs_writes", "VFS writes per request"), ("context_switches", "context switches per request"))
 
 
+def _moved(a: float, b: float) -> bool:
+    return abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b)
+
+
 def _geomean_change(pairs: list[tuple[float, float]]) -> float | None:
     logs = [math.log(b / a) for a, b in pairs if a and b and a > 0 and b > 0]
     return math.exp(sum(logs) / len(logs)) - 1 if logs else None
@@ -67,9 +71,8 @@ def _counter_changes(rows: list[dict]) -> list[str] | None:
         if not pairs:
             continue
         taken = True
-        a = sum(x for x, _ in pairs) / len(pairs)
-        b = sum(y for _, y in pairs) / len(pairs)
-        if abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b):
+        a, b = (sum(column) / len(pairs) for column in zip(*pairs))
+        if _moved(a, b):
             out.append(f"{label} {a:.2f} -> {b:.2f}")
     return out if taken else None
 
@@ -89,26 +92,18 @@ def regime_flags(result: dict) -> list[str]:
     if not result.get("req_per_s"):
         return []
     rows = _rounds(result)
-    flags = []
-    change = _rps_change([r for r in rows if r.get("syscall_window") != "profile"], "syscall_req_per_s")
-    if change:
-        flags.append(f"SYSCALL-REGIME: {change}")
-    parts = ([x for x in (_rps_change(rows, "profile_req_per_s"),) if x] + (_counter_changes(rows) or [])
-             + _own_window_writes(result))
-    if parts:
-        flags.append("PROFILE-REGIME: " + ", ".join(parts))
-    change = _rps_change(rows, "io_req_per_s")
-    if change:
-        flags.append(f"IO-REGIME: {change}")
-    return flags
+    parts = {"SYSCALL-REGIME": [_rps_change([r for r in rows if r.get("syscall_window") != "profile"],
+                                            "syscall_req_per_s")],
+             "PROFILE-REGIME": [_rps_change(rows, "profile_req_per_s"), *(_counter_changes(rows) or []),
+                                *_own_window_writes(result)],
+             "IO-REGIME": [_rps_change(rows, "io_req_per_s")]}
+    return [f"{flag}: " + ", ".join(p for p in found if p) for flag, found in parts.items() if any(found)]
 
 
 def _own_window_writes(result: dict) -> list[str]:
     """Counts from a syscall window of its own: the profile window's writes per request against it."""
     sc, prof = result.get("syscalls") or {}, result.get("profile") or {}
-    if sc.get("window") == "profile":
-        return []
     a, b = sc.get("writes_per_req"), (prof.get("syscalls") or {}).get("writes_per_req")
-    if a is not None and b is not None and abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b):
+    if sc.get("window") != "profile" and a is not None and b is not None and _moved(a, b):
         return [f"writes per request {a:.2f} -> {b:.2f}"]
     return []

@@ -1,22 +1,19 @@
 """The rule set of categorize.yaml as the analysis uses it: rules, the groupings they define (level-1
-categories, level-2 sub-categories, the tax and waits views), and the walk that classifies a stack.
-
-Semantics (also in categorize.yaml's header): walk each stack from the leaf toward the root; the first
-frame that matches a rule decides; no match at all is `other`. Within one frame, the category listed
-first in the file wins. The other groupings are described in rpcprof.analyze.categorize. The file is
-read and validated in rpcprof.analyze.rules_file.
+categories, level-2 sub-categories, the tax and waits views: rpcprof.analyze.categorize says how a stack is
+grouped), and a profile's Breakdown. The file is read and validated in rpcprof.analyze.rules_file.
 """
 from __future__ import annotations
 
 import colorsys
+import heapq
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from rpcprof.analyze.patterns import UserRegex
-from rpcprof.analyze.rule_set import RuleSet
+from rpcprof.analyze.patterns import RuleSet, UserRegex
 from rpcprof.errors import UserError
 
 LEVELS = (1, 2)
@@ -116,27 +113,24 @@ def remember(cache: dict, key, answer):
     return answer
 
 
+@dataclass(eq=False, repr=False)
 class Rules:
     """The validated rule set, in the grouping chosen with `using` (level 1 categories by default; level-2
     sub-categories; the tax or waits view): the groups of that grouping (their names, parents, colours and
     descriptions) and what it says of one frame. A stack's group is stack_walk's walk."""
-
-    def __init__(self, categories: list[str], colors: dict[str, str], descriptions: dict[str, str],
-                 rules: list[Rule], source: str, subcategories: dict[str, list[str]] | None = None,
-                 tax: View = NO_TAX, level: int = 1, view: str = "category", waits: View = NO_WAITS, groups=None):
-        self.categories = categories
-        self.rules = rules
-        self.source = source
-        self.subcategories = subcategories or {}
-        self.tax = tax                  # the tax view
-        self.waits = waits              # the waits view
-        self.level = level
-        self.view = view
-        self.category_colors = colors
-        self.category_descriptions = descriptions
-        self.groups = groups            # how the reports group and order the categories (rules_file.Groups)
-        self._sets: dict[str, RuleSet] = {}     # question -> its rules in one automaton (rule_set.py)
-        self._copies: dict[tuple, Rules] = {}   # using's and with_app's copies, one per argument
+    categories: list[str]
+    category_colors: dict[str, str]
+    category_descriptions: dict[str, str]
+    rules: list[Rule]
+    source: str
+    subcategories: dict[str, list[str]] = field(default_factory=dict)
+    tax: View = NO_TAX                  # the tax view
+    level: int = 1
+    view: str = "category"
+    waits: View = NO_WAITS              # the waits view
+    groups: object = None               # how the reports group and order the categories (rules_file.Groups)
+    _sets: dict[str, RuleSet] = field(default_factory=dict, init=False)     # question -> its rules in one automaton
+    _copies: dict[tuple, Rules] = field(default_factory=dict, init=False)   # using's and with_app's copies
 
     def groups_of(self, category: str) -> list[str]:
         """Level-2 groups of a category, in file order, `CATEGORY/other` last; [category] if unsplit."""
@@ -180,9 +174,7 @@ class Rules:
         return self.category_descriptions
 
     def _copy(self, **changes) -> "Rules":
-        copy = Rules(self.categories, self.category_colors, self.category_descriptions, self.rules, self.source,
-                     self.subcategories, self.tax, self.level, self.view, self.waits, self.groups)
-        copy.__dict__.update(changes)
+        copy = replace(self, **changes)
         if copy.rules is self.rules:
             copy._sets = self._sets          # the same rules: the automata compiled so far serve both
         return copy
@@ -243,6 +235,32 @@ class Rules:
         if self.level == 2 and "/" in group:
             return self.first_rule(frame, f"sub:{self.parent(group)}")
         return self.first_rule(frame, "category")
+
+
+@dataclass
+class Breakdown:
+    """A profile's weights per group of the rules' grouping, and per deciding frame (for `top`)."""
+    weights: dict[str, int]
+    total: int
+    samples: int
+    by_frame: dict[str, dict[str, int]]     # category -> deciding frame -> weight
+    stacks: int
+
+    def share(self, category: str) -> float:
+        return self.weights.get(category, 0) / self.total if self.total else math.nan
+
+    def top_frames(self, category: str, limit: int) -> list[tuple[str, int]]:
+        """The limit (frame, weight) of category with the most weight, ties by name (a fleet's profile can
+        hold a million: none is sorted beyond them)."""
+        frames = self.by_frame.get(category, {})
+        if limit <= 0 or not frames:
+            return []
+        # heapq.nsmallest(limit, items, key=(-weight, name)) without a key call per frame: the limit-th largest
+        # weight, the frames above it by that order, then the ties at it by name
+        least = heapq.nlargest(limit, frames.values())[-1]
+        above = sorted([(f, w) for f, w in frames.items() if w > least], key=lambda kv: (-kv[1], kv[0]))
+        ties = heapq.nsmallest(limit - len(above), [f for f, w in frames.items() if w == least])
+        return above + [(f, least) for f in ties]
 
 
 def shade(color: str, i: int, n: int) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.significance import (FrameTree, benjamini_hochberg, bh_adjusted, boxes_to_test, frame_tests, gap,
+from rpcprof.analyze.significance import (FDR, FrameTree, bh_adjusted, boxes_to_test, frame_tests, gap,
                                           sampling_variance)
 from rpcprof.analyze.stack_walk import categorize_file
 
@@ -122,10 +122,10 @@ def category_rows(d: Diff, rules_a: Rules, rules_b: Rules) -> list[dict]:
         if not d.tested:
             continue
         tested = [i for i, g in enumerate(gaps) if g.p is not None]
-        pvalues = [gaps[i].p for i in tested]
-        adjusted = dict(zip(tested, zip(benjamini_hochberg(pvalues), bh_adjusted(pvalues))))
+        adjusted = dict(zip(tested, bh_adjusted([gaps[i].p for i in tested])))
         for i, (row, g) in enumerate(zip(rows, gaps)):
-            found, q = adjusted.get(i, (False, None))
+            q = adjusted.get(i)
+            found = q is not None and q <= FDR
             row.update({f"{names[2]}_pm": g.half, f"{names[2]}_q": q, f"{names[2]}_sig": "*" if found else "n.s.",
                         f"{names[2]}_test": g.as_dict()})
     return rows

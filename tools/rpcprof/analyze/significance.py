@@ -42,16 +42,14 @@ def t_two_sided_p(t: float, df: float) -> float:
         return 1.0
     if math.isinf(t):
         return 0.0
-    # scipy.special's stdtr and stdtrit are what scipy.stats.t's sf and ppf compute, without importing scipy.stats
-    # (seconds on a loaded host, where scipy.special takes a fraction of that), imported when first used
+    # scipy.special's stdtr and stdtrit are scipy.stats.t's sf and ppf without importing scipy.stats (seconds)
     from scipy.special import stdtr
     return float(2 * stdtr(df, -abs(t)))
 
 
 def t_quantile(df: float, level: float = LEVEL) -> float:
-    """The t with P(|T| <= t) = level (two-sided); fractional degrees of freedom rounded (to 0.01 up to 30,
-    then to whole numbers: the quantile moves by less than 1e-3 in either step), so that every box of a
-    graph shares a few values."""
+    """The t with P(|T| <= t) = level (two-sided); df rounded (to 0.01 up to 30, then to whole numbers: the
+    quantile moves by less than 1e-3) so that every box of a graph shares a few values."""
     return _t_quantile(round(df, 2) if df <= 30 else float(round(df)), level)
 
 
@@ -108,8 +106,7 @@ def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> 
     if len(d) < 2:
         return Gap(mean, None, None, "paired t", len(d), len(d))
     var, df = _floored(d, floor)
-    se = math.sqrt(var / len(d))
-    return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "paired t", len(d), len(d))
+    return _tested(mean, math.sqrt(var / len(d)), df, "paired t", len(d), len(d))
 
 
 def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: float = 0.0) -> Gap:
@@ -123,20 +120,19 @@ def welch_gap(a: list[float], b: list[float], floor_a: float = 0.0, floor_b: flo
     se = math.sqrt(va + vb)
     # Welch-Satterthwaite; with no spread at all the test has nothing to say beyond the means
     df = min(MAX_DF, (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)) if se else len(a) + len(b) - 2
-    return Gap(mean, t_quantile(df) * se, _p(mean, se, df), "Welch t", len(a), len(b))
+    return _tested(mean, se, df, "Welch t", len(a), len(b))
 
 
-def _p(mean: float, se: float, df: float) -> float:
-    if se == 0:
-        return 1.0 if mean == 0 else 0.0
-    return t_two_sided_p(mean / se, df)
+def _tested(mean: float, se: float, df: float, test: str, n_a: int, n_b: int) -> Gap:
+    """The Gap of a mean difference with standard error se: its interval, and the t test's p (with no spread
+    at all, 1 where the means agree, else 0)."""
+    p = t_two_sided_p(mean / se, df) if se else 1.0 if mean == 0 else 0.0
+    return Gap(mean, t_quantile(df) * se, p, test, n_a, n_b)
 
 
 def sampling_variance(share: float, samples: int, scale: float) -> float:
-    """The variance of a figure (share × scale) from sampling alone: binomial, share (1 − share) / samples.
-    With 3-5 rounds the spread across rounds can come out near 0 by chance (a frame with one sample in
-    every round of B and none in A), and a t test would then call any difference certain; the spread
-    the samples themselves must have is the floor under it."""
+    """The variance of a figure (share × scale) from sampling alone, share (1 − share) / samples: the floor
+    under the spread across rounds (the module's docstring says why)."""
     return scale * scale * share * (1 - share) / samples if samples else 0.0
 
 
@@ -144,8 +140,7 @@ def gap(a: dict[int, float], b: dict[int, float], paired: bool, var_a: dict[int,
         var_b: dict[int, float] | None = None) -> Gap:
     """B − A of a figure given per round ({round: value}), paired by round or not; var_a, var_b: each
     round's sampling variance, the floor under the variance the test estimates."""
-    fa = statistics.fmean(var_a.values()) if var_a else 0.0
-    fb = statistics.fmean(var_b.values()) if var_b else 0.0
+    fa, fb = (statistics.fmean(v.values()) if v else 0.0 for v in (var_a, var_b))
     if paired:
         return paired_gap(a, b, fa + fb)
     return welch_gap([a[k] for k in sorted(a)], [b[k] for k in sorted(b)], fa, fb)
@@ -185,12 +180,11 @@ class FrameTree:
             for name in frames:
                 child = self.children[node].get(name)
                 if child is None:
-                    child = len(self.names)
+                    child = self.children[node][name] = len(self.names)
                     self.names.append(name)
                     self.parents.append(node)
                     self.children.append({})
                     self.weights.append({})
-                    self.children[node][name] = child
                 node = child
                 self.weights[node][profile] = self.weights[node].get(profile, 0) + w
 
@@ -229,9 +223,8 @@ def frame_tests(tree: FrameTree, a: dict, b: dict, paired: bool, nodes, q: float
         g = gap(figures[0][0], figures[1][0], paired, figures[0][1], figures[1][1])
         if g.p is not None:
             tests.append(FrameTest(node, g))
-    pvalues = [t.gap.p for t in tests]
-    for t, found, adjusted in zip(tests, benjamini_hochberg(pvalues, q), bh_adjusted(pvalues)):
-        t.discovery, t.q = found, adjusted
+    for t, adjusted in zip(tests, bh_adjusted([t.gap.p for t in tests])):
+        t.discovery, t.q = adjusted <= q, adjusted
     return tests
 
 

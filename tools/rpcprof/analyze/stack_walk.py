@@ -8,7 +8,7 @@ walk (stack_group) over the stack's text. A file's work per stack is kept small:
   the stacks' callers alone: without deciding frames (`table`), a sum per distinct caller whose answer
   is asked once at the end; with them (`top`), each leaf added to its callers' group's frames;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
-  category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/rule_set.py);
+  category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/patterns.py);
   a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
   frame decides. The answers kept are bounded (rules.CACHE_LIMIT per question), so a profile of millions
   of distinct frames, each seen once, does not hold them all.
@@ -21,10 +21,9 @@ from contextvars import ContextVar
 from math import gcd
 from pathlib import Path
 
-from rpcprof.analyze.breakdown import Breakdown
 from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import LeafFilter, leaf_filter
-from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Rules, remember
+from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Breakdown, Rules, remember
 from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
@@ -370,6 +369,5 @@ _ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # Rules ->
 
 def group_of(frames: list[str], rules: Rules) -> str:
     """The group of one stack (frames root first) in the rules' grouping, by stack_group's walk."""
-    if rules not in _ANSWERS:
-        _ANSWERS[rules] = FrameAnswers(rules)
-    return stack_group(";".join(frames), _ANSWERS[rules])[0]
+    answers = _ANSWERS.get(rules) or _ANSWERS.setdefault(rules, FrameAnswers(rules))
+    return stack_group(";".join(frames), answers)[0]

@@ -37,9 +37,7 @@ class LatencyHistogram:
         return float(values[min(i, len(values) - 1)])
 
     def mean(self) -> float:
-        if self.n == 0:
-            return math.nan
-        return sum(v * c for v, c in self.counts.items()) / self.n
+        return sum(v * c for v, c in self.counts.items()) / self.n if self.n else math.nan
 
     def stddev(self) -> float:
         """Population standard deviation in µs."""

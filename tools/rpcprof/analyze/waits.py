@@ -1,19 +1,11 @@
 """Off-CPU waits: where a server's threads waited, why, and whether TCP held the data back.
 
 From an off-CPU window's stacks and socket samples (read from the run folder by report/waits.py, which says
-these figures, and by jobs/steps.py as the window ends):
-- reason_rows: per wait reason (categorize.yaml `waits:`), the time off CPU, its share, the number of
-  waits, the mean wait and waits per request;
-- socket_figures: over every sample of the server's connections, how often data was held back with
-  room in the congestion window (notsent > 0 while unacked < cwnd), and the RTT and delayed-ACK
-  timeout of both ends;
-- nagle_stall: a Nagle / delayed-ACK stall, named only when the numbers show one: in most samples
-  the server held written data behind an unacknowledged segment, and its smoothed RTT is far above the
-  path's minimum (the ACK that releases the data comes late because the peer delays it);
-- contention: other programs on the server's CPU while its threads were ready to run;
-- wakers (analyze/wakers.py): per wait reason, who ended the waits (offwake.folded), when recorded;
-- asleep_whole_window: the threads that never switched in the window (which the recording cannot see),
-  from /proc snapshots at its ends (measure/threads.py), with the kernel function each sleeps in (sleepers).
+these figures, and by jobs/steps.py as the window ends): the time off CPU per wait reason (categorize.yaml
+`waits:`), how often TCP held written data back (socket_figures), a Nagle / delayed-ACK stall where the
+numbers show one, other programs on the server's CPU while its threads were ready to run (contention), who
+ended the waits (analyze/wakers.py), and the threads that never switched in the window, which the recording
+cannot see (from /proc snapshots at its ends, measure/threads.py).
 """
 from __future__ import annotations
 
@@ -53,6 +45,8 @@ def _median(values: list[float]) -> float | None:
 
 
 def socket_figures(log_text: str, ports: list[int]) -> dict | None:
+    """Over every sample of the server's connections (ports), how often data was held back with room in the
+    congestion window (notsent > 0 while unacked < cwnd), and the RTT and delayed-ACK timeout of both ends."""
     samples = parse_log(log_text)
     server = [s for _, socks in samples for s in socks if s.local_port in ports]
     peer = [s for _, socks in samples for s in socks if s.peer_port in ports and s.local_port not in ports]
@@ -91,7 +85,8 @@ class NagleStall:
 
 def nagle_stall(sockets: dict | None, rows: list[dict]) -> NagleStall | None:
     """The stall when the samples show written data held behind an unacknowledged segment most of the
-    time, with ACKs arriving far later than the path allows; else None."""
+    time, the server's smoothed RTT far above the path's minimum (the peer delays the ACK that releases the
+    data); else None."""
     if not sockets or sockets["held_share"] < HELD_SHARE:
         return None
     rtt, minrtt = sockets["server_rtt_ms_median"], sockets["server_minrtt_ms"]

@@ -39,10 +39,9 @@ WAKE_PATHS = [
 def split_wake(frames: list[str]) -> tuple[list[str], list[str]] | None:
     """(waker root-first with its comm first, sleeper root-first with its comm first), or None when the
     stack is not a paired wake-up."""
-    try:
-        i = frames.index(WAKE_SEPARATOR)
-    except ValueError:
+    if WAKE_SEPARATOR not in frames:
         return None
+    i = frames.index(WAKE_SEPARATOR)
     return frames[:i], frames[:i:-1]
 
 
