@@ -71,21 +71,18 @@ def explained_text(p: dict) -> str | None:
 
 PREDICTION_CELLS = {"explained_pct": Shown(explained_text, (("explained_pct", "of the change predicted [%]"),
                                                             ("noise_us", "noise [µs/req]")))}
-HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle")] + \
-    UNITS
+HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle"), *UNITS]
 
 
 def prediction_line(p: dict) -> str:
     """What moved, term by term: `S on #2: 9.25 -> 30.1 µs/req measured, 12.3 predicted: writes 1.00/req x ...`."""
     a, ta, tb = p["counts_a"], p["terms_a"], p["terms_b"]
-    terms = [f"writes {a['writes']:.2f}/req {ta['writes']:.2f} -> {tb['writes']:.2f}",
-             f"other syscalls {a['syscalls']:.2f}/req {ta['syscalls']:.2f} -> {tb['syscalls']:.2f}",
-             f"sleeps {a['sleeps']:.3f}/req {ta['sleeps']:.2f} -> {tb['sleeps']:.2f}",
-             f"the rest {ta['rest']:.2f} -> {tb['rest']:.2f}"]
+    terms = [f"{name} {a[k]:.{n}f}/req {ta[k]:.2f} -> {tb[k]:.2f}"
+             for k, name, n in (("writes", "writes", 2), ("syscalls", "other syscalls", 2), ("sleeps", "sleeps", 3))]
+    terms.append(f"the rest {ta['rest']:.2f} -> {tb['rest']:.2f}")
     moved = p["counts_b"]
     same = (f"; on {p['run']} it wrote {moved['writes']:.2f}/req and slept {moved['sleeps']:.3f}/req"
-            if abs(moved["writes"] - a["writes"]) > 0.25 * max(a["writes"], 0.02)
-            or abs(moved["sleeps"] - a["sleeps"]) > 0.25 * max(a["sleeps"], 0.02) else "")
+            if any(abs(moved[k] - a[k]) > 0.25 * max(a[k], 0.02) for k in ("writes", "sleeps")) else "")
     return (f"{p['server']} on {p['run']}: {p['measured_a']:.3g} -> {p['measured_b']:.3g} µs/req measured, "
             f"{p['predicted_b']:.3g} predicted by the unit costs ({'; '.join(terms)} µs/req){same}.")
 

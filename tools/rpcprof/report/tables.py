@@ -29,11 +29,7 @@ def cell(value) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        if abs(value) >= 100:
-            return f"{value:.1f}"
-        return f"{value:.2f}"
+        return f"{value:{',.0f' if abs(value) >= 1000 else '.1f' if abs(value) >= 100 else '.2f'}}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
