@@ -138,11 +138,9 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
         if fmt == "csv":
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue
-        blocks.append(f"{name}, {len(a.runs)} runs of one setup ({setup_text(setup, setup['scenario'], 'windows')}):\n\n{table}\n"
-                      + "\n".join(agreement_lines(name, a)) + "\n")
-    if fmt == "csv":
-        return "".join(blocks) + hosts
-    return "\n".join([*blocks, took_line(took)]) + hosts
+        blocks.append(f"{name}, {len(a.runs)} runs of one setup ({setup_text(setup, setup['scenario'], 'windows')}):"
+                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a)) + "\n")
+    return ("".join(blocks) if fmt == "csv" else "\n".join([*blocks, took_line(took)])) + hosts
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:

@@ -64,9 +64,8 @@ PREDICTION_COLUMNS = [("server", "server"), ("run", "run"), ("measured_a", "#1 [
 
 def explained_text(p: dict) -> str | None:
     """`23.1`, or why no share is given: the change lies within the runs' own noise, or their noise is unknown."""
-    if p["beyond_noise"] is None:
-        return "noise unknown (one round)"
-    return f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise"
+    return ("noise unknown (one round)" if p["beyond_noise"] is None else
+            f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise")
 
 
 PREDICTION_CELLS = {"explained_pct": Shown(explained_text, (("explained_pct", "of the change predicted [%]"),

@@ -53,10 +53,6 @@ def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None =
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def data_uri(path: Path, mime: str) -> str:
-    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
-
-
 def bullets(texts, attrs: str = "") -> str:
     """A list of the texts, escaped; attrs: the list's attributes."""
     return f"<ul{attrs}>" + "".join(f"<li>{esc(x)}</li>" for x in texts) + "</ul>"
@@ -72,7 +68,7 @@ def svg_uri(path: Path, drawn: Path, draw, errors: tuple = ()) -> str | None:
             draw()
         except errors:
             return None
-    return data_uri(path, "image/svg+xml") if path.exists() else None
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode() if path.exists() else None
 
 
 def waits_section(run_dir: Path, rules: Rules, servers: list[str], scratch: Path) -> list[str]:

@@ -73,9 +73,7 @@ def finding_text(gap: Gap, f: Finding) -> str:
             f"{f.category}: {f.b_us:.2f} vs {f.a_us:.2f} µs/req")
     parts = [f"{g} {delta:+.2f}" for g, delta in f.subs]
     text += (", of which " + ", ".join(parts) if parts else "") + "."
-    if f.send:
-        return text + send_text(base, other, f.send)
-    return text + differing_text(base, other, f.differing)
+    return text + (send_text(base, other, f.send) if f.send else differing_text(base, other, f.differing))
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],

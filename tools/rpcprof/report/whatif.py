@@ -123,9 +123,8 @@ def render_whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCos
             "contains": w.contains, "outside_by": w.outside_by, "missed_category": w.missed_category(),
             "categories": rows, "sources": sources}, indent=2, sort_keys=True) + "\n"
     body = render(rows, CATEGORY_COLUMNS, fmt)
-    if fmt == "csv":
-        return body
-    return "\n".join(text) + "\n\nBy category (B = " + b + ", A = " + a + "; largest miss first):\n\n" + body
+    return body if fmt == "csv" else ("\n".join(text) + f"\n\nBy category (B = {b}, A = {a}; largest miss first):\n\n"
+                                      + body)
 
 
 def render_ratio(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost, ratio: float,
