@@ -74,8 +74,7 @@ def servers_of(columns: list[tuple[str, str]]) -> list[str]:
 
 def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                  ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
-    """(rows, columns, header lines, the figures of each header line) of the per-request comparison of a run's
-    servers."""
+    """(rows, columns, header lines, the figures of each header line) comparing a run's servers per request."""
     manifest, metrics = load_run(run_dir)
     breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
@@ -269,8 +268,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
 
 
 def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
-    """A row per kernel figure of the syscall window (per request), a column per server; figures no
-    server has are left out."""
+    """A row per kernel figure of the syscall window (per request), a column per server; none no server has."""
     tables = {s: kernel_table((metrics.get(s) or {}).get("syscalls")) for s in servers}
     rows = [{"figure": FIGURE_NAMES[name], "key": fig.key, **{s: tables[s][name].value for s in servers}}
             for name, fig in (tables[servers[0]].items() if servers else ())]

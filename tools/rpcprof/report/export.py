@@ -53,8 +53,7 @@ FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
 
 
 def app_carried(profile: Path) -> str | None:
-    """The app pattern a pprof profile carries (the comment report.py export writes), or None; a UserError
-    naming the file when it is no regex."""
+    """The app pattern a pprof profile carries (report.py export's comment), or None; UserError if it is no regex."""
     from rpcprof.analyze.patterns import UserRegex
     from rpcprof.pprof_in import APP_COMMENT, app_of
     if not (is_pprof(profile) and Path(profile).is_file()):

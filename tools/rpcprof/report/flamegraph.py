@@ -140,8 +140,7 @@ def weighed(folded: Path) -> tuple[int, int]:
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
                       heading: str) -> None:
-    """inferno's SVG, its boxes recoloured, given headings that fit and the legend (none without items), checked
-    and written."""
+    """inferno's SVG, recoloured, with headings that fit and the legend (none without items), checked and written."""
     svg = fit_headings(search_names_only(svg), title, subtitle)
     if legend:
         svg = add_legend(svg, legend_svg(legend, heading, 72))
@@ -218,8 +217,7 @@ def run_graph(run_dir: Path, server: str, out_svg: Path | None, name: str) -> tu
 
 
 def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
-    """RUN/SERVER/offcpu.svg (or out_svg): where its threads waited, each stack as wide as the time it
-    spent off CPU, coloured by wait reason. Returns the path written."""
+    """RUN/SERVER/offcpu.svg (or out_svg, returned): each wait as wide as its time off CPU, coloured by reason."""
     out, m, command = run_graph(run_dir, server, out_svg, OFFCPU_SVG)
     rec = m.get("offcpu") or {}
     rps = f" · {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""

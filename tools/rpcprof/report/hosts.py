@@ -28,8 +28,7 @@ def host_key(manifest: dict) -> tuple:
 
 
 def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
-    """A row per run: its host (kernel, idle driver, idle setting) and each unit cost KEY, with its factor
-    over the first run's (KEY_factor)."""
+    """A row per run: its host (kernel, idle driver and setting), each unit cost KEY and KEY_factor over run #1's."""
     first = loaded[0][1].get("host") or {}
     rows = []
     for i, (d, manifest, _) in enumerate(loaded, 1):
@@ -165,9 +164,7 @@ def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
             card[key] = {"median": figure(statistics.median(f["median"] for f in figures)),
                          "min": figure(min(f["min"] for f in figures)), "max": figure(max(f["max"] for f in figures)),
                          **({"set_kib": figures[0]["set_kib"]} if "set_kib" in figures[0] else {})}
-    for key in ("caches_kib", "cpuidle_driver", "idle"):
-        if cards[0].get(key) is not None:
-            card[key] = cards[0][key]
+    card.update({k: cards[0][k] for k in ("caches_kib", "cpuidle_driver", "idle") if cards[0].get(k) is not None})
     servers = {s: {c: figure(statistics.median(cats[s][c] for _, _, cats in runs)) for c in runs[0][2][s]}
                for s in README_SETUP["servers"]}
     key = host_key(manifests[0])

@@ -168,8 +168,7 @@ def significance(row: dict) -> str:
 
 
 def ratio_lines(rows: list[dict]) -> list[str]:
-    """Sentences such as 'rust_pajamax serves ^11.2 the requests per CPU-second of rust_tonic', then what
-    each server's flags mean (a single server's too)."""
+    """Sentences such as 'rust_pajamax vs rust_tonic: ^11.2 ...', then what each server's flags mean."""
     measured = [r for r in rows if r.get("req_per_cpu_s")]
     base = measured[0] if measured else None
     lines = []

@@ -72,8 +72,7 @@ def xml(s) -> str:
 
 
 def html(s) -> str:
-    """s as HTML text or attribute value: forbidden characters and bidirectional controls replaced,
-    `<&>"'` escaped."""
+    """s as HTML text or attribute value: forbidden characters and bidirectional controls replaced, `<&>"'` escaped."""
     return _escape(_BIDI_CONTROL.sub(REPLACEMENT, xml_chars(s)))
 
 

@@ -28,8 +28,7 @@ def run_timelines(metrics: dict, servers: list[str]) -> dict[str, dict[int, dict
 
 
 def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
-    """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (runs made
-    before windows did)."""
+    """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (older runs)."""
     import matplotlib
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]

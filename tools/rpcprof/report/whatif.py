@@ -88,8 +88,7 @@ def verdict(w: WhatIf, a: str) -> str:
 
 
 def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) -> list[str]:
-    """The prediction in words: the writes, the two costs per write (sources: whatif's, for B's rounds), the sum
-    and the verdict."""
+    """The prediction in words: the writes, the two costs per write (sources: whatif's), the sum and the verdict."""
     per = f"{1 / w.a_writes:.1f}" if w.a_writes else "no"
     n_rounds = len({s["round"] for s in sources if s["server"] == b})
     return [
