@@ -259,9 +259,8 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
             continue
         worst = max(mine, key=lambda m: abs(m.error_pct))
         met = abs(worst.error_pct) <= TARGET_PCT
-        verdict = ("within" if met else "outside") + f" the {TARGET_PCT:.0f} % target"
-        if len(lines) < HOSTS_TO_SCORE:
-            verdict += f" (scored from {HOSTS_TO_SCORE} hosts)"
+        verdict = (("within" if met else "outside") + f" the {TARGET_PCT:.0f} % target"
+                   + f" (scored from {HOSTS_TO_SCORE} hosts)" * (len(lines) < HOSTS_TO_SCORE))
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + ".\n")

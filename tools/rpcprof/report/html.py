@@ -46,11 +46,9 @@ def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None =
         return ('<td class="n">' if numeric else "<td>") + f"{esc(cell(v))}</td>"
 
     head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
-    body = []
-    for r in rows:
-        attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
-        body.append(f"<tr{attr}>{''.join(td(r.get(k)) for k, _ in columns)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    body = "".join("<tr" + (f' data-row="{esc(r.get(row_id))}"' if row_id else "") + ">"
+                   + "".join(td(r.get(k)) for k, _ in columns) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def bullets(texts, attrs: str = "") -> str:

@@ -53,8 +53,9 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
             m = metrics.get(r["server"], {})
             b, figures = breakdowns.get(r["server"]), kernel_figures(m.get("syscalls"))
             rows.append({**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"],
-                         "ratio": ratio, "ratio_low": (interval or {}).get("low"), "ratio_high": (interval or {}).get("high"),
-                         "cell_interval": interval, "ratio_significant": interval["significant"] if interval else None,
+                         "ratio": ratio, "ratio_low": (interval or {}).get("low"),
+                         "ratio_high": (interval or {}).get("high"), "cell_interval": interval,
+                         "ratio_significant": interval["significant"] if interval else None,
                          "rounds_interleaved": interleaved(m),
                          **{f"{c}_us": b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
                             for c in categories(rules)},

@@ -40,9 +40,9 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
             raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
                             "the file is damaged; measure the run again")
         rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
-        rel = folder.relative_to(run_dir) / RESULT_FILE
-        sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
-                        "cpu_us_per_req": "cpu_us_per_req", "us_per_req": "CPU µs/req × share of each category"})
+        sources.append({"server": name, "round": k, "file": str(folder.relative_to(run_dir) / RESULT_FILE),
+                        "writes_per_req": writes.key, "cpu_us_per_req": "cpu_us_per_req",
+                        "us_per_req": "CPU µs/req × share of each category"})
     return rounds, sources
 
 
