@@ -94,8 +94,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         ratio = interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
-        note = "  TOO FEW SAMPLES" if few else ""
-        note += "".join(f"  {flag}" for flag in regime_flags(m))
+        note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m))
         overhead = prof.get("overhead_pct")
         cost = prof.get("overhead_interval_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "

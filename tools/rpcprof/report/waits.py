@@ -72,8 +72,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
         out = run_dir / name
         if saved_copy(out / OFFCPU_FOLDED).exists():
             stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
-            fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
-            saved = {**saved, **fresh}
+            saved = {**saved, **summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)}
         records[name] = saved
     return records
 
