@@ -27,8 +27,7 @@ def _manifest(run_dir: Path) -> dict | None:
 def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
     """The earlier runs in runs_base set beside run_dir (analyze/agreement.py's earlier_peers), each folder's
     manifest read as the choice reaches it."""
-    this = load_manifest(run_dir)
-    base = Path(runs_base)
+    this, base = load_manifest(run_dir), Path(runs_base)
     # folder names begin with their start time: the latest first
     candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
         if base.is_dir() else []

@@ -183,9 +183,8 @@ class Drawing:
 # --- figures from a run folder ----------------------------------------------------------------------
 
 def subtitle_for_run(run_dir: Path, server: str) -> str:
-    """The measured figures of one server of a run, as one line: server, scenario, C and S, req/s,
-    server CPU, req/s per CPU, CPU µs/request (unprofiled window), samples and event (profiled window).
-    A figure the run did not measure (e.g. req/s when attached without a request count) is left out."""
+    """The measured figures of one server of a run as one line, the unprofiled window's then the profile's; a figure
+    the run did not measure (e.g. req/s when attached without a request count) is left out."""
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     m = metrics.get(server)
