@@ -197,13 +197,10 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),
                ("req_per_cpu_s", "{:,.0f} req/s per CPU"), ("cpu_us_per_req", "{:.2f} CPU µs/req"))
     parts += [fmt.format(m[key]) for key, fmt in figures if m.get(key) is not None]
-    if m.get("cpu_note"):
-        parts.append("CPU measured while profiling")
-    if prof.get("samples") is not None:
-        parts.append(f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
-                     + (" TOO FEW" if prof.get("too_few_samples") else ""))
-    if m.get("status") not in (None, Status.OK):
-        parts.append(f"status {m['status']}")
+    parts += ["CPU measured while profiling" if m.get("cpu_note") else None,
+              f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
+              + (" TOO FEW" if prof.get("too_few_samples") else "") if prof.get("samples") is not None else None,
+              f"status {m['status']}" if m.get("status") not in (None, Status.OK) else None]
     return " · ".join(x for x in parts if x)
 
 

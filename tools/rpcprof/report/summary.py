@@ -91,7 +91,6 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         m = metrics.get(name, {"server": name, "status": Status.NOT_RUN})
         f = figures[name]
         lat = f.get("latency") or {}
-        mem = f.get("memory") or {}
         rpc = f.get("req_per_cpu_s")
         spread = (f.get("spread") or {}).get("req_per_cpu_s")
         rsd = cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None
@@ -104,7 +103,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "avg_cpu_pct": 100 * f["server_cpu_cores"] if f.get("server_cpu_cores") is not None else None,
             "relative": interval.ratio if interval else rpc / base if rpc and base else None,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
-            "rss_avg_mib": mem.get("rss_avg_mib"),
+            "rss_avg_mib": (f.get("memory") or {}).get("rss_avg_mib"),
             # every syscall where the total was counted, else the request-path ones counted by name
             "syscalls_per_req": syscalls_per_request(f.get("syscalls")),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
