@@ -25,8 +25,7 @@ def _manifest(run_dir: Path) -> dict | None:
 
 
 def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
-    """The earlier runs in runs_base set beside run_dir (analyze/agreement.py's earlier_peers), each folder's
-    manifest read as the choice reaches it."""
+    """The earlier runs in runs_base set beside run_dir (agreement.py's earlier_peers), manifests read as reached."""
     this, base = load_manifest(run_dir), Path(runs_base)
     # folder names begin with their start time: the latest first
     candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
@@ -143,8 +142,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
-    """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, one line
-    per ratio; none when there is no earlier run."""
+    """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, a line per ratio."""
     earlier = earlier_runs(run_dir, runs_base)
     if not earlier:
         return []

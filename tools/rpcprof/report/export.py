@@ -148,8 +148,7 @@ def _otlp_json(protobuf: bytes) -> bytes:
 
 
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
-    """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
-    pattern rules hold (pprof keeps it)."""
+    """Write folded in fmt to out, whole or not at all: the stacks written. app: the pattern rules hold (for pprof)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     folded, out = Path(folded), Path(out)

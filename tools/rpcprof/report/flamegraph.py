@@ -205,8 +205,7 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
 
 
 def run_graph(run_dir: Path, server: str, out_svg: Path | None, name: str) -> tuple[Path, dict, str]:
-    """(the path a graph of a run's server is written to: out_svg or RUN/SERVER/name, the server's figures in
-    metrics.json, the run's command for its title)."""
+    """(where a run's server's graph goes: out_svg or RUN/SERVER/name, its figures, the run's command for the title)."""
     manifest, metrics = load_run(run_dir)
     return (Path(out_svg) if out_svg else Path(run_dir) / server / name, metrics.get(server) or {},
             shlex.join(manifest.get("command") or ["profile.sh"]))

@@ -37,8 +37,7 @@ def batching_text(w: Writes) -> str:
 
 
 def send_text(base: str, other: str, send: Send) -> str:
-    """How each server writes where the counts differ (and the user code the extra writes slow), or their
-    send cost per write where they do not."""
+    """How each server writes where the counts differ (and the user code extra writes slow), else its cost per write."""
     if send.differ:
         slowed = slowed_text(send.slowed) if send.slowed else ""
         return f" {base} {batching_text(send.a)}, {other} {batching_text(send.b)}." + slowed

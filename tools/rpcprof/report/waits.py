@@ -80,8 +80,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
 # --- the verdicts and notes ---------------------------------------------------------------------------
 
 def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
-    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show (analyze/waits.py's nagle_stall), and the fix; None
-    where they show no stall."""
+    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show (waits.py's nagle_stall) and the fix; None without one."""
     s = nagle_stall(sockets, rows)
     if not s:
         return None
