@@ -181,8 +181,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
                      "us_per_req_err": fs.stderr * us, "req_per_cpu_s": m["req_per_cpu_s"],
-                     "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"),
-                     "_fs": fs})
+                     "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"), "_fs": fs})
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
