@@ -30,8 +30,9 @@ def batching_text(w: Writes) -> str:
     per, writes = w.req_per_write, w.per_req
     if not per:
         return f"{writes:.2f} write syscalls per request"
-    how = ("writes once per response" if 0.8 <= per <= 1.25 else f"writes {1 / per:.1f} times per response"
-           if per < 0.8 else f"writes once per {per:.{0 if per >= 2 else 1}f} responses")
+    how = ("writes once per response" if 0.8 <= per <= 1.25 else
+           f"writes {1 / per:.1f} times per response" if per < 0.8 else
+           f"writes once per {per:.{0 if per >= 2 else 1}f} responses")
     size = w.bytes_per_write
     return f"{how} ({writes:.2f} write syscalls/req" + (f", {size:,.0f} B per write)" if size is not None else ")")
 
