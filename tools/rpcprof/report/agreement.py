@@ -12,7 +12,7 @@ from rpcprof.analyze.agreement import Agreement, earlier_peers, setup_agreement
 from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.errors import UserError
 from rpcprof.report.hosts import render_hosts
-from rpcprof.report.summary import RATIO_CELL, idle_text, ratio_text
+from rpcprof.report.summary import RATIO_CELL, ratio_text, setup_text
 from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_manifest, load_run
 
@@ -25,20 +25,12 @@ def _manifest(run_dir: Path) -> dict | None:
 
 
 def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
-    """The earlier runs in runs_base set beside run_dir (analyze/agreement.py's earlier_peers), each folder's
-    manifest read as the choice reaches it."""
-    this = load_manifest(run_dir)
-    base = Path(runs_base)
+    """The earlier runs in runs_base set beside run_dir (agreement.py's earlier_peers), manifests read as reached."""
+    this, base = load_manifest(run_dir), Path(runs_base)
     # folder names begin with their start time: the latest first
     candidates = sorted((d for d in base.iterdir() if d.is_dir() and d.name < run_dir.name), reverse=True) \
         if base.is_dir() else []
     return earlier_peers(this, ((d, _manifest(d)) for d in candidates))
-
-
-def _setup_text(p: dict) -> str:
-    return (f"{p['scenario']}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s windows, "
-            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-            + idle_text(p))
 
 
 def _pct(sd: float | None) -> str:
@@ -144,16 +136,13 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
         if fmt == "csv":
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue
-        blocks.append(f"{name}, {len(a.runs)} runs of one setup ({_setup_text(setup)}):\n\n{table}\n"
-                      + "\n".join(agreement_lines(name, a)) + "\n")
-    if fmt == "csv":
-        return "".join(blocks) + hosts
-    return "\n".join([*blocks, took_line(took)]) + hosts
+        blocks.append(f"{name}, {len(a.runs)} runs of one setup ({setup_text(setup, setup['scenario'], 'windows')}):"
+                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a)) + "\n")
+    return ("".join(blocks) if fmt == "csv" else "\n".join([*blocks, took_line(took)])) + hosts
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
-    """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, one line
-    per ratio; none when there is no earlier run."""
+    """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, a line per ratio."""
     earlier = earlier_runs(run_dir, runs_base)
     if not earlier:
         return []

@@ -105,8 +105,7 @@ def svg_of(fig: Figure) -> str:
 
 
 def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
-    """The SVG of draw(ncols), with the legend in fewer columns when ncols would push the chart past the
-    figure's edges."""
+    """The SVG of draw(ncols), in fewer legend columns where ncols would push the chart past its edges."""
     # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
     # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
     # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).

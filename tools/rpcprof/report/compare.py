@@ -74,8 +74,7 @@ def servers_of(columns: list[tuple[str, str]]) -> list[str]:
 
 def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                  ) -> tuple[list[dict], list[tuple[str, str]], list[str], list[dict]]:
-    """(rows, columns, header lines, the figures of each header line) of the per-request comparison of a run's
-    servers."""
+    """(rows, columns, header lines, the figures of each header line) comparing a run's servers per request."""
     manifest, metrics = load_run(run_dir)
     breakdowns = run_breakdowns(first_profiles(run_dir, manifest), metrics, rules, app_override)
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
@@ -95,8 +94,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         ratio = interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
-        note = "  TOO FEW SAMPLES" if few else ""
-        note += "".join(f"  {flag}" for flag in regime_flags(m))
+        note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m))
         overhead = prof.get("overhead_pct")
         cost = prof.get("overhead_interval_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
@@ -121,13 +119,9 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
     for cat in rules.all_categories + ["total"]:
         row = {"category": cat}
         for s in servers:
-            b, us = breakdowns[s], metrics[s]["cpu_us_per_req"]
-            share = 1.0 if cat == "total" else b.share(cat)
-            row[f"{s}_us"] = share * us
-            row[f"{s}_share"] = 100 * share
-        for s in servers[1:]:
-            row[f"delta_{s}"] = row[f"{s}_us"] - row[f"{base}_us"]
-        rows.append(row)
+            share = 1.0 if cat == "total" else breakdowns[s].share(cat)
+            row.update({f"{s}_us": share * metrics[s]["cpu_us_per_req"], f"{s}_share": 100 * share})
+        rows.append(row | {f"delta_{s}": row[f"{s}_us"] - row[f"{base}_us"] for s in servers[1:]})
     return rows, comparison_columns(servers, False), head, figures
 
 
@@ -187,8 +181,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         rows.append({"server": name, "ruler": regex, "share_pct": 100 * fs.share, "share_err_pct": 100 * fs.stderr,
                      "samples": fs.samples, "total_samples": fs.total_samples, "us_per_req": fs.share * us,
                      "us_per_req_err": fs.stderr * us, "req_per_cpu_s": m["req_per_cpu_s"],
-                     "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"),
-                     "_fs": fs})
+                     "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"), "_fs": fs})
     lines = []
     for i, b in enumerate(rows):
         base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
@@ -213,8 +206,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
         lines.append(f"{b['server']} vs {base['server']}: ruler shares ^{b['ratio']:.2f} [{b['ratio_low']:.2f}-"
                      f"{b['ratio_high']:.2f}], req/s per CPU ^{b['measured_ratio']:.2f} unprofiled{profiled}: {verdict}")
     if not keep_shares:             # the FrameShare behind each row, for ruler_check on other pairs
-        for row in rows:
-            row.pop("_fs")
+        rows = [{k: v for k, v in row.items() if k != "_fs"} for row in rows]
     return rows, lines
 
 
@@ -243,11 +235,10 @@ def disagreement(base: dict, row: dict, metrics: dict) -> str:
 
 
 def ruler_check(base: dict, row: dict, measured: float | None = None, profiled: float | None = None) -> dict:
-    """row's ruler against base's (two rows of ruler_rows, before `_fs` is dropped): the ratio of ruler
-    shares with its 95 % interval, the measured req/s-per-CPU ratios, and whether they agree. The share
-    ratio measures CPU per request in the profile windows, so it is checked against the ratio there.
-    measured, profiled: those ratios over the run's rounds (paired), where the rows' own figures are one
-    round's."""
+    """row's ruler against base's (two rows of ruler_rows, before `_fs` is dropped): the ratio of ruler shares
+    with its 95 % interval, the measured req/s-per-CPU ratios (measured, profiled: over the run's rounds, paired),
+    and whether they agree; the share ratio, CPU per request in the profile windows, is checked against the ratio
+    there (profiled) where there is one."""
     out = {"measured_ratio": measured or row["req_per_cpu_s"] / base["req_per_cpu_s"], "profiled_ratio": profiled,
            "ratio": None, "ratio_low": None, "ratio_high": None, "agrees": None}
     if not profiled and base["cpu_us_per_req_profiled"] and row["cpu_us_per_req_profiled"]:
@@ -266,25 +257,20 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     _, metrics = load_run(run_dir)
     servers = servers_of(columns)
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
+    syscalls = {s: metrics[s].get("syscalls") for s in servers}
     out = []
     for other in servers[1:]:
-        headline, findings = explain_gap(servers[0], other, us, {s: metrics[s].get("syscalls") for s in servers},
-                                        rules.groups, indirect=indirect)
-        out.append({"base": servers[0], "server": other, "headline": headline,
-                    "findings": findings})
+        headline, findings = explain_gap(servers[0], other, us, syscalls, rules.groups, indirect=indirect)
+        out.append({"base": servers[0], "server": other, "headline": headline, "findings": findings})
     return out
 
 
 def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
-    """A row per kernel figure of the syscall window (per request), a column per server; figures no
-    server has are left out."""
+    """A row per kernel figure of the syscall window (per request), a column per server; none no server has."""
     tables = {s: kernel_table((metrics.get(s) or {}).get("syscalls")) for s in servers}
-    rows = []
-    for name, fig in tables[servers[0]].items() if servers else ():
-        row = {"figure": FIGURE_NAMES[name], "key": fig.key, **{s: tables[s][name].value for s in servers}}
-        if any(row[s] is not None for s in servers):
-            rows.append(row)
-    return rows
+    rows = [{"figure": FIGURE_NAMES[name], "key": fig.key, **{s: tables[s][name].value for s in servers}}
+            for name, fig in (tables[servers[0]].items() if servers else ())]
+    return [row for row in rows if any(row[s] is not None for s in servers)]
 
 
 WINDOWS = {**dict.fromkeys((None, "own"), "the syscall window: tracepoints counted in the kernel, no profiler"),
@@ -306,10 +292,7 @@ def kernel_source(metrics: dict, servers: list[str]) -> str:
 def render_explanations(explained: list[dict], fmt: str = "table") -> str:
     """The explanations as text: a headline per server, a bullet per finding."""
     bullet = "- " if fmt == "markdown" else "  "
-    lines = []
-    for e in explained:
-        lines.append(e["headline"])
-        lines += [bullet + f["text"] for f in e["findings"]]
+    lines = [x for e in explained for x in [e["headline"], *(bullet + f["text"] for f in e["findings"])]]
     return "\n".join(lines) + "\n" if lines else ""
 
 

@@ -53,8 +53,7 @@ FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
 
 
 def app_carried(profile: Path) -> str | None:
-    """The app pattern a pprof profile carries (the comment report.py export writes), or None; a UserError
-    naming the file when it is no regex."""
+    """The app pattern a pprof profile carries (report.py export's comment), or None; UserError if it is no regex."""
     from rpcprof.analyze.patterns import UserRegex
     from rpcprof.pprof_in import APP_COMMENT, app_of
     if not (is_pprof(profile) and Path(profile).is_file()):
@@ -149,8 +148,7 @@ def _otlp_json(protobuf: bytes) -> bytes:
 
 
 def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = None) -> int:
-    """Write folded in fmt to out (whole or not at all); returns the number of stacks written. app: the app
-    pattern rules hold (pprof keeps it)."""
+    """Write folded in fmt to out, whole or not at all: the stacks written. app: the pattern rules hold (for pprof)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     folded, out = Path(folded), Path(out)

@@ -34,8 +34,7 @@ SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack tri
 
 
 def deannotated(name: str) -> str:
-    """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation (inferno's
-    deannotate)."""
+    """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation."""
     return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
 
 

@@ -140,8 +140,7 @@ def weighed(folded: Path) -> tuple[int, int]:
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],
                       heading: str) -> None:
-    """inferno's SVG, its boxes recoloured, given headings that fit and the legend (none without items), checked
-    and written."""
+    """inferno's SVG, recoloured, with headings that fit and the legend (none without items), checked and written."""
     svg = fit_headings(search_names_only(svg), title, subtitle)
     if legend:
         svg = add_legend(svg, legend_svg(legend, heading, 72))
@@ -184,9 +183,8 @@ class Drawing:
 # --- figures from a run folder ----------------------------------------------------------------------
 
 def subtitle_for_run(run_dir: Path, server: str) -> str:
-    """The measured figures of one server of a run, as one line: server, scenario, C and S, req/s,
-    server CPU, req/s per CPU, CPU µs/request (unprofiled window), samples and event (profiled window).
-    A figure the run did not measure (e.g. req/s when attached without a request count) is left out."""
+    """The measured figures of one server of a run as one line, the unprofiled window's then the profile's; a figure
+    the run did not measure (e.g. req/s when attached without a request count) is left out."""
     run_dir = Path(run_dir)
     manifest, metrics = load_run(run_dir)
     m = metrics.get(server)
@@ -199,27 +197,22 @@ def subtitle_for_run(run_dir: Path, server: str) -> str:
     figures = (("req_per_s", "{:,.0f} req/s"), ("server_cpu_cores", "server CPU {:.2f} cores"),
                ("req_per_cpu_s", "{:,.0f} req/s per CPU"), ("cpu_us_per_req", "{:.2f} CPU µs/req"))
     parts += [fmt.format(m[key]) for key, fmt in figures if m.get(key) is not None]
-    if m.get("cpu_note"):
-        parts.append("CPU measured while profiling")
-    if prof.get("samples") is not None:
-        parts.append(f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
-                     + (" TOO FEW" if prof.get("too_few_samples") else ""))
-    if m.get("status") not in (None, Status.OK):
-        parts.append(f"status {m['status']}")
+    parts += ["CPU measured while profiling" if m.get("cpu_note") else None,
+              f"{prof['samples']:,} samples of {prof.get('event', '?')} ({prof.get('profiler', '?')})"
+              + (" TOO FEW" if prof.get("too_few_samples") else "") if prof.get("samples") is not None else None,
+              f"status {m['status']}" if m.get("status") not in (None, Status.OK) else None]
     return " · ".join(x for x in parts if x)
 
 
 def run_graph(run_dir: Path, server: str, out_svg: Path | None, name: str) -> tuple[Path, dict, str]:
-    """(the path a graph of a run's server is written to: out_svg or RUN/SERVER/name, the server's figures in
-    metrics.json, the run's command for its title)."""
+    """(where a run's server's graph goes: out_svg or RUN/SERVER/name, its figures, the run's command for the title)."""
     manifest, metrics = load_run(run_dir)
     return (Path(out_svg) if out_svg else Path(run_dir) / server / name, metrics.get(server) or {},
             shlex.join(manifest.get("command") or ["profile.sh"]))
 
 
 def render_offcpu_flamegraph(run_dir: Path, server: str, rules: Rules, out_svg: Path | None = None) -> Path:
-    """RUN/SERVER/offcpu.svg (or out_svg): where its threads waited, each stack as wide as the time it
-    spent off CPU, coloured by wait reason. Returns the path written."""
+    """RUN/SERVER/offcpu.svg (or out_svg, returned): each wait as wide as its time off CPU, coloured by reason."""
     out, m, command = run_graph(run_dir, server, out_svg, OFFCPU_SVG)
     rec = m.get("offcpu") or {}
     rps = f" · {rec['req_per_s']:,.0f} req/s" if rec.get("req_per_s") else ""

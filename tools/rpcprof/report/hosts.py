@@ -28,8 +28,7 @@ def host_key(manifest: dict) -> tuple:
 
 
 def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
-    """A row per run: its host (kernel, idle driver, idle setting) and each unit cost KEY, with its factor
-    over the first run's (KEY_factor)."""
+    """A row per run: its host (kernel, idle driver and setting), each unit cost KEY and KEY_factor over run #1's."""
     first = loaded[0][1].get("host") or {}
     rows = []
     for i, (d, manifest, _) in enumerate(loaded, 1):
@@ -64,28 +63,24 @@ PREDICTION_COLUMNS = [("server", "server"), ("run", "run"), ("measured_a", "#1 [
 
 def explained_text(p: dict) -> str | None:
     """`23.1`, or why no share is given: the change lies within the runs' own noise, or their noise is unknown."""
-    if p["beyond_noise"] is None:
-        return "noise unknown (one round)"
-    return f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise"
+    return ("noise unknown (one round)" if p["beyond_noise"] is None else
+            f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise")
 
 
 PREDICTION_CELLS = {"explained_pct": Shown(explained_text, (("explained_pct", "of the change predicted [%]"),
                                                             ("noise_us", "noise [µs/req]")))}
-HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle")] + \
-    UNITS
+HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle"), *UNITS]
 
 
 def prediction_line(p: dict) -> str:
     """What moved, term by term: `S on #2: 9.25 -> 30.1 µs/req measured, 12.3 predicted: writes 1.00/req x ...`."""
     a, ta, tb = p["counts_a"], p["terms_a"], p["terms_b"]
-    terms = [f"writes {a['writes']:.2f}/req {ta['writes']:.2f} -> {tb['writes']:.2f}",
-             f"other syscalls {a['syscalls']:.2f}/req {ta['syscalls']:.2f} -> {tb['syscalls']:.2f}",
-             f"sleeps {a['sleeps']:.3f}/req {ta['sleeps']:.2f} -> {tb['sleeps']:.2f}",
-             f"the rest {ta['rest']:.2f} -> {tb['rest']:.2f}"]
+    terms = [f"{name} {a[k]:.{n}f}/req {ta[k]:.2f} -> {tb[k]:.2f}"
+             for k, name, n in (("writes", "writes", 2), ("syscalls", "other syscalls", 2), ("sleeps", "sleeps", 3))]
+    terms.append(f"the rest {ta['rest']:.2f} -> {tb['rest']:.2f}")
     moved = p["counts_b"]
     same = (f"; on {p['run']} it wrote {moved['writes']:.2f}/req and slept {moved['sleeps']:.3f}/req"
-            if abs(moved["writes"] - a["writes"]) > 0.25 * max(a["writes"], 0.02)
-            or abs(moved["sleeps"] - a["sleeps"]) > 0.25 * max(a["sleeps"], 0.02) else "")
+            if any(abs(moved[k] - a[k]) > 0.25 * max(a[k], 0.02) for k in ("writes", "sleeps")) else "")
     return (f"{p['server']} on {p['run']}: {p['measured_a']:.3g} -> {p['measured_b']:.3g} µs/req measured, "
             f"{p['predicted_b']:.3g} predicted by the unit costs ({'; '.join(terms)} µs/req){same}.")
 
@@ -169,9 +164,7 @@ def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
             card[key] = {"median": figure(statistics.median(f["median"] for f in figures)),
                          "min": figure(min(f["min"] for f in figures)), "max": figure(max(f["max"] for f in figures)),
                          **({"set_kib": figures[0]["set_kib"]} if "set_kib" in figures[0] else {})}
-    for key in ("caches_kib", "cpuidle_driver", "idle"):
-        if cards[0].get(key) is not None:
-            card[key] = cards[0][key]
+    card.update({k: cards[0][k] for k in ("caches_kib", "cpuidle_driver", "idle") if cards[0].get(k) is not None})
     servers = {s: {c: figure(statistics.median(cats[s][c] for _, _, cats in runs)) for c in runs[0][2][s]}
                for s in README_SETUP["servers"]}
     key = host_key(manifests[0])
@@ -266,9 +259,8 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
             continue
         worst = max(mine, key=lambda m: abs(m.error_pct))
         met = abs(worst.error_pct) <= TARGET_PCT
-        verdict = ("within" if met else "outside") + f" the {TARGET_PCT:.0f} % target"
-        if len(lines) < HOSTS_TO_SCORE:
-            verdict += f" (scored from {HOSTS_TO_SCORE} hosts)"
+        verdict = (("within" if met else "outside") + f" the {TARGET_PCT:.0f} % target"
+                   + f" (scored from {HOSTS_TO_SCORE} hosts)" * (len(lines) < HOSTS_TO_SCORE))
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + ".\n")

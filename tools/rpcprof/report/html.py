@@ -46,15 +46,9 @@ def table(rows: list[dict], columns: list[tuple[str, str]], row_id: str | None =
         return ('<td class="n">' if numeric else "<td>") + f"{esc(cell(v))}</td>"
 
     head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
-    body = []
-    for r in rows:
-        attr = f' data-row="{esc(r.get(row_id))}"' if row_id else ""
-        body.append(f"<tr{attr}>{''.join(td(r.get(k)) for k, _ in columns)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def data_uri(path: Path, mime: str) -> str:
-    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+    body = "".join("<tr" + (f' data-row="{esc(r.get(row_id))}"' if row_id else "") + ">"
+                   + "".join(td(r.get(k)) for k, _ in columns) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def bullets(texts, attrs: str = "") -> str:
@@ -72,7 +66,7 @@ def svg_uri(path: Path, drawn: Path, draw, errors: tuple = ()) -> str | None:
             draw()
         except errors:
             return None
-    return data_uri(path, "image/svg+xml") if path.exists() else None
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode() if path.exists() else None
 
 
 def waits_section(run_dir: Path, rules: Rules, servers: list[str], scratch: Path) -> list[str]:

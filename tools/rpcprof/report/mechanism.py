@@ -10,18 +10,12 @@ from rpcprof.report.indirect import slowed_text
 
 # each kernel figure (analyze/mechanism.py's kernel_table) by its name in a table and a sentence
 FIGURE_NAMES = {
-    "writes_per_req": "write syscalls per request",
-    "bytes_per_write": "bytes per write",
-    "req_per_write": "requests per write",
-    "reads_per_req": "read syscalls per request",
-    "bytes_per_read": "bytes per read",
-    "eagain_reads_per_req": "reads that found nothing (EAGAIN) per request",
-    "waits_per_req": "epoll waits per request",
-    "futex_per_req": "futex calls per request",
-    "switches_per_req": "context switches per request",
-    "wakeups_per_req": "wake-ups issued per request",
-    "involuntary_per_req": "involuntary context switches per request",
-    "page_faults_per_req": "page faults per request",
+    "writes_per_req": "write syscalls per request", "bytes_per_write": "bytes per write",
+    "req_per_write": "requests per write", "reads_per_req": "read syscalls per request",
+    "bytes_per_read": "bytes per read", "eagain_reads_per_req": "reads that found nothing (EAGAIN) per request",
+    "waits_per_req": "epoll waits per request", "futex_per_req": "futex calls per request",
+    "switches_per_req": "context switches per request", "wakeups_per_req": "wake-ups issued per request",
+    "involuntary_per_req": "involuntary context switches per request", "page_faults_per_req": "page faults per request",
     "syscalls_per_req": "syscalls per request",
     "named_per_req": "request-path syscalls per request (those counted by name)",
 }
@@ -36,19 +30,15 @@ def batching_text(w: Writes) -> str:
     per, writes = w.req_per_write, w.per_req
     if not per:
         return f"{writes:.2f} write syscalls per request"
-    if 0.8 <= per <= 1.25:
-        how = "writes once per response"
-    elif per > 1.25:
-        how = f"writes once per {per:.0f} responses" if per >= 2 else f"writes once per {per:.1f} responses"
-    else:
-        how = f"writes {1 / per:.1f} times per response"
+    how = ("writes once per response" if 0.8 <= per <= 1.25 else
+           f"writes {1 / per:.1f} times per response" if per < 0.8 else
+           f"writes once per {per:.{0 if per >= 2 else 1}f} responses")
     size = w.bytes_per_write
     return f"{how} ({writes:.2f} write syscalls/req" + (f", {size:,.0f} B per write)" if size is not None else ")")
 
 
 def send_text(base: str, other: str, send: Send) -> str:
-    """How each server writes where the counts differ (and the user code the extra writes slow), or their
-    send cost per write where they do not."""
+    """How each server writes where the counts differ (and the user code extra writes slow), else its cost per write."""
     if send.differ:
         slowed = slowed_text(send.slowed) if send.slowed else ""
         return f" {base} {batching_text(send.a)}, {other} {batching_text(send.b)}." + slowed
@@ -83,9 +73,7 @@ def finding_text(gap: Gap, f: Finding) -> str:
             f"{f.category}: {f.b_us:.2f} vs {f.a_us:.2f} µs/req")
     parts = [f"{g} {delta:+.2f}" for g, delta in f.subs]
     text += (", of which " + ", ".join(parts) if parts else "") + "."
-    if f.send:
-        return text + send_text(base, other, f.send)
-    return text + differing_text(base, other, f.differing)
+    return text + (send_text(base, other, f.send) if f.send else differing_text(base, other, f.differing))
 
 
 def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls: dict[str, dict | None],

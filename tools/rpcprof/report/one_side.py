@@ -63,10 +63,7 @@ def _drawn_in(names, boxes: set[str]):
     """The names' drawn names (drawn_names) that are names of boxes, a name at a time (a fleet's side may have
     a million frames of its own: only those drawn are kept)."""
     for name in names:
-        if name.isascii() and name.isprintable():
-            drawn = (name, deannotated(name))
-        else:
-            drawn = drawn_names([name])
+        drawn = (name, deannotated(name)) if name.isascii() and name.isprintable() else drawn_names([name])
         yield from (n for n in drawn if n in boxes)
 
 

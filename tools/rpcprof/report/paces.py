@@ -21,8 +21,7 @@ def _rounds(ks) -> str:
 
 
 def pace_line(server: str, p: dict) -> str:
-    """One line: the server, the rounds in each pace, each pace's CPU µs per request, and the test
-    (p: Paces.as_dict())."""
+    """One line: the rounds in each pace, each pace's CPU µs per request, and the test (p: Paces.as_dict())."""
     noise = f", noise from the rounds and their {p['slices']} slices" if p.get("slices") else ""
     return (f"{server} ran at two paces: {_rounds(p['fast_rounds'])} at {p['fast_cpu_us_per_req']:.3g} CPU µs/req, "
             f"{_rounds(p['slow_rounds'])} at {p['slow_cpu_us_per_req']:.3g} ({p['apart']:.2f}x; split test t "
@@ -66,8 +65,7 @@ def pace_category_line(name: str, rows: list[dict]) -> str | None:
 
 
 def run_pace_findings(run_dir: Path, rules: Rules, metrics: dict, servers: list[str]) -> list[dict]:
-    """For each server of the run whose rounds fell into two paces: the paces, its pace line and what
-    changed between them by category (empty when its rounds had no profiles of their own)."""
+    """Per server whose rounds fell into two paces: the paces, its lines, what changed between them by category."""
     out = []
     for name in servers:
         p = server_paces(metrics.get(name) or {})

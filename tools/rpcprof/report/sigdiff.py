@@ -140,10 +140,8 @@ def significance_line(d: Diff, view: str) -> str:
 
 def rounds_note(d: Diff) -> str:
     """The line said when a side has fewer than two rounds."""
-    if d.tested:
-        return ""
-    return (f"Significance needs rounds: A has {len(d.a.rounds)}, B {len(d.b.rounds)} (profile.sh run --rounds 3 "
-            "or more); drawn as before, no difference tested.")
+    return "" if d.tested else (f"Significance needs rounds: A has {len(d.a.rounds)}, B {len(d.b.rounds)} (profile.sh "
+                                "run --rounds 3 or more); drawn as before, no difference tested.")
 
 
 def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | None, normalize: bool,
@@ -168,14 +166,11 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         if per_request and not d.per_request:
             raise UserError("--per-request needs both sides' CPU µs per request: give RUN/SERVER or its profile.folded "
                             "(from run folders), or two profiles with --requests A_N --requests B_N, or leave --per-request out")
-        rules_a = rules.with_app(app or a.app, "--app" if app else RESULT_FILE)
-        rules_b = rules.with_app(app or b.app, "--app" if app else RESULT_FILE)
+        rules_a, rules_b = (rules.with_app(app or s.app, "--app" if app else RESULT_FILE) for s in (a, b))
         view = "us" if per_request else "share" if normalize else "abs"
-        if means:
-            scaling = {"us": "CPU µs per request", "share": "shares of samples", "abs": "samples, not normalised"}[view] + (
-                ", mean over each side's rounds")
-        else:
-            scaling = "normalised: A scaled to B's total" if normalize else "not normalised: raw weights"
+        scaling = ({"us": "CPU µs per request", "share": "shares of samples", "abs": "samples, not normalised"}[view]
+                   + ", mean over each side's rounds" if means else
+                   "normalised: A scaled to B's total" if normalize else "not normalised: raw weights")
         sig = significance_line(d, view)
 
         def subtitle_of(found: dict) -> str:

@@ -18,38 +18,25 @@ from rpcprof.status import Status
 IDLE_TEXT = {"poll": ", server CPUs polling when idle", "spin": ", server CPUs kept from halting by an idle-priority loop"}
 
 
-def idle_text(parameters: dict) -> str:
-    return IDLE_TEXT.get(parameters.get("idle") or "halt", "")
+def setup_text(p: dict, scenario: str, windows: str = "window") -> str:
+    """A run's setup in its headline: `helloworld, h2load C=1 S=1000, 6 s window, server CPU [0], load CPU [1]`."""
+    return (f"{scenario}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s {windows}, "
+            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}" + IDLE_TEXT.get(p.get("idle") or "halt", ""))
 
 
 RUN_COLUMNS = [
-    ("server", "name"),
-    ("req_per_s", "req/s"),
-    ("avg_cpu_pct", "avg. cpu [%]"),
-    ("req_per_cpu_s", "req/s per CPU"),
-    ("cpu_us_per_req", "CPU [µs/req]"),
-    ("relative", "relative"),
-    ("avg_ms", "avg. latency [ms]"),
-    ("p90_ms", "90 % in [ms]"),
-    ("p95_ms", "95 % in [ms]"),
-    ("p99_ms", "99 % in [ms]"),
-    ("rss_avg_mib", "avg. memory [MiB]"),
-    ("syscalls_per_req", "syscalls/req"),
-    ("client_cpu_pct", "client cpu [%]"),
+    ("server", "name"), ("req_per_s", "req/s"), ("avg_cpu_pct", "avg. cpu [%]"), ("req_per_cpu_s", "req/s per CPU"),
+    ("cpu_us_per_req", "CPU [µs/req]"), ("relative", "relative"), ("avg_ms", "avg. latency [ms]"),
+    ("p90_ms", "90 % in [ms]"), ("p95_ms", "95 % in [ms]"), ("p99_ms", "99 % in [ms]"),
+    ("rss_avg_mib", "avg. memory [MiB]"), ("syscalls_per_req", "syscalls/req"), ("client_cpu_pct", "client cpu [%]"),
     ("notes", "notes"),
 ]
 
 
 # seed 003's latency figures, for --latency full: replace seed 000's latency columns
 FULL_LATENCY_COLUMNS = [
-    ("avg_ms", "avg. latency [ms]"),
-    ("p50_ms", "50 % [ms]"),
-    ("p90_ms", "90 % [ms]"),
-    ("p99_ms", "99 % [ms]"),
-    ("p99_9_ms", "99.9 % [ms]"),
-    ("p99_99_ms", "99.99 % [ms]"),
-    ("max_ms", "max [ms]"),
-    ("tm99_ms", "tm99 [ms]"),
+    ("avg_ms", "avg. latency [ms]"), ("p50_ms", "50 % [ms]"), ("p90_ms", "90 % [ms]"), ("p99_ms", "99 % [ms]"),
+    ("p99_9_ms", "99.9 % [ms]"), ("p99_99_ms", "99.99 % [ms]"), ("max_ms", "max [ms]"), ("tm99_ms", "tm99 [ms]"),
     ("stddev_ms", "stddev [ms]"),
 ]
 SEED_LATENCY_KEYS = ("avg_ms", "p90_ms", "p95_ms", "p99_ms")
@@ -85,6 +72,11 @@ def syscalls_per_request(sc: dict | None) -> float | None:
     return sc.get("per_req") if sc.get("per_req") is not None else sc.get("named_per_req")
 
 
+# the figures of a server's result that its row keeps as they are
+PASSED_ON = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "client_bound", "latency_bound", "unsaturated",
+             "in_flight_share", "in_flight_flag", "stalled", "too_short", "server_cpu_share", "client_cpu_share")
+
+
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
     """One row per server in run order; 'relative' is req/s per CPU over the first measured server's.
     A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
@@ -99,7 +91,6 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         m = metrics.get(name, {"server": name, "status": Status.NOT_RUN})
         f = figures[name]
         lat = f.get("latency") or {}
-        mem = f.get("memory") or {}
         rpc = f.get("req_per_cpu_s")
         spread = (f.get("spread") or {}).get("req_per_cpu_s")
         rsd = cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None
@@ -108,26 +99,15 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         rows.append({
             "server": name,
             "status": m.get("status"),
-            "req_per_s": f.get("req_per_s"),
+            **{k: f.get(k) for k in PASSED_ON},
             "avg_cpu_pct": 100 * f["server_cpu_cores"] if f.get("server_cpu_cores") is not None else None,
-            "req_per_cpu_s": rpc,
-            "cpu_us_per_req": f.get("cpu_us_per_req"),
             "relative": interval.ratio if interval else rpc / base if rpc and base else None,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
-            "rss_avg_mib": mem.get("rss_avg_mib"),
+            "rss_avg_mib": (f.get("memory") or {}).get("rss_avg_mib"),
             # every syscall where the total was counted, else the request-path ones counted by name
             "syscalls_per_req": syscalls_per_request(f.get("syscalls")),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
-            "client_bound": f.get("client_bound"),
-            "latency_bound": f.get("latency_bound"),
-            "unsaturated": f.get("unsaturated"),
             "waits_verdicts": [v for v in ((f.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if v],
-            "in_flight_share": f.get("in_flight_share"),
-            "in_flight_flag": f.get("in_flight_flag"),
-            "stalled": f.get("stalled"),
-            "too_short": f.get("too_short"),
-            "server_cpu_share": f.get("server_cpu_share"),
-            "client_cpu_share": f.get("client_cpu_share"),
             "notes": notes_for(m),
             "regime_flags": regime_flags(f) if f else [],
             "counters_steady": counters_steady(f) if f else None,
@@ -187,8 +167,7 @@ def significance(row: dict) -> str:
 
 
 def ratio_lines(rows: list[dict]) -> list[str]:
-    """Sentences such as 'rust_pajamax serves ^11.2 the requests per CPU-second of rust_tonic', then what
-    each server's flags mean (a single server's too)."""
+    """Sentences such as 'rust_pajamax vs rust_tonic: ^11.2 ...', then what each server's flags mean."""
     measured = [r for r in rows if r.get("req_per_cpu_s")]
     base = measured[0] if measured else None
     lines = []
@@ -255,32 +234,26 @@ def unsaturated_line(r: dict) -> str:
     return line
 
 
-def p_rounds(manifest: dict) -> str:
-    p = manifest["parameters"]
-    if p.get("precision"):
-        return f"rounds to ±{100 * p['precision']:g} %"
-    return f"{rounds_asked(p)} rounds"
+def column_after(columns: list[tuple[str, str]], key: str, column: tuple[str, str], shown: bool) -> list:
+    """columns with column after key's, where shown."""
+    at = [k for k, _ in columns].index(key) + 1
+    return columns[:at] + [column] * shown + columns[at:]
 
 
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     manifest, metrics = load_run(run_dir)
-    order = manifest["parameters"]["servers"]
-    rows = run_rows(metrics, order, pilot_of(manifest["parameters"]))
+    p = manifest["parameters"]
+    rows = run_rows(metrics, p["servers"], pilot_of(p))
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
-    columns = run_columns(latency)
-    if any(spread_text(r) for r in rows):
-        at = [k for k, _ in columns].index("req_per_cpu_s") + 1
-        columns = columns[:at] + [("spread_text", f"min-max of {p_rounds(manifest)}")] + columns[at:]
-    if any((r.get("ratio_interval") or {}).get("low") for r in rows):
-        at = [k for k, _ in columns].index("relative") + 1
-        columns = columns[:at] + [("ratio_text", "ratio [95 % interval]")] + columns[at:]
+    rounds = f"rounds to ±{100 * p['precision']:g} %" if p.get("precision") else f"{rounds_asked(p)} rounds"
+    columns = column_after(run_columns(latency), "req_per_cpu_s", ("spread_text", f"min-max of {rounds}"),
+                           any(spread_text(r) for r in rows))
+    columns = column_after(columns, "relative", ("ratio_text", "ratio [95 % interval]"),
+                           any((r.get("ratio_interval") or {}).get("low") for r in rows))
     text = render(rows, columns, fmt, RUN_CELLS)
     if fmt in ("table", "markdown"):
-        p = manifest["parameters"]
-        head = (f"{manifest['scenario']['name']}, {p['driver']} C={p['connections']} S={p['streams']}, "
-                f"{p['duration']:g} s window, server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
-                f"{idle_text(p)} [{manifest['status']}]")
+        head = f"{setup_text(p, manifest['scenario']['name'])} [{manifest['status']}]"
         lines = ratio_lines(rows)
         if manifest.get("stopped_by"):
             lines.append(f"rounds: {manifest['stopped_by']}")

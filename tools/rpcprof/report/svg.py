@@ -1,16 +1,13 @@
 """inferno's SVG, annotated: each box (a frame of the flame graph) coloured by its own category and given
 its own hover text, a legend row, headings that fit, search by function name. Used by report/flamegraph.py,
-which runs inferno.
+which runs inferno, finds the stacks beneath each box and says why each box has a colour of its own (inferno's
+`--cp` and `--nameattr` go by function, and would contradict `report.py table`).
 
-The choice, and its cost. inferno's own options colour by function (`--cp` palette map, `--nameattr`
-hover text); that was rejected because a function shared by two categories (malloc under recv and under
-protocol, say) would be drawn in one colour everywhere, and the graph would contradict `report.py table`.
-So rpcprof keeps per-box colours and owns the part that gives them: report/flamegraph.py finds the stacks
-beneath each box from inferno's order of lines, and `recolour_frames` / `add_legend` rewrite inferno's SVG
-with regexes (its frame height, font width and margin, below). That code is tied to inferno's output format: tools/setup.sh pins inferno
-INFERNO_VERSION, a test checks the installed inferno is that version, and the golden-capture tests check
-that every box of every server's graph is matched and coloured as its stacks say. Upgrading inferno means
-changing the pin in both places and rerunning those tests; a box left unmatched is reported, not hidden.
+The cost of that choice: `recolour_frames` and `add_legend` rewrite inferno's SVG with regexes (its frame height,
+font width and margin, below), tied to inferno's output format: tools/setup.sh pins inferno INFERNO_VERSION, a
+test checks the installed inferno is that version, and the golden-capture tests check that every box of every
+server's graph is matched and coloured as its stacks say. Upgrading inferno means changing the pin in both places
+and rerunning those tests; a box left unmatched is reported, not hidden.
 """
 from __future__ import annotations
 

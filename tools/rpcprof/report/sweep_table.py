@@ -51,17 +51,15 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         interval = second.get("ratio_interval") if second and not voided else None
         for r in base_rows:
             m = metrics.get(r["server"], {})
-            row = {**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"], "ratio": ratio,
-                   "ratio_low": (interval or {}).get("low"), "ratio_high": (interval or {}).get("high"),
-                   "cell_interval": interval}
-            b = breakdowns.get(r["server"])
-            for c in categories(rules):
-                row[f"{c}_us"] = b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
-            figures = kernel_figures(m.get("syscalls"))
-            row.update({k: figures[k].value for k in ("writes_per_req", "bytes_per_write", "switches_per_req")})
-            row["ratio_significant"] = interval["significant"] if interval else None
-            row["rounds_interleaved"] = interleaved(metrics.get(r["server"]) or {})
-            rows.append(row)
+            b, figures = breakdowns.get(r["server"]), kernel_figures(m.get("syscalls"))
+            rows.append({**r, "cell": key, "connections": cell["connections"], "streams": cell["streams"],
+                         "ratio": ratio, "ratio_low": (interval or {}).get("low"),
+                         "ratio_high": (interval or {}).get("high"), "cell_interval": interval,
+                         "ratio_significant": interval["significant"] if interval else None,
+                         "rounds_interleaved": interleaved(m),
+                         **{f"{c}_us": b.share(c) * m["cpu_us_per_req"] if b and m.get("cpu_us_per_req") else None
+                            for c in categories(rules)},
+                         **{k: figures[k].value for k in ("writes_per_req", "bytes_per_write", "switches_per_req")}})
     return rows
 
 
@@ -78,9 +76,8 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
     width = len(rule)
     manifest, _ = load_sweep(sweep_dir)
     servers = manifest["parameters"]["servers"]
-    out = []
-    if fmt == "markdown":
-        out.append("```")
+    fence = ["```"] * (fmt == "markdown")
+    out = [*fence]
     if len(servers) >= 2:
         out.append(f"^N.N = req/s per server CPU of {servers[1]} / {servers[0]}")
     out += ["-" * width, header]
@@ -97,7 +94,4 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
                 mark += " (not significant)"
             out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))
         out.append(body[i])
-    out.append("-" * width)
-    if fmt == "markdown":
-        out.append("```")
-    return "\n".join(out) + "\n"
+    return "\n".join([*out, "-" * width, *fence]) + "\n"

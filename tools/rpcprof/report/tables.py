@@ -29,11 +29,7 @@ def cell(value) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "-"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        if abs(value) >= 100:
-            return f"{value:.1f}"
-        return f"{value:.2f}"
+        return f"{value:{',.0f' if abs(value) >= 1000 else '.1f' if abs(value) >= 100 else '.2f'}}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
@@ -48,8 +44,7 @@ class Shown(NamedTuple):
 
 def render(rows: list[dict], columns: list[tuple[str, str]], fmt: str = "table",
            shown: dict[str, Shown] | None = None) -> str:
-    """Rows rendered in fmt; json keeps every key of every row, the others show the columns. shown: the
-    columns (by key) that table and markdown show as one cell made of several figures."""
+    """Rows in fmt (json: every key of every row); shown: columns that table and markdown make of several figures."""
     shown = shown or {}
     if fmt == "json":
         return json.dumps(rows, indent=2, sort_keys=True, default=str) + "\n"

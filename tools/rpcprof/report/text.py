@@ -60,10 +60,9 @@ def csv_field(value):
 
 
 def xml_chars(s, lines: bool = False) -> str:
-    """s with the characters XML 1.0 forbids (C0 controls but tab and line breaks, lone surrogates,
-    U+FFFE, U+FFFF) replaced by U+FFFD; lines=True replaces every control character too, bidirectional
-    ones included (a name
-    drawn on one line, or written into a line-based file such as folded stacks)."""
+    """s with the characters XML 1.0 forbids (C0 controls but tab and line breaks, lone surrogates, U+FFFE,
+    U+FFFF) replaced by U+FFFD; lines=True replaces every control character too, bidirectional ones included (a
+    name drawn on one line, or written into a line-based file such as folded stacks)."""
     return (_XML_FORBIDDEN_OR_CONTROL if lines else _XML_FORBIDDEN).sub(REPLACEMENT, str(s))
 
 
@@ -73,8 +72,7 @@ def xml(s) -> str:
 
 
 def html(s) -> str:
-    """s as HTML text or attribute value: forbidden characters and bidirectional controls replaced,
-    `<&>"'` escaped."""
+    """s as HTML text or attribute value: forbidden characters and bidirectional controls replaced, `<&>"'` escaped."""
     return _escape(_BIDI_CONTROL.sub(REPLACEMENT, xml_chars(s)))
 
 

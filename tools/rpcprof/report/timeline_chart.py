@@ -22,18 +22,13 @@ COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e3
 
 def run_timelines(metrics: dict, servers: list[str]) -> dict[str, dict[int, dict]]:
     """{server: {round: its measured window's timeline}} for the servers and rounds that recorded one."""
-    out = {}
-    for s in servers:
-        m = metrics.get(s) or {}
-        found = {round_of(r): r["timeline"] for r in round_rows(m) or [m] if r.get("timeline")}
-        if found:
-            out[s] = found
-    return out
+    found = {s: {round_of(r): r["timeline"] for r in round_rows(m) or [m] if r.get("timeline")}
+             for s, m in ((s, metrics.get(s) or {}) for s in servers)}
+    return {s: timelines for s, timelines in found.items() if timelines}
 
 
 def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
-    """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (runs made
-    before windows did)."""
+    """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (older runs)."""
     import matplotlib
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]

@@ -53,12 +53,11 @@ def summarise(out: Path, rules: Rules, ports: list[int], requests: int | None, s
     rows = wait_rows(out / OFFCPU_FOLDED, rules, requests)
     sockets = socket_summary(out / SOCKETS_LOG, ports)
     wakes = saved_copy(out / OFFWAKE_FOLDED)
-    return {"waits": stats.get("waits"), "threads": stats.get("threads"),
-            "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "cut": stats.get("cut"),
-            "histogram": stats.get("histogram"), "reasons": rows, "sockets": sockets, "ports": ports,
-            "runnable_to": stats.get("runnable_to"), "runnable_own_us": stats.get("runnable_own_us"),
+    return {**{k: stats.get(k) for k in ("waits", "threads", "cut", "histogram", "runnable_to", "runnable_own_us",
+                                          "wakes")},
+            "off_cpu_s": (stats.get("off_cpu_us") or 0) / 1e6, "reasons": rows, "sockets": sockets, "ports": ports,
             "verdict": stall_verdict(sockets, rows), "contention": contention_verdict(stats, stats.get("window_s")),
-            "wakes": stats.get("wakes"), "wakers": waker_rows(wakes, rules) if wakes.exists() else None}
+            "wakers": waker_rows(wakes, rules) if wakes.exists() else None}
 
 
 def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
@@ -73,8 +72,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
         out = run_dir / name
         if saved_copy(out / OFFCPU_FOLDED).exists():
             stats = {**saved, "off_cpu_us": (saved.get("off_cpu_s") or 0) * 1e6}   # what the window recorded
-            fresh = summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)
-            saved = {**saved, **fresh}
+            saved = {**saved, **summarise(out, rules, saved.get("ports") or [], saved.get("requests_ok"), stats)}
         records[name] = saved
     return records
 
@@ -82,8 +80,7 @@ def offcpu_records(run_dir: Path, rules: Rules) -> dict[str, dict]:
 # --- the verdicts and notes ---------------------------------------------------------------------------
 
 def stall_verdict(sockets: dict | None, rows: list[dict]) -> str | None:
-    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show (analyze/waits.py's nagle_stall), and the fix; None
-    where they show no stall."""
+    """`NAGLE/DELAYED-ACK: ...`: what the socket samples show (waits.py's nagle_stall) and the fix; None without one."""
     s = nagle_stall(sockets, rows)
     if not s:
         return None
@@ -128,8 +125,7 @@ def asleep_text(asleep: list[dict]) -> str:
 
 
 def wakers_text(reason: str, row: dict) -> str:
-    """'idle-poll: woken by h2load: sendto() -> ... 81 %, swapper/0: ... 12 %' (a row of analyze/wakers.py's
-    waker_rows)."""
+    """'idle-poll: woken by h2load: sendto() -> ... 81 %, swapper/0: ... 12 %' (a row of wakers.py's waker_rows)."""
     return f"{reason}: woken by " + ", ".join(f"{w['waker']} {_pct(w['share_pct'])}" for w in row["wakers"])
 
 
@@ -156,8 +152,7 @@ def notes(name: str, rec: dict, verdicts: bool = True) -> list[str]:
         lines.append(f"{name}: who woke them: {wakes['paired']:,} of {wakes['waits']:,} waits paired with the wake-up "
                      f"that ended them ({100 * wakes['paired_us'] / wakes['waits_us']:.0f} % of their time off CPU; "
                      f"{wakes['wakeups']:,} wake-ups recorded)")
-    for reason, row in (rec.get("wakers") or {}).items():
-        lines.append(f"{name}: {terminal(wakers_text(reason, row))}")
+    lines += [f"{name}: {terminal(wakers_text(reason, row))}" for reason, row in (rec.get("wakers") or {}).items()]
     if rec.get("asleep"):
         lines.append(f"{name}: {terminal(asleep_text(rec['asleep']))}")
     lines += [f"{name}: {rec[key]}" for key in ("verdict", "contention") if verdicts and rec.get(key)]

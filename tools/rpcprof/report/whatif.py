@@ -40,9 +40,9 @@ def server_rounds(run_dir: Path, rules: Rules, metrics: dict, name: str) -> tupl
             raise UserError(f"{folder / RESULT_FILE}: {writes.key} is {writes.value!r}, not a count per request: "
                             "the file is damaged; measure the run again")
         rounds.append(Round(cpu, {c: b.share(c) * cpu for c in rules.all_categories}, writes.value))
-        rel = folder.relative_to(run_dir) / RESULT_FILE
-        sources.append({"server": name, "round": k, "file": str(rel), "writes_per_req": writes.key,
-                        "cpu_us_per_req": "cpu_us_per_req", "us_per_req": "CPU µs/req × share of each category"})
+        sources.append({"server": name, "round": k, "file": str(folder.relative_to(run_dir) / RESULT_FILE),
+                        "writes_per_req": writes.key, "cpu_us_per_req": "cpu_us_per_req",
+                        "us_per_req": "CPU µs/req × share of each category"})
     return rounds, sources
 
 
@@ -88,8 +88,7 @@ def verdict(w: WhatIf, a: str) -> str:
 
 
 def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) -> list[str]:
-    """The prediction in words: the writes, the two costs per write (sources: whatif's, for B's rounds), the sum
-    and the verdict."""
+    """The prediction in words: the writes, the two costs per write (sources: whatif's), the sum and the verdict."""
     per = f"{1 / w.a_writes:.1f}" if w.a_writes else "no"
     n_rounds = len({s["round"] for s in sources if s["server"] == b})
     return [
@@ -123,9 +122,8 @@ def render_whatif(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCos
             "contains": w.contains, "outside_by": w.outside_by, "missed_category": w.missed_category(),
             "categories": rows, "sources": sources}, indent=2, sort_keys=True) + "\n"
     body = render(rows, CATEGORY_COLUMNS, fmt)
-    if fmt == "csv":
-        return body
-    return "\n".join(text) + "\n\nBy category (B = " + b + ", A = " + a + "; largest miss first):\n\n" + body
+    return body if fmt == "csv" else ("\n".join(text) + f"\n\nBy category (B = {b}, A = {a}; largest miss first):\n\n"
+                                      + body)
 
 
 def render_ratio(run_dir: Path, rules: Rules, a: str, b: str, cost: IndirectCost, ratio: float,
