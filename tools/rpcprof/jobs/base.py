@@ -15,8 +15,7 @@ from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
 from rpcprof.errors import UserError
 from rpcprof.jobs.leftovers import tidy_leftovers
 from rpcprof.measure.children import identity
-from rpcprof.measure.environment import git_commit, tool_versions
-from rpcprof.measure.procstat import machine_specs
+from rpcprof.measure.procstat import git_commit, machine_specs, tool_versions
 from rpcprof.paths import ROOT
 from rpcprof.progress import log
 from rpcprof.records import Manifest

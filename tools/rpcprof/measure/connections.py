@@ -38,13 +38,10 @@ def established(port: int, tables=(Path("/proc/net/tcp"), Path("/proc/net/tcp6")
     n = 0
     for table in tables:
         try:
-            lines = table.read_text().splitlines()[1:]
+            rows = [line.split() for line in table.read_text().splitlines()[1:]]
         except OSError:
             continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 3 and fields[1].endswith(want) and fields[3] == ESTABLISHED:
-                n += 1
+        n += sum(len(f) > 3 and f[1].endswith(want) and f[3] == ESTABLISHED for f in rows)
     return n
 
 

@@ -216,12 +216,8 @@ _H2_PATTERNS = {
 
 def parse_h2load_output(text: str) -> dict:
     """The figures of h2load's summary, keyed as in _H2_PATTERNS; missing ones are left out."""
-    out = {}
-    for key, (pattern, conv) in _H2_PATTERNS.items():
-        m = re.search(pattern, text)
-        if m:
-            out[key] = conv(m.group(1))
-    return out
+    found = {key: (re.search(pattern, text), conv) for key, (pattern, conv) in _H2_PATTERNS.items()}
+    return {key: conv(m.group(1)) for key, (m, conv) in found.items() if m}
 
 
 # an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
@@ -249,7 +245,6 @@ class Ghz:
 
     def __init__(self, scenario: Scenario, workdir: Path):
         self.scenario = scenario
-        self.workdir = workdir
 
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
         ghz = require("ghz", "run tools/setup.sh --ghz to install it")

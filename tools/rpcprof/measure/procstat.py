@@ -1,4 +1,5 @@
-"""What the kernel says a process used: CPU time with ns precision, resident memory, machine specs.
+"""What the kernel says a process used: CPU time with ns precision, resident memory; and what a run folder
+records about where it ran: machine specs, the git commit and the tools' versions.
 
 /proc/PID/stat counts CPU in clock ticks (1/100 s): a server at 3 % of a core over 10 s is 30 ticks,
 too coarse. We read nanoseconds instead, from one of two sources (the manifest records which):
@@ -16,6 +17,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 from rpcprof.measure.children import stat_ints
 from rpcprof.measure.proccounters import thread_switches
 from rpcprof.measure.threads import status_fields, task_ids
+from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
@@ -321,6 +324,30 @@ def command_version(argv: list[str]) -> str:
         return "not found"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else "unknown"
+
+
+def git_commit() -> dict:
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.rstrip("\n") if r.returncode == 0 else ""
+    status = git("status", "--porcelain")
+    # the paths that differ from the commit (porcelain: two status letters, a space, the path)
+    changed = [line[3:] for line in status.splitlines()]
+    return {"commit": git("rev-parse", "HEAD").strip() or "unknown", "dirty": bool(status), "changed": changed[:50]}
+
+
+def tool_versions() -> dict:
+    ghz = command_version(["bash", "-c", 'go version -m "$(command -v ghz)" | grep -m1 "mod.*ghz"'])
+    return {
+        "perf": command_version(["perf", "--version"]),
+        "h2load": command_version(["h2load", "--version"]),
+        "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
+        # inferno's binaries have no --version: cargo knows what it installed
+        "inferno": command_version(["bash", "-c", "cargo install --list | grep -m1 '^inferno v'"]).rstrip(":"),
+        "py-spy": command_version(["py-spy", "--version"]),
+        "protoc": command_version(["protoc", "--version"]),
+        "python": sys.version.split()[0],
+    }
 
 
 def cpu_seconds_per_second(cpu_ns: int, wall_s: float) -> float:
