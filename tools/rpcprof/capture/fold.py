@@ -22,13 +22,13 @@ from rpcprof.measure import children
 from rpcprof.capture.offcpu import collapse, fold_offcpu, perf_script
 from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
 
+_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
+_COUNTED = re.compile(rb" [0-9]+\r?$")
+
 
 def jitdumps(pid: int) -> list[Path]:
     """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
-    try:
-        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
+    lines = (children.read_stripped(f"/proc/{pid}/maps") or "").splitlines()
     found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
              and re.search(r"/jit-\d+\.dump$", line)}
     return sorted(Path(p) for p in found)
@@ -56,9 +56,6 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
-_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
-
-
 def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
     pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there)."""
@@ -73,9 +70,6 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
     finally:
         script.unlink(missing_ok=True)
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
-
-
-_COUNTED = re.compile(rb" [0-9]+\r?$")
 
 
 def fold_pyspy(raw: Path, folded: Path) -> dict:

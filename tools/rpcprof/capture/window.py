@@ -20,6 +20,11 @@ from rpcprof.measure.session import Session
 from rpcprof.progress import log
 from rpcprof.rundir import PERF_DATA, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder
 
+_PYSPY_SUMMARY = re.compile(r"Samples: (\d+) Errors: (\d+)")
+_PYSPY_BEHIND = re.compile(r"([\d.]+)(s|ms|µs|ns) behind in sampling")
+_UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+AFTER_TIMEOUT_S = 60.0
+
 
 @dataclass
 class ProfileTarget:
@@ -48,11 +53,6 @@ def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
     return {"frequency_used_hz": used, "max_sample_rate": limit}
 
 
-_PYSPY_SUMMARY = re.compile(r"Samples: (\d+) Errors: (\d+)")
-_PYSPY_BEHIND = re.compile(r"([\d.]+)(s|ms|µs|ns) behind in sampling")
-_UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
-
-
 def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dict:
     """What py-spy's log says of its sampling: the stacks it kept and the ticks it failed to read (its
     last line, `Samples: N Errors: M`), and how far it fell behind its rate (it says so past 1 s behind).
@@ -78,9 +78,6 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
             f"of its ticks ({record['pyspy_errors']:,} errors, --nonblocking reads race the interpreter): those "
             "instants are missing from the shares")
     return record
-
-
-AFTER_TIMEOUT_S = 60.0
 
 
 def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> dict:

@@ -38,6 +38,10 @@ from rpcprof.records import ServerResult
 from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
 
+MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s", "requests_ok",
+                 "latency", "memory", "client_cpu_cores", "client_cpu_share", "client_bound", "latency_bound",
+                 "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
+
 def parse_target(target: str) -> int:
     """The port of a loopback HOST:PORT; load goes to this machine only."""
     m = re.fullmatch(r"(127\.\d+\.\d+\.\d+|localhost|\[::1\]):(\d+)", target)
@@ -80,11 +84,6 @@ class AttachOptions:
     otlp_timeout: float = ATTACH["otlp_timeout"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
-
-
-MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s", "requests_ok",
-                 "latency", "memory", "client_cpu_cores", "client_cpu_share", "client_bound", "latency_bound",
-                 "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
 
 
 class Attach(Job):

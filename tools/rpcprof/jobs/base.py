@@ -25,6 +25,7 @@ from rpcprof.status import Status
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
+LAST_ROUND_MARGIN = 1.05
 
 
 def shown(path: Path) -> str:
@@ -70,9 +71,6 @@ def profile_plan(cpu_cores: float, profiler: str, frequency: int, duration: floa
     cores = cpu_cores * (PYSPY_ON_CPU if profiler == "py-spy" else 1.0)
     return ProfilePlan.for_load(cores, frequency, duration, min_samples,
                                 max_frequency=min(MAX_FREQUENCY, max_sample_rate()), max_duration=max_duration)
-
-
-LAST_ROUND_MARGIN = 1.05
 
 
 def round_sample_target(min_samples: int, rounds: int, earlier: list[tuple[int, int]]) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from rpcprof.capture.fold import jitdumps
 from rpcprof.errors import UserError
 from rpcprof.measure.appguess import executable_head
-from rpcprof.measure.children import stat_fields
+from rpcprof.measure.children import read_stripped, stat_fields
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 
@@ -66,10 +66,7 @@ def inspect_process(pid: int) -> ProcessInfo:
 
 
 def _maps(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
+    return (read_stripped(f"/proc/{pid}/maps") or "").splitlines()
 
 
 def _is_go_binary(exe: str) -> bool:

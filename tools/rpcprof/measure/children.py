@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 
@@ -46,6 +47,15 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, **kwargs, **dies_with_us())
 
 
+def read_stripped(path: Path | str) -> str | None:
+    """A /proc, /sys or log file's text, stripped; None if it cannot be read (a process or thread that exited,
+    no permission, no such file)."""
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError:
+        return None
+
+
 def stat_fields(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (proc(5)'s field 3, the state, is [0]); None if
     there is no such process."""
@@ -70,11 +80,7 @@ def _start_ticks(pid: int) -> int | None:
 
 
 def boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return read_stripped("/proc/sys/kernel/random/boot_id") or ""
 
 
 def pid_running(pid: int) -> bool:

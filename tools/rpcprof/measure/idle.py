@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.measure.children import identity, popen, still_running
+from rpcprof.measure.children import identity, popen, read_stripped, still_running
 from rpcprof.measure.procstat import process_cpu_ns
 
 CPU_ROOT = Path("/sys/devices/system/cpu")
@@ -39,6 +39,7 @@ NO_CONSTRAINT = "0"     # the kernel's default
 # who holds the setting and what it replaced, machine-wide (a tmpfs, cleared at boot as the setting is): any
 # later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/leftovers.py)
 STATE = Path("/run/rpcprof/idle-poll.json")
+SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
 
 
 class NoPollingState(UserError):
@@ -47,20 +48,12 @@ class NoPollingState(UserError):
 
 def polling_state(cpu: int, root: Path = CPU_ROOT) -> Path | None:
     """The folder of cpuidle's polling state of CPU cpu (a driver's state named POLL); None if it has none."""
-    for state in sorted((root / f"cpu{cpu}" / "cpuidle").glob("state*")):
-        try:
-            if (state / "name").read_text().strip() == "POLL":
-                return state
-        except OSError:
-            continue
-    return None
+    states = sorted((root / f"cpu{cpu}" / "cpuidle").glob("state*"))
+    return next((state for state in states if read_stripped(state / "name") == "POLL"), None)
 
 
 def idle_driver(root: Path = CPU_ROOT) -> str:
-    try:
-        return (root / "cpuidle" / "current_driver").read_text().strip() or "none"
-    except OSError:
-        return "none"
+    return read_stripped(root / "cpuidle" / "current_driver") or "none"
 
 
 def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
@@ -104,9 +97,6 @@ class IdlePoll:
             del self.saved[path]
         if self.state.exists() and not holder_alive(self.state):
             self.state.unlink(missing_ok=True)
-
-
-SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
 
 
 class IdleSpin:

@@ -33,6 +33,21 @@ from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
 
 DRIVERS = ("h2load", "ghz")
+_H2_PATTERNS = {
+    "finished_s": (r"finished in ([\d.]+)s", float),
+    "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
+    "total": (r"requests: (\d+) total", int),
+    "done": (r"(\d+) done", int),
+    "succeeded": (r"(\d+) succeeded", int),
+    "failed": (r"(\d+) failed", int),
+    "errored": (r"(\d+) errored", int),
+    "timeout": (r"(\d+) timeout", int),
+    "status_2xx": (r"status codes: (\d+) 2xx", int),
+    "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
+}
+# an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
+_LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
+_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
 
 
 @dataclass
@@ -200,29 +215,10 @@ class H2load:
         return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw, dict(starts))
 
 
-_H2_PATTERNS = {
-    "finished_s": (r"finished in ([\d.]+)s", float),
-    "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
-    "total": (r"requests: (\d+) total", int),
-    "done": (r"(\d+) done", int),
-    "succeeded": (r"(\d+) succeeded", int),
-    "failed": (r"(\d+) failed", int),
-    "errored": (r"(\d+) errored", int),
-    "timeout": (r"(\d+) timeout", int),
-    "status_2xx": (r"status codes: (\d+) 2xx", int),
-    "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
-}
-
-
 def parse_h2load_output(text: str) -> dict:
     """The figures of h2load's summary, keyed as in _H2_PATTERNS; missing ones are left out."""
     found = {key: (re.search(pattern, text), conv) for key, (pattern, conv) in _H2_PATTERNS.items()}
     return {key: conv(m.group(1)) for key, (m, conv) in found.items() if m}
-
-
-# an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
-_LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
-_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
 
 
 def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter | None = None) -> None:

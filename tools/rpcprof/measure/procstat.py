@@ -22,13 +22,14 @@ import threading
 import time
 from pathlib import Path
 
-from rpcprof.measure.children import stat_ints
+from rpcprof.measure.children import read_stripped, stat_ints
 from rpcprof.measure.proccounters import thread_switches
 from rpcprof.measure.threads import status_fields, task_ids
 from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
+CGROUP_PREFIX = "rpcprof-"
 
 
 def thread_cpu_ns(pid: int) -> dict[int, int]:
@@ -49,9 +50,6 @@ def rss_bytes(pid: int) -> tuple[int, int] | None:
     if fields is None:
         return None
     return int(fields.get("VmRSS", "0").split()[0]) * 1024, int(fields.get("VmHWM", "0").split()[0]) * 1024
-
-
-CGROUP_PREFIX = "rpcprof-"
 
 
 def cgroup_root() -> tuple[Path | None, int]:
@@ -99,18 +97,9 @@ def _members(cgroup: Path) -> list[int]:
 
 def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
     """SIGTERM every process in cgroup, SIGKILL those left after grace_s; 'pid N (name)' for each."""
-    said = []
+    said = [f"pid {pid} ({(status_fields(f'/proc/{pid}/status') or {}).get('Name', '?')})" for pid in _members(cgroup)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = _members(cgroup)
-        if not pids:
-            break
-        for pid in pids:
-            if sig == signal.SIGTERM:
-                try:
-                    name = Path(f"/proc/{pid}/comm").read_text().strip()
-                except OSError:
-                    name = "?"
-                said.append(f"pid {pid} ({name})")
+        for pid in _members(cgroup):
             try:
                 os.kill(pid, sig)
             except OSError:
@@ -300,11 +289,8 @@ def machine_specs() -> dict:
     """CPU model, cores, kernel and memory: seed 000's 'Machine Specs'."""
     def after(path: str, prefix: str) -> str:
         """What follows prefix on the first line of path that starts with it ('' if none)."""
-        try:
-            return next((line[len(prefix):] for line in Path(path).read_text().splitlines()
-                         if line.startswith(prefix)), "")
-        except OSError:
-            return ""
+        lines = (read_stripped(path) or "").splitlines()
+        return next((line[len(prefix):] for line in lines if line.startswith(prefix)), "")
     mem_kib = after("/proc/meminfo", "MemTotal:").split()
     return {
         "os": after("/etc/os-release", "PRETTY_NAME=").strip('"'),

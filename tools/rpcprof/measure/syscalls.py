@@ -224,6 +224,11 @@ def per_request(counts: dict, requests: int) -> dict:
 EAGAIN = 11
 IO_KEEP_BYTES = 1 << 20          # a recording up to 1 MiB is kept beside its summary; larger ones deleted
 IO_BUFFER_PAGES = 1024           # 4 MiB ring buffer per CPU: a sample per call at 100k+ calls/s loses none
+IO_SCRIPT_TIMEOUT = 300.0
+_EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
+_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
+IO_COUNTS = ("calls", "bytes", "eagain", "errors", "zero")
+IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
 
 
 def available_io_syscalls() -> list[str]:
@@ -247,9 +252,6 @@ def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder 
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out / window_file(name, "recording")
     return perf_recorder(io_record_argv(perf, pid, data, names), data, out / window_file(name, "messages"))
-
-
-IO_SCRIPT_TIMEOUT = 300.0
 
 
 def summarise_io(session: Session, recorder: Recorder) -> dict | None:
@@ -288,11 +290,6 @@ def _warn(msg: str) -> None:
     log(f"rpcprof: WARNING: {msg}")
 
 
-_EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
-_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
-IO_COUNTS = ("calls", "bytes", "eagain", "errors", "zero")
-
-
 def _signed(word: str) -> int:
     """A return value as perf prints it ('0x%lx' of a long: -11 is 0xfffffffffffffff5)."""
     v = int(word, 16) if word.lower().startswith("0x") else int(word)
@@ -321,9 +318,6 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
         if m:
             lost += int(m.group(1))
     return {"io": io, "lost": lost}
-
-
-IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
 
 
 def io_per_request(io: dict | None, requests: int) -> dict:

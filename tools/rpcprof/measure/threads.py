@@ -13,19 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rpcprof.measure.children import read_stripped
+
 PROC = Path("/proc")
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace").strip()
-    except OSError:                    # the thread exited between listing and reading, or no permission
-        return None
 
 
 def status_fields(path: Path | str) -> dict[str, str] | None:
     """The `Name:  value` lines of a /proc status file as {name: value, stripped}; None if it cannot be read."""
-    text = _read(Path(path))
+    text = read_stripped(path)
     return None if text is None else {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
 
 
@@ -49,7 +44,7 @@ def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
             switches = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
         except (KeyError, ValueError):
             continue
-        wchan = _read(task / "wchan")
+        wchan = read_stripped(task / "wchan")
         snapshot[tid] = {"tid": tid, "name": fields.get("Name", ""), "state": fields.get("State", "")[:1],
                          "switches": switches, "wchan": wchan if wchan and wchan != "0" else None}
     return snapshot
