@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.capture.profiler import ProfilePlan, pmu_event
-from rpcprof.capture.window import ProfileTarget
+from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, pmu_event
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps

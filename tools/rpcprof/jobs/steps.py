@@ -11,12 +11,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.profiler import ProfilePlan
-from rpcprof.capture.window import ProfileTarget, capture_profile
+from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, capture_profile
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.threads import ProcWindow, per_request, thread_snapshot
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
@@ -278,7 +277,6 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     from rpcprof.analyze.waits import asleep_whole_window
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
-    from rpcprof.measure.threads import thread_snapshot
     from rpcprof.report.text import terminal
     from rpcprof.report.waits import asleep_text, histogram_text, summarise
     log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "

@@ -12,7 +12,7 @@ the load generator's keep halting. (A 0 µs request on /dev/cpu_dma_latency does
 generator then woke sooner too, and tonic_mt ran more of its rounds in its slow pace, docs/run.md.)
 Polling is spent in the idle task: no server is charged for it. The old values are written back when
 the run ends; after a run killed without warning, the next invocation writes them back
-(jobs/leftovers.py).
+(jobs/base.py, tidy_leftovers).
 
 PM QoS only chooses among the idle states cpuidle offers. Some hosts of this machine kind run no cpuidle
 driver (/sys/devices/system/cpu/cpuidle/current_driver reads `none`, no cpuN/cpuidle/ folder): there the
@@ -37,7 +37,7 @@ IDLE_MODES = ("halt", "poll", "spin")
 POLL = "n/a"            # no resume latency tolerated: poll
 NO_CONSTRAINT = "0"     # the kernel's default
 # who holds the setting and what it replaced, machine-wide (a tmpfs, cleared at boot as the setting is): any
-# later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/leftovers.py)
+# later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/base.py)
 STATE = Path("/run/rpcprof/idle-poll.json")
 SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
 

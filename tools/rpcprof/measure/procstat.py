@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
-from rpcprof.measure.proccounters import thread_switches
-from rpcprof.measure.threads import status_fields, task_ids
+from rpcprof.measure.threads import status_fields, task_ids, thread_switches
 from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")

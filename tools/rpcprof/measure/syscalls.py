@@ -30,7 +30,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rpcprof.measure import proccounters
+from rpcprof.measure import threads
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
@@ -105,7 +105,7 @@ def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) ->
     """perf stat's command line: syscalls, then each kernel event with its own -e (a --filter binds to
     the event just before it). cpus: count the syscalls on those whole CPUs (the server is pinned there)
     with no per-thread event to switch at each context switch; the kernel events are then not counted
-    here (the caller reads the process's own from /proc, measure/proccounters.py)."""
+    here (the caller reads the process's own from /proc, measure/threads.py)."""
     named = [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
     if cpus:
         # the request-path syscalls only: raw_syscalls:sys_enter fires on every syscall and costs 190 ns
@@ -199,7 +199,7 @@ def parse_perf_stat_csv(text: str) -> dict:
 
 
 def events_from_proc(proc: dict) -> dict:
-    """The kernel events from the process's own /proc counters (measure/proccounters.py): context
+    """The kernel events from the process's own /proc counters (measure/threads.py): context
     switches and page faults; wake-ups issued have no /proc counter (None: not counted)."""
     return {k: proc.get(k) for k in EVENT_KEYS}
 
@@ -207,7 +207,7 @@ def events_from_proc(proc: dict) -> dict:
 def per_request(counts: dict, requests: int) -> dict:
     """Syscalls per request, total and by syscall; kernel events, raw and per request."""
     events = {"events": counts.get("events") or dict.fromkeys(EVENT_KEYS),
-              "events_per_req": proccounters.per_request(events_from_proc(counts.get("events") or {}), requests)}
+              "events_per_req": threads.per_request(events_from_proc(counts.get("events") or {}), requests)}
     if not requests:
         return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}, **events}
     named = counts["by_syscall"].keys() - {"other"}

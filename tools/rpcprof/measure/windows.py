@@ -9,7 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.timeline import timeline
 from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.threads import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
 from rpcprof.rundir import LOAD_LOG
 
@@ -41,7 +41,7 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
 
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
-    it, and the process's own kernel counters (free to read: measure/proccounters.py).
+    it, and the process's own kernel counters (free to read: measure/threads.py).
     With a driver that marks its timed window (h2load), the server's established connections are
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
