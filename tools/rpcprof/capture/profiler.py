@@ -222,22 +222,13 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     dumps = jitdumps(target.pid) if jit else []
     code = session.stop(recorder)
     after = run_after(target.name, target.after) if target.after else None
-    record = {
-        "profiler": target.profiler,
-        "event": target.event if perf else PYSPY_EVENT,
-        "call_graph": target.call_graph if perf else "python (py-spy)",
-        "frequency_hz": plan.frequency,
-        "duration_s": plan.duration,
-        "started_unix_ns": started,
-        "plan": plan.raised or "as requested",
-        "weight": "sample period in ns (inferno weights perf samples by period)" if perf else "samples",
-        "recorder_exit_code": code,
-        "scope": scope if perf else f"pid {target.pid}",
-        "pid_filter": target.pid if cpus else None,
-        "requests_ok": requests,
-        "server_cpu_s": cpu_ns / 1e9,
-        "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None,
-    }
+    record = {"profiler": target.profiler, "event": target.event if perf else PYSPY_EVENT,
+              "call_graph": target.call_graph if perf else "python (py-spy)", "frequency_hz": plan.frequency,
+              "duration_s": plan.duration, "started_unix_ns": started, "plan": plan.raised or "as requested",
+              "weight": "sample period in ns (inferno weights perf samples by period)" if perf else "samples",
+              "recorder_exit_code": code, "scope": scope if perf else f"pid {target.pid}",
+              "pid_filter": target.pid if cpus else None, "requests_ok": requests, "server_cpu_s": cpu_ns / 1e9,
+              "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None}
     if after:
         record["after_profile"] = after
     if perf and data.exists():

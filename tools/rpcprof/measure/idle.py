@@ -89,12 +89,8 @@ class IdlePoll:
             pass                # not recorded: this run still gives the CPUs back on any exit but SIGKILL
 
     def stop(self) -> None:
-        for path, old in list(self.saved.items()):
-            try:
-                path.write_text(old)
-            except OSError:
-                pass            # a CPU gone offline keeps nothing to restore
-            del self.saved[path]
+        give_back(self.saved)
+        self.saved = {}
         if self.state.exists() and not holder_alive(self.state):
             self.state.unlink(missing_ok=True)
 
@@ -166,14 +162,20 @@ def release_stale(state: Path = STATE) -> list[str]:
     data = _read_state(state)
     if data is None or holder_alive(state) or (data.get("owner") or {}).get("pid") == identity()["pid"]:
         return []
+    done = give_back(data.get("saved") or {})
+    state.unlink(missing_ok=True)
+    return done
+
+
+def give_back(saved: dict) -> list[str]:
+    """Each file's old setting written back; the files written (a CPU gone offline keeps nothing to restore)."""
     done = []
-    for path, old in (data.get("saved") or {}).items():
+    for path, old in saved.items():
         try:
             Path(path).write_text(old)
-            done.append(path)
+            done.append(str(path))
         except OSError:
             continue
-    state.unlink(missing_ok=True)
     return done
 
 

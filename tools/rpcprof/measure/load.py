@@ -222,10 +222,10 @@ def parse_h2load_output(text: str) -> dict:
 
 
 def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter | None = None) -> None:
-    """h2load --log-file lines: start time (µs since the epoch), HTTP status, duration (µs). Only 2xx are
-    counted. The durations are counted as bytes first (one regex pass over the file, ~2x a loop over
-    lines: a window at 100,000 req/s logs that many lines a second), then turned into integers once per
-    distinct value. starts: also count the requests by start time in 0.1 s buckets (analyze/timeline.py)."""
+    """h2load --log-file lines (_LATENCY_2XX): only 2xx are counted. The durations are counted as bytes first
+    (one regex pass over the file, ~2x a loop over lines: a window at 100,000 req/s logs that many lines a
+    second), then turned into integers once per distinct value. starts: also count the requests by start
+    time in 0.1 s buckets (analyze/timeline.py)."""
     data = path.read_bytes()
     by_text = Counter(_LATENCY_2XX.findall(data))
     for text, count in by_text.items():

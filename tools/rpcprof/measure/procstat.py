@@ -200,11 +200,8 @@ class Marks:
 
 
 class ProcessMonitor:
-    """Polls a process in the background: CPU time (ns) and resident memory.
-
-    ``mark()`` returns the process's CPU ns total at that instant; the difference of two marks is
-    the CPU the process used between them, all threads.
-    """
+    """Polls a process in the background: CPU time (ns) and resident memory. The difference of two
+    mark()s is the CPU the process used between them, all threads."""
 
     def __init__(self, pid: int, cgroup: CgroupCpu | None = None, interval: float = 0.1):
         self.pid = pid
@@ -271,11 +268,8 @@ class ProcessMonitor:
                 self._hwm = max(self._hwm, mem[1])
             hwm = self._hwm
         mib = 1024 * 1024
-        return {
-            "rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
-            "rss_peak_mib": hwm / mib if hwm else None,
-            "rss_samples": len(samples),
-        }, series
+        return {"rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
+                "rss_peak_mib": hwm / mib if hwm else None, "rss_samples": len(samples)}, series
 
     def close(self) -> None:
         self._stop.set()
@@ -291,14 +285,9 @@ def machine_specs() -> dict:
         lines = (read_stripped(path) or "").splitlines()
         return next((line[len(prefix):] for line in lines if line.startswith(prefix)), "")
     mem_kib = after("/proc/meminfo", "MemTotal:").split()
-    return {
-        "os": after("/etc/os-release", "PRETTY_NAME=").strip('"'),
-        "kernel": platform.release(),
-        "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(),
-        "cpus": os.cpu_count(),
-        "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0,
-        "hostname": platform.node(),
-    }
+    return {"os": after("/etc/os-release", "PRETTY_NAME=").strip('"'), "kernel": platform.release(),
+            "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(), "cpus": os.cpu_count(),
+            "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0, "hostname": platform.node()}
 
 
 def command_version(argv: list[str]) -> str:
@@ -323,16 +312,12 @@ def git_commit() -> dict:
 
 def tool_versions() -> dict:
     ghz = command_version(["bash", "-c", 'go version -m "$(command -v ghz)" | grep -m1 "mod.*ghz"'])
-    return {
-        "perf": command_version(["perf", "--version"]),
-        "h2load": command_version(["h2load", "--version"]),
-        "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
-        # inferno's binaries have no --version: cargo knows what it installed
-        "inferno": command_version(["bash", "-c", "cargo install --list | grep -m1 '^inferno v'"]).rstrip(":"),
-        "py-spy": command_version(["py-spy", "--version"]),
-        "protoc": command_version(["protoc", "--version"]),
-        "python": sys.version.split()[0],
-    }
+    return {"perf": command_version(["perf", "--version"]), "h2load": command_version(["h2load", "--version"]),
+            "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
+            # inferno's binaries have no --version: cargo knows what it installed
+            "inferno": command_version(["bash", "-c", "cargo install --list | grep -m1 '^inferno v'"]).rstrip(":"),
+            "py-spy": command_version(["py-spy", "--version"]), "protoc": command_version(["protoc", "--version"]),
+            "python": sys.version.split()[0]}
 
 
 def cpu_seconds_per_second(cpu_ns: int, wall_s: float) -> float:
