@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.threads import ProcWindow, per_request
 
 WRITER = ("import os, sys, time\n"
           "fd = os.open('/dev/null', os.O_WRONLY)\n"

@@ -38,7 +38,7 @@ def test_the_sampling_rate_perf_used_is_recorded_beside_the_one_asked_and_a_lowe
     """perf lowers -F to kernel.perf_event_max_sample_rate: the record says so instead of the rate asked."""
     import subprocess
     from rpcprof.capture.profiler import max_sample_rate
-    from rpcprof.capture.window import sampling_rate_used
+    from rpcprof.capture.profiler import sampling_rate_used
     asked = 2 * max_sample_rate()
     data = tmp_path / "perf.data"
     with subprocess.Popen(["sleep", "1"]) as sleeper:

@@ -105,7 +105,7 @@ def killed_holder(tmp_path, root):
 
 
 def test_a_killed_runs_setting_is_given_back_by_the_next_invocation_whatever_its_runs_folder(tmp_path, monkeypatch):
-    from rpcprof.jobs import leftovers
+    from rpcprof.jobs import base as leftovers
     root = fake_cpus(tmp_path / "sys", {0: "0"})
     state = killed_holder(tmp_path, root)
     monkeypatch.setattr(leftovers, "release_stale", lambda: release_stale(state))

@@ -23,7 +23,7 @@ def test_a_process_left_in_a_stale_cgroup_is_stopped_and_the_cgroup_removed(tmp_
     """A process an rpcprof started that outlived it (the parent-death signal reaches direct children
     only: a server's own child, say) is still in that rpcprof's cgroup: the next invocation stops it by
     PID and removes the cgroup."""
-    from rpcprof.jobs.leftovers import tidy_leftovers
+    from rpcprof.jobs.base import tidy_leftovers
     from rpcprof.measure.procstat import cgroup_name, cgroup_root
     root, _ = cgroup_root()
     if root is None:
@@ -48,7 +48,7 @@ def test_a_process_left_in_a_stale_cgroup_is_stopped_and_the_cgroup_removed(tmp_
 
 
 def test_a_folder_whose_owner_still_runs_is_left_running(tmp_path):
-    from rpcprof.jobs.leftovers import tidy_leftovers
+    from rpcprof.jobs.base import tidy_leftovers
     from rpcprof.measure.children import identity
     folder = tmp_path / "20260101-000000-live"
     folder.mkdir()
@@ -58,7 +58,7 @@ def test_a_folder_whose_owner_still_runs_is_left_running(tmp_path):
 
 
 def test_a_folder_whose_owner_pid_was_reused_is_marked_killed(tmp_path):
-    from rpcprof.jobs.leftovers import tidy_leftovers
+    from rpcprof.jobs.base import tidy_leftovers
     from rpcprof.measure.children import identity
     folder = tmp_path / "20260101-000000-reused"
     folder.mkdir()

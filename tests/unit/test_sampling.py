@@ -1,4 +1,4 @@
-"""What py-spy's log says of its sampling (capture/window.pyspy_sampling), on logs py-spy wrote here
+"""What py-spy's log says of its sampling (capture/profiler.pyspy_sampling), on logs py-spy wrote here
 (tests/data/pyspy/README.md): the stacks it kept, the ticks it failed to read, how far it fell behind.
 """
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rpcprof.capture.window import pyspy_sampling
+from rpcprof.capture.profiler import pyspy_sampling
 
 DATA = Path(__file__).parents[1] / "data" / "pyspy"
 

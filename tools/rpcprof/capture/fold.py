@@ -19,15 +19,16 @@ from pathlib import Path
 from rpcprof.measure.recorder import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
-from rpcprof.rundir import PERF_DATA, check_not_input, write_bytes
+from rpcprof.capture.offcpu import collapse, fold_offcpu, perf_script
+from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
+
+_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
+_COUNTED = re.compile(rb" [0-9]+\r?$")
 
 
 def jitdumps(pid: int) -> list[Path]:
     """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
-    try:
-        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
+    lines = (children.read_stripped(f"/proc/{pid}/maps") or "").splitlines()
     found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
              and re.search(r"/jit-\d+\.dump$", line)}
     return sorted(Path(p) for p in found)
@@ -55,39 +56,20 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
-_HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
-
-
 def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
-    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
-
-    --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower).
-    """
-    from rpcprof.capture.offcpu import collapse      # imported late, as fold() imports fold_offcpu
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there)."""
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
-    with open(script, "wb") as out:
-        proc = children.run([perf, "script", "-i", str(data), "--no-inline",
-                             *([f"--pid={pid}"] if pid is not None else [])], stdout=out,
-                              stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        script.unlink(missing_ok=True)
-        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    samples = 0
-    with open(script, "rb") as f:
-        for line in f:
-            if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line):
-                samples += 1
     try:
+        with open(script, "wb") as out:
+            perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
+        with open(script, "rb") as f:
+            samples = sum(1 for line in f if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line))
         collapse(script, folded)
     finally:
-        script.unlink()
+        script.unlink(missing_ok=True)
     return {"samples": samples, "fold_seconds": time.monotonic() - t0}
-
-
-_COUNTED = re.compile(rb" [0-9]+\r?$")
 
 
 def fold_pyspy(raw: Path, folded: Path) -> dict:
@@ -142,7 +124,6 @@ def records_switches(data: Path) -> bool:
 def recorded_pid(data: Path) -> int | None:
     """The process a recording of whole CPUs was folded for, from the profile record beside it (None: a
     recording of one process's threads, or no record)."""
-    from rpcprof.rundir import read_profile
     pid = read_profile(data.parent).get("pid_filter")
     return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
@@ -155,7 +136,6 @@ def fold(source: Path, out: Path) -> dict:
     check_not_input(out, source)
     if is_perf_data(source):
         if records_switches(source):
-            from rpcprof.capture.offcpu import fold_offcpu
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
         return {**fold_perf(source, out, recorded_pid(source)), "input": PERF_DATA}
     from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks

@@ -161,15 +161,6 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
     return timed, counted
 
 
-def perf_script(data: Path, *options: str) -> list[bytes]:
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    proc = subprocess.run([perf, "script", "-i", str(data), "--no-inline", *options],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
-    return proc.stdout.splitlines(keepends=True)
-
-
 def fold_offcpu(data: Path, folded: Path, wakes: Path | None = None, wakes_folded: Path | None = None) -> dict:
     """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns the stats of weigh_switches
     plus fold_seconds. With wakes (offwake.data) and wakes_folded: the waits paired with their wake-ups
@@ -177,7 +168,7 @@ def fold_offcpu(data: Path, folded: Path, wakes: Path | None = None, wakes_folde
     t0 = time.monotonic()
     stats: dict = {}
     spans: list = []
-    timed, counted = weigh_switches(perf_script(data, "--show-switch-events"), stats, spans)
+    timed, counted = weigh_switches(perf_script(data, "--show-switch-events").splitlines(keepends=True), stats, spans)
     if not stats["waits"]:
         raise UserError(f"{data}: no context switch of the process was recorded: its threads never waited "
                         "in the window (or perf could not attach to sched:sched_switch)")
@@ -229,7 +220,7 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
 def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
     """offwake.data + the waits -> folded (waker;--;sleeper, µs off CPU); returns the pairing's figures."""
     stats: dict = {}
-    lines = pair_wakes(perf_script(wakes), spans, stats)
+    lines = pair_wakes(perf_script(wakes).splitlines(keepends=True), spans, stats)
     if lines:
         collapse_weighted(lines, folded)
     return stats
@@ -241,6 +232,16 @@ def collapse_weighted(lines: list[bytes], out: Path) -> None:
         script = Path(scratch) / "script"
         script.write_bytes(b"".join(lines))
         collapse(script, out)
+
+
+def perf_script(data: Path, *options: str, stdout=subprocess.PIPE) -> bytes | None:
+    """perf script's output of data (or None, written to stdout, a file); UserError when it fails.
+    --no-inline: this perf is built without libbfd and would call addr2line per frame otherwise (~25x slower)."""
+    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
+    proc = children.run([perf, "script", "-i", str(data), "--no-inline", *options], stdout=stdout, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        raise UserError(f"perf script failed on {data}: {proc.stderr.decode(errors='replace').strip()[:200]}")
+    return proc.stdout
 
 
 def collapse(script: Path, folded: Path) -> None:

@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.capture.profiler import ProfilePlan, pmu_event
-from rpcprof.capture.window import ProfileTarget
+from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, pmu_event
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
@@ -37,6 +36,10 @@ from rpcprof.progress import log, progress_bar
 from rpcprof.records import ServerResult
 from rpcprof.rundir import RunFolder
 from rpcprof.status import Status
+
+MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s", "requests_ok",
+                 "latency", "memory", "client_cpu_cores", "client_cpu_share", "client_bound", "latency_bound",
+                 "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
 
 def parse_target(target: str) -> int:
     """The port of a loopback HOST:PORT; load goes to this machine only."""
@@ -80,11 +83,6 @@ class AttachOptions:
     otlp_timeout: float = ATTACH["otlp_timeout"]
     command: list[str] = field(default_factory=list)
     runs_dir: Path = RUNS_DIR
-
-
-MEASURED_KEYS = ("req_per_s", "server_cpu_cores", "req_per_cpu_s", "cpu_us_per_req", "window_s", "requests_ok",
-                 "latency", "memory", "client_cpu_cores", "client_cpu_share", "client_bound", "latency_bound",
-                 "unsaturated", "in_flight_share", "in_flight_flag", "request_count_source")
 
 
 class Attach(Job):

@@ -2,6 +2,13 @@
 create its folder, make its manifest (machine, tools, git, owner), keep the load off the server's CPUs,
 plan a profile window's rate, and draw the pictures of a finished folder. Progress lines are
 rpcprof/progress.py's.
+
+What an rpcprof process killed without warning (SIGKILL, power loss) leaves behind is noticed by the next
+invocation (tidy_leftovers): run folders whose manifest still says running while the process recorded as
+their owner is gone (marked killed), the server CPUs a killed run's --idle poll left polling (set back,
+from /run/rpcprof/idle-poll.json, whatever the runs folder), and the cgroups of servers it started
+(removed). Its servers died with it (measure/children.py); a process of theirs still in such a cgroup is
+stopped by PID first.
 """
 from __future__ import annotations
 
@@ -13,23 +20,59 @@ from types import SimpleNamespace
 
 from rpcprof.capture.profiler import ProfilePlan, max_sample_rate
 from rpcprof.errors import UserError
-from rpcprof.jobs.leftovers import tidy_leftovers
-from rpcprof.measure.children import identity
-from rpcprof.measure.environment import git_commit, tool_versions
-from rpcprof.measure.procstat import machine_specs
+from rpcprof.measure.children import identity, pid_running, still_running
+from rpcprof.measure.idle import release_stale
+from rpcprof.measure.procstat import git_commit, machine_specs, stale_cgroups, tool_versions
 from rpcprof.paths import ROOT
 from rpcprof.progress import log
 from rpcprof.records import Manifest
 from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, REPORT_HTML,
-                            RunFolder, now, offcpu_folded, offwake_folded, profile_folded, write_text)
+                            RunFolder, mark_killed, now, offcpu_folded, offwake_folded, profile_folded, running_folders,
+                            write_text)
 from rpcprof.status import Status
 
 MAX_FREQUENCY = 4999        # Hz: the highest rate a plan raises to (the kernel may allow less)
 PYSPY_ON_CPU = 0.5          # py-spy --gil samples only while a thread holds the GIL: plan for half the CPU
+LAST_ROUND_MARGIN = 1.05
 
 
 def shown(path: Path) -> str:
     return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def tidy_leftovers(runs_dir: Path) -> str | None:
+    """Mark stale running folders under runs_dir killed, stop what is left in stale cgroups and remove
+    them; returns the one line saying what was done (also printed), or None when nothing was left behind."""
+    folders = []
+    for path, manifest in running_folders(runs_dir):
+        owner = manifest.get("owner")
+        if not isinstance(owner, dict) or still_running(owner):
+            continue            # a folder of an older rpcprof (no owner recorded), or one being written now
+        mark_killed(path, manifest, f"marked on {now()}: its rpcprof process (pid {owner.get('pid')}) "
+                                         "had ended without finishing it")
+        folders.append(path.name)
+    polling = release_stale()       # --idle poll's setting, if the rpcprof that set it is gone
+    removed, busy, stopped = stale_cgroups(pid_running)
+    if not (folders or removed or busy or polling):
+        return None
+    parts = []
+    if folders:
+        parts.append(f"{len(folders)} run folder(s) left running by an rpcprof that is gone marked killed "
+                     f"({', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''})")
+    if polling:
+        cpus = sorted(Path(p).parent.parent.name.removeprefix("cpu") for p in polling)
+        parts.append(f"CPU {','.join(cpus)} left polling by a killed run's --idle poll set back")
+    if stopped:
+        parts.append(f"{len(stopped)} process(es) it started that outlived it stopped ({', '.join(stopped[:3])}"
+                     f"{', ...' if len(stopped) > 3 else ''})")
+    if removed:
+        parts.append(f"{len(removed)} stale cgroup(s) removed ({', '.join(p.name for p in removed[:3])})")
+    if busy:
+        parts.append(f"{len(busy)} stale cgroup(s) could not be removed: see "
+                     f"{', '.join(str(p / 'cgroup.procs') for p in busy[:2])}")
+    line = "rpcprof: " + "; ".join(parts)
+    log(line)
+    return line
 
 
 def open_folder(label: str, runs_dir: Path, base: Path | None = None) -> RunFolder:
@@ -71,9 +114,6 @@ def profile_plan(cpu_cores: float, profiler: str, frequency: int, duration: floa
     cores = cpu_cores * (PYSPY_ON_CPU if profiler == "py-spy" else 1.0)
     return ProfilePlan.for_load(cores, frequency, duration, min_samples,
                                 max_frequency=min(MAX_FREQUENCY, max_sample_rate()), max_duration=max_duration)
-
-
-LAST_ROUND_MARGIN = 1.05
 
 
 def round_sample_target(min_samples: int, rounds: int, earlier: list[tuple[int, int]]) -> int:

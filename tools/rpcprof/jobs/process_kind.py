@@ -13,6 +13,7 @@ from pathlib import Path
 from rpcprof.capture.fold import jitdumps
 from rpcprof.errors import UserError
 from rpcprof.measure.appguess import executable_head
+from rpcprof.measure.children import read_stripped, stat_fields
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
 
@@ -30,11 +31,7 @@ class ProcessInfo:
 
 def proc_state(pid: int) -> str | None:
     """One-letter state from /proc/PID/stat (R, S, D, Z...), None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
+    return (stat_fields(pid) or [None])[0]
 
 
 def inspect_process(pid: int) -> ProcessInfo:
@@ -69,10 +66,7 @@ def inspect_process(pid: int) -> ProcessInfo:
 
 
 def _maps(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/maps").read_text().splitlines()
-    except OSError:
-        return []
+    return (read_stripped(f"/proc/{pid}/maps") or "").splitlines()
 
 
 def _is_go_binary(exe: str) -> bool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.intervals import PILOT_ROUNDS
 from rpcprof.analyze.stall import stall
-from rpcprof.capture.window import ProfileTarget
+from rpcprof.capture.profiler import ProfileTarget
 from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import profile_plan, round_sample_target

@@ -11,18 +11,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.profiler import ProfilePlan
-from rpcprof.capture.window import ProfileTarget, capture_profile
+from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, capture_profile
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.threads import ProcWindow, per_request, thread_snapshot
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
 from rpcprof.progress import log
 from rpcprof.rundir import OFFCPU_LOAD_LOG, PROFILE_LOAD_LOG, WARMUP_LOG, RunFolder
+
+# a JIT server's warm-up (server.yaml warmup_s) is driven as windows of at most this many seconds, each on a
+# new connection (warm_up)
+WARMUP_PIECE_S = 5.0
 
 
 @dataclass
@@ -64,11 +67,6 @@ def use_reply(subject: Subject, reply, result: dict) -> None:
             "2xx responses (--driver ghz checks every grpc-status)")
 
 
-# a JIT server's warm-up (server.yaml warmup_s) is driven as windows of at most this many seconds, each on a
-# new connection (warm_up)
-WARMUP_PIECE_S = 5.0
-
-
 def warmup_windows(asked: float, server_warmup_s: float) -> list[float]:
     """The warm-up windows a server gets: the warm-up asked, raised to its server.yaml warmup_s; a server
     with a warmup_s (a JIT) gets it as windows of at most WARMUP_PIECE_S, each on a new connection. A JIT
@@ -102,19 +100,30 @@ def measure(subject: Subject) -> dict:
     return figures
 
 
+def attached(session: Session, recorder, warning: Callable[[UserError], str]):
+    """recorder (owned by session) once attached, None stays None; None when it could not attach: stopped,
+    and warning(why) said (a recording the figures can do without)."""
+    if recorder is not None:
+        try:
+            recorder.wait_attached()
+        except UserError as e:
+            session.stop(recorder)
+            log(warning(e))
+            return None
+    return recorder
+
+
 def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow,
                    record_io: bool = False, cpus: list[int] | None = None, reap: Session | None = None):
     """Load for seconds while perf stat counts syscalls into out/NAME.csv: on the whole CPUs cpus (the
     server is pinned there; no per-thread event to switch), else on every thread of the subject with its
-    kernel events. The process's own counters (/proc: context switches, page faults, VFS reads and
-    writes) are read at the window's ends; with cpus they stand for the kernel events. With record_io,
-    perf record also takes every read/write-family return value (out/NAME-io.data), summarised into
-    counts['io'] (None if it could not be recorded) and counts['io_lost']. All are attached before the
-    load starts and told to stop when it ends; the session owns them, so they are stopped on every path.
-    Returns (load, finish): finish() waits for them to exit and returns the counts, so that perf stat's
-    slow exit (one RCU grace period per tracepoint it closes) overlaps the caller's own work. With cpus
-    and reap, finish() reads the counts perf printed when interrupted and hands the exiting perf stat to
-    reap, whose owner stops it before its next measured window (the exit then overlaps the next start)."""
+    kernel events; the process's own /proc counters are read at the window's ends (with cpus they stand
+    for the kernel events). record_io: perf record also takes every read/write-family return value
+    (out/NAME-io.data), summarised into counts['io'] and counts['io_lost'] (None if not recorded). The
+    session owns them all. Returns (load, finish): finish() waits for them to exit and returns the counts,
+    so that perf stat's slow exit (an RCU grace period per tracepoint) overlaps the caller's own work; with
+    cpus and reap, it reads the counts perf printed when interrupted and hands the exiting perf stat to
+    reap, whose owner stops it before its next measured window."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
     io_recorder = syscalls.start_io_record(subject.pid, subject.out, rundir.window_file(name, "io")) \
         if record_io else None
@@ -124,13 +133,7 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
         log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
             "families; no bytes per read/write")
     counter.wait_attached()
-    if io_recorder is not None:
-        try:
-            io_recorder.wait_attached()
-        except UserError as e:
-            session.stop(io_recorder)
-            io_recorder = None
-            log(f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
+    io_recorder = attached(session, io_recorder, lambda e: f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
     own = ProcWindow(subject.pid, subject.monitor.switches)
     load = subject.drive(seconds, rundir.window_file(name, "load"), Marks(window, own))
     for recorder in (counter, io_recorder):
@@ -274,7 +277,6 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     from rpcprof.analyze.waits import asleep_whole_window
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
-    from rpcprof.measure.threads import thread_snapshot
     from rpcprof.report.text import terminal
     from rpcprof.report.waits import asleep_text, histogram_text, summarise
     log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
@@ -282,13 +284,8 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
     recorder.wait_attached()
     threads_before = thread_snapshot(subject.pid)
-    wakes = session.own(start_offwake(subject.out))
-    try:
-        wakes.wait_attached()
-    except UserError as e:
-        log(f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}")
-        session.stop(wakes)
-        wakes = None
+    wakes = attached(session, session.own(start_offwake(subject.out)),
+                     lambda e: f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}")
     sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 
@@ -21,21 +22,19 @@ except (OSError, AttributeError):
     _prctl = None
 
 
-def _die_with(parent: int):
-    """The child's preexec_fn: SIGKILL on the parent's death; and if the parent died before this ran,
-    now (the kernel would never send it)."""
+def dies_with_us() -> dict:
+    """Popen keyword arguments that make the child die with this process (none off the main thread): its
+    preexec_fn asks for SIGKILL on the parent's death, and if the parent died before it ran, dies now (the
+    kernel would never send it)."""
+    if _prctl is None or threading.current_thread() is not threading.main_thread():
+        return {}
+    parent = os.getpid()
+
     def preexec() -> None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
-    return preexec
-
-
-def dies_with_us() -> dict:
-    """Popen keyword arguments that make the child die with this process (none off the main thread)."""
-    if _prctl is None or threading.current_thread() is not threading.main_thread():
-        return {}
-    return {"preexec_fn": _die_with(os.getpid())}
+    return {"preexec_fn": preexec}
 
 
 def popen(argv: list[str], **kwargs) -> subprocess.Popen:
@@ -48,14 +47,30 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, **kwargs, **dies_with_us())
 
 
-def stat_ints(pid: int, *fields: int) -> list[int] | None:
-    """Fields of /proc/PID/stat as integers, counted from the one after the command name (proc(5)'s field 3
-    is 0); None if there is no such process."""
+def read_stripped(path: Path | str) -> str | None:
+    """A /proc, /sys or log file's text, stripped; None if it cannot be read (a process or thread that exited,
+    no permission, no such file)."""
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError:
+        return None
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (proc(5)'s field 3, the state, is [0]); None if
+    there is no such process."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            after = f.read().rsplit(")", 1)[1].split()
-        return [int(after[i]) for i in fields]
-    except (OSError, IndexError, ValueError):
+            return f.read().rsplit(")", 1)[1].split() or None
+    except (OSError, IndexError):
+        return None
+
+
+def stat_ints(pid: int, *fields: int) -> list[int] | None:
+    """Fields of /proc/PID/stat as integers, counted as stat_fields counts them; None if there is no such process."""
+    try:
+        return [int(stat_fields(pid)[i]) for i in fields]
+    except (TypeError, IndexError, ValueError):
         return None
 
 
@@ -65,11 +80,7 @@ def _start_ticks(pid: int) -> int | None:
 
 
 def boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return read_stripped("/proc/sys/kernel/random/boot_id") or ""
 
 
 def pid_running(pid: int) -> bool:

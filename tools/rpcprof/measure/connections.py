@@ -30,6 +30,13 @@ from pathlib import Path
 
 ESTABLISHED = "01"
 H2_INITIAL_WINDOW = 65_535      # RFC 9113 6.5.2 / 6.9.2: each stream's and the connection's window
+_SETTING = re.compile(r"\[SETTINGS_(\w+)\(0x[0-9a-f]+\):(\d+)\]")
+_FRAME = re.compile(r"^\[\s*[\d.]+\] (recv|send) (\w+) frame <length=\d+, flags=0x[0-9a-f]+, stream_id=(\d+)>")
+_INCREMENT = re.compile(r"\(window_size_increment=(\d+)\)")
+_DATA = re.compile(r"^\[\s*[\d.]+\] send DATA frame <length=(\d+), flags=0x([0-9a-f]+), stream_id=(\d+)>")
+_ANSWERED = re.compile(r"^\[\s*[\d.]+\] recv \(stream_id=\d+\) grpc-status: 0$")
+END_STREAM = 0x1
+REPLAY_WINDOWS = 2      # the longer replay asks for up to this many connection windows' worth of messages
 
 
 def established(port: int, tables=(Path("/proc/net/tcp"), Path("/proc/net/tcp6"))) -> int:
@@ -38,23 +45,11 @@ def established(port: int, tables=(Path("/proc/net/tcp"), Path("/proc/net/tcp6")
     n = 0
     for table in tables:
         try:
-            lines = table.read_text().splitlines()[1:]
+            rows = [line.split() for line in table.read_text().splitlines()[1:]]
         except OSError:
             continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 3 and fields[1].endswith(want) and fields[3] == ESTABLISHED:
-                n += 1
+        n += sum(len(f) > 3 and f[1].endswith(want) and f[3] == ESTABLISHED for f in rows)
     return n
-
-
-_SETTING = re.compile(r"\[SETTINGS_(\w+)\(0x[0-9a-f]+\):(\d+)\]")
-_FRAME = re.compile(r"^\[\s*[\d.]+\] (recv|send) (\w+) frame <length=\d+, flags=0x[0-9a-f]+, stream_id=(\d+)>")
-_INCREMENT = re.compile(r"\(window_size_increment=(\d+)\)")
-_DATA = re.compile(r"^\[\s*[\d.]+\] send DATA frame <length=(\d+), flags=0x([0-9a-f]+), stream_id=(\d+)>")
-_ANSWERED = re.compile(r"^\[\s*[\d.]+\] recv \(stream_id=\d+\) grpc-status: 0$")
-END_STREAM = 0x1
-REPLAY_WINDOWS = 2      # the longer replay asks for up to this many connection windows' worth of messages
 
 
 def _frames(text: str):

@@ -12,7 +12,7 @@ the load generator's keep halting. (A 0 µs request on /dev/cpu_dma_latency does
 generator then woke sooner too, and tonic_mt ran more of its rounds in its slow pace, docs/run.md.)
 Polling is spent in the idle task: no server is charged for it. The old values are written back when
 the run ends; after a run killed without warning, the next invocation writes them back
-(jobs/leftovers.py).
+(jobs/base.py, tidy_leftovers).
 
 PM QoS only chooses among the idle states cpuidle offers. Some hosts of this machine kind run no cpuidle
 driver (/sys/devices/system/cpu/cpuidle/current_driver reads `none`, no cpuN/cpuidle/ folder): there the
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from rpcprof.errors import UserError
-from rpcprof.measure.children import identity, popen, still_running
+from rpcprof.measure.children import identity, popen, read_stripped, still_running
 from rpcprof.measure.procstat import process_cpu_ns
 
 CPU_ROOT = Path("/sys/devices/system/cpu")
@@ -37,8 +37,9 @@ IDLE_MODES = ("halt", "poll", "spin")
 POLL = "n/a"            # no resume latency tolerated: poll
 NO_CONSTRAINT = "0"     # the kernel's default
 # who holds the setting and what it replaced, machine-wide (a tmpfs, cleared at boot as the setting is): any
-# later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/leftovers.py)
+# later invocation, whatever its runs folder, gives it back when its holder is gone (jobs/base.py)
 STATE = Path("/run/rpcprof/idle-poll.json")
+SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
 
 
 class NoPollingState(UserError):
@@ -47,20 +48,12 @@ class NoPollingState(UserError):
 
 def polling_state(cpu: int, root: Path = CPU_ROOT) -> Path | None:
     """The folder of cpuidle's polling state of CPU cpu (a driver's state named POLL); None if it has none."""
-    for state in sorted((root / f"cpu{cpu}" / "cpuidle").glob("state*")):
-        try:
-            if (state / "name").read_text().strip() == "POLL":
-                return state
-        except OSError:
-            continue
-    return None
+    states = sorted((root / f"cpu{cpu}" / "cpuidle").glob("state*"))
+    return next((state for state in states if read_stripped(state / "name") == "POLL"), None)
 
 
 def idle_driver(root: Path = CPU_ROOT) -> str:
-    try:
-        return (root / "cpuidle" / "current_driver").read_text().strip() or "none"
-    except OSError:
-        return "none"
+    return read_stripped(root / "cpuidle" / "current_driver") or "none"
 
 
 def resume_latency_file(cpu: int, root: Path = CPU_ROOT) -> Path:
@@ -96,17 +89,10 @@ class IdlePoll:
             pass                # not recorded: this run still gives the CPUs back on any exit but SIGKILL
 
     def stop(self) -> None:
-        for path, old in list(self.saved.items()):
-            try:
-                path.write_text(old)
-            except OSError:
-                pass            # a CPU gone offline keeps nothing to restore
-            del self.saved[path]
+        give_back(self.saved)
+        self.saved = {}
         if self.state.exists() and not holder_alive(self.state):
             self.state.unlink(missing_ok=True)
-
-
-SPIN_ARGV = ["chrt", "--idle", "0", "taskset", "-c", "{cpu}", "sh", "-c", "while :; do :; done"]
 
 
 class IdleSpin:
@@ -176,14 +162,20 @@ def release_stale(state: Path = STATE) -> list[str]:
     data = _read_state(state)
     if data is None or holder_alive(state) or (data.get("owner") or {}).get("pid") == identity()["pid"]:
         return []
+    done = give_back(data.get("saved") or {})
+    state.unlink(missing_ok=True)
+    return done
+
+
+def give_back(saved: dict) -> list[str]:
+    """Each file's old setting written back; the files written (a CPU gone offline keeps nothing to restore)."""
     done = []
-    for path, old in (data.get("saved") or {}).items():
+    for path, old in saved.items():
         try:
             Path(path).write_text(old)
-            done.append(path)
+            done.append(str(path))
         except OSError:
             continue
-    state.unlink(missing_ok=True)
     return done
 
 

@@ -33,6 +33,21 @@ from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
 
 DRIVERS = ("h2load", "ghz")
+_H2_PATTERNS = {
+    "finished_s": (r"finished in ([\d.]+)s", float),
+    "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
+    "total": (r"requests: (\d+) total", int),
+    "done": (r"(\d+) done", int),
+    "succeeded": (r"(\d+) succeeded", int),
+    "failed": (r"(\d+) failed", int),
+    "errored": (r"(\d+) errored", int),
+    "timeout": (r"(\d+) timeout", int),
+    "status_2xx": (r"status codes: (\d+) 2xx", int),
+    "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
+}
+# an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
+_LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
+_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
 
 
 @dataclass
@@ -200,40 +215,17 @@ class H2load:
         return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw, dict(starts))
 
 
-_H2_PATTERNS = {
-    "finished_s": (r"finished in ([\d.]+)s", float),
-    "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
-    "total": (r"requests: (\d+) total", int),
-    "done": (r"(\d+) done", int),
-    "succeeded": (r"(\d+) succeeded", int),
-    "failed": (r"(\d+) failed", int),
-    "errored": (r"(\d+) errored", int),
-    "timeout": (r"(\d+) timeout", int),
-    "status_2xx": (r"status codes: (\d+) 2xx", int),
-    "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
-}
-
-
 def parse_h2load_output(text: str) -> dict:
     """The figures of h2load's summary, keyed as in _H2_PATTERNS; missing ones are left out."""
-    out = {}
-    for key, (pattern, conv) in _H2_PATTERNS.items():
-        m = re.search(pattern, text)
-        if m:
-            out[key] = conv(m.group(1))
-    return out
-
-
-# an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
-_LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
-_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
+    found = {key: (re.search(pattern, text), conv) for key, (pattern, conv) in _H2_PATTERNS.items()}
+    return {key: conv(m.group(1)) for key, (m, conv) in found.items() if m}
 
 
 def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter | None = None) -> None:
-    """h2load --log-file lines: start time (µs since the epoch), HTTP status, duration (µs). Only 2xx are
-    counted. The durations are counted as bytes first (one regex pass over the file, ~2x a loop over
-    lines: a window at 100,000 req/s logs that many lines a second), then turned into integers once per
-    distinct value. starts: also count the requests by start time in 0.1 s buckets (analyze/timeline.py)."""
+    """h2load --log-file lines (_LATENCY_2XX): only 2xx are counted. The durations are counted as bytes first
+    (one regex pass over the file, ~2x a loop over lines: a window at 100,000 req/s logs that many lines a
+    second), then turned into integers once per distinct value. starts: also count the requests by start
+    time in 0.1 s buckets (analyze/timeline.py)."""
     data = path.read_bytes()
     by_text = Counter(_LATENCY_2XX.findall(data))
     for text, count in by_text.items():
@@ -249,7 +241,6 @@ class Ghz:
 
     def __init__(self, scenario: Scenario, workdir: Path):
         self.scenario = scenario
-        self.workdir = workdir
 
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
         ghz = require("ghz", "run tools/setup.sh --ghz to install it")

@@ -1,4 +1,5 @@
-"""What the kernel says a process used: CPU time with ns precision, resident memory, machine specs.
+"""What the kernel says a process used: CPU time with ns precision, resident memory; and what a run folder
+records about where it ran: machine specs, the git commit and the tools' versions.
 
 /proc/PID/stat counts CPU in clock ticks (1/100 s): a server at 3 % of a core over 10 s is 30 ticks,
 too coarse. We read nanoseconds instead, from one of two sources (the manifest records which):
@@ -16,16 +17,18 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
-from rpcprof.measure.children import stat_ints
-from rpcprof.measure.proccounters import thread_switches
-from rpcprof.measure.threads import status_fields, task_ids
+from rpcprof.measure.children import read_stripped, stat_ints
+from rpcprof.measure.threads import status_fields, task_ids, thread_switches
+from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 CGROUP_V2_CANDIDATES = (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
+CGROUP_PREFIX = "rpcprof-"
 
 
 def thread_cpu_ns(pid: int) -> dict[int, int]:
@@ -46,9 +49,6 @@ def rss_bytes(pid: int) -> tuple[int, int] | None:
     if fields is None:
         return None
     return int(fields.get("VmRSS", "0").split()[0]) * 1024, int(fields.get("VmHWM", "0").split()[0]) * 1024
-
-
-CGROUP_PREFIX = "rpcprof-"
 
 
 def cgroup_root() -> tuple[Path | None, int]:
@@ -96,18 +96,9 @@ def _members(cgroup: Path) -> list[int]:
 
 def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
     """SIGTERM every process in cgroup, SIGKILL those left after grace_s; 'pid N (name)' for each."""
-    said = []
+    said = [f"pid {pid} ({(status_fields(f'/proc/{pid}/status') or {}).get('Name', '?')})" for pid in _members(cgroup)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = _members(cgroup)
-        if not pids:
-            break
-        for pid in pids:
-            if sig == signal.SIGTERM:
-                try:
-                    name = Path(f"/proc/{pid}/comm").read_text().strip()
-                except OSError:
-                    name = "?"
-                said.append(f"pid {pid} ({name})")
+        for pid in _members(cgroup):
             try:
                 os.kill(pid, sig)
             except OSError:
@@ -209,11 +200,8 @@ class Marks:
 
 
 class ProcessMonitor:
-    """Polls a process in the background: CPU time (ns) and resident memory.
-
-    ``mark()`` returns the process's CPU ns total at that instant; the difference of two marks is
-    the CPU the process used between them, all threads.
-    """
+    """Polls a process in the background: CPU time (ns) and resident memory. The difference of two
+    mark()s is the CPU the process used between them, all threads."""
 
     def __init__(self, pid: int, cgroup: CgroupCpu | None = None, interval: float = 0.1):
         self.pid = pid
@@ -280,11 +268,8 @@ class ProcessMonitor:
                 self._hwm = max(self._hwm, mem[1])
             hwm = self._hwm
         mib = 1024 * 1024
-        return {
-            "rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
-            "rss_peak_mib": hwm / mib if hwm else None,
-            "rss_samples": len(samples),
-        }, series
+        return {"rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
+                "rss_peak_mib": hwm / mib if hwm else None, "rss_samples": len(samples)}, series
 
     def close(self) -> None:
         self._stop.set()
@@ -297,20 +282,12 @@ def machine_specs() -> dict:
     """CPU model, cores, kernel and memory: seed 000's 'Machine Specs'."""
     def after(path: str, prefix: str) -> str:
         """What follows prefix on the first line of path that starts with it ('' if none)."""
-        try:
-            return next((line[len(prefix):] for line in Path(path).read_text().splitlines()
-                         if line.startswith(prefix)), "")
-        except OSError:
-            return ""
+        lines = (read_stripped(path) or "").splitlines()
+        return next((line[len(prefix):] for line in lines if line.startswith(prefix)), "")
     mem_kib = after("/proc/meminfo", "MemTotal:").split()
-    return {
-        "os": after("/etc/os-release", "PRETTY_NAME=").strip('"'),
-        "kernel": platform.release(),
-        "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(),
-        "cpus": os.cpu_count(),
-        "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0,
-        "hostname": platform.node(),
-    }
+    return {"os": after("/etc/os-release", "PRETTY_NAME=").strip('"'), "kernel": platform.release(),
+            "cpu_model": after("/proc/cpuinfo", "model name").partition(":")[2].strip(), "cpus": os.cpu_count(),
+            "memory_gib": round(int(mem_kib[0]) / 1024 / 1024, 1) if mem_kib else 0.0, "hostname": platform.node()}
 
 
 def command_version(argv: list[str]) -> str:
@@ -321,6 +298,26 @@ def command_version(argv: list[str]) -> str:
         return "not found"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else "unknown"
+
+
+def git_commit() -> dict:
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return r.stdout.rstrip("\n") if r.returncode == 0 else ""
+    status = git("status", "--porcelain")
+    # the paths that differ from the commit (porcelain: two status letters, a space, the path)
+    changed = [line[3:] for line in status.splitlines()]
+    return {"commit": git("rev-parse", "HEAD").strip() or "unknown", "dirty": bool(status), "changed": changed[:50]}
+
+
+def tool_versions() -> dict:
+    ghz = command_version(["bash", "-c", 'go version -m "$(command -v ghz)" | grep -m1 "mod.*ghz"'])
+    return {"perf": command_version(["perf", "--version"]), "h2load": command_version(["h2load", "--version"]),
+            "ghz": " ".join(ghz.split()[1:3]) if ghz not in ("not found", "unknown") else ghz,
+            # inferno's binaries have no --version: cargo knows what it installed
+            "inferno": command_version(["bash", "-c", "cargo install --list | grep -m1 '^inferno v'"]).rstrip(":"),
+            "py-spy": command_version(["py-spy", "--version"]), "protoc": command_version(["protoc", "--version"]),
+            "python": sys.version.split()[0]}
 
 
 def cpu_seconds_per_second(cpu_ns: int, wall_s: float) -> float:

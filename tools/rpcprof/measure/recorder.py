@@ -30,15 +30,12 @@ PERF_RECORD_OPTIONS = ["--no-bpf-event"]
 # pajamax's rounds took 105-341 MB, 1.2 GB the run. Compressed, on the same host: tonic_mt's 3.0-4.0 MB,
 # pajamax's 4.2-9.0 MB, 56 MB the run.
 PERF_KEPT_OPTIONS = ["-z"]
+POLL_SYSCALLS = {"7", "271"}      # x86-64 poll and ppoll: the first field of /proc/PID/syscall while blocked in one
 
 
 def log_tail(path: Path, lines: int = 5) -> str:
     """The last lines of a log, joined by ' | ' ('' if it cannot be read)."""
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])
+    return " | ".join((children.read_stripped(path) or "").splitlines()[-lines:])
 
 
 def require(tool: str, how: str = "run tools/setup.sh") -> str:
@@ -95,9 +92,6 @@ class Control:
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-POLL_SYSCALLS = {"7", "271"}      # x86-64 poll and ppoll: the first field of /proc/PID/syscall while blocked in one
 
 
 def wait_in_poll(pid: int, timeout: float) -> bool:

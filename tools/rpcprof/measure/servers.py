@@ -18,6 +18,8 @@ from rpcprof.errors import UserError
 from rpcprof.paths import ROOT, SERVERS_DIR, VENV
 
 FIX = "fix it (servers/README.md says what each key takes)"
+# Names that were servers once: what to type now.
+RENAMED = {"rust_tonic": "rust_tonic_st (tokio current_thread) or rust_tonic_mt (multi_thread, one worker: seed 001's)"}
 
 
 @dataclass
@@ -76,10 +78,6 @@ class ServerSpec:
 
 def known_servers() -> list[str]:
     return sorted(p.parent.name for p in SERVERS_DIR.glob("*/server.yaml"))
-
-
-# Names that were servers once: what to type now.
-RENAMED = {"rust_tonic": "rust_tonic_st (tokio current_thread) or rust_tonic_mt (multi_thread, one worker: seed 001's)"}
 
 
 def load_server(name: str) -> ServerSpec:

@@ -23,12 +23,14 @@ bytes moved, EAGAIN, other errors, zero (end of file) per syscall name (summaris
 """
 from __future__ import annotations
 
+import functools
+import operator
 import re
 import subprocess
 import time
 from pathlib import Path
 
-from rpcprof.measure import proccounters
+from rpcprof.measure import threads
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
@@ -36,8 +38,6 @@ from rpcprof.rundir import beside, window_file
 from rpcprof.syscall_families import IO_READS, IO_WRITES, SYSCALLS, WRITES
 
 TRACING = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
-
-
 TRACEFS_MOUNT = Path("/sys/kernel/tracing")
 LATE_INTERVAL_MS = 86_400_000     # perf stat -I: a day, so that its one print is the one at its interrupt
 INTERVAL_STAMP = re.compile(r"\s*\d+\.\d{9}$")    # the first field of an -I line: seconds since start
@@ -85,27 +85,19 @@ def preempted_state(format_text: str | None = None) -> int:
             format_text = ""
     # Linux >= 4.14 prints `REC->prev_state & (((S | S ...) + 1) << 1) ? "+"`: TASK_REPORT_MAX
     m = re.search(r'REC->prev_state & \(\(\(([0-9a-fA-Fx |]+)\) \+ 1\) << 1\) \? "\+"', format_text)
-    if m:
-        try:
-            report = 0
-            for word in m.group(1).split("|"):
-                report |= int(word.strip(), 0)
-            return (report + 1) << 1
-        except ValueError:
-            pass
-    return TASK_REPORT_MAX
-
-
-def involuntary_filter() -> str:
-    """sched_switch filter for a thread switched out while runnable: R, or R+ (preempted in the kernel)."""
-    return f"prev_state == 0 || prev_state == {preempted_state()}"
+    try:
+        return (functools.reduce(operator.or_, (int(w.strip(), 0) for w in m.group(1).split("|"))) + 1) << 1
+    except (AttributeError, ValueError):        # no such print format, or not numbers
+        return TASK_REPORT_MAX
 
 
 def kernel_events() -> list[tuple[str, str, str | None]]:
     """(key, perf event, tracepoint filter) of the kernel events counted (EVENT_SPECS), those this kernel has, in the
-    order they are given to perf stat. sched_switch is counted once, filtered: the unfiltered total is
-    the context-switches software event, so no two lines of perf's output carry the same event name."""
-    return [(key, event, involuntary_filter() if key == "involuntary_switches" else None) for key, event in EVENT_SPECS
+    order they are given to perf stat. sched_switch is counted once, filtered on a thread switched out while
+    runnable (R, or R+: preempted in the kernel): the unfiltered total is the context-switches software event,
+    so no two lines of perf's output carry the same event name."""
+    runnable = f"prev_state == 0 || prev_state == {preempted_state()}"
+    return [(key, event, runnable if key == "involuntary_switches" else None) for key, event in EVENT_SPECS
             if ":" not in event or tracepoint_exists(*event.split(":"))]
 
 
@@ -113,7 +105,7 @@ def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) ->
     """perf stat's command line: syscalls, then each kernel event with its own -e (a --filter binds to
     the event just before it). cpus: count the syscalls on those whole CPUs (the server is pinned there)
     with no per-thread event to switch at each context switch; the kernel events are then not counted
-    here (the caller reads the process's own from /proc, measure/proccounters.py)."""
+    here (the caller reads the process's own from /proc, measure/threads.py)."""
     named = [f"syscalls:sys_enter_{s}" for s in available_syscalls()]
     if cpus:
         # the request-path syscalls only: raw_syscalls:sys_enter fires on every syscall and costs 190 ns
@@ -207,7 +199,7 @@ def parse_perf_stat_csv(text: str) -> dict:
 
 
 def events_from_proc(proc: dict) -> dict:
-    """The kernel events from the process's own /proc counters (measure/proccounters.py): context
+    """The kernel events from the process's own /proc counters (measure/threads.py): context
     switches and page faults; wake-ups issued have no /proc counter (None: not counted)."""
     return {k: proc.get(k) for k in EVENT_KEYS}
 
@@ -215,7 +207,7 @@ def events_from_proc(proc: dict) -> dict:
 def per_request(counts: dict, requests: int) -> dict:
     """Syscalls per request, total and by syscall; kernel events, raw and per request."""
     events = {"events": counts.get("events") or dict.fromkeys(EVENT_KEYS),
-              "events_per_req": proccounters.per_request(events_from_proc(counts.get("events") or {}), requests)}
+              "events_per_req": threads.per_request(events_from_proc(counts.get("events") or {}), requests)}
     if not requests:
         return {"per_req": None, "writes_per_req": None, "by_syscall_per_req": {}, **events}
     named = counts["by_syscall"].keys() - {"other"}
@@ -232,6 +224,11 @@ def per_request(counts: dict, requests: int) -> dict:
 EAGAIN = 11
 IO_KEEP_BYTES = 1 << 20          # a recording up to 1 MiB is kept beside its summary; larger ones deleted
 IO_BUFFER_PAGES = 1024           # 4 MiB ring buffer per CPU: a sample per call at 100k+ calls/s loses none
+IO_SCRIPT_TIMEOUT = 300.0
+_EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
+_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
+IO_COUNTS = ("calls", "bytes", "eagain", "errors", "zero")
+IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
 
 
 def available_io_syscalls() -> list[str]:
@@ -257,34 +254,23 @@ def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder 
     return perf_recorder(io_record_argv(perf, pid, data, names), data, out / window_file(name, "messages"))
 
 
-def start_io_script(data: Path) -> Recorder:
-    """perf script of a start_io_record recording: `syscalls:sys_exit_NAME: 0xRET` lines and lost-event
-    records, into DATA with suffix .txt; runs to its end (wait on .proc), owned like any recorder."""
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    text = beside(data, "text")
-    argv = [perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"]
-    return Recorder(argv, text, text)
-
-
-IO_SCRIPT_TIMEOUT = 300.0
-
-
 def summarise_io(session: Session, recorder: Recorder) -> dict | None:
-    """summarise_io_script of a stopped start_io_record recording, by a perf script the session owns;
-    the script's text is deleted, and the recording too unless it is small (IO_KEEP_BYTES).
-    None, with a warning, when perf script fails."""
+    """summarise_io_script of a stopped start_io_record recording, by a perf script the session owns
+    (`syscalls:sys_exit_NAME: 0xRET` lines and lost-event records, into the recording's text file); that text
+    is deleted, and the recording too unless it is small (IO_KEEP_BYTES). None, with a warning, when perf
+    script fails."""
     data = recorder.out_path
     if not data.exists() or data.stat().st_size == 0:
         _warn(f"{data} was not written: no bytes per read/write")
         return None
-    script = session.own(start_io_script(data))
+    perf, text = require("perf", "run tools/setup.sh (Debian package linux-perf)"), beside(data, "text")
+    script = session.own(Recorder([perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"], text, text))
     try:
         script.proc.wait(timeout=IO_SCRIPT_TIMEOUT)
     except subprocess.TimeoutExpired:
         pass
     finally:
         code = session.stop(script)
-    text = script.out_path
     try:
         if code != 0:
             _warn(f"perf script of {data} failed (status {code}): {log_tail(text, 2)}; no bytes per read/write")
@@ -304,10 +290,6 @@ def _warn(msg: str) -> None:
     log(f"rpcprof: WARNING: {msg}")
 
 
-_EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
-_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
-
-
 def _signed(word: str) -> int:
     """A return value as perf prints it ('0x%lx' of a long: -11 is 0xfffffffffffffff5)."""
     v = int(word, 16) if word.lower().startswith("0x") else int(word)
@@ -319,12 +301,12 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
     output: bytes sums the positive returns, eagain counts -EAGAIN, errors the other negative returns,
     zero the returns of 0. Every name watched is listed, with 0 calls if it had none; lines that are
     not sys_exit samples or lost-event records (perf's warnings) are ignored."""
-    io = {n: {"calls": 0, "bytes": 0, "eagain": 0, "errors": 0, "zero": 0} for n in names}
+    io = {n: dict.fromkeys(IO_COUNTS, 0) for n in names}
     lost = 0
     for line in lines:
         m = _EXIT.search(line)
         if m:
-            s = io.setdefault(m.group(1), {"calls": 0, "bytes": 0, "eagain": 0, "errors": 0, "zero": 0})
+            s = io.setdefault(m.group(1), dict.fromkeys(IO_COUNTS, 0))
             ret = _signed(m.group(2))
             s["calls"] += 1
             if ret > 0:
@@ -336,9 +318,6 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
         if m:
             lost += int(m.group(1))
     return {"io": io, "lost": lost}
-
-
-IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
 
 
 def io_per_request(io: dict | None, requests: int) -> dict:

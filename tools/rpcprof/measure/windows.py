@@ -9,7 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.timeline import timeline
 from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
-from rpcprof.measure.proccounters import ProcWindow, per_request
+from rpcprof.measure.threads import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
 from rpcprof.rundir import LOAD_LOG
 
@@ -30,18 +30,14 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
     client_share = client_cores / load_cpu_count
     client_bound = client_share >= CLIENT_BOUND_SHARE
     latency_bound = server_share < LATENCY_BOUND_SHARE and client_share < LATENCY_BOUND_SHARE
-    return {
-        "server_cpu_share": server_share,
-        "client_cpu_share": client_share,
-        "client_bound": client_bound,
-        "latency_bound": latency_bound,
-        "unsaturated": server_share < SATURATED_SHARE and not client_bound and not latency_bound,
-    }
+    return {"server_cpu_share": server_share, "client_cpu_share": client_share, "client_bound": client_bound,
+            "latency_bound": latency_bound,
+            "unsaturated": server_share < SATURATED_SHARE and not client_bound and not latency_bound}
 
 
 def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
-    it, and the process's own kernel counters (free to read: measure/proccounters.py).
+    it, and the process's own kernel counters (free to read: measure/threads.py).
     With a driver that marks its timed window (h2load), the server's established connections are
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
@@ -81,26 +77,15 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
     ok = result.ok
-    m = {
-        "window_s": wall,
-        "requests_ok": ok,
-        "requests_non_ok": result.non_ok,
-        "req_per_s": ok / wall if wall > 0 else 0.0,
-        "server_cpu_s": cpu_ns / 1e9,
-        "server_cpu_cores": server_cores,
-        "req_per_cpu_s": ok / (cpu_ns / 1e9) if cpu_ns > 0 else None,
-        "cpu_us_per_req": (cpu_ns / 1e3 / ok) if ok else None,
-        "client_cpu_s": result.client_cpu_s,
-        "client_cpu_cores": result.client_cpu_cores,
-        "latency": result.latency.summary(),
-        "memory": memory,
-        "proc": proc,
-        "proc_per_req": per_request(proc, ok) if proc else None,
-        "timeline": timeline(series, result.starts) if series else None,
-        "connections": conns,
-        "driver_exit_code": result.exit_code,
-        "driver_figures": result.raw,
-    }
+    m = {"window_s": wall, "requests_ok": ok, "requests_non_ok": result.non_ok,
+         "req_per_s": ok / wall if wall > 0 else 0.0, "server_cpu_s": cpu_ns / 1e9, "server_cpu_cores": server_cores,
+         "req_per_cpu_s": ok / (cpu_ns / 1e9) if cpu_ns > 0 else None,
+         "cpu_us_per_req": (cpu_ns / 1e3 / ok) if ok else None,
+         "client_cpu_s": result.client_cpu_s, "client_cpu_cores": result.client_cpu_cores,
+         "latency": result.latency.summary(), "memory": memory, "proc": proc,
+         "proc_per_req": per_request(proc, ok) if proc else None,
+         "timeline": timeline(series, result.starts) if series else None, "connections": conns,
+         "driver_exit_code": result.exit_code, "driver_figures": result.raw}
     # the S requests in flight when the window ends were partly served (their CPU is in the window) but
     # are not counted: as a share of the requests counted, the most CPU per request can be overstated by
     m["in_flight_share"] = streams / ok if ok else None
