@@ -59,7 +59,8 @@ def test_a_run_warms_the_jit_up_and_names_its_frames(profile, port):
     result = json.loads((done.run_dir / "java_grpc" / "result.json").read_text())
     assert result["warmup_s"] == spec.warmup_s
     profile_json = json.loads((done.run_dir / "java_grpc" / "profile.json").read_text())
-    assert profile_json["after_profile"]["exit_code"] == 0, profile_json["after_profile"]
+    assert profile_json["after_profile"]["exit_code"] == 0 == profile_json["after_profile"]["before_exit_code"], (
+        profile_json["after_profile"])
     assert java_frames(done.run_dir / "java_grpc" / "profile.folded") > 0.9
     assert unnamed_jit(done.run_dir / "java_grpc" / "profile.folded") < 0.01
     shares = category_shares(done.run_dir, "java_grpc")

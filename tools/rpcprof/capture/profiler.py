@@ -11,6 +11,7 @@ distorted by this, leaf "top frame" lists are.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import subprocess
@@ -133,7 +134,8 @@ class ProfileTarget:
     warn_few: bool = True           # warn when the profile holds fewer than min_samples (not for one of several
                                     # rounds: their sum is what the breakdown uses, and compare says it)
     after: list[str] | None = None  # a command run when the window ends, after the profiler stopped and before
-                                    # the samples are symbolised (server.yaml after_profile: a JIT's perf map)
+                                    # the samples are symbolised (server.yaml after_profile: a JIT's perf map),
+                                    # and before the profiler starts (keep_freed_code)
 
 
 def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
@@ -196,6 +198,40 @@ def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> d
     return record
 
 
+def perf_map(pid: int) -> Path:
+    """The symbol map a JIT runtime writes for perf script (perf's convention: /tmp/perf-PID.map)."""
+    return Path(f"/tmp/perf-{pid}.map")
+
+
+def _spans(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(start, end, line) of each `START SIZE NAME` line of a perf map (hexadecimal addresses)."""
+    spans = []
+    for line in lines:
+        start, _, rest = line.partition(" ")
+        try:
+            spans.append((int(start, 16), int(start, 16) + int(rest.partition(" ")[0], 16), line))
+        except ValueError:
+            continue
+    return spans
+
+
+def keep_freed_code(start_lines: list[str], path: Path) -> int:
+    """Appends to the perf map at path, written when the window ended, the lines of the one written when it
+    began whose code no line of the end's overlaps: code the JIT freed during the window (replaced by a
+    higher tier, or deoptimised), which the end's map no longer names. Returns how many it kept."""
+    try:
+        end = sorted(_spans(path.read_text(errors="replace").splitlines()))
+    except OSError:
+        return 0
+    starts = [a for a, _, _ in end]
+    kept = [line for a, b, line in _spans(start_lines)
+            if not (i := bisect.bisect_left(starts, b)) or end[i - 1][1] <= a]
+    if kept:
+        with path.open("a") as f:
+            f.write("".join(f"{line}\n" for line in kept))
+    return len(kept)
+
+
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
                     drive: Callable[[CpuWindow], int | None], session: Session) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
@@ -212,6 +248,12 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     log(f"rpcprof: {target.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
     folded, data, raw = target.out / PROFILE_FOLDED, target.out / PERF_DATA, target.out / PYSPY_RAW
+    # the map written as the window begins too: it names the code the JIT frees before the window's end
+    before = run_after(target.name, target.after) if target.after else None
+    try:
+        start_map = perf_map(target.pid).read_text(errors="replace").splitlines() if before else []
+    except OSError:
+        start_map = []
     recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
                            if perf else start_pyspy(target.pid, raw, plan.frequency))
     recorder.wait_attached()
@@ -230,7 +272,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
               "pid_filter": target.pid if cpus else None, "requests_ok": requests, "server_cpu_s": cpu_ns / 1e9,
               "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None}
     if after:
-        record["after_profile"] = after
+        kept = keep_freed_code(start_map, perf_map(target.pid)) if start_map and after["exit_code"] == 0 else 0
+        record["after_profile"] = {**after, "before_exit_code": before["exit_code"], "start_map_lines_kept": kept}
     if perf and data.exists():
         if jit:
             record.update(inject_jit(data, dumps))
