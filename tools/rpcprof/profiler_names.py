@@ -14,7 +14,14 @@ Call-graph modes for perf:
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 PROFILERS = ("perf", "py-spy")
 CALL_GRAPHS = {"dwarf": ["--call-graph", "dwarf"], "dwarf-deep": ["--call-graph", "dwarf,32768"], "fp": ["-g"],
                # perf inject --jit needs sample times on the jitdump's clock (CLOCK_MONOTONIC)
                "dwarf-jit": ["-k", "mono", "--call-graph", "dwarf,32768"]}
+
+
+def perf_map(pid: int) -> Path:
+    """The symbol map a JIT runtime writes for perf script (perf's convention: /tmp/perf-PID.map)."""
+    return Path(f"/tmp/perf-{pid}.map")

@@ -16,6 +16,7 @@ import math
 import re
 import subprocess
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -25,7 +26,7 @@ from rpcprof.measure import children
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.recorder import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.measure.session import Session
-from rpcprof.profiler_names import CALL_GRAPHS
+from rpcprof.profiler_names import CALL_GRAPHS, perf_map
 from rpcprof.progress import log
 from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder
 
@@ -198,11 +199,6 @@ def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> d
     return record
 
 
-def perf_map(pid: int) -> Path:
-    """The symbol map a JIT runtime writes for perf script (perf's convention: /tmp/perf-PID.map)."""
-    return Path(f"/tmp/perf-{pid}.map")
-
-
 def _spans(lines: list[str]) -> list[tuple[int, int, str]]:
     """(start, end, line) of each `START SIZE NAME` line of a perf map (hexadecimal addresses)."""
     spans = []
@@ -250,10 +246,10 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     folded, data, raw = target.out / PROFILE_FOLDED, target.out / PERF_DATA, target.out / PYSPY_RAW
     # the map written as the window begins too: it names the code the JIT frees before the window's end
     before = run_after(target.name, target.after) if target.after else None
-    try:
-        start_map = perf_map(target.pid).read_text(errors="replace").splitlines() if before else []
-    except OSError:
-        start_map = []
+    start_map = []
+    if before and before["exit_code"] == 0:
+        with suppress(OSError):
+            start_map = perf_map(target.pid).read_text(errors="replace").splitlines()
     recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
                            if perf else start_pyspy(target.pid, raw, plan.frequency))
     recorder.wait_attached()
@@ -273,7 +269,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
               "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None}
     if after:
         kept = keep_freed_code(start_map, perf_map(target.pid)) if start_map and after["exit_code"] == 0 else 0
-        record["after_profile"] = {**after, "before_exit_code": before["exit_code"], "start_map_lines_kept": kept}
+        record["after_profile"] = {**after, "before_exit_code": before["exit_code"],
+                                   "before_seconds": before["seconds"], "start_map_lines_kept": kept}
     if perf and data.exists():
         if jit:
             record.update(inject_jit(data, dumps))

@@ -18,6 +18,7 @@ from rpcprof.measure.procstat import CgroupCpu, ProcessMonitor
 from rpcprof.measure.recorder import log_tail
 from rpcprof.measure.scenario import learn_reply
 from rpcprof.measure.servers import ServerSpec
+from rpcprof.profiler_names import perf_map
 
 
 def port_owner(port: int) -> str:
@@ -115,6 +116,6 @@ class ServerProcess:
             self.cgroup.remove()
         self.log.close()
         # JIT runtimes started with --perf-basic-prof leave their symbol map behind
-        Path(f"/tmp/perf-{self.pid}.map").unlink(missing_ok=True)
+        perf_map(self.pid).unlink(missing_ok=True)
         if self.workdir != self.spec.folder and not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)    # no profile needs its jitdump
