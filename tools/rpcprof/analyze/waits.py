@@ -9,12 +9,12 @@ cannot see (from /proc snapshots at its ends, measure/threads.py).
 """
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass
 
 from rpcprof.analyze.categorize import Rules, categorize
-from rpcprof.analyze.sockets import parse_log
 
 HELD_SHARE = 0.5          # held in at least half of the server's socket samples ...
 RTT_OVER_MIN = 20         # ... and a smoothed RTT 20x the minimum ...
@@ -40,29 +40,55 @@ def reason_rows(timed_stacks, counted_stacks, rules: Rules, requests: int | None
     return rows
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
+# a SocketSampler log (measure/sockets.py): each sample's connection ends and their tcp_info fields as ss prints them
+_ADDR_LINE = re.compile(r"^(\d+)\s+(\d+)\s+(\S+):(\d+)\s+(\S+):(\d+)")
+_FIELD = re.compile(r"\b(unacked|notsent|cwnd|mss|rtt|minrtt|ato|lastsnd|lastrcv|lastack|retrans|bytes_acked)"
+                    r":([\d.]+)(?:/([\d.]+))?")
+
+
+def parse_log(text: str) -> list[list[tuple[int, int, dict[str, float]]]]:
+    """(local port, peer port, tcp_info fields) of each connection end, per sample of a SocketSampler log."""
+    samples: list[list[tuple[int, int, dict[str, float]]]] = []
+    info: dict[str, float] | None = None
+    for line in text.splitlines():
+        if line.startswith("# t="):
+            samples.append([])
+            info = None
+            continue
+        if not samples:
+            continue
+        m = _ADDR_LINE.match(line.strip())
+        if m and not line[:1].isspace():
+            info = {}
+            samples[-1].append((int(m.group(4)), int(m.group(6)), info))
+        elif info is not None:
+            info.update((key, float(value)) for key, value, _ in _FIELD.findall(line))
+    return samples
 
 
 def socket_figures(log_text: str, ports: list[int]) -> dict | None:
     """Over every sample of the server's connections (ports), how often data was held back with room in the
     congestion window (notsent > 0 while unacked < cwnd), and the RTT and delayed-ACK timeout of both ends."""
     samples = parse_log(log_text)
-    server = [s for _, socks in samples for s in socks if s.local_port in ports]
-    peer = [s for _, socks in samples for s in socks if s.peer_port in ports and s.local_port not in ports]
+    server = [info for socks in samples for local, _, info in socks if local in ports]
+    peer = [info for socks in samples for local, remote, info in socks if remote in ports and local not in ports]
     if not server:
         return None
-    held = [s for s in server if s.get("notsent") > 0 and 0 < s.get("unacked") < max(1, s.get("cwnd"))]
+    held = [s for s in server if s.get("notsent", 0) > 0 and 0 < s.get("unacked", 0) < max(1, s.get("cwnd", 0))]
+
+    def median(socks: list[dict], key: str) -> float | None:
+        values = [s[key] for s in socks if key in s]
+        return statistics.median(values) if values else None
     return {
         "samples": len(samples), "server_socket_samples": len(server),
         "held_share": len(held) / len(server),
-        "held_notsent_bytes_median": _median([s.get("notsent") for s in held]),
-        "held_unacked_median": _median([s.get("unacked") for s in held]),
-        "cwnd_median": _median([s.get("cwnd") for s in server if "cwnd" in s.info]),
-        "server_rtt_ms_median": _median([s.get("rtt") for s in server if "rtt" in s.info]),
-        "server_minrtt_ms": min((s.get("minrtt") for s in server if "minrtt" in s.info), default=None),
-        "server_ato_ms_median": _median([s.get("ato") for s in server if "ato" in s.info]),
-        "peer_ato_ms_median": _median([s.get("ato") for s in peer if "ato" in s.info]),
+        "held_notsent_bytes_median": median(held, "notsent"),
+        "held_unacked_median": median(held, "unacked"),
+        "cwnd_median": median(server, "cwnd"),
+        "server_rtt_ms_median": median(server, "rtt"),
+        "server_minrtt_ms": min((s["minrtt"] for s in server if "minrtt" in s), default=None),
+        "server_ato_ms_median": median(server, "ato"),
+        "peer_ato_ms_median": median(peer, "ato"),
         "peer_socket_samples": len(peer),
     }
 

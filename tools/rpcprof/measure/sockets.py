@@ -2,7 +2,7 @@
 
 Every INTERVAL a thread runs `ss -tinH state established '( sport = :P or dport = :P )'` pinned to the
 load CPUs (never the server's) and appends its output to a log, each sample headed `# t=SECONDS`. The
-log is the saved capture; report/waits.py reads it back, analyze/sockets.py parses it and analyze/waits.py
+log is the saved capture; report/waits.py reads it back, analyze/waits.py parses and
 summarises it. The fields used (ss(8), from the kernel's tcp_info):
   notsent   bytes written by the application that TCP has not sent yet
   unacked   segments sent and not acknowledged yet
