@@ -53,8 +53,8 @@ class RatioInterval:
 
     def text(self) -> str:
         """`^17.7 [16.9-18.6]`, one decimal (two below 1), the interval only with two pairs or more."""
-        fmt = (lambda x: f"{x:.1f}") if self.ratio >= 1 else (lambda x: f"{x:.2f}")
-        return f"^{fmt(self.ratio)}" + (f" [{fmt(self.low)}-{fmt(self.high)}]" if self.low is not None else "")
+        d = 1 if self.ratio >= 1 else 2
+        return f"^{self.ratio:.{d}f}" + (f" [{self.low:.{d}f}-{self.high:.{d}f}]" if self.low is not None else "")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "significant": self.significant, "half_width": self.half_width}
@@ -123,11 +123,9 @@ def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s", pilot: 
     """other's figure over base's, paired by round; None when no round measured both, or when the
     measurements were not made in rounds (no adjacent pairs to take an interval from). pilot: the run
     was made with --precision, its interval is the two-stage one (paired_ratio's)."""
-    if not (interleaved(base) and interleaved(other)):
-        return None
     a, b = figure_by_round(base, figure), figure_by_round(other, figure)
     common = sorted(a.keys() & b.keys())
-    if not common:
+    if not (common and interleaved(base) and interleaved(other)):
         return None
     return paired_ratio([a[k] for k in common], [b[k] for k in common], pilot)
 
@@ -135,8 +133,7 @@ def server_ratio(base: dict, other: dict, figure: str = "req_per_cpu_s", pilot: 
 def profiled_ratio(base: dict, other: dict) -> RatioInterval | None:
     """server_ratio for the profile windows: other's req/s per CPU over base's while both were sampled,
     from each round's profiled CPU per request (base's over other's), paired by round."""
-    r = server_ratio(base, other, figure="profiled_cpu_us_per_req")
-    if r is None or not r.ratio:
+    if not (r := server_ratio(base, other, figure="profiled_cpu_us_per_req")) or not r.ratio:
         return None
     return RatioInterval(1 / r.ratio, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low, r.n)
 

@@ -29,16 +29,6 @@ from rpcprof.analyze.rules import OTHER, Rules, remember
 from rpcprof.analyze.stack_walk import NEUTRAL, FrameAnswers, Tally, cached, walk_callers
 
 
-def labels_of(groups: tuple) -> list[tuple[str, str]]:
-    """A stack's (category, sub-category[, tax group]) as its labels: the sub-category only where it is one."""
-    labels = [("category", groups[0])]
-    if "/" in groups[1]:
-        labels.append(("subcategory", groups[1]))
-    if len(groups) > 2:
-        labels.append(("tax", groups[2]))
-    return labels
-
-
 class CallersGroups:
     """groups(callers): the (level 1, level 2[, tax]) groups of a stack under callers `a;b;` whose leaf answers no
     question, as stack_walk.Tally.callers_answer's walks give them, from the tallies' answers (level 1, level 2,
@@ -98,12 +88,12 @@ class LabelSets:
         n = self.numbers.get(groups)
         if n is None:
             n = self.numbers[groups] = len(self.numbers) + 1       # from 1: a number is never falsy
-            labels = labels_of(groups)
-            record = b"L" + struct.pack("<II", n, len(labels))
-            for pair in labels:
-                for data in (text.encode("utf-8") for text in pair):
-                    record += struct.pack("<I", len(data)) + data
-            self.new.append(record)
+            # a stack's (category, sub-category[, tax group]) as its labels: the sub-category only where it is one
+            labels = [(k, g) for k, g in zip(("category", "subcategory", "tax"), groups)
+                      if k != "subcategory" or "/" in g]
+            texts = [text.encode("utf-8") for pair in labels for text in pair]
+            self.new.append(b"L" + struct.pack("<II", n, len(labels))
+                            + b"".join(struct.pack("<I", len(data)) + data for data in texts))
         return n
 
 

@@ -119,9 +119,8 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
     figures = {name: Figure(f"syscalls.{name}", sc.get(name)) for name in plain}
     figures["waits_per_req"] = summed(WAITS, "syscalls.by_syscall_per_req.epoll_wait")
     figures["futex_per_req"] = Figure("syscalls.by_syscall_per_req.futex", by.get("futex", 0.0) if by else None)
-    for name, key in (("switches_per_req", "events_per_req.context_switches"),
-                      ("wakeups_per_req", "events_per_req.wakeups_issued")):
-        figures[name] = Figure(f"syscalls.{key}", _get(sc, key))
+    figures |= {name: Figure(f"syscalls.{key}", _get(sc, key)) for name, key in (
+        ("switches_per_req", "events_per_req.context_switches"), ("wakeups_per_req", "events_per_req.wakeups_issued"))}
     for name, family, kind in (("writes_per_req", WRITES, "write"), ("reads_per_req", READS, "read")):
         if figures[name].value is None and by:
             figures[name] = summed(family, f"syscalls.by_syscall_per_req.({kind} family)")
@@ -140,10 +139,8 @@ EXTRA_FIGURES = (("involuntary_per_req", "events_per_req.involuntary_switches"),
 
 def kernel_table(syscalls: dict | None) -> dict[str, Figure]:
     """Every per-request kernel figure of the syscall window, for tables: kernel_figures and a few more."""
-    figures = kernel_figures(syscalls)
-    for name, key in EXTRA_FIGURES:
-        figures[name] = Figure(f"syscalls.{key}", _get(syscalls or {}, key))
-    return figures
+    return kernel_figures(syscalls) | {name: Figure(f"syscalls.{key}", _get(syscalls or {}, key))
+                                       for name, key in EXTRA_FIGURES}
 
 
 def differs(a: float | None, b: float | None) -> bool:

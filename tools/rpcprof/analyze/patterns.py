@@ -101,28 +101,26 @@ class UserRegex:
         self.origin = origin
         if not isinstance(source, str):
             raise UserError(f"{origin}: a regex must be a string, got {type(source).__name__} {source!r}")
-        self._guarded = None
         try:
             compiled = re.compile(source)          # the syntax rules have always had, checked at load
         except (re.error, ValueError, OverflowError, RecursionError) as e:
             raise UserError(f"{origin}: invalid regex {source!r}: {e}") from None
         self._fast = compiled if bounded_backtracking(source) else None
 
-    def _compile_guarded(self):
+    @functools.cached_property
+    def _guarded(self):
         """The regex module's compilation, made when first needed (its import costs 15 ms)."""
-        if self._guarded is None:
-            import regex
-            try:
-                self._guarded = regex.compile(self.pattern)
-            except (regex.error, ValueError, OverflowError, RecursionError) as e:
-                raise UserError(f"{self.origin}: invalid regex {self.pattern!r}: {e}") from None
-        return self._guarded
+        import regex
+        try:
+            return regex.compile(self.pattern)
+        except (regex.error, ValueError, OverflowError, RecursionError) as e:
+            raise UserError(f"{self.origin}: invalid regex {self.pattern!r}: {e}") from None
 
     def search(self, text: str):
         if self._fast is not None and len(text) <= FAST_MAX_CHARS:
             return self._fast.search(text)
         try:
-            return self._compile_guarded().search(text, timeout=BUDGET_S)
+            return self._guarded.search(text, timeout=BUDGET_S)
         except TimeoutError:
             raise UserError(f"{self.origin}: regex {self.pattern!r} took over {BUDGET_S:g} s on one frame "
                             f"({len(text):,} characters, {text[:40]!r}...): it backtracks catastrophically; "

@@ -21,10 +21,9 @@ def aggregate_rounds(rounds: list[ServerResult]) -> ServerResult:
     spread of each figure across rounds. The profile and syscall records are the first round's (its
     files are in SERVER/); each round's figures are in its rows (ROUNDS_KEY, analyze/regime.round_row), and
     the profile's cost is paired round by round. A round that did not end ok is the result."""
-    if len(rounds) == 1:
-        return rounds[0]
-    if any(r.status != Status.OK for r in rounds):
-        return next(r for r in rounds if r.status != Status.OK)
+    failed = [r for r in rounds if r.status != Status.OK]
+    if len(rounds) == 1 or failed:
+        return (failed or rounds)[0]
     median = sorted(rounds, key=lambda r: r.figures["req_per_cpu_s"])[(len(rounds) - 1) // 2]
     each = [r.figures for r in rounds]
     out = dict(rounds[0].figures)

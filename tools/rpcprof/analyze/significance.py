@@ -40,8 +40,6 @@ def t_two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom (df need not be whole)."""
     if math.isnan(t):
         return 1.0
-    if math.isinf(t):
-        return 0.0
     # scipy.special's stdtr and stdtrit are scipy.stats.t's sf and ppf without importing scipy.stats (seconds)
     from scipy.special import stdtr
     return float(2 * stdtr(df, -abs(t)))

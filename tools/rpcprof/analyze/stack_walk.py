@@ -97,19 +97,16 @@ def _first_from_leaf(stack: str, known: dict, ask, *args) -> tuple[str | None, s
     """(the first answer walking from the leaf, its frame); (None, leaf) when no frame answers.
     known: the answers so far, frame -> answer or None; ask(frame, *args) answers a frame not seen yet."""
     end = len(stack)
-    leaf = None
     while True:
         cut = stack.rfind(";", 0, end)
         frame = stack[cut + 1:end]
-        if leaf is None:
-            leaf = frame
         answer = known.get(frame, UNSEEN)
         if answer is UNSEEN:
             answer = ask(frame, *args)
         if answer is not None:
             return answer, frame
         if cut < 0:
-            return None, leaf
+            return None, stack[stack.rfind(";") + 1:]
         end = cut
 
 

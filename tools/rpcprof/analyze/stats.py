@@ -41,10 +41,8 @@ class LatencyHistogram:
 
     def stddev(self) -> float:
         """Population standard deviation in µs."""
-        if self.n == 0:
-            return math.nan
         m = self.mean()
-        return math.sqrt(sum(c * (v - m) ** 2 for v, c in self.counts.items()) / self.n)
+        return math.sqrt(sum(c * (v - m) ** 2 for v, c in self.counts.items()) / self.n) if self.n else math.nan
 
     def trimmed_mean(self, p: float = 99) -> float:
         """Mean of the samples at or below the p-th percentile (tm99 for p=99)."""
@@ -56,15 +54,8 @@ class LatencyHistogram:
 
     def summary(self) -> dict:
         """Latency figures in milliseconds, keyed as in the metrics JSON."""
-        out = {"samples": self.n}
         if self.n == 0:
-            return out
-        ms = 1000.0
-        out["avg_ms"] = self.mean() / ms
-        for p in PERCENTILES:
-            out[f"p{p:g}_ms".replace(".", "_")] = self.percentile(p) / ms
-        out["tm99_ms"] = self.trimmed_mean(99) / ms
-        out["stddev_ms"] = self.stddev() / ms
-        out["min_ms"] = min(self.counts) / ms
-        out["max_ms"] = max(self.counts) / ms
-        return out
+            return {"samples": 0}
+        us = {"avg": self.mean(), **{f"p{p:g}".replace(".", "_"): self.percentile(p) for p in PERCENTILES},
+              "tm99": self.trimmed_mean(99), "stddev": self.stddev(), "min": min(self.counts), "max": max(self.counts)}
+        return {"samples": self.n, **{f"{k}_ms": v / 1000.0 for k, v in us.items()}}
