@@ -92,9 +92,8 @@ def agreement(runs: list[RunRatio]) -> Agreement:
         spread = t * sd * math.sqrt(1 + 1 / k)
         next_run = (math.exp(mean - spread), math.exp(mean + spread))
     between = max(0.0, runs_var - expected_var) if runs_var is not None and expected_var is not None else None
-    within_sd, expected_sd, runs_sd, between_sd = (None if v is None else math.sqrt(v)
-                                                   for v in (within_var, expected_var, runs_var, between))
-    return Agreement(runs, misses, checks, within_sd, expected_sd, runs_sd, between_sd, over, next_run)
+    return Agreement(runs, misses, checks, *(None if v is None else math.sqrt(v)
+                                             for v in (within_var, expected_var, runs_var, between)), over, next_run)
 
 
 # --- runs of one setup ----------------------------------------------------------------------------

@@ -92,8 +92,6 @@ class LeafFilter:
         return self._match(leaves.encode()) == [self._sentinel]
 
 
-@functools.cache
-def leaf_filter(patterns: tuple[str, ...]) -> LeafFilter:
-    """The LeafFilter of these patterns (the rules' sources), made once per process for the same patterns (its RE2
-    set costs a parse of every pattern)."""
-    return LeafFilter(patterns)
+# the LeafFilter of these patterns (the rules' sources), made once per process for the same patterns (its RE2 set costs
+# a parse of every pattern)
+leaf_filter = functools.cache(LeafFilter)

@@ -47,11 +47,8 @@ def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> Fram
     """The share of samples with at least one frame matching pattern (names as the rules see them:
     generic arguments stripped, inferno's _[k]/_[j] suffixes removed)."""
     hit = functools.cache(lambda frame: pattern.search(normalize_frame(frame)[0]) is not None)     # once a frame
-    weight = total = 0
-    for frames, w in stacks:
-        total += w
-        if any(hit(f) for f in frames):
-            weight += w
+    weight = sum(w for frames, w in stacks if any(map(hit, frames)))
+    total = sum(w for _, w in stacks)
     unit = sample_weight(stacks)
     return FrameShare(weight, total, weight // unit, total // unit)
 

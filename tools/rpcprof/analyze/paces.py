@@ -60,22 +60,16 @@ POOL_LEVEL = 0.75        # the slices' noise is pooled unless the rounds spread 
 MIN_PACE_ROUNDS = 2       # a pace's ratio needs this many rounds of it (an interval needs two pairs)
 
 
-def _max_split_t(rows):
-    """The largest pooled two-sample t over the cuts of each sorted row (numpy array, rounds x n)."""
-    import numpy as np
-    x = np.sort(rows, axis=1)
-    gap, ss, k = _cuts(x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = gap / (np.sqrt(ss / (x.shape[1] - 2)) * k)
-    return np.where(np.isnan(t), -np.inf, t).max(axis=0)
-
-
 @lru_cache(maxsize=None)
 def _null(n: int):
-    """The statistic's distribution under one pace of n normal rounds, sorted."""
+    """The statistic's distribution under one pace of n normal rounds, sorted: the largest pooled two-sample t
+    over the cuts of each simulation's sorted rounds."""
     import numpy as np
-    rng = np.random.default_rng(SEED + n)
-    return np.sort(_max_split_t(rng.standard_normal((SIMULATIONS, n))))
+    x = np.sort(np.random.default_rng(SEED + n).standard_normal((SIMULATIONS, n)), axis=1)
+    gap, ss, k = _cuts(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = gap / (np.sqrt(ss / (n - 2)) * k)
+    return np.sort(np.where(np.isnan(t), -np.inf, t).max(axis=0))
 
 
 @lru_cache(maxsize=None)

@@ -103,8 +103,7 @@ def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, gr
         direct = r.us.get(send, 0.0) / r.writes if r.writes else 0.0
         per_round.append(r.cpu - d * (direct + cost.user.slope))
         for c in cats:
-            saved = d * direct if c == send else d * slopes.get(c, 0.0)
-            per_cat[c].append(r.us.get(c, 0.0) - saved)
+            per_cat[c].append(r.us.get(c, 0.0) - d * (direct if c == send else slopes.get(c, 0.0)))
     fewer = statistics.fmean(r.writes for r in b_rounds) - a_writes
     direct = estimate([r.us.get(send, 0.0) / r.writes for r in b_rounds if r.writes])
     rounds = estimate(per_round)
