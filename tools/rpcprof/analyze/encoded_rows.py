@@ -30,32 +30,26 @@ def grown(a, n: int):
     return np.concatenate([a, np.zeros((1 << (n - 1).bit_length()) - len(a), a.dtype)])
 
 
-class _Read:
-    """The core's byte blocks read n bytes at a time."""
-
-    def __init__(self, blocks) -> None:
-        self.blocks, self.data, self.at = blocks, b"", 0
-
-    def exactly(self, n: int) -> bytes:
-        while len(self.data) - self.at < n:
-            block = next(self.blocks, None)
-            if block is None:
-                raise EOFError
-            self.data, self.at = self.data[self.at:] + block, 0
-        self.at += n
-        return self.data[self.at - n:self.at]
-
-
 def chunks(path: Path):
     """(the callers texts so far, in the order of their numbers; leaves text; ids; counts; rows; the number of the
     callers text "" (a stack of one frame), None until met) of each chunk of the core's rows of a folded file, ids
     and counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
-    exactly = _Read(iter(rpcprof_core.rows(str(path)))).exactly
+    blocks, data, at = iter(rpcprof_core.rows(str(path))), b"", 0
+
+    def exactly(n: int) -> bytes:
+        """The core's next n bytes."""
+        nonlocal data, at
+        while len(data) - at < n:
+            block = next(blocks, None)
+            if block is None:
+                raise EOFError
+            data, at = data[at:] + block, 0
+        at += n
+        return data[at - n:at]
     callers: list[str] = []
     empty = None
     while True:
-        kind = exactly(1)
-        if kind == b"E":
+        if exactly(1) == b"E":
             return
         rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
         texts = exactly(new_len).decode("utf-8").split("\n") if new else []

@@ -51,8 +51,7 @@ def waker_name(waker: list[str]) -> str:
     names = [_KERNEL.sub("", f) for f in waker[1:]]
     call = next((m.group(1) for m in map(_SYSCALL.match, names) if m), None) or syscall_after_entry(names)
     path = next((label for pattern, label in WAKE_PATHS if any(pattern.match(f) for f in names)), None)
-    parts = [f"{call}()" if call else None, path]
-    text = " -> ".join(p for p in parts if p)
+    text = " -> ".join(p for p in (call and f"{call}()", path) if p)
     if not text:
         # the frame under the wake-up machinery, or the waker's leaf
         plain = [f for f in names if not re.search(r"wake|^(__)?schedule|^ep_poll_callback$|^sock_def_\w+$", f)]
@@ -76,11 +75,8 @@ def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
     waits = rules.using(view="waits")
     by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for frames, w in open_folded(folded):
-        halves = split_wake(frames)
-        if halves is None:
-            continue
-        waker, sleeper = halves
-        by[group_of(sleeper, waits)][waker_name(waker)] += w
+        if (halves := split_wake(frames)) is not None:
+            by[group_of(halves[1], waits)][waker_name(halves[0])] += w
     rows = {}
     for reason in waits.all_categories:
         if reason not in by:
