@@ -37,7 +37,6 @@ def chunks(path: Path):
     blocks, data, at = iter(rpcprof_core.rows(str(path))), b"", 0
 
     def exactly(n: int) -> bytes:
-        """The core's next n bytes."""
         nonlocal data, at
         while len(data) - at < n:
             block = next(blocks, None)

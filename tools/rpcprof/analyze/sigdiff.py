@@ -33,7 +33,6 @@ class Round:
     known: tuple | None = None          # (rules, the Breakdown of the file under them), when read already
 
     def breakdown(self, rules: Rules):
-        """The round's Breakdown under rules."""
         if self.known and self.known[0] is rules:
             return self.known[1]
         return categorize_file(self.read or self.folded, rules, keep_frames=False)

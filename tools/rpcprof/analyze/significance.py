@@ -187,7 +187,6 @@ class FrameTree:
                 self.weights[node][profile] = self.weights[node].get(profile, 0) + w
 
     def path(self, node: int) -> list[str]:
-        """The frames from the root to node."""
         out = []
         while node > 0:
             out.append(self.names[node])
