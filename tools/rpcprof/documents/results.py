@@ -17,8 +17,7 @@ from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.stall import describe
-from rpcprof.documents.provenance import generator_command, header, machine_text
-from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
+from rpcprof.documents.provenance import generator_command, header, machine_text, stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
@@ -96,12 +95,10 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
             a, b = by.get((c, s, first)), by.get((c, s, second))
             if not a or not b:
                 continue
-            spread = ""
-            i = b.get("cell_interval")
+            spread, i = "", b.get("cell_interval")
             if i and i["low"]:
-                spread = f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
-                if i["significant"] is False:
-                    spread += " not significant"
+                spread = (f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
+                          + " not significant" * (i["significant"] is False))
             elif b["ratio"] and a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
                 sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
                 spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
@@ -118,12 +115,11 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
 
 
 def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | None, client_cpus: int,
-                    causes: dict | None = None) -> str:
+                    causes: dict) -> str:
     """Why a cell's ratio is more than GAP away from seed 000's, from the cell's own figures: the flags that
     void the ratio (a stall with its cause where a run measured it: stall_causes), how many requests each
     server answered per write, what set the pace (a client of client_cpus CPUs, seed 000's of
     SEED_CLIENT_CPUS) and the requests in flight on each connection."""
-    causes = causes or {}
     flags = [f"{srv} {flag}" + (f" ({SPLIT}: below)" if flag == "STALLED" and srv in causes else "")
              for srv, r in ((first, a), (second, b)) for flag in ("STALLED", "TOO-SHORT")
              if r.get(flag.lower().replace("-", "_"))]
@@ -170,13 +166,6 @@ def _parts(cats) -> str:
     return " + ".join(cats)
 
 
-def _rest(rules: Rules) -> list[str]:
-    """The categories in neither side of seed 000's guess (the syscall path and the kernel below it, against
-    the work above the socket: categorize.yaml's groups socket and above_socket)."""
-    g = rules.groups
-    return [c for c in rules.all_categories if c not in g.socket + g.above_socket]
-
-
 def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) -> list[str]:
     """Seed 000's guess (the faster server wins by handling more requests per syscall) tested in every
     cell, against each other server: syscalls per request, and how much of the per-request CPU difference
@@ -189,7 +178,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
            f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
            f"the CPU µs per request X spends more than {second}, split into {_parts(socket)} (the syscall path and "
            f"the kernel below it) and {_parts(above)} (the work above the socket). The two parts and "
-           f"{_parts(_rest(rules))} add up to the difference.", "",
+           f"{_parts(c for c in rules.all_categories if c not in socket + above)} add up to the difference.", "",
            f"| C | S | X | ^ {second} / X | syscalls/req X | syscalls/req {second} | Δ CPU µs/req (X − {second}) | "
            f"{_parts(socket)} | {_parts(above)} | {_parts(socket)} share of Δ |",
            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
