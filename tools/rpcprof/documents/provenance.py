@@ -17,7 +17,7 @@ from pathlib import Path
 from rpcprof.analyze.stall import SPLIT
 from rpcprof.errors import UserError
 from rpcprof.paths import ROOT
-from rpcprof.report.stall import describe
+from rpcprof.report.mechanism import describe
 from rpcprof.rundir import load_run
 
 

@@ -16,7 +16,7 @@ from rpcprof.analyze.rules_file import Groups
 from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.report.stall import describe
+from rpcprof.report.mechanism import describe
 from rpcprof.documents.provenance import generator_command, header, machine_text, stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
@@ -254,8 +254,7 @@ def headline_cell(pairs: list) -> tuple:
     return min(pairs, key=key)
 
 
-def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None = None,
-            causes: dict | None = None) -> list[str]:
+def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None, causes: dict) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
     the ratio and syscalls per request move with S/C, and how that compares with the seeds; causes: the
     runs that measured why a server stalled (stall_causes)."""
@@ -264,12 +263,11 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
     stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for c, s in cells for srv in (first, second)
               if (r := by.get((c, s, srv)) or {}).get("stalled")]
-    stalls += stall_cause_lines(causes or {}, {srv for c, s in cells for srv in (first, second)
-                                               if (by.get((c, s, srv)) or {}).get("stalled")})
+    stalls += stall_cause_lines(causes, {srv for c, s in cells for srv in (first, second)
+                                         if (by.get((c, s, srv)) or {}).get("stalled")})
     if not pairs:
         return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
-    lo = min(pairs, key=lambda x: x[3]["ratio"])
-    hi = max(pairs, key=lambda x: x[3]["ratio"])
+    lo, hi = (pick(pairs, key=lambda x: x[3]["ratio"]) for pick in (min, max))
     lines.append(f"- Across the {len(pairs)} cells, {second} serves {lo[3]['ratio']:.1f}x (C={lo[0]} S={lo[1]}) to "
                  f"{hi[3]['ratio']:.1f}x (C={hi[0]} S={hi[1]}) the requests per server CPU-second of {first}; "
                  f"seed 000 reported 1.3x to 11x, seed 001 {SEED_RATIO_QUOTED}x.")

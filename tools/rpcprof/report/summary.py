@@ -15,7 +15,7 @@ from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.intervals import RatioInterval, cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_categories, pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, regime_flags
-from rpcprof.report.stall import describe
+from rpcprof.report.mechanism import describe
 from rpcprof.report.tables import Shown, render
 from rpcprof.records import round_rows, rounds_asked
 from rpcprof.rundir import load_run, profile_folded
@@ -111,7 +111,6 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "relative": interval.ratio if interval else rpc / base if rpc and base else None,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
             "rss_avg_mib": (f.get("memory") or {}).get("rss_avg_mib"),
-            # every syscall where the total was counted, else the request-path ones counted by name
             "syscalls_per_req": syscalls_per_request(f.get("syscalls")),
             "client_cpu_pct": 100 * f["client_cpu_share"] if f.get("client_cpu_share") is not None else None,
             "waits_verdicts": [v for v in ((f.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if v],
