@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, invoke
 from rpcprof.cli import report as report_cli
-from rpcprof.report.timeline_chart import render_timeline_chart
+from rpcprof.report.chart import render_timeline_chart
 
 DATA = ROOT / "docs" / "data"
 SWEEP = DATA / "20261126-041905-seed-000"

@@ -1,4 +1,4 @@
-"""report/diff_stream.py: a block of rows written as inferno must read it (displayable_stack), and a side whose file
+"""report/sigdiff.py: a block of rows written as inferno must read it (displayable_stack), and a side whose file
 no longer reads as it did a moment ago is one line."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
-from rpcprof.report import diff_stream, sigdiff
-from rpcprof.report.flame_rows import drawn_block
-from rpcprof.report.flame_rows import displayable_stack
+from rpcprof.report import sigdiff
+from rpcprof.report.flamegraph import drawn_block
+from rpcprof.report.flamegraph import displayable_stack
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RULES = load_rules()
@@ -31,6 +31,6 @@ def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):
     from rpcprof.errors import UserError
     stacks = [frames for frames, _ in open_folded(DATA / "rust_tonic_mt.folded.gz")[:30]]
     a = fleet_folded(tmp_path / "a.folded", 3000, stacks)
-    monkeypatch.setattr(diff_stream, "read_into", lambda *args: False)      # changed since it was scanned
+    monkeypatch.setattr(sigdiff, "read_into", lambda *args: False)      # changed since it was scanned
     with pytest.raises(UserError, match="run the command again"):
         sigdiff.render_diff(a, a, tmp_path / "x.svg", RULES, None, True, False, "t", "table")

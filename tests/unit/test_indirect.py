@@ -1,5 +1,5 @@
 """analyze/indirect.py: the slope with its interval, the record, and the figures made from it (the gap's
-sentence: report/indirect.py)."""
+sentence: report/mechanism.py)."""
 import json
 
 import pytest
@@ -8,7 +8,7 @@ from rpcprof.analyze.indirect import (IndirectCost, Slope, expected_ruler_ratio,
                                       slope_interval, user_cost)
 from rpcprof.errors import UserError
 from rpcprof.analyze.indirect import slowed_by_writes
-from rpcprof.report.indirect import slowed_text
+from rpcprof.report.mechanism import slowed_text
 
 
 def cost(user=(0.9, 0.5, 1.3), ruler=(0.02, 0.01, 0.03)):

@@ -1,4 +1,4 @@
-"""Paces (analyze/paces.py, report/paces.py): the split test's false alarms and power by simulation, and
+"""Paces (analyze/paces.py, report/summary.py): the split test's false alarms and power by simulation, and
 what a recorded run with two paces prints."""
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rpcprof.analyze.stall import SPLIT, silent_tail, stall
 from rpcprof.measure.connections import H2_INITIAL_WINDOW, established, parse_nghttp, parse_replay, replay_sizes
-from rpcprof.report.stall import describe
+from rpcprof.report.mechanism import describe
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "stall"
 

@@ -9,7 +9,7 @@ predictors evicted by the kernel's path) is inferred from where the time went, n
 
 The record it writes (docs/data/indirect-syscall-cost.json, docs/data/README.md says how it was made)
 is read here by `load_indirect`, and used by the mechanism (the user code the extra writes slow,
-slowed_by_writes), the ruler check and the what-if; report/indirect.py says them.
+slowed_by_writes), the ruler check and the what-if; report/mechanism.py says them.
 
 Least-squares straight lines in general (LinearFit, linear_fit), for checking that a cost grows linearly with a
 knob (tests/live/test_perturbation.py, bench/perturb.sh): the line is `statistics.linear_regression`, R² the
@@ -164,7 +164,7 @@ def expected_ruler_ratio(cost: IndirectCost, base_ruler_us: float, syscalls_base
 @dataclass(frozen=True)
 class SlowedWrites:
     """The user code slowed by the write syscalls one server makes more than the other: the extra writes per
-    request times the indirect cost per syscall (report/indirect.py says it)."""
+    request times the indirect cost per syscall (report/mechanism.py says it)."""
     more: str                          # the server that writes more
     less: str
     extra: float                       # its write syscalls per request more

@@ -34,7 +34,7 @@ spread of which a quarter to a half is the slices' noise, in a quarter to a thir
 Within a run: each server's paces (server_paces), the ratio within each pace (pace_ratios) and each
 category's change between the paces from each round's own profile (pace_categories), tested as report.py
 diff tests two sets of rounds (Welch's t, each round's sampling variance the floor under its spread,
-Benjamini-Hochberg at 5 %). report/paces.py says them in words.
+Benjamini-Hochberg at 5 %). report/summary.py says them in words.
 """
 from __future__ import annotations
 

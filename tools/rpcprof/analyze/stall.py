@@ -51,7 +51,7 @@ class Mechanism(StrEnum):
     NO_ANSWER = "no answer on open connections"
 
 
-SPLIT = Mechanism.SPLIT     # the mechanism documents/stall_causes.py looks for
+SPLIT = Mechanism.SPLIT     # the mechanism documents/provenance.py looks for
 
 
 @dataclass(frozen=True)

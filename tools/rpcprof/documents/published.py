@@ -33,11 +33,8 @@ def pages(root: Path) -> list[Path]:
 
 def regenerating_command(doc: Path) -> list[str] | None:
     """The argv of a generated document's `Regenerate with` line (in its first 6 lines), or None."""
-    for line in doc.read_text().splitlines()[:6]:
-        m = REGENERATE.match(line)
-        if m:
-            return shlex.split(m.group(1))
-    return None
+    m = next(filter(None, map(REGENERATE.match, doc.read_text().splitlines()[:6])), None)
+    return shlex.split(m.group(1)) if m else None
 
 
 def _blocks(root: Path, pattern: re.Pattern) -> list[tuple[str, str, list[str]]]:

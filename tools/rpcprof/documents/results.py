@@ -16,9 +16,8 @@ from rpcprof.analyze.rules_file import Groups
 from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
-from rpcprof.report.stall import describe
-from rpcprof.documents.provenance import generator_command, header, machine_text
-from rpcprof.documents.stall_causes import stall_cause_lines, stall_causes
+from rpcprof.report.mechanism import describe
+from rpcprof.documents.provenance import generator_command, header, machine_text, stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
@@ -96,12 +95,10 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
             a, b = by.get((c, s, first)), by.get((c, s, second))
             if not a or not b:
                 continue
-            spread = ""
-            i = b.get("cell_interval")
+            spread, i = "", b.get("cell_interval")
             if i and i["low"]:
-                spread = f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
-                if i["significant"] is False:
-                    spread += " not significant"
+                spread = (f"{ratio_text(i['low'])}-{ratio_text(i['high'])} ({i['n']} pairs)"
+                          + " not significant" * (i["significant"] is False))
             elif b["ratio"] and a.get("spread_req_per_cpu_s") and b.get("spread_req_per_cpu_s"):
                 sa, sb = a["spread_req_per_cpu_s"], b["spread_req_per_cpu_s"]
                 spread = f"{sb[0] / sa[1]:.1f}-{sb[1] / sa[0]:.1f} (min-max, sequential measurements)"
@@ -118,12 +115,11 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
 
 
 def cell_gap_reason(first: str, second: str, a: dict, b: dict, factor: float | None, client_cpus: int,
-                    causes: dict | None = None) -> str:
+                    causes: dict) -> str:
     """Why a cell's ratio is more than GAP away from seed 000's, from the cell's own figures: the flags that
     void the ratio (a stall with its cause where a run measured it: stall_causes), how many requests each
     server answered per write, what set the pace (a client of client_cpus CPUs, seed 000's of
     SEED_CLIENT_CPUS) and the requests in flight on each connection."""
-    causes = causes or {}
     flags = [f"{srv} {flag}" + (f" ({SPLIT}: below)" if flag == "STALLED" and srv in causes else "")
              for srv, r in ((first, a), (second, b)) for flag in ("STALLED", "TOO-SHORT")
              if r.get(flag.lower().replace("-", "_"))]
@@ -170,13 +166,6 @@ def _parts(cats) -> str:
     return " + ".join(cats)
 
 
-def _rest(rules: Rules) -> list[str]:
-    """The categories in neither side of seed 000's guess (the syscall path and the kernel below it, against
-    the work above the socket: categorize.yaml's groups socket and above_socket)."""
-    g = rules.groups
-    return [c for c in rules.all_categories if c not in g.socket + g.above_socket]
-
-
 def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) -> list[str]:
     """Seed 000's guess (the faster server wins by handling more requests per syscall) tested in every
     cell, against each other server: syscalls per request, and how much of the per-request CPU difference
@@ -189,7 +178,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
            f"For each cell and each other server X: {second}'s req/s per CPU over X's, syscalls per request, and "
            f"the CPU µs per request X spends more than {second}, split into {_parts(socket)} (the syscall path and "
            f"the kernel below it) and {_parts(above)} (the work above the socket). The two parts and "
-           f"{_parts(_rest(rules))} add up to the difference.", "",
+           f"{_parts(c for c in rules.all_categories if c not in socket + above)} add up to the difference.", "",
            f"| C | S | X | ^ {second} / X | syscalls/req X | syscalls/req {second} | Δ CPU µs/req (X − {second}) | "
            f"{_parts(socket)} | {_parts(above)} | {_parts(socket)} share of Δ |",
            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -265,8 +254,7 @@ def headline_cell(pairs: list) -> tuple:
     return min(pairs, key=key)
 
 
-def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None = None,
-            causes: dict | None = None) -> list[str]:
+def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int | None, causes: dict) -> list[str]:
     """Sentences computed from the measured rows: where the per-request difference comes from, how
     the ratio and syscalls per request move with S/C, and how that compares with the seeds; causes: the
     runs that measured why a server stalled (stall_causes)."""
@@ -275,12 +263,11 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
     stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for c, s in cells for srv in (first, second)
               if (r := by.get((c, s, srv)) or {}).get("stalled")]
-    stalls += stall_cause_lines(causes or {}, {srv for c, s in cells for srv in (first, second)
-                                               if (by.get((c, s, srv)) or {}).get("stalled")})
+    stalls += stall_cause_lines(causes, {srv for c, s in cells for srv in (first, second)
+                                         if (by.get((c, s, srv)) or {}).get("stalled")})
     if not pairs:
         return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
-    lo = min(pairs, key=lambda x: x[3]["ratio"])
-    hi = max(pairs, key=lambda x: x[3]["ratio"])
+    lo, hi = (pick(pairs, key=lambda x: x[3]["ratio"]) for pick in (min, max))
     lines.append(f"- Across the {len(pairs)} cells, {second} serves {lo[3]['ratio']:.1f}x (C={lo[0]} S={lo[1]}) to "
                  f"{hi[3]['ratio']:.1f}x (C={hi[0]} S={hi[1]}) the requests per server CPU-second of {first}; "
                  f"seed 000 reported 1.3x to 11x, seed 001 {SEED_RATIO_QUOTED}x.")

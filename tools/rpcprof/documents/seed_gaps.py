@@ -38,11 +38,6 @@ def _pace(m: dict, client_cpus: int, streams: int, role: str) -> str:
             f"{client:.0f} %, against the seed's {SEED_CLIENT_CPUS} CPUs at {seed_client:.0f} %")
 
 
-def _send_share(role: str) -> float:
-    label = "TcpStream::poll_write_vectored" if role == "tonic" else "ResponseEnd::flush"
-    return next(f.seed_pct for f in SEED_FRAMES if f.label == label)
-
-
 def gap_rows(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, tonic: str, pajamax: str,
              send_shares: dict[str, float]) -> tuple[list[dict], object | None]:
     """The table's rows (figure, seed, here, here ÷ seed, reason) and the model solved at the seed's ratio
@@ -67,7 +62,8 @@ def gap_rows(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, tonic: 
         seed_us = 1e6 * (seed_server / 100) / seed_rps
         writes = _writes(m)
         per_write = f"one write per {1 / writes:.1f} requests here" if writes else "no write count here"
-        here, there = 100 * send_shares[name], _send_share(role)
+        send = "TcpStream::poll_write_vectored" if role == "tonic" else "ResponseEnd::flush"
+        here, there = 100 * send_shares[name], next(f.seed_pct for f in SEED_FRAMES if f.label == send)
         if abs(here - there) <= SAME_SPLIT:
             work = (f"the seed's split of work (send {here:.1f} % of the profile here, {there:.1f} % in its flame "
                     f"graph; {per_write}): the same work per request at another host's unit costs ({host}; the "

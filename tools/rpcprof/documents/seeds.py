@@ -12,6 +12,7 @@ figures (client-bound, latency-bound, the client's CPU, profiling overhead), nev
 from __future__ import annotations
 
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 from rpcprof.analyze.breakdowns import every_round
@@ -226,11 +227,11 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         out.append(f"| {r['server']} | {r['share_pct']:.2f} ± {r['share_err_pct']:.2f} % | {r['samples']:,} of "
                    f"{r['total_samples']:,} | {r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f} | "
                    f"{metrics[r['server']]['cpu_us_per_req']:.2f} | {num(r['cpu_us_per_req_profiled'], 2)} |")
-    pj = by_role["pajamax"][0]
-    pj_row = next((r for r in rows if r["server"] == pj), None)
+    pj, by_server = by_role["pajamax"][0], {r["server"]: r for r in rows}
+    pj_row = by_server.get(pj)
     out.append("")
     for t in by_role["tonic"]:
-        t_row = next((r for r in rows if r["server"] == t), None)
+        t_row = by_server.get(t)
         if not t_row or not pj_row or not t_row["samples"] or not pj_row["samples"]:
             continue
         measured, profiled = server_ratio(metrics[t], metrics[pj]), profiled_ratio(metrics[t], metrics[pj])
@@ -243,16 +244,14 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
         out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
                    f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {said}: the ruler {verdict}.")
     costs = [r for r in rows if r["server"] in stacks and r["samples"]]
-    for i, a in enumerate(costs):
-        for b in costs[i + 1:]:
-            err = (a["us_per_req_err"] ** 2 + b["us_per_req_err"] ** 2) ** 0.5
-            hi, lo = (a, b) if a["us_per_req"] > b["us_per_req"] else (b, a)
-            if hi["us_per_req"] - lo["us_per_req"] > 2 * err:
-                out.append(f"- The ruler's frames cost {hi['server']} {hi['us_per_req']:.3f} ± {hi['us_per_req_err']:.3f} "
-                           f"µs per request and {lo['server']} {lo['us_per_req']:.3f} ± {lo['us_per_req_err']:.3f} "
-                           f"({hi['us_per_req'] / lo['us_per_req']:.1f}x, beyond two standard errors): the same "
-                           f"instructions take more time per request in {hi['server']}, so a share ratio against it "
-                           "overstates how efficient it is.")
+    for a, b in combinations(costs, 2):
+        hi, lo = (a, b) if a["us_per_req"] > b["us_per_req"] else (b, a)
+        if hi["us_per_req"] - lo["us_per_req"] > 2 * (a["us_per_req_err"] ** 2 + b["us_per_req_err"] ** 2) ** 0.5:
+            out.append(f"- The ruler's frames cost {hi['server']} {hi['us_per_req']:.3f} ± {hi['us_per_req_err']:.3f} "
+                       f"µs per request and {lo['server']} {lo['us_per_req']:.3f} ± {lo['us_per_req_err']:.3f} "
+                       f"({hi['us_per_req'] / lo['us_per_req']:.1f}x, beyond two standard errors): the same "
+                       f"instructions take more time per request in {hi['server']}, so a share ratio against it "
+                       "overstates how efficient it is.")
     out += ["", "The ruler's share ratio measures CPU per request in the profile windows, so it is checked against "
             "the ratio there; profiling overhead that differs between servers separates that from the "
             "unprofiled ratio.", ""]

@@ -140,10 +140,9 @@ def render_pictures(run_dir: Path, rules, servers: list[str], draw_them: bool = 
         log(f"rpcprof: no pictures drawn (--no-pictures): report.py svg, chart and html draw them from "
             f"{shown(run_dir)}")
         return
-    from rpcprof.report.chart import render_breakdown_chart
+    from rpcprof.report.chart import render_breakdown_chart, render_timeline_chart
     from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
     from rpcprof.report.html import build_html
-    from rpcprof.report.timeline_chart import render_timeline_chart
 
     def draw(render, folded_of, what: str) -> list[str]:
         """render(run_dir, name, rules) for each server with a non-empty folded file; the names drawn."""

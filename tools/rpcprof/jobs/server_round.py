@@ -27,7 +27,7 @@ from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
 from rpcprof.records import ServerResult
-from rpcprof.report.stall import describe
+from rpcprof.report.mechanism import describe
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 from rpcprof.status import Status
 

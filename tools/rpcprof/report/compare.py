@@ -19,10 +19,8 @@ from rpcprof.analyze.mechanism import kernel_table
 from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.analyze.whatif import estimate
-from rpcprof.report.indirect import ruler_verdict
-from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap
-from rpcprof.report.paces import run_pace_findings
-from rpcprof.report.summary import syscalls_per_request
+from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap, ruler_verdict
+from rpcprof.report.summary import run_pace_findings, syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows
 from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
@@ -57,12 +55,10 @@ def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
     """The category share of each profile of a run (report.py table, for a run folder)."""
     manifest, metrics = load_run(run_dir)
-    rows = []
-    for name, b in run_breakdowns(first_profiles(run_dir, manifest), metrics, rules).items():
-        prof = (metrics.get(name) or {}).get("profile") or {}
-        row = {"profile": name, "samples": b.samples, "event": prof.get("event", "")}
-        row.update({c: 100 * b.share(c) for c in rules.all_categories})
-        rows.append(row)
+    rows = [{"profile": name, "samples": b.samples,
+             "event": ((metrics.get(name) or {}).get("profile") or {}).get("event", ""),
+             **{c: 100 * b.share(c) for c in rules.all_categories}}
+            for name, b in run_breakdowns(first_profiles(run_dir, manifest), metrics, rules).items()]
     columns = [("profile", "profile"), ("samples", "samples")] + [(c, f"{c} [%]") for c in rules.all_categories]
     return render(rows, columns, fmt)
 
@@ -221,10 +217,9 @@ def disagreement(base: dict, row: dict, metrics: dict) -> str:
         return (f"the ruler costs alike ({a:.3f} and {b:.3f} µs/req), so the shares around it are attributed "
                 "differently; compare the categories")
     more, less = (base, row) if a > b else (row, base)
-    sc = {r["server"]: syscalls_per_request((metrics.get(r["server"]) or {}).get("syscalls")) for r in (base, row)}
+    hi, lo = (syscalls_per_request((metrics.get(r["server"]) or {}).get("syscalls")) for r in (more, less))
     text = (f"the same work costs {max(a, b):.3f} µs/req in {more['server']} and {min(a, b):.3f} in {less['server']} "
             f"(±{2 * err:.3f})")
-    hi, lo = sc[more["server"]], sc[less["server"]]
     if hi is not None and lo is not None and hi > 2 * lo:
         return (text + f"; {more['server']} makes {hi:.2f} syscalls per request, {less['server']} {lo:.2f}: user code "
                 "slowed by the extra syscalls (caches and predictors evicted; inferred, not counted: no PMU here) "

@@ -38,11 +38,12 @@ import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.folded_blocks import Irregular, write_collapsed as write_blocks
+from rpcprof.analyze.labels import label_blocks
+from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, stream_folded, weight_unit
-from rpcprof.pprof_in import is_pprof, read_pprof
-from rpcprof.analyze.labels import label_blocks
-from rpcprof.rundir import output_file
+from rpcprof.pprof_in import APP_COMMENT, app_of, is_pprof, read_pprof
+from rpcprof.rundir import output_file, read_profile, read_result
 
 # pprof's gzip at zlib's fastest level, as Go's runtime/pprof writes its profiles (gzip.BestSpeed): on a
 # million-stack file (bench/distinct_stacks -s leaves), one after the other on one 2-vCPU host, the export took
@@ -54,8 +55,6 @@ FORMATS = ("pprof", "speedscope", "collapsed", "otlp")
 
 def app_carried(profile: Path) -> str | None:
     """The app pattern a pprof profile carries (report.py export's comment), or None; UserError if it is no regex."""
-    from rpcprof.analyze.patterns import UserRegex
-    from rpcprof.pprof_in import APP_COMMENT, app_of
     if not (is_pprof(profile) and Path(profile).is_file()):
         return None
     regex = app_of(profile)
@@ -113,7 +112,6 @@ def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
     of a frame without inferno's `_[k]` or `_[j]` (native for perf, cpython for py-spy). source: the file the
     core reads."""
     import datetime as dt
-    from rpcprof.rundir import read_profile, read_result
     folder = folded.parent
     try:
         prof, result = read_profile(folder), read_result(folder) or {}
@@ -170,7 +168,6 @@ def export(folded: Path, rules: Rules, fmt: str, out: Path, app: str | None = No
             return rpcprof_core.speedscope(str(src), json.dumps(folded.name),
                                            "nanoseconds" if unit == "nanoseconds" else "none", to)
         if fmt == "pprof":
-            from rpcprof.pprof_in import APP_COMMENT
             return rpcprof_core.labelled("pprof", str(src), kind, unit, to, label_blocks(src, rules),
                                          GZIP_LEVEL, APP_COMMENT + app if app else None)
         return rpcprof_core.labelled("otlp", str(src), kind, unit, to, label_blocks(src, rules),

@@ -16,13 +16,11 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
 from rpcprof.report.compare import compare_rows, explanations, kernel_rows, servers_of
-from rpcprof.report.paces import run_pace_findings
-from rpcprof.report.timeline_chart import render_timeline_chart
-from rpcprof.report.chart import render_breakdown_chart
+from rpcprof.report.chart import render_breakdown_chart, render_timeline_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
 from rpcprof.analyze.stack_walk import breakdowns_kept
-from rpcprof.report.summary import ratio_lines, run_columns, run_rows
+from rpcprof.report.summary import ratio_lines, run_columns, run_pace_findings, run_rows
 from rpcprof.report.text import html as esc      # every text from a run, escaped
 from rpcprof.report.tables import cell
 from rpcprof.rundir import (TIMELINE_SVG, BREAKDOWN_LEVEL2_SVG, BREAKDOWN_SVG, FLAME_SVG, OFFCPU_SVG, OFFWAKE_SVG, load_run,

@@ -11,31 +11,112 @@ round (or a bare folded file) is drawn as before: inferno's colours, no test.
 
 The sides' tree, the tests and the mean over rounds are analyze/sigdiff.py's; here, which files make a
 side, the tables and the graph.
+
+Every round's folded file is read by the compiled core (rpcprof_core): each round categorised from the core's rows
+(the walk of stack_walk.categorize_file), and, on a thread of the core's own (rpcprof_core.one_side), both sides'
+files read together for the frames on one side only and, for a graph of one round a side, the lines
+inferno-flamegraph draws it from (SidesRead). A file the core does not take as it is (a pprof profile, blank lines,
+CR line ends) is read as its collapsed stacks, written to the scratch folder as report.py export writes them.
 """
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
+import rpcprof_core
+
 from rpcprof.analyze.categorize import Rules, open_folded
+from rpcprof.analyze.encoded_rows import read_into
 from rpcprof.analyze.folded_blocks import Irregular
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
+from rpcprof.analyze.stack_walk import Tally
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records, servers_of
-from rpcprof.report.diff_stream import MERGED, SidesRead, write_for_core
-from rpcprof.report.flame_rows import displayable_stack
-from rpcprof.report.flamegraph import Drawing, finish_flamegraph, inferno_options, inferno_tool, run_tool
-from rpcprof.report.one_side import MARKS, mark_one_side, one_side_found, one_side_text
-from rpcprof.report.sigsvg import recolour_significant
+from rpcprof.report.export import write_collapsed
+from rpcprof.report.flamegraph import (Drawing, displayable_stack, finish_flamegraph, inferno_options, inferno_tool,
+                                       run_tool)
+from rpcprof.report.one_side import LISTED, MARKS, mark_one_side, one_side_found, one_side_text, recolour_significant
 from rpcprof.report.svg import LegendItem
 from rpcprof.report.tables import cell, render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
 
 FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
+
+
+NAMES, MERGED = "one_side.names", "diff.folded"   # the core's files in the scratch folder
+
+
+def write_for_core(path: Path, scratch: Path) -> tuple[Path, int, int]:
+    """(the file the core reads for path, its total weight, the gcd of its weights): path itself, or its stacks
+    as collapsed lines in scratch; UserError naming path when it is missing, damaged or weighs nothing."""
+    if path.is_file() and not is_pprof(path):
+        try:
+            total, unit, _ = rpcprof_core.scan(str(path))
+            if total:
+                return path, total, unit
+        except (rpcprof_core.Refused, OSError):
+            pass
+    copy = scratch / f"{len(list(scratch.glob('*.collapsed')))}.collapsed"
+    with open(copy, "wb") as f:
+        write_collapsed(path, f)
+    total, unit, _ = rpcprof_core.scan(str(copy))
+    return copy, total, unit
+
+
+class SidesRead:
+    """The core's pass over both sides' files (rpcprof_core.one_side), started with the object, and each round's
+    Breakdown (categorize). It writes into scratch NAMES, every frame on one side only (`a\\tNAME` or `b\\tNAME` a
+    line), and, when merged, MERGED, the lines the graph of one round a side is drawn from (A normalised to B's
+    total when normalize); once it ends, draw(found) (given to categorize(), and called between the chunks read
+    there) may start the drawing (flamegraph.Drawing) while the sides are still read."""
+
+    def __init__(self, a: list[Path], b: list[Path], scratch: Path, merged: bool, normalize: bool) -> None:
+        self.scratch = scratch
+        self.drawing = self._draw = None
+        self.task = rpcprof_core.one_side([str(p) for p in a], [str(p) for p in b], LISTED, str(scratch / NAMES),
+                                          str(scratch / MERGED) if merged else None, normalize)
+
+    def categorize(self, path: Path, rules: Rules, draw=None) -> object:
+        """The Breakdown of path (a file the core takes) under rules; Irregular when it no longer reads as it did."""
+        self._draw = draw
+        tally = Tally(rules, False)
+        if not read_into(tally, path, self._poll):
+            raise Irregular
+        return tally.breakdown(path)
+
+    def found(self) -> dict:
+        """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest}}."""
+        try:
+            return json.loads(self.task.result())
+        except rpcprof_core.Refused:
+            raise Irregular from None
+
+    def _poll(self, at_once: bool = True) -> None:
+        if self.drawing is None and self._draw and self.task.done():
+            self.drawing = self._draw(self.found())
+
+    def names(self) -> dict:
+        """{"a", "b": the frames on that side only}, each read from NAMES a line at a time."""
+        def side(tag: str):
+            with open(self.scratch / NAMES, encoding="utf-8", newline="\n") as f:
+                for line in f:
+                    if line[0] == tag:
+                        yield line[2:-1]
+        return {"a": side("a"), "b": side("b")}
+
+    def cleanup(self) -> None:
+        """Stop the drawing, and wait for the core's pass to end (its files are in scratch)."""
+        if self.drawing:
+            self.drawing.stop()
+        try:
+            self.task.result()
+        except Exception:       # said by found(), when it is asked
+            pass
 
 
 def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
@@ -226,7 +307,6 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
 def diff_report(a: Side, b: Side, d: Diff, rows: list[dict], found: dict, out: Path, fmt: str, origin: str,
                 said: str) -> str:
     """render_diff's report in fmt: the categories, the significant frames, the frames on one side only."""
-    import json
     frames = frame_rows(d)
     if fmt == "json":
         return json.dumps({"a": side_record(a), "b": side_record(b), "categories": rows, "frames": frames, "one_side": found,

@@ -1,7 +1,5 @@
 """inferno's SVG, annotated: each box (a frame of the flame graph) coloured by its own category and given
-its own hover text, a legend row, headings that fit, search by function name. Used by report/flamegraph.py,
-which runs inferno, finds the stacks beneath each box and says why each box has a colour of its own (inferno's
-`--cp` and `--nameattr` go by function, and would contradict `report.py table`).
+its own hover text, a legend row, headings that fit, search by function name (why by box: report/flamegraph.py).
 
 The cost of that choice: `recolour_frames` and `add_legend` rewrite inferno's SVG with regexes (its frame height,
 font width and margin, below), tied to inferno's output format: tools/setup.sh pins inferno INFERNO_VERSION, a
@@ -32,12 +30,6 @@ LEGEND_HEIGHT = 24       # room made between the subtitle and the frames for the
 def dominant(weights: dict[str, int], order: list[str]) -> str:
     """The category with the most weight; ties go to the category listed first."""
     return max(order, key=lambda c: (weights.get(c, 0), -order.index(c)))
-
-
-def hex_to_rgb(color: str) -> str:
-    """'#4caf50' -> 'rgb(76,175,80)', the form inferno writes."""
-    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
-    return f"rgb({r},{g},{b})"
 
 
 # --- post-processing inferno's SVG ----------------------------------------------------------------
@@ -91,7 +83,8 @@ def recolour_frames(svg: str, boxes: dict[tuple[int, int], dict[str, int]], weig
         n = width // weight
         hover = (f"{box_name(title)} ({n:,} sample{'' if n == 1 else 's'}, {100 * width / total:.2f}%; "
                  f"{xml(category_text(weights, order))})")
-        rect = filled(m.group(2), hex_to_rgb(colors[dominant(weights, order)]))
+        color = colors[dominant(weights, order)]       # '#4caf50' as inferno writes it: 'rgb(76,175,80)'
+        rect = filled(m.group(2), f"rgb({int(color[1:3], 16)},{int(color[3:5], 16)},{int(color[5:7], 16)})")
         return f"<g><title>{hover}</title><rect {rect}/>"
 
     return FRAME_BOX.sub(fix, svg), unmatched

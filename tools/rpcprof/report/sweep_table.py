@@ -90,8 +90,7 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
             ci = row.get("cell_interval")
             mark = (f"^{ratio_text(row['ratio'])}" + (f" [{ratio_text(ci['low'])}-{ratio_text(ci['high'])}]"
                                                       if ci and ci["low"] else "")) if row["ratio"] else ""
-            if row.get("ratio_significant") is False:
-                mark += " (not significant)"
+            mark += " (not significant)" * (row.get("ratio_significant") is False)
             out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))
         out.append(body[i])
     return "\n".join([*out, "-" * width, *fence]) + "\n"

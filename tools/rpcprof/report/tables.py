@@ -27,9 +27,7 @@ def cell(value) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "-"
-        return f"{value:{',.0f' if abs(value) >= 1000 else '.1f' if abs(value) >= 100 else '.2f'}}"
+        return "-" if math.isnan(value) else f"{value:{',.0f' if abs(value) >= 1000 else '.1f' if abs(value) >= 100 else '.2f'}}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)

@@ -18,7 +18,7 @@ from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.whatif import Round, WhatIf, predict, solve_writes
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles
-from rpcprof.report.indirect import summary_line
+from rpcprof.report.mechanism import summary_line
 from rpcprof.report.tables import render
 from rpcprof.rundir import RESULT_FILE, load_run, read_server_result, server_path
 
