@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
-from rpcprof.measure.threads import status_fields, task_ids, thread_switches
+from rpcprof.measure.threads import Window, status_fields, task_ids, thread_switches
 from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
@@ -33,14 +33,9 @@ CGROUP_PREFIX = "rpcprof-"
 
 def thread_cpu_ns(pid: int) -> dict[int, int]:
     """ns on CPU per live thread of pid, from /proc/PID/task/*/schedstat."""
-    out: dict[int, int] = {}
-    for tid in task_ids(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
-            continue  # the thread exited between listdir and open
-    return out
+    # a thread that exited between listdir and open has none
+    now = {tid: (read_stripped(f"/proc/{pid}/task/{tid}/schedstat") or "").split()[:1] for tid in task_ids(pid)}
+    return {tid: int(ns[0]) for tid, ns in now.items() if ns}
 
 
 def rss_bytes(pid: int) -> tuple[int, int] | None:
@@ -157,31 +152,19 @@ def keep_off(cpus_for_us: list[int]) -> None:
         pass
 
 
-class CpuWindow:
-    """A process's CPU between two instants: pass start and end to a load driver as its on_start and
-    on_end callbacks (called when the driver's timed window starts and ends). An end never marked is
-    taken when ns() is read."""
+class CpuWindow(Window):
+    """A process's CPU between two instants (a Window of the monitor's marks)."""
 
     def __init__(self, monitor: "ProcessMonitor", on_start=None, on_end=None):
+        super().__init__(on_start, on_end)
         self.monitor = monitor
-        self.marks: dict[str, int] = {}
-        self.hooks = {"start": on_start, "end": on_end}
 
-    def _mark(self, key: str) -> None:
-        if key not in self.marks:
-            self.marks[key] = self.monitor.mark()
-            if self.hooks[key]:
-                self.hooks[key]()
-
-    def start(self, _pid: int | None = None) -> None:
-        self._mark("start")
-
-    def end(self, _pid: int | None = None) -> None:
-        self._mark("end")
+    def read(self) -> int:
+        return self.monitor.mark()
 
     def ns(self) -> int:
-        self.end()
-        return self.marks["end"] - self.marks.get("start", self.marks["end"])
+        start, end = self.ends()
+        return end - start
 
 
 class Marks:
