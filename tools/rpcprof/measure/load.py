@@ -297,6 +297,5 @@ def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
-    if name not in DRIVERS:
-        raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    """The driver name (DRIVERS, checked by LoadSettings.validate)."""
     return (H2load if name == "h2load" else Ghz)(scenario, workdir)

@@ -28,6 +28,7 @@ import operator
 import re
 import subprocess
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure import threads
@@ -261,19 +262,17 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
     script fails."""
     data = recorder.out_path
     if not data.exists() or data.stat().st_size == 0:
-        _warn(f"{data} was not written: no bytes per read/write")
+        log(f"rpcprof: WARNING: {data} was not written: no bytes per read/write")
         return None
     perf, text = require("perf", "run tools/setup.sh (Debian package linux-perf)"), beside(data, "text")
     script = session.own(Recorder([perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"], text, text))
-    try:
+    with suppress(subprocess.TimeoutExpired):     # the session stops it on any exit path
         script.proc.wait(timeout=IO_SCRIPT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        code = session.stop(script)
+    code = session.stop(script)
     try:
         if code != 0:
-            _warn(f"perf script of {data} failed (status {code}): {log_tail(text, 2)}; no bytes per read/write")
+            log(f"rpcprof: WARNING: perf script of {data} failed (status {code}): {log_tail(text, 2)}; "
+                "no bytes per read/write")
             return None
         with open(text, errors="replace") as lines:
             summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)
@@ -282,12 +281,9 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
         if data.exists() and data.stat().st_size > IO_KEEP_BYTES:
             data.unlink()
     if summary["lost"]:
-        _warn(f"perf record lost {summary['lost']} sys_exit events: read/write calls per request are undercounted")
+        log(f"rpcprof: WARNING: perf record lost {summary['lost']} sys_exit events: read/write calls per request "
+            "are undercounted")
     return summary
-
-
-def _warn(msg: str) -> None:
-    log(f"rpcprof: WARNING: {msg}")
 
 
 def _signed(word: str) -> int:
