@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
@@ -94,10 +95,8 @@ def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
     said = [f"pid {pid} ({(status_fields(f'/proc/{pid}/status') or {}).get('Name', '?')})" for pid in _members(cgroup)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in _members(cgroup):
-            try:
+            with suppress(OSError):
                 os.kill(pid, sig)
-            except OSError:
-                pass
         end = time.monotonic() + grace_s
         while _members(cgroup) and time.monotonic() < end:
             time.sleep(0.05)
@@ -146,10 +145,8 @@ def keep_off(cpus_for_us: list[int]) -> None:
     instruments' own work (perf writing its samples, the monitor's polls) then never runs on the server's
     CPUs, where it would take the server's time and land in the counts of those CPUs. Servers are pinned
     explicitly (taskset) and are not affected."""
-    try:
+    with suppress(OSError, ValueError):
         os.sched_setaffinity(0, cpus_for_us)
-    except (OSError, ValueError):
-        pass
 
 
 class CpuWindow(Window):
