@@ -32,6 +32,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure import threads
+from rpcprof.measure.children import read_stripped
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
@@ -80,10 +81,7 @@ def preempted_state(format_text: str | None = None) -> int:
     format (the mask it prints as `+`); TASK_REPORT_MAX where the format is not readable."""
     if format_text is None:
         root = _events_root()
-        try:
-            format_text = (root / "sched" / "sched_switch" / "format").read_text() if root else ""
-        except OSError:
-            format_text = ""
+        format_text = (read_stripped(root / "sched" / "sched_switch" / "format") if root else None) or ""
     # Linux >= 4.14 prints `REC->prev_state & (((S | S ...) + 1) << 1) ? "+"`: TASK_REPORT_MAX
     m = re.search(r'REC->prev_state & \(\(\(([0-9a-fA-Fx |]+)\) \+ 1\) << 1\) \? "\+"', format_text)
     try:
