@@ -225,9 +225,7 @@ class ProcessMonitor:
 
     def mark(self) -> int:
         """Total CPU ns used by the process so far."""
-        if self.cgroup:
-            return self.cgroup.read_ns()
-        return self._poll_threads()
+        return self.cgroup.read_ns() if self.cgroup else self._poll_threads()
 
     def start_window(self) -> None:
         """Record the process's resident memory and CPU at every poll (each `interval`) until stop_window."""

@@ -325,8 +325,7 @@ def io_per_request(io: dict | None, requests: int) -> dict:
     A tokio eventfd wake-up is an 8-byte `write`: it counts as a write here; io, per syscall name, tells it apart.
     None where there is nothing to divide by."""
     def family(names):
-        calls = sum(io[n]["calls"] for n in names if n in io)
-        return calls, sum(io[n]["bytes"] for n in names if n in io), sum(io[n]["eagain"] for n in names if n in io)
+        return [sum(io[n][key] for n in names if n in io) for key in ("calls", "bytes", "eagain")]
 
     if io is None:
         return dict.fromkeys(IO_FIGURES)

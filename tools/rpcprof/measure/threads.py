@@ -31,8 +31,6 @@ from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
 
-PROC = Path("/proc")
-
 
 def status_fields(path: Path | str) -> dict[str, str] | None:
     """The `Name:  value` lines of a /proc status file as {name: value, stripped}; None if it cannot be read."""
@@ -40,10 +38,10 @@ def status_fields(path: Path | str) -> dict[str, str] | None:
     return None if text is None else {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
 
 
-def task_ids(pid: int, proc: Path = PROC) -> list[int]:
+def task_ids(pid: int) -> list[int]:
     """The ids of pid's threads now ([] if the process is gone)."""
     try:
-        return [int(d) for d in os.listdir(proc / str(pid) / "task") if d.isdigit()]
+        return [int(d) for d in os.listdir(f"/proc/{pid}/task") if d.isdigit()]
     except OSError:
         return []
 
@@ -62,11 +60,11 @@ def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     return {tid: s for tid, s in now.items() if s is not None}
 
 
-def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
+def thread_snapshot(pid: int) -> dict[int, dict]:
     """tid -> {name, state, switches, wchan} for every thread of pid now ({} if the process is gone)."""
     snapshot = {}
-    for tid in task_ids(pid, proc):
-        task = proc / str(pid) / "task" / str(tid)
+    for tid in task_ids(pid):
+        task = Path(f"/proc/{pid}/task/{tid}")
         fields = status_fields(task / "status")
         switches = _switches(fields)
         if switches is None:
