@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
-from rpcprof.measure.appguess import go_app, guess_app, node_app, python_app, rust_app
+from rpcprof.jobs.process_kind import go_app, guess_app, node_app, python_app, rust_app
 
 DATA = Path(__file__).parents[1] / "data"
 CAPTURES = yaml.safe_load((DATA / "captures.yaml").read_text())

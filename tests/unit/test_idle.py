@@ -44,7 +44,7 @@ def test_a_cpu_with_no_polling_state_is_refused_before_anything_is_written(tmp_p
 
 
 def test_without_a_polling_state_a_run_keeps_the_server_cpu_busy_with_an_idle_priority_loop(monkeypatch, capsys):
-    from rpcprof.jobs import machine as run_module
+    from rpcprof.jobs import run as run_module
     from rpcprof.measure.session import Session
 
     def refuse(cpus):
@@ -147,7 +147,7 @@ def test_an_unknown_idle_mode_is_refused():
 
 
 def test_by_default_a_run_polls_and_where_it_cannot_it_halts_says_so_and_records_it(monkeypatch, capsys):
-    from rpcprof.jobs import machine as run_module
+    from rpcprof.jobs import run as run_module
     from rpcprof.measure.session import Session
     assert RunOptions(servers=["rust_tonic_mt"]).idle == "poll"
 

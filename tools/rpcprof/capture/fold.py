@@ -77,39 +77,21 @@ def fold_pyspy(raw: Path, folded: Path) -> dict:
     and now and then reads garbage, which may hold a newline: a record so broken over several lines is
     joined again (the newline kept as the two characters \\n), so one bad frame name costs its sample, not the
     profile. Returns {'samples': N, 'rejoined': records joined, 'dropped': a last record left without count}."""
-    records, parts, rejoined = [], [], 0
+    records, parts, rejoined, samples = [], [], 0, 0
     with open(raw, "rb") as f:
         for line in f:
             line = line.rstrip(b"\n")
             if not parts and not line.strip():
                 continue
             parts.append(line)
-            if _COUNTED.search(line):
+            counted = _COUNTED.search(line)
+            if counted:
                 rejoined += len(parts) > 1
+                samples += int(counted.group())         # its count is samples (ASCII digits, as read_folded takes them)
                 records.append(b"\\n".join(parts))
                 parts = []
     write_bytes(folded, b"".join(r + b"\n" for r in records))
-    return {"samples": count_folded_samples(folded), "rejoined": rejoined, "dropped": int(bool(parts))}
-
-
-def count_folded_samples(folded: Path) -> int:
-    """Samples in a py-spy raw file: its counts are samples (ASCII digits, as read_folded takes them)."""
-    total = 0
-    with open(folded, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            _, _, n = line.rstrip("\n").rpartition(" ")
-            if n.isascii() and n.isdigit():
-                total += int(n)
-    return total
-
-
-def is_perf_data(path: Path) -> bool:
-    """perf.data files start with the magic PERFILE2."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(8) == b"PERFILE2"
-    except OSError:
-        return False
+    return {"samples": samples, "rejoined": rejoined, "dropped": int(bool(parts))}
 
 
 def records_switches(data: Path) -> bool:
@@ -121,23 +103,21 @@ def records_switches(data: Path) -> bool:
     return proc.returncode == 0 and [e for e in events if not e.startswith("dummy:")] == ["sched:sched_switch"]
 
 
-def recorded_pid(data: Path) -> int | None:
-    """The process a recording of whole CPUs was folded for, from the profile record beside it (None: a
-    recording of one process's threads, or no record)."""
-    pid = read_profile(data.parent).get("pid_filter")
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
-
-
 def fold(source: Path, out: Path) -> dict:
     """Fold a saved profile (perf.data or py-spy raw) into out; returns {'samples': N, 'input': kind}."""
     source, out = Path(source), Path(out)
     if not source.is_file():
         raise UserError(f"{source}: no such file; give a perf.data or py-spy raw file (RUN/SERVER/perf.data)")
     check_not_input(out, source)
-    if is_perf_data(source):
+    with open(source, "rb") as f:
+        perf_data = f.read(8) == b"PERFILE2"        # perf.data's magic
+    if perf_data:
         if records_switches(source):
             return {**fold_offcpu(source, out), "samples": None, "input": "off-CPU perf.data"}
-        return {**fold_perf(source, out, recorded_pid(source)), "input": PERF_DATA}
+        # a recording of whole CPUs is folded for the process its profile record names (pid_filter)
+        pid = read_profile(source.parent).get("pid_filter")
+        return {**fold_perf(source, out, pid if isinstance(pid, int) and not isinstance(pid, bool) else None),
+                "input": PERF_DATA}
     from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks
     with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
         joined = Path(scratch) / "py-spy.folded"

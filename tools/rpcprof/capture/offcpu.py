@@ -192,18 +192,17 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
             wakes.setdefault(int(wakee.group(1)), []).append((float(m["time"]), m["comm"].strip(), stack))
     for found in wakes.values():
         found.sort(key=lambda w: w[0])
-    wake_times = {tid: [w[0] for w in found] for tid, found in wakes.items()}
     out: list[bytes] = []
     paired = paired_us = total_us = 0
     for tid, t_out, t_in, comm, stack in spans:
         us = max(1, round((t_in - t_out) * 1e6))
         total_us += us
         # the thread's last wake-up in its wait: the one that ended it (earlier ones found it awake)
-        times = wake_times.get(tid) or []
-        i = bisect.bisect_right(times, t_in) - 1
-        if i < 0 or times[i] < t_out:
+        found = wakes.get(tid) or []
+        i = bisect.bisect_right(found, t_in, key=lambda w: w[0]) - 1
+        if i < 0 or found[i][0] < t_out:
             continue
-        t_wake, waker, waker_stack = wakes[tid][i]
+        t_wake, waker, waker_stack = found[i]
         paired += 1
         paired_us += us
         out.append(waker + f" 0 {t_wake:.6f}: {us} sched:sched_waking:\n".encode())

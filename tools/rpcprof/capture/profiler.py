@@ -95,22 +95,19 @@ class ProfilePlan:
         return cls(frequency, duration, int(cores * duration * frequency), ", ".join(raised))
 
 
-def perf_scope(pid: int, cpus: list[int] | None) -> list[str]:
-    """Where perf's events are opened: on the CPUs a pinned server owns (`-a -C CPUS`), or on each of the
+def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str,
+               cpus: list[int] | None = None) -> Recorder:
+    """perf record, its events opened on the CPUs a pinned server owns (`-a -C CPUS`), or on each of the
     process's threads (`-p PID`). Per-thread events are switched out and in with their thread at every
     context switch, and a per-thread cpu-clock timer is re-armed at each switch in: a server that blocks
     thousands of times a second pays that on each (pajamax: +36 % CPU per request at 999 Hz, FIELD-NOTES).
     Per-CPU events cost nothing at a switch; the samples and counts of other tasks on those CPUs are
     filtered out (profile: by PID when folding) or measured (counters: the CPUs' time not the server's)."""
-    return ["-a", "-C", ",".join(map(str, cpus))] if cpus else ["-p", str(pid)]
-
-
-def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: str,
-               cpus: list[int] | None = None) -> Recorder:
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out_dir / PERF_DATA
-    argv = [perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", event, "-F", str(frequency), *CALL_GRAPHS[call_graph], *perf_scope(pid, cpus),
-            "-o", str(data)]
+    scope = ["-a", "-C", ",".join(map(str, cpus))] if cpus else ["-p", str(pid)]
+    argv = [perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", event, "-F", str(frequency),
+            *CALL_GRAPHS[call_graph], *scope, "-o", str(data)]
     return perf_recorder(argv, data, out_dir / PERF_RECORD_LOG)
 
 
@@ -155,9 +152,8 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
     last line, `Samples: N Errors: M`), and how far it fell behind its rate (it says so past 1 s behind).
     py-spy keeps one stack per tick and thread that holds the GIL (--gil), so the rate it held is not
     in its log; its delay is. A warning when it fell behind or failed on more than 5 % of the ticks."""
-    try:
-        text = log_path.read_text(errors="replace")
-    except OSError:
+    text = children.read_stripped(log_path)
+    if text is None:
         return {}
     summary = _PYSPY_SUMMARY.findall(text)
     behind = [float(v) * _UNIT_S[unit] for v, unit in _PYSPY_BEHIND.findall(text)]

@@ -20,13 +20,12 @@ from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, pmu_event
 from rpcprof.jobs.defaults import ATTACH
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.jobs import steps
-from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, inspect_process, jvm_after_profile,
-                                       proc_state)
+from rpcprof.jobs.process_kind import (check_permissions, choose_profiler, guess_app, inspect_process,
+                                       jvm_after_profile, proc_state)
 from rpcprof.jobs.base import (Job, lifecycle, load_cpus_besides, new_manifest, open_folder, profile_plan,
                                render_pictures, shown)
 from rpcprof.measure.load import LoadSettings, make_driver
 from rpcprof.measure.procstat import ProcessMonitor
-from rpcprof.measure.appguess import guess_app
 from rpcprof.measure.scenario import get_scenario, learn_reply
 from rpcprof.measure.session import Session
 from rpcprof.measure.sockets import listening_ports

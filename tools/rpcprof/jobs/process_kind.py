@@ -1,6 +1,17 @@
 """What a running process is, for `profile.sh attach`: its language runtime (native, Go, CPython, Node, a
 JVM), the profiler and call-graph mode that see its code, what to run at the end of a window so that its JIT
-frames get names (a JVM's perf map), and whether this user may profile it.
+frames get names (a JVM's perf map), and whether this user may profile it; and its app category (guess_app):
+its own code, found from what it is.
+
+    Rust      the crate the executable was built from (its file name, - as _), minus the gRPC code
+              generated into it (modules named *_server / *_client, impls of protocol traits)
+    Go        the main package and the main module's own packages (from the binary's build info),
+              minus generated packages named pb, proto or gen
+    Python    the program's own files: the .py files beside the script it was started with
+    Node      JS frames from files outside node_modules and node's internals
+    other     none: app 0 %, said so (--app REGEX names it)
+
+`--app` always overrides. The rule used is printed and recorded in result.json (app, app_source).
 """
 from __future__ import annotations
 
@@ -12,10 +23,11 @@ from pathlib import Path
 
 from rpcprof.capture.fold import jitdumps
 from rpcprof.errors import UserError
-from rpcprof.measure.appguess import executable_head
 from rpcprof.measure.children import read_stripped, stat_fields
 
 GO_BUILDINFO_MAGIC = b"\xff Go buildinf:"
+PROTOCOL_TRAITS = "prost|tonic|tonic_prost|tower_service|tower|h2|hyper|http_body|pajamax"
+GO_MODINFO = re.compile(rb"\npath\t([^\n\t]+)\nmod\t([^\n\t]+)")
 
 
 @dataclass
@@ -142,3 +154,60 @@ def check_permissions(info: ProcessInfo, profiler: str) -> None:
         if scope >= 1:
             raise UserError(f"not permitted to attach py-spy to pid {info.pid}: kernel.yama.ptrace_scope is {scope}; "
                             "run as root or set it to 0 (sysctl -w kernel.yama.ptrace_scope=0)")
+
+
+def executable_head(exe: str, limit: int = 64 << 20) -> bytes:
+    """The first limit bytes of an executable (b"" if it cannot be read): where its build info is."""
+    try:
+        with open(exe, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return b""
+
+
+def rust_app(exe: str, blob: bytes) -> tuple[str, str] | None:
+    if b"/rustc/" not in blob and b"rust_begin_unwind" not in blob:
+        return None
+    crate = re.sub(r"\W", "_", Path(exe).name.replace("-", "_"))
+    if not crate:
+        return None
+    regex = (rf"^<?{re.escape(crate)}::(?!(\w+::)*\w+_(server|client)::)(?!.* as ({PROTOCOL_TRAITS})::)")
+    return regex, f"the Rust crate {crate} (the executable's name), without its generated gRPC code"
+
+
+def go_app(blob: bytes) -> tuple[str, str] | None:
+    m = GO_MODINFO.search(blob)
+    if not m:
+        return r"^main\.", "Go's main package (no build info found)"
+    module = m.group(2).decode(errors="replace")
+    return (rf"^(main\.|{re.escape(module)}/(?!(\w+/)*(pb|proto|gen)[/.]))",
+            f"Go's main package and the module {module}'s own packages, without pb/proto/gen")
+
+
+def python_app(cmdline: list[str], cwd: str) -> tuple[str, str] | None:
+    script = next((a for a in cmdline[1:] if a.endswith(".py")), None)
+    if not script:
+        return None
+    path = Path(script) if Path(script).is_absolute() else Path(cwd) / script
+    files = sorted({p.name for p in path.parent.glob("*.py")} | {path.name})
+    names = "|".join(re.escape(f) for f in files)
+    return (rf"\((?:.*/)?({names}):\d+\)", f"the program's own files ({', '.join(files[:6])}"
+            f"{', ...' if len(files) > 6 else ''} in {path.parent})")
+
+
+def node_app() -> tuple[str, str]:
+    return r"^JS:\S*\s+/(?!\S*node_modules/)", "JS from files outside node_modules and node's internals"
+
+
+def guess_app(kind: str, exe: str, cmdline: list[str], cwd: str) -> tuple[str | None, str]:
+    """(regex or None, where it comes from) for a process of kind native / go / python / node."""
+    if kind == "python":
+        found = python_app(cmdline, cwd)
+    elif kind == "node":
+        found = node_app()
+    else:
+        blob = executable_head(exe)
+        found = go_app(blob) if kind == "go" else rust_app(exe, blob)
+    if not found:
+        return None, "no rule for this kind of process: app stays 0 % (name it with --app REGEX)"
+    return found

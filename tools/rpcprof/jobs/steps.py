@@ -157,8 +157,7 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
             counts["events"] = syscalls.events_from_proc(counts["proc"])
         if record_io:
             summary = syscalls.summarise_io(session, io_recorder) if io_recorder is not None else None
-            counts["io"] = summary["io"] if summary else None
-            counts["io_lost"] = summary["lost"] if summary else None
+            counts["io"], counts["io_lost"] = (summary["io"], summary["lost"]) if summary else (None, None)
         return counts
     return load, finish
 

@@ -28,6 +28,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from rpcprof.measure.children import read_stripped
+
 ESTABLISHED = "01"
 H2_INITIAL_WINDOW = 65_535      # RFC 9113 6.5.2 / 6.9.2: each stream's and the connection's window
 _SETTING = re.compile(r"\[SETTINGS_(\w+)\(0x[0-9a-f]+\):(\d+)\]")
@@ -42,14 +44,8 @@ REPLAY_WINDOWS = 2      # the longer replay asks for up to this many connection 
 def established(port: int, tables=(Path("/proc/net/tcp"), Path("/proc/net/tcp6"))) -> int:
     """Connections in ESTABLISHED state whose local port is port."""
     want = f":{port:04X}"
-    n = 0
-    for table in tables:
-        try:
-            rows = [line.split() for line in table.read_text().splitlines()[1:]]
-        except OSError:
-            continue
-        n += sum(len(f) > 3 and f[1].endswith(want) and f[3] == ESTABLISHED for f in rows)
-    return n
+    rows = [line.split() for table in tables for line in (read_stripped(table) or "").splitlines()[1:]]
+    return sum(len(f) > 3 and f[1].endswith(want) and f[3] == ESTABLISHED for f in rows)
 
 
 def _frames(text: str):

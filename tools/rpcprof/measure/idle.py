@@ -111,8 +111,11 @@ class IdleSpin:
                 self.stop()
                 raise UserError(f"--idle spin: cannot start {' '.join(argv[:4])} ({e.strerror}): it needs util-linux's "
                                 "chrt and taskset; or measure with --idle halt") from None
-        for p in self.procs:            # in force before the run measures: chrt and taskset have exec'd the loop
-            if not _became(p, "sh"):
+        for p in self.procs:            # in force before the run measures: chrt and taskset have exec'd the loop (sh)
+            end = time.monotonic() + 5.0
+            while p.poll() is None and read_stripped(f"/proc/{p.pid}/comm") != "sh" and time.monotonic() < end:
+                time.sleep(0.005)
+            if p.poll() is not None or read_stripped(f"/proc/{p.pid}/comm") != "sh":
                 self.stop()
                 raise UserError("--idle spin: the busy loop did not start (chrt --idle or taskset failed); or measure "
                                 "with --idle halt")
@@ -127,19 +130,6 @@ class IdleSpin:
                 p.kill()
             p.wait()
         self.procs = []
-
-
-def _became(proc: subprocess.Popen, comm: str, timeout: float = 5.0) -> bool:
-    """Wait until proc runs the program named comm; False if it exited or never did."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and proc.poll() is None:
-        try:
-            if Path(f"/proc/{proc.pid}/comm").read_text().strip() == comm:
-                return True
-        except OSError:
-            return False
-        time.sleep(0.005)
-    return False
 
 
 def _read_state(state: Path) -> dict | None:

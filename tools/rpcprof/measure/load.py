@@ -203,22 +203,15 @@ class H2load:
                 read_h2load_latency_log(latency_log, hist, starts)
         finally:
             latency_log.unlink(missing_ok=True)   # millions of lines; the histogram keeps what matters
-        raw = parse_h2load_output(log_path.read_text(errors="replace"))
+        text = log_path.read_text(errors="replace")     # h2load's summary: the figures of _H2_PATTERNS found
+        raw = {key: conv(m.group(1)) for key, (pattern, conv) in _H2_PATTERNS.items()
+               if (m := re.search(pattern, text))}
         answered = raw.get("succeeded", 0)
-        if self.reply_len:
-            ok = raw.get("data_bytes", 0) // self.reply_len
-            raw["ok_counted_by"] = f"DATA bytes / {self.reply_len} B per framed reply"
-        else:
-            ok = answered
-            raw["ok_counted_by"] = "h2load's 2xx responses (reply sizes vary)"
+        ok = raw.get("data_bytes", 0) // self.reply_len if self.reply_len else answered
+        raw["ok_counted_by"] = (f"DATA bytes / {self.reply_len} B per framed reply" if self.reply_len else
+                                "h2load's 2xx responses (reply sizes vary)")
         non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
         return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw, dict(starts))
-
-
-def parse_h2load_output(text: str) -> dict:
-    """The figures of h2load's summary, keyed as in _H2_PATTERNS; missing ones are left out."""
-    found = {key: (re.search(pattern, text), conv) for key, (pattern, conv) in _H2_PATTERNS.items()}
-    return {key: conv(m.group(1)) for key, (m, conv) in found.items() if m}
 
 
 def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter | None = None) -> None:
@@ -227,10 +220,8 @@ def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter 
     second), then turned into integers once per distinct value. starts: also count the requests by start
     time in 0.1 s buckets (analyze/timeline.py)."""
     data = path.read_bytes()
-    by_text = Counter(_LATENCY_2XX.findall(data))
-    for text, count in by_text.items():
-        hist.counts[int(text)] += count
-    hist.n += sum(by_text.values())
+    for text, count in Counter(_LATENCY_2XX.findall(data)).items():
+        hist.add(int(text), count)
     if starts is not None:
         for text, count in Counter(_START_2XX.findall(data)).items():
             starts[int(text)] += count
@@ -297,6 +288,5 @@ def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
-    if name not in DRIVERS:
-        raise UserError(f"--driver must be one of {', '.join(DRIVERS)} (got {name!r})")
+    """The driver name (DRIVERS, checked by LoadSettings.validate)."""
     return (H2load if name == "h2load" else Ghz)(scenario, workdir)

@@ -21,16 +21,6 @@ from rpcprof.measure.servers import ServerSpec
 from rpcprof.profiler_names import perf_map
 
 
-def port_owner(port: int) -> str:
-    """'pid N (name)' of whatever listens on 127.0.0.1:port, from ss; '' if unknown."""
-    try:
-        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
-    except OSError:
-        return ""
-    m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
-    return f"pid {m.group(2)} ({m.group(1)})" if m else ""
-
-
 def check_port_free(port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         # as servers bind: a connection of a stopped server lingering in TIME_WAIT does not block the
@@ -39,8 +29,12 @@ def check_port_free(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            owner = port_owner(port)
-            who = f" by {owner}" if owner else ""
+            try:            # whatever listens there, from ss
+                out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+            except OSError:
+                out = ""
+            m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+            who = f" by pid {m.group(2)} ({m.group(1)})" if m else ""
             raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
 
 

@@ -20,10 +20,11 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
-from rpcprof.measure.threads import status_fields, task_ids, thread_switches
+from rpcprof.measure.threads import Window, status_fields, task_ids, thread_switches
 from rpcprof.paths import ROOT
 
 CGROUP_V1_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
@@ -33,14 +34,9 @@ CGROUP_PREFIX = "rpcprof-"
 
 def thread_cpu_ns(pid: int) -> dict[int, int]:
     """ns on CPU per live thread of pid, from /proc/PID/task/*/schedstat."""
-    out: dict[int, int] = {}
-    for tid in task_ids(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
-            continue  # the thread exited between listdir and open
-    return out
+    # a thread that exited between listdir and open has none
+    now = {tid: (read_stripped(f"/proc/{pid}/task/{tid}/schedstat") or "").split()[:1] for tid in task_ids(pid)}
+    return {tid: int(ns[0]) for tid, ns in now.items() if ns}
 
 
 def rss_bytes(pid: int) -> tuple[int, int] | None:
@@ -99,10 +95,8 @@ def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:
     said = [f"pid {pid} ({(status_fields(f'/proc/{pid}/status') or {}).get('Name', '?')})" for pid in _members(cgroup)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in _members(cgroup):
-            try:
+            with suppress(OSError):
                 os.kill(pid, sig)
-            except OSError:
-                pass
         end = time.monotonic() + grace_s
         while _members(cgroup) and time.monotonic() < end:
             time.sleep(0.05)
@@ -151,37 +145,23 @@ def keep_off(cpus_for_us: list[int]) -> None:
     instruments' own work (perf writing its samples, the monitor's polls) then never runs on the server's
     CPUs, where it would take the server's time and land in the counts of those CPUs. Servers are pinned
     explicitly (taskset) and are not affected."""
-    try:
+    with suppress(OSError, ValueError):
         os.sched_setaffinity(0, cpus_for_us)
-    except (OSError, ValueError):
-        pass
 
 
-class CpuWindow:
-    """A process's CPU between two instants: pass start and end to a load driver as its on_start and
-    on_end callbacks (called when the driver's timed window starts and ends). An end never marked is
-    taken when ns() is read."""
+class CpuWindow(Window):
+    """A process's CPU between two instants (a Window of the monitor's marks)."""
 
     def __init__(self, monitor: "ProcessMonitor", on_start=None, on_end=None):
+        super().__init__(on_start, on_end)
         self.monitor = monitor
-        self.marks: dict[str, int] = {}
-        self.hooks = {"start": on_start, "end": on_end}
 
-    def _mark(self, key: str) -> None:
-        if key not in self.marks:
-            self.marks[key] = self.monitor.mark()
-            if self.hooks[key]:
-                self.hooks[key]()
-
-    def start(self, _pid: int | None = None) -> None:
-        self._mark("start")
-
-    def end(self, _pid: int | None = None) -> None:
-        self._mark("end")
+    def read(self) -> int:
+        return self.monitor.mark()
 
     def ns(self) -> int:
-        self.end()
-        return self.marks["end"] - self.marks.get("start", self.marks["end"])
+        start, end = self.ends()
+        return end - start
 
 
 class Marks:
@@ -245,9 +225,7 @@ class ProcessMonitor:
 
     def mark(self) -> int:
         """Total CPU ns used by the process so far."""
-        if self.cgroup:
-            return self.cgroup.read_ns()
-        return self._poll_threads()
+        return self.cgroup.read_ns() if self.cgroup else self._poll_threads()
 
     def start_window(self) -> None:
         """Record the process's resident memory and CPU at every poll (each `interval`) until stop_window."""

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.errors import UserError
@@ -94,19 +95,6 @@ class Control:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def wait_in_poll(pid: int, timeout: float) -> bool:
-    """Wait until pid's main thread is blocked in poll/ppoll (or gone); False if it was not within timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/syscall").read_text().split(" ", 1)[0] in POLL_SYSCALLS:
-                return True
-        except OSError:
-            return True
-        time.sleep(0.001)
-    return False
-
-
 def perf_recorder(argv: list[str], out_path: Path, log_path: Path) -> "Recorder":
     """A perf record or perf stat (argv: perf, its subcommand, its options) driven through a Control: it
     starts with its events disabled; wait_attached() enables them and returns once perf says they are on,
@@ -159,12 +147,14 @@ class Recorder:
             return
         if self.control is not None:
             self.control.command("disable", self.proc, 2.0)
-        if self.signal_in_poll:
-            wait_in_poll(self.proc.pid, 2.0)
-        try:
+        deadline = time.monotonic() + 2.0
+        while self.signal_in_poll and time.monotonic() < deadline:     # until its main thread is in poll/ppoll, or gone
+            state = children.read_stripped(f"/proc/{self.proc.pid}/syscall")
+            if state is None or state.split(" ", 1)[0] in POLL_SYSCALLS:
+                break
+            time.sleep(0.001)
+        with suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
         self.signalled = True
 
     def stop(self, timeout: float = 120.0) -> int:

@@ -76,10 +76,6 @@ class ServerSpec:
             raise UserError(f"building {self.name} failed (servers/{self.name}/build.sh, exit {proc.returncode}): {tail}")
 
 
-def known_servers() -> list[str]:
-    return sorted(p.parent.name for p in SERVERS_DIR.glob("*/server.yaml"))
-
-
 def load_server(name: str) -> ServerSpec:
     """The ServerSpec for servers/NAME, validated; UserError naming the known servers if absent."""
     folder = SERVERS_DIR / name
@@ -87,7 +83,8 @@ def load_server(name: str) -> ServerSpec:
     if name in RENAMED and not path.exists():
         raise UserError(f"server {name!r} is now {RENAMED[name]}")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or not path.exists():
-        raise UserError(f"unknown server {name!r}: known servers are {', '.join(known_servers())}")
+        known = sorted(p.parent.name for p in SERVERS_DIR.glob("*/server.yaml"))
+        raise UserError(f"unknown server {name!r}: known servers are {', '.join(known)}")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:

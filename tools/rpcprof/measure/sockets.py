@@ -30,17 +30,8 @@ def listening_ports(pid: int) -> list[int]:
     """The TCP ports pid listens on (ss -tlnp)."""
     ss = require("ss", "run tools/setup.sh (Debian package iproute2)")
     out = subprocess.run([ss, "-tlnpH"], capture_output=True, text=True).stdout
-    ports = set()
-    for line in out.splitlines():
-        if re.search(rf"\bpid={pid},", line):
-            m = re.search(r"\S+:(\d+)\s+\S+:\S+", line)
-            if m:
-                ports.add(int(m.group(1)))
-    return sorted(ports)
-
-
-def ss_filter(ports: list[int]) -> str:
-    return "( " + " or ".join(f"sport = :{p} or dport = :{p}" for p in ports) + " )"
+    return sorted({int(m.group(1)) for line in out.splitlines() if re.search(rf"\bpid={pid},", line)
+                   and (m := re.search(r"\S+:(\d+)\s+\S+:\S+", line))})
 
 
 class SocketSampler:
@@ -50,7 +41,8 @@ class SocketSampler:
         self.log, self.ports, self.interval = Path(log), list(ports), interval
         ss = require("ss", "run tools/setup.sh (Debian package iproute2)")
         pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
-        self.argv = [*pin, ss, "-tinH", "state", "established", ss_filter(self.ports)]
+        self.argv = [*pin, ss, "-tinH", "state", "established",
+                     "( " + " or ".join(f"sport = :{p} or dport = :{p}" for p in self.ports) + " )"]
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rpcprof-ss", daemon=True)

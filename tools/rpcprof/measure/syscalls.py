@@ -28,9 +28,11 @@ import operator
 import re
 import subprocess
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure import threads
+from rpcprof.measure.children import read_stripped
 from rpcprof.measure.recorder import PERF_RECORD_OPTIONS, Recorder, log_tail, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.progress import log
@@ -79,10 +81,7 @@ def preempted_state(format_text: str | None = None) -> int:
     format (the mask it prints as `+`); TASK_REPORT_MAX where the format is not readable."""
     if format_text is None:
         root = _events_root()
-        try:
-            format_text = (root / "sched" / "sched_switch" / "format").read_text() if root else ""
-        except OSError:
-            format_text = ""
+        format_text = (read_stripped(root / "sched" / "sched_switch" / "format") if root else None) or ""
     # Linux >= 4.14 prints `REC->prev_state & (((S | S ...) + 1) << 1) ? "+"`: TASK_REPORT_MAX
     m = re.search(r'REC->prev_state & \(\(\(([0-9a-fA-Fx |]+)\) \+ 1\) << 1\) \? "\+"', format_text)
     try:
@@ -261,19 +260,17 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
     script fails."""
     data = recorder.out_path
     if not data.exists() or data.stat().st_size == 0:
-        _warn(f"{data} was not written: no bytes per read/write")
+        log(f"rpcprof: WARNING: {data} was not written: no bytes per read/write")
         return None
     perf, text = require("perf", "run tools/setup.sh (Debian package linux-perf)"), beside(data, "text")
     script = session.own(Recorder([perf, "script", "-i", str(data), "-F", "event,trace", "--show-lost-events"], text, text))
-    try:
+    with suppress(subprocess.TimeoutExpired):     # the session stops it on any exit path
         script.proc.wait(timeout=IO_SCRIPT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        code = session.stop(script)
+    code = session.stop(script)
     try:
         if code != 0:
-            _warn(f"perf script of {data} failed (status {code}): {log_tail(text, 2)}; no bytes per read/write")
+            log(f"rpcprof: WARNING: perf script of {data} failed (status {code}): {log_tail(text, 2)}; "
+                "no bytes per read/write")
             return None
         with open(text, errors="replace") as lines:
             summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)
@@ -282,12 +279,9 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
         if data.exists() and data.stat().st_size > IO_KEEP_BYTES:
             data.unlink()
     if summary["lost"]:
-        _warn(f"perf record lost {summary['lost']} sys_exit events: read/write calls per request are undercounted")
+        log(f"rpcprof: WARNING: perf record lost {summary['lost']} sys_exit events: read/write calls per request "
+            "are undercounted")
     return summary
-
-
-def _warn(msg: str) -> None:
-    log(f"rpcprof: WARNING: {msg}")
 
 
 def _signed(word: str) -> int:
@@ -331,8 +325,7 @@ def io_per_request(io: dict | None, requests: int) -> dict:
     A tokio eventfd wake-up is an 8-byte `write`: it counts as a write here; io, per syscall name, tells it apart.
     None where there is nothing to divide by."""
     def family(names):
-        calls = sum(io[n]["calls"] for n in names if n in io)
-        return calls, sum(io[n]["bytes"] for n in names if n in io), sum(io[n]["eagain"] for n in names if n in io)
+        return [sum(io[n][key] for n in names if n in io) for key in ("calls", "bytes", "eagain")]
 
     if io is None:
         return dict.fromkeys(IO_FIGURES)

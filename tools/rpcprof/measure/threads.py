@@ -31,8 +31,6 @@ from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
 
-PROC = Path("/proc")
-
 
 def status_fields(path: Path | str) -> dict[str, str] | None:
     """The `Name:  value` lines of a /proc status file as {name: value, stripped}; None if it cannot be read."""
@@ -40,10 +38,10 @@ def status_fields(path: Path | str) -> dict[str, str] | None:
     return None if text is None else {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
 
 
-def task_ids(pid: int, proc: Path = PROC) -> list[int]:
+def task_ids(pid: int) -> list[int]:
     """The ids of pid's threads now ([] if the process is gone)."""
     try:
-        return [int(d) for d in os.listdir(proc / str(pid) / "task") if d.isdigit()]
+        return [int(d) for d in os.listdir(f"/proc/{pid}/task") if d.isdigit()]
     except OSError:
         return []
 
@@ -62,11 +60,11 @@ def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
     return {tid: s for tid, s in now.items() if s is not None}
 
 
-def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
+def thread_snapshot(pid: int) -> dict[int, dict]:
     """tid -> {name, state, switches, wchan} for every thread of pid now ({} if the process is gone)."""
     snapshot = {}
-    for tid in task_ids(pid, proc):
-        task = proc / str(pid) / "task" / str(tid)
+    for tid in task_ids(pid):
+        task = Path(f"/proc/{pid}/task/{tid}")
         fields = status_fields(task / "status")
         switches = _switches(fields)
         if switches is None:
@@ -77,23 +75,6 @@ def thread_snapshot(pid: int, proc: Path = PROC) -> dict[int, dict]:
     return snapshot
 
 
-def _faults(pid: int) -> int | None:
-    faults = stat_ints(pid, 7, 9)        # minflt, majflt (fields 10 and 12 of proc(5))
-    return sum(faults) if faults else None
-
-
-def _io(pid: int) -> dict[str, int]:
-    out = {}
-    try:
-        with open(f"/proc/{pid}/io") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                out[key.strip()] = int(value)
-    except (OSError, ValueError):
-        return {}
-    return out
-
-
 def snapshot(pid: int, seen: dict | None = None) -> dict:
     """The counters of pid now (see the module's text); with seen, each thread's switches as last seen
     (the process monitor's, polled in the background; updated now), threads that exited keep their last
@@ -102,28 +83,27 @@ def snapshot(pid: int, seen: dict | None = None) -> dict:
     if seen is not None:
         seen.update(threads)
         threads = dict(seen)
-    io = _io(pid)
-    return {"threads": threads, "page_faults": _faults(pid),
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            io = {key.strip(): int(value) for key, _, value in (line.partition(":") for line in f)}
+    except (OSError, ValueError):
+        io = {}
+    faults = stat_ints(pid, 7, 9)        # minflt, majflt (fields 10 and 12 of proc(5))
+    return {"threads": threads, "page_faults": sum(faults) if faults else None,
             "vfs_reads": io.get("syscr"), "vfs_writes": io.get("syscw"), "rchar": io.get("rchar"),
             "wchar": io.get("wchar")}
 
 
-def _diff(a, b):
-    return b - a if a is not None and b is not None else None
-
-
 def difference(start: dict, end: dict) -> dict:
-    """What the process did between two snapshots: the keys above, None where a counter could not be read."""
-    common = start["threads"].keys() & end["threads"].keys()
-    vol = sum(end["threads"][t][0] - start["threads"][t][0] for t in common)
-    invol = sum(end["threads"][t][1] - start["threads"][t][1] for t in common)
-    born = end["threads"].keys() - start["threads"].keys()
-    vol += sum(end["threads"][t][0] for t in born)
-    invol += sum(end["threads"][t][1] for t in born)
-    have = bool(start["threads"] or end["threads"])
+    """What the process did between two snapshots: the keys above, None where a counter could not be read.
+    Switches: of the threads alive at the end, those born in the window counted from 0."""
+    before, after = start["threads"], end["threads"]
+    vol, invol = (sum(after[t][i] - before.get(t, (0, 0))[i] for t in after) for i in (0, 1))
+    have = bool(before or after)
     return {"voluntary_switches": vol if have else None, "involuntary_switches": invol if have else None,
             "context_switches": vol + invol if have else None,
-            **{k: _diff(start[k], end[k]) for k in ("page_faults", "vfs_reads", "vfs_writes", "rchar", "wchar")}}
+            **{k: end[k] - start[k] if start[k] is not None and end[k] is not None else None
+               for k in ("page_faults", "vfs_reads", "vfs_writes", "rchar", "wchar")}}
 
 
 def per_request(counts: dict, requests: int | None) -> dict:
@@ -131,21 +111,42 @@ def per_request(counts: dict, requests: int | None) -> dict:
     return {k: (v / requests if v is not None and requests else None) for k, v in counts.items()}
 
 
-class ProcWindow:
-    """Snapshots at a window's start and end (pass start/end as a driver's callbacks, as CpuWindow);
-    seen: the process monitor's switches, polled in the background (snapshot)."""
+class Window:
+    """A window's two ends, each read (read(), a subclass's) once, when first marked: pass start and end to a
+    load driver as its on_start and on_end callbacks (called when the driver's timed window starts and
+    ends), then on_start() or on_end() is called too. An end never marked is taken when the window is read."""
 
-    def __init__(self, pid: int, seen: dict | None = None):
-        self.pid = pid
-        self.seen = seen
-        self.marks: dict[str, dict] = {}
+    def __init__(self, on_start=None, on_end=None):
+        self.marks: dict = {}
+        self.hooks = {"start": on_start, "end": on_end}
+
+    def _mark(self, key: str) -> None:
+        if key not in self.marks:
+            self.marks[key] = self.read()
+            if self.hooks[key]:
+                self.hooks[key]()
 
     def start(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("start", snapshot(self.pid, self.seen))
+        self._mark("start")
 
     def end(self, _pid: int | None = None) -> None:
-        self.marks.setdefault("end", snapshot(self.pid, self.seen))
+        self._mark("end")
+
+    def ends(self) -> tuple:
+        self.end()
+        return self.marks.get("start", self.marks["end"]), self.marks["end"]
+
+
+class ProcWindow(Window):
+    """The counters' snapshots at a window's start and end; seen: the process monitor's switches, polled in
+    the background (snapshot)."""
+
+    def __init__(self, pid: int, seen: dict | None = None):
+        super().__init__()
+        self.pid, self.seen = pid, seen
+
+    def read(self) -> dict:
+        return snapshot(self.pid, self.seen)
 
     def counts(self) -> dict:
-        self.end()
-        return difference(self.marks.get("start", self.marks["end"]), self.marks["end"])
+        return difference(*self.ends())
