@@ -123,18 +123,8 @@ impl Both {
         let bit = 1u8 << side;
         let mut total = 0u128;
         each_row(path, |row| {
-            let c = self.callers_of(row.callers, bit, true);
-            let (leaf, at) = self.frame(row.leaf);
+            let (_, leaf, s, new) = self.numbered(&row, bit, true);
             self.seen[leaf as usize] |= bit;
-            let (s, new) = match drawn(&row) {
-                Some(stack) => {
-                    let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
-                    let c = self.callers_of(dc, bit, false);
-                    let (leaf, at) = self.frame(dl);
-                    self.stack_of(c, leaf, at)
-                }
-                None => self.stack_of(c, leaf, at),
-            };
             if new {
                 self.counts.push([0, 0]);
             }
@@ -173,28 +163,21 @@ impl Both {
         (s, new)
     }
 
-    /// (its callers' number, its leaf's, its stack's as drawn) of a row read before.
-    fn stack_read(&self, row: &Row) -> (u32, u32, u32) {
-        let c = self.callers.find(row.callers).expect("read before");
-        let leaf = self.frames.find(row.leaf).expect("read before");
-        let s = match drawn(row) {
+    /// (its callers' number, its leaf's, its stack's as drawn, whether that stack is new) of a row, its frames the
+    /// side's (bit) when mark (a row read again finds every number it had).
+    fn numbered(&mut self, row: &Row, bit: u8, mark: bool) -> (u32, u32, u32, bool) {
+        let c = self.callers_of(row.callers, bit, mark);
+        let (leaf, at) = self.frame(row.leaf);
+        let (s, new) = match drawn(row) {
             Some(stack) => {
                 let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
-                self.stack_found(self.callers.find(dc).expect("read before"), dl)
+                let c = self.callers_of(dc, bit, false);
+                let (leaf, at) = self.frame(dl);
+                self.stack_of(c, leaf, at)
             }
-            None => self.stack_found(c, row.leaf),
+            None => self.stack_of(c, leaf, at),
         };
-        (c, leaf, s)
-    }
-
-    fn stack_found(&self, c: u32, leaf: &[u8]) -> u32 {
-        let (l, at) = self.frames.find_at(leaf).expect("read before");
-        let note = self.frames.note(at);
-        if note >> 32 == c as u64 + 1 {
-            note as u32
-        } else {
-            *self.others.get(&((c as u64) << 32 | l as u64)).expect("read before")
-        }
+        (c, leaf, s, new)
     }
 
     fn only(&self, side: usize) -> Vec<bool> {
@@ -227,7 +210,7 @@ impl Again<'_> {
         let total = total.max(1) as f64;
         let mut held: Vec<u32> = Vec::new();
         each_row(path, |row| {
-            let (c, leaf, s) = self.both.stack_read(&row);
+            let (c, leaf, s, _) = self.both.numbered(&row, 0, false);
             let scaled = self.scale.map(|scale| (row.count as f64 * scale).round_ties_even() as u64);
             if let Some(w) = scaled {
                 self.scaled[s as usize] += w;

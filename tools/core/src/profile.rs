@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 
 use crate::intern::Interner;
 use crate::labels::Labels;
-use crate::out::{field, uint_field, varint, Spool};
+use crate::out::{field, uint_field, varint, varint_field, Spool};
 use crate::rows::{each_row, refused, Stop};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -131,11 +131,6 @@ impl Tables {
     }
 }
 
-fn varint_field(out: &mut Vec<u8>, tag: u8, n: u64) {
-    out.push(tag);
-    varint(out, n);
-}
-
 /// The sample type's field: its type and unit as string numbers.
 fn sample_type(t: &mut Tables, kind: &str, unit: &str) -> io::Result<Vec<u8>> {
     let (kind, unit) = (t.s(kind.as_bytes())?, t.s(unit.as_bytes())?);
@@ -245,14 +240,14 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
     match format {
         Format::Pprof => pprof_tables(t, &tail, out),
         Format::Otlp => otlp_document(t, &head, samples, &profile_tail, &meta.resource, stack_table,
-                                      labels.attribute_table(), out),
+                                      &labels.attribute_table, out),
     }?;
     Ok(n)
 }
 
 /// How many bytes varint(n) writes: 7 of n's significant bits a byte (one for 0).
 fn varint_len(n: u64) -> u8 {
-    ((64 - (n | 1).leading_zeros() + 6) / 7) as u8
+    (64 - (n | 1).leading_zeros()).div_ceil(7) as u8
 }
 
 fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> {
@@ -268,10 +263,7 @@ fn key_value(key: &str, value: &Value) -> Vec<u8> {
     let (mut any, mut kv) = (Vec::new(), Vec::new());
     match value {
         Value::Str(text) => field(&mut any, 0x0a, text.as_bytes()),
-        Value::Int(n) => {
-            any.push(0x18);
-            varint(&mut any, *n as u64);
-        }
+        Value::Int(n) => varint_field(&mut any, 0x18, *n as u64),
     }
     field(&mut kv, 0x0a, key.as_bytes());
     field(&mut kv, 0x12, &any);
