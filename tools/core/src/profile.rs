@@ -273,14 +273,11 @@ fn key_value(key: &str, value: &Value) -> Vec<u8> {
 #[allow(clippy::too_many_arguments)]
 fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[u8], resource: &[(String, Value)],
                  stack_table: Spool, attributes: &[u8], out: &mut impl Write) -> io::Result<()> {
-    let mut scope = Vec::new();
-    let mut name = Vec::new();
+    let (mut name, mut scope_profiles) = (Vec::new(), Vec::new());
     field(&mut name, 0x0a, b"rpcprof");
-    field(&mut scope, 0x0a, &name);
+    field(&mut scope_profiles, 0x0a, &name);
     let profile_size = sample_type.len() as u64 + samples.size + profile_tail.len() as u64;
-    let mut scope_profiles = scope;
-    scope_profiles.push(0x12);
-    varint(&mut scope_profiles, profile_size);
+    varint_field(&mut scope_profiles, 0x12, profile_size);
     let scope_size = scope_profiles.len() as u64 + profile_size;
     let mut attrs = Vec::new();
     for (k, v) in resource {
@@ -290,8 +287,7 @@ fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[
     if !attrs.is_empty() {
         field(&mut resource, 0x0a, &attrs); // ResourceProfiles.resource
     }
-    resource.push(0x12);
-    varint(&mut resource, scope_size);
+    varint_field(&mut resource, 0x12, scope_size);
     let mut head = vec![0x0a];
     varint(&mut head, resource.len() as u64 + scope_size);
     head.extend_from_slice(&resource);
