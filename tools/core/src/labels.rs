@@ -102,14 +102,12 @@ impl<R: Read> Labels<R> {
 
     /// Errs when stdin names label sets for more stacks than the file holds.
     pub fn finish(&mut self) -> Result<(), Stop> {
-        loop {
-            if self.next < self.queue.len() {
-                return Err(refused("stdin: more label sets than stacks"));
-            }
+        while self.next == self.queue.len() {
             if !self.record()? {
                 return Ok(());
             }
         }
+        Err(refused("stdin: more label sets than stacks"))
     }
 
     /// Label set `set` encoded (its strings numbered in t the first time).
