@@ -1,4 +1,4 @@
-"""profile.sh's options are built from click's parameters by name (cli/values.py): every parameter of run,
+"""profile.sh's options are built from click's parameters by name (cli/profile.py): every parameter of run,
 sweep and attach is a field of its job's options or one of the few the command keeps for itself, and with
 no option given the command line builds the job's own defaults (jobs/defaults.py). Nothing is started."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from rpcprof.cli import profile as profile_cli
-from rpcprof.cli.values import job_options
+from rpcprof.cli.profile import job_options
 from rpcprof.jobs.attach import AttachOptions
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.jobs.run import RunOptions

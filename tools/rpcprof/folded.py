@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import math
-from functools import reduce
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -91,7 +90,7 @@ def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
 def sample_weight(stacks: list[tuple[list[str], int]]) -> int:
     """The weight of one sample: the gcd of the weights (perf's period, as inferno-collapse-perf weighted
     the stacks; 1 for counts)."""
-    return reduce(math.gcd, (w for _, w in stacks), 0) or 1
+    return math.gcd(*(w for _, w in stacks)) or 1
 
 
 def weight_unit(folded: Path | str) -> tuple[str, str]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from rpcprof.errors import UserError
 
@@ -209,11 +209,6 @@ def _fields(chunks: Iterator[bytes]) -> Iterator[tuple[int, int, int | bytes]]:
         raise _Undecodable("the last field is cut short")
 
 
-class _Sample(NamedTuple):
-    location_id: tuple[int, ...]
-    value: tuple[int, ...]
-
-
 def _read(path: Path) -> SimpleNamespace:
     """The parts of a profile that the stacks need, read field by field as the file streams: each sample
     kept as its locations and values alone (its labels are dropped)."""
@@ -231,7 +226,7 @@ def _read(path: Path) -> SimpleNamespace:
                 getattr(parts, name).append(kind.FromString(value))
             elif wire == 2 and field == 2:
                 sample = pb.Sample.FromString(value)
-                parts.sample.append(_Sample(tuple(sample.location_id), tuple(sample.value)))
+                parts.sample.append((tuple(sample.location_id), tuple(sample.value)))
             elif wire == 2 and field == 6:
                 parts.string_table.append(value.decode("utf-8"))
             elif field == 13:                  # comments: packed, or one varint per field
@@ -301,10 +296,10 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
         locations[loc.id] = frames
 
     merged: dict[tuple[str, ...], int] = {}
-    for k, sample in enumerate(profile.sample):
-        if len(sample.value) != len(types):
-            raise damaged(f"sample {k} has {len(sample.value)} values for {len(types)} sample types")
-        value = sample.value[index]
+    for k, (location_ids, values) in enumerate(profile.sample):
+        if len(values) != len(types):
+            raise damaged(f"sample {k} has {len(values)} values for {len(types)} sample types")
+        value = values[index]
         if value < 0:
             raise UserError(f"{path}: sample {k} has a negative {chosen[0]} value ({value}): a difference of two profiles "
                             "(pprof -diff_base)? give each profile on its own (report.py diff A B compares them)")
@@ -312,7 +307,7 @@ def _stacks(path: Path, profile) -> tuple[list[tuple[list[str], int]], tuple[str
             raise damaged(f"sample {k}'s value {value} is 10^15 or more, more than any profile's weight")
         if not value:
             continue
-        leaf_first = [f for loc in sample.location_id for f in defined(locations, loc, f"sample {k} names location")]
+        leaf_first = [f for loc in location_ids for f in defined(locations, loc, f"sample {k} names location")]
         key = tuple(reversed(leaf_first)) or ("[unknown]",)
         merged[key] = merged.get(key, 0) + value
     if not merged:

@@ -55,17 +55,16 @@ class CannotWrite(UserError):
 def write_bytes(path: Path, data: bytes, where: str = "-o") -> None:
     """Write whole or not at all: a temporary name in the same folder, then renamed into place (a
     device or pipe such as /dev/stdout is written in place, never replaced). CannotWrite if it fails."""
-    with output_file(Path(path), "wb", where) as f:
+    with output_file(path, where) as f:
         f.write(data)
 
 
 def write_text(path: Path, text: str, where: str = "-o") -> None:
-    """write_bytes of text in UTF-8."""
     write_bytes(path, text.encode("utf-8"), where)
 
 
 @contextmanager
-def output_file(path: Path, mode: str = "wb", where: str = "-o"):
+def output_file(path: Path, where: str = "-o"):
     """A file object for path whose content appears there only when the block ends without error
     (temporary name, then renamed); every rpcprof output goes through it. CannotWrite if it fails."""
     path = Path(path)
@@ -73,7 +72,7 @@ def output_file(path: Path, mode: str = "wb", where: str = "-o"):
     tmp = path if in_place else path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         try:
-            with open(tmp, mode) as f:
+            with open(tmp, "wb") as f:
                 yield f
             if not in_place:
                 os.replace(tmp, path)
@@ -343,13 +342,12 @@ REPORT_HTML = "report.html"             # the run on one page
 
 # A counted window's files are named from its stem: the syscall-counting window's and the profile window's
 SYSCALLS_WINDOW, PROFILE_SYSCALLS = "syscalls", "profile-syscalls"
-WINDOW_FILES = {"counts": ".csv", "messages": ".log", "recording": ".data", "load": "-load.log", "io": "-io"}
 
 
 def window_file(stem: str, kind: str) -> str:
     """A counted window's file: perf stat's counts, a recorder's messages, perf record's recording, the load
     driver's output, or (io) the stem of its recording of read/write sizes."""
-    return stem + WINDOW_FILES[kind]
+    return stem + {"counts": ".csv", "messages": ".log", "recording": ".data", "load": "-load.log", "io": "-io"}[kind]
 
 
 def beside(path: Path, kind: str) -> Path:

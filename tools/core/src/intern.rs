@@ -80,16 +80,6 @@ impl Interner {
         }
     }
 
-    /// s's number, if it has one.
-    pub fn find(&self, s: &[u8]) -> Option<u32> {
-        self.find_at(s).map(|(n, _)| n)
-    }
-
-    /// s's number and where its record starts, if it has one.
-    pub fn find_at(&self, s: &[u8]) -> Option<(u32, usize)> {
-        self.slot(s, hash(s)).ok()
-    }
-
     /// (its number, whether it is new) of s.
     pub fn intern(&mut self, s: &[u8]) -> (u32, bool) {
         let (n, new, _) = self.intern_at(s);

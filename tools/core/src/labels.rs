@@ -22,7 +22,7 @@ pub struct Labels<R: Read> {
     queue: Vec<u32>,
     next: usize,
     attributes: HashMap<(Vec<u8>, Vec<u8>), u32>,
-    attribute_table: Vec<u8>,
+    pub attribute_table: Vec<u8>,
 }
 
 fn short(_: std::io::Error) -> Stop {
@@ -102,14 +102,12 @@ impl<R: Read> Labels<R> {
 
     /// Errs when stdin names label sets for more stacks than the file holds.
     pub fn finish(&mut self) -> Result<(), Stop> {
-        loop {
-            if self.next < self.queue.len() {
-                return Err(refused("stdin: more label sets than stacks"));
-            }
+        while self.next == self.queue.len() {
             if !self.record()? {
                 return Ok(());
             }
         }
+        Err(refused("stdin: more label sets than stacks"))
     }
 
     /// Label set `set` encoded (its strings numbered in t the first time).
@@ -121,18 +119,15 @@ impl<R: Read> Labels<R> {
             let mut out = Vec::new();
             if self.format == Format::Pprof {
                 for (key, value) in &pairs {
-                    let k = t.s(key)?;
-                    let v = t.s(value)?;
                     let mut body = Vec::new();
-                    uint_field(&mut body, 0x08, k as u64);
-                    uint_field(&mut body, 0x10, v as u64);
+                    uint_field(&mut body, 0x08, t.s(key)? as u64);
+                    uint_field(&mut body, 0x10, t.s(value)? as u64);
                     field(&mut out, 0x1a, &body);
                 }
             } else {
                 let mut ids = Vec::new();
                 for pair in pairs {
-                    let i = self.attribute(pair, t)?;
-                    varint(&mut ids, i as u64);
+                    varint(&mut ids, self.attribute(pair, t)? as u64);
                 }
                 field(&mut out, 0x12, &ids);
             }
@@ -156,9 +151,5 @@ impl<R: Read> Labels<R> {
         field(&mut self.attribute_table, 0x32, &body);
         self.attributes.insert(pair, i);
         Ok(i)
-    }
-
-    pub fn attribute_table(&self) -> &[u8] {
-        &self.attribute_table
     }
 }

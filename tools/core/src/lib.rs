@@ -77,8 +77,7 @@ impl Read for Blocks {
                 Err(_) => return Ok(0), // the sender is done
             }
         }
-        let n = out.len().min(self.buf.len() - self.at);
-        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        let n = (&self.buf[self.at..]).read(out)?;
         self.at += n;
         Ok(n)
     }

@@ -25,7 +25,7 @@ struct Both {
     frames: Interner,
     seen: Vec<u8>, // per frame: 1 when A holds it, 2 when B does
     callers: Interner,
-    callers_at: Vec<u32>, // callers text i's frames are callers_frames[callers_at[i]..callers_at[i + 1]]
+    callers_at: Vec<u32>, // callers text i's frames are callers_frames[callers_at[i]..callers_at[i + 1]] (from [0])
     callers_frames: Vec<u32>,
     callers_seen: Vec<u8>,
     stacks: Vec<u64>,    // each stack's (callers << 32 | leaf), by its number
@@ -80,19 +80,18 @@ impl Both {
     fn callers_of(&mut self, callers: &[u8], bit: u8, mark: bool) -> u32 {
         let (c, new) = self.callers.intern(callers);
         if new {
-            self.callers_at.push(self.callers_frames.len() as u32);
             if !callers.is_empty() {
                 for f in callers[..callers.len() - 1].split(|&b| b == b';') {
                     let (i, _) = self.frame(f);
                     self.callers_frames.push(i);
                 }
             }
+            self.callers_at.push(self.callers_frames.len() as u32);
             self.callers_seen.push(0);
         }
         if mark && self.callers_seen[c as usize] & bit == 0 {
             self.callers_seen[c as usize] |= bit;
-            let (start, end) = self.span(c);
-            for &f in &self.callers_frames[start..end] {
+            for &f in &self.callers_frames[self.span(c)] {
                 self.seen[f as usize] |= bit;
             }
         }
@@ -108,14 +107,8 @@ impl Both {
         (i, at)
     }
 
-    fn span(&self, c: u32) -> (usize, usize) {
-        let start = self.callers_at[c as usize] as usize;
-        (start, self.callers_at.get(c as usize + 1).map_or(self.callers_frames.len(), |&e| e as usize))
-    }
-
-    fn frames_of(&self, c: u32) -> &[u32] {
-        let (start, end) = self.span(c);
-        &self.callers_frames[start..end]
+    fn span(&self, c: u32) -> std::ops::Range<usize> {
+        self.callers_at[c as usize] as usize..self.callers_at[c as usize + 1] as usize
     }
 
     /// The file's rows counted as the side's; its total weight.
@@ -123,18 +116,8 @@ impl Both {
         let bit = 1u8 << side;
         let mut total = 0u128;
         each_row(path, |row| {
-            let c = self.callers_of(row.callers, bit, true);
-            let (leaf, at) = self.frame(row.leaf);
+            let (_, leaf, s, new) = self.numbered(&row, bit, true);
             self.seen[leaf as usize] |= bit;
-            let (s, new) = match drawn(&row) {
-                Some(stack) => {
-                    let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
-                    let c = self.callers_of(dc, bit, false);
-                    let (leaf, at) = self.frame(dl);
-                    self.stack_of(c, leaf, at)
-                }
-                None => self.stack_of(c, leaf, at),
-            };
             if new {
                 self.counts.push([0, 0]);
             }
@@ -173,28 +156,21 @@ impl Both {
         (s, new)
     }
 
-    /// (its callers' number, its leaf's, its stack's as drawn) of a row read before.
-    fn stack_read(&self, row: &Row) -> (u32, u32, u32) {
-        let c = self.callers.find(row.callers).expect("read before");
-        let leaf = self.frames.find(row.leaf).expect("read before");
-        let s = match drawn(row) {
+    /// (its callers' number, its leaf's, its stack's as drawn, whether that stack is new) of a row, its frames the
+    /// side's (bit) when mark (a row read again finds every number it had).
+    fn numbered(&mut self, row: &Row, bit: u8, mark: bool) -> (u32, u32, u32, bool) {
+        let c = self.callers_of(row.callers, bit, mark);
+        let (leaf, at) = self.frame(row.leaf);
+        let (s, new) = match drawn(row) {
             Some(stack) => {
                 let (dc, dl) = stack.split_at(stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1));
-                self.stack_found(self.callers.find(dc).expect("read before"), dl)
+                let c = self.callers_of(dc, bit, false);
+                let (leaf, at) = self.frame(dl);
+                self.stack_of(c, leaf, at)
             }
-            None => self.stack_found(c, row.leaf),
+            None => self.stack_of(c, leaf, at),
         };
-        (c, leaf, s)
-    }
-
-    fn stack_found(&self, c: u32, leaf: &[u8]) -> u32 {
-        let (l, at) = self.frames.find_at(leaf).expect("read before");
-        let note = self.frames.note(at);
-        if note >> 32 == c as u64 + 1 {
-            note as u32
-        } else {
-            *self.others.get(&((c as u64) << 32 | l as u64)).expect("read before")
-        }
+        (c, leaf, s, new)
     }
 
     fn only(&self, side: usize) -> Vec<bool> {
@@ -227,14 +203,14 @@ impl Again<'_> {
         let total = total.max(1) as f64;
         let mut held: Vec<u32> = Vec::new();
         each_row(path, |row| {
-            let (c, leaf, s) = self.both.stack_read(&row);
+            let (c, leaf, s, _) = self.both.numbered(&row, 0, false);
             let scaled = self.scale.map(|scale| (row.count as f64 * scale).round_ties_even() as u64);
             if let Some(w) = scaled {
                 self.scaled[s as usize] += w;
             }
             if self.held[c as usize].is_none() {
                 let mut mine: Vec<u32> = Vec::new();
-                for &f in self.both.frames_of(c) {
+                for &f in &self.both.callers_frames[self.both.span(c)] {
                     if self.only[f as usize] && !mine.contains(&f) {
                         mine.push(f);
                     }
@@ -303,7 +279,7 @@ fn write_merged(both: &Both, path: &str, scaled_a: Option<&[u64]>, normalize: bo
 /// to B's total), given one file a side.
 pub fn encode(a: &[String], b: &[String], n: usize, names_out: &str, merged: Option<(&str, bool)>,
               out: &mut impl Write) -> Result<u64, Stop> {
-    let mut both = Both::default();
+    let mut both = Both { callers_at: vec![0], ..Default::default() };
     let mut totals: [Vec<u128>; 2] = Default::default();
     for (side, files) in [a, b].into_iter().enumerate() {
         for file in files {

@@ -18,11 +18,16 @@ pub fn field(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
-/// `tag, n` as a key and a varint (field number < 16), or nothing for 0, as protobuf leaves out a default.
+/// `tag, n` as a key and a varint (field number < 16).
+pub fn varint_field(out: &mut Vec<u8>, tag: u8, n: u64) {
+    out.push(tag);
+    varint(out, n);
+}
+
+/// varint_field, or nothing for 0, as protobuf leaves out a default.
 pub fn uint_field(out: &mut Vec<u8>, tag: u8, n: u64) {
     if n != 0 {
-        out.push(tag);
-        varint(out, n);
+        varint_field(out, tag, n);
     }
 }
 
@@ -57,8 +62,7 @@ impl Spool {
     /// A length-delimited field written (field's bytes).
     pub fn field(&mut self, tag: u8, body: &[u8]) -> io::Result<()> {
         let mut head = Vec::with_capacity(11);
-        head.push(tag);
-        varint(&mut head, body.len() as u64);
+        varint_field(&mut head, tag, body.len() as u64);
         self.write(&head)?;
         self.write(body)
     }

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 
 use crate::intern::Interner;
 use crate::labels::Labels;
-use crate::out::{field, uint_field, varint, Spool};
+use crate::out::{field, uint_field, varint, varint_field, Spool};
 use crate::rows::{each_row, refused, Stop};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -131,11 +131,6 @@ impl Tables {
     }
 }
 
-fn varint_field(out: &mut Vec<u8>, tag: u8, n: u64) {
-    out.push(tag);
-    varint(out, n);
-}
-
 /// The sample type's field: its type and unit as string numbers.
 fn sample_type(t: &mut Tables, kind: &str, unit: &str) -> io::Result<Vec<u8>> {
     let (kind, unit) = (t.s(kind.as_bytes())?, t.s(unit.as_bytes())?);
@@ -245,14 +240,14 @@ pub fn encode(format: Format, path: &str, kind: &str, unit: &str, comment: Optio
     match format {
         Format::Pprof => pprof_tables(t, &tail, out),
         Format::Otlp => otlp_document(t, &head, samples, &profile_tail, &meta.resource, stack_table,
-                                      labels.attribute_table(), out),
+                                      &labels.attribute_table, out),
     }?;
     Ok(n)
 }
 
 /// How many bytes varint(n) writes: 7 of n's significant bits a byte (one for 0).
 fn varint_len(n: u64) -> u8 {
-    ((64 - (n | 1).leading_zeros() + 6) / 7) as u8
+    (64 - (n | 1).leading_zeros()).div_ceil(7) as u8
 }
 
 fn pprof_tables(t: Tables, tail: &[u8], out: &mut impl Write) -> io::Result<()> {
@@ -268,10 +263,7 @@ fn key_value(key: &str, value: &Value) -> Vec<u8> {
     let (mut any, mut kv) = (Vec::new(), Vec::new());
     match value {
         Value::Str(text) => field(&mut any, 0x0a, text.as_bytes()),
-        Value::Int(n) => {
-            any.push(0x18);
-            varint(&mut any, *n as u64);
-        }
+        Value::Int(n) => varint_field(&mut any, 0x18, *n as u64),
     }
     field(&mut kv, 0x0a, key.as_bytes());
     field(&mut kv, 0x12, &any);
@@ -281,14 +273,11 @@ fn key_value(key: &str, value: &Value) -> Vec<u8> {
 #[allow(clippy::too_many_arguments)]
 fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[u8], resource: &[(String, Value)],
                  stack_table: Spool, attributes: &[u8], out: &mut impl Write) -> io::Result<()> {
-    let mut scope = Vec::new();
-    let mut name = Vec::new();
+    let (mut name, mut scope_profiles) = (Vec::new(), Vec::new());
     field(&mut name, 0x0a, b"rpcprof");
-    field(&mut scope, 0x0a, &name);
+    field(&mut scope_profiles, 0x0a, &name);
     let profile_size = sample_type.len() as u64 + samples.size + profile_tail.len() as u64;
-    let mut scope_profiles = scope;
-    scope_profiles.push(0x12);
-    varint(&mut scope_profiles, profile_size);
+    varint_field(&mut scope_profiles, 0x12, profile_size);
     let scope_size = scope_profiles.len() as u64 + profile_size;
     let mut attrs = Vec::new();
     for (k, v) in resource {
@@ -298,8 +287,7 @@ fn otlp_document(t: Tables, sample_type: &[u8], samples: Spool, profile_tail: &[
     if !attrs.is_empty() {
         field(&mut resource, 0x0a, &attrs); // ResourceProfiles.resource
     }
-    resource.push(0x12);
-    varint(&mut resource, scope_size);
+    varint_field(&mut resource, 0x12, scope_size);
     let mut head = vec![0x0a];
     varint(&mut head, resource.len() as u64 + scope_size);
     head.extend_from_slice(&resource);

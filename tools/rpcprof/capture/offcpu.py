@@ -246,7 +246,7 @@ def perf_script(data: Path, *options: str, stdout=subprocess.PIPE) -> bytes | No
 def collapse(script: Path, folded: Path) -> None:
     """inferno-collapse-perf --kernel on a perf script file into folded, which is written whole or not at all."""
     inferno = require("inferno-collapse-perf")
-    with output_file(folded, "wb") as out:
+    with output_file(folded) as out:
         done = children.run([inferno, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
         if done.returncode != 0:
             raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")

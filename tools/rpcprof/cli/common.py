@@ -12,10 +12,11 @@ import click
 
 from rpcprof.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, UserError
 from rpcprof.paths import RULES_PATH, RUNS_DIR
+from rpcprof.progress import log
 from rpcprof.report.otlp_push import FORMS as OTLP_FORMS, OTLP_TIMEOUT_S
 from rpcprof.report.tables import FORMATS
 from rpcprof.report.text import terminal, terminal_lines
-from rpcprof.rundir import CannotWrite, check_not_input
+from rpcprof.rundir import PERF_DATA, CannotWrite, check_not_input
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
                              help="Output format.")
@@ -87,7 +88,6 @@ def show(text: str, fmt: str = "table", err: bool = False) -> None:
 def footprint(folder: Path) -> tuple[int, int]:
     """(bytes the folder takes on disk, as du counts them: allocated blocks; of which its recordings, perf.data
     and the like, which `report.py fold` folds again)."""
-    from rpcprof.rundir import PERF_DATA
     total = recordings = 0
     for path in Path(folder).rglob("*"):
         try:
@@ -101,7 +101,6 @@ def footprint(folder: Path) -> tuple[int, int]:
 
 def print_footprint(folder: Path) -> None:
     """A job's last line on stderr: what its folder takes on disk, and how much of that its recordings."""
-    from rpcprof.progress import log
     total, recordings = footprint(folder)
     log(f"rpcprof: {folder} takes {total / 2**20:.1f} MiB on disk ({recordings / 2**20:.1f} MiB of it the "
         f"recordings that report.py fold folds again)")

@@ -1,15 +1,21 @@
-"""The commands behind profile.sh: run, sweep and attach. Thin: options in (built by name, cli/values.py), jobs out."""
+"""The commands behind profile.sh: run, sweep and attach. Thin: options in, jobs out.
+
+A job's options are built from click's parameters by name (job_options): each option of `profile.sh run`, `sweep`
+and `attach` is a click option named as its field in the job's options (jobs/run.py RunOptions, jobs/attach.py
+AttachOptions), with its default from jobs/defaults.py. Adding an option is adding the field (and its default) and
+the click option; nothing maps one onto the other by hand.
+"""
 from __future__ import annotations
 
 import math
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import click
 
 from rpcprof.cli.common import (format_option, latency_option, otlp_options, print_footprint, run_click,
                                 runs_dir_option, stacked)
-from rpcprof.cli.values import job_options
 from rpcprof.jobs.defaults import ATTACH, RUN, SWEEP
 from rpcprof.errors import EXIT_FAILED, EXIT_INTERRUPTED, UserError
 from rpcprof.jobs.attach import Attach, AttachOptions
@@ -27,10 +33,25 @@ from rpcprof.progress import bar_allowed
 from rpcprof.rundir import SERVER_LOG, server_path
 from rpcprof.status import Status
 
-# The parameters of each command that are not options of its job (cli/values.py): how to print, and a
+# The parameters of each command that are not options of its job (job_options): how to print, and a
 # sweep's grid, which Sweep takes apart from the options of its runs.
 NOT_JOB_OPTIONS = {"run": ("latency", "fmt"), "sweep": ("conn_list", "stream_list", "max_per_connection", "fmt"),
                    "attach": ("fmt",)}
+
+
+def job_options(cls, params: dict, cli_only: tuple[str, ...] = (), **given):
+    """An instance of the dataclass cls from click's parameters (ctx.params): each parameter goes to the field
+    of its name (a tuple, from nargs=-1 or multiple=True, as a list); cli_only names the parameters that are
+    not options of the job (how to print, or what the command passes apart); given sets fields the command
+    line does not offer. A parameter that is neither a field nor in cli_only is a mistake in the command
+    line's code: TypeError naming it (tests/unit/test_job_options.py finds it for every command)."""
+    names = {f.name for f in fields(cls)}
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in params.items() if k not in cli_only}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}: name the click parameter as the "
+                        "field, or list it among the command's parameters that are not job options")
+    return cls(**values, **given)
 
 
 def cpu_list(ctx, param, value):
@@ -62,18 +83,17 @@ def key_values(ctx, param, values):
     return dict(v.split("=", 1) for v in values)
 
 
-def positive(ctx, param, value):
-    """A count, rate or duration: finite and above 0 (click reads 'nan' and 'inf' as numbers)."""
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"must be a positive number (got {value})")
-    return value
+def finite(zero: bool):
+    """The callback of a count, rate or duration: finite and above 0 (click reads 'nan' and 'inf' as numbers); with
+    zero, of a warm-up or a minimum: finite, 0 or more."""
+    def check(ctx, param, value):
+        if value is not None and not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            raise click.BadParameter(f"must be {'0 or ' if zero else ''}a positive number (got {value})")
+        return value
+    return check
 
 
-def not_negative(ctx, param, value):
-    """A warm-up or a minimum: finite, 0 or more."""
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise click.BadParameter(f"must be 0 or a positive number (got {value})")
-    return value
+positive, not_negative = finite(False), finite(True)
 
 
 LABEL_MAX_BYTES = 100

@@ -7,7 +7,7 @@ import click
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.cli.common import rules_option, show
-from rpcprof.cli.report_options import saved_folder_options
+from rpcprof.cli.report_options import indirect_of, saved_folder_options
 from rpcprof.paths import INDIRECT_COST
 from rpcprof.rundir import resolve
 
@@ -31,7 +31,6 @@ def whatif(run_dir, a, b, indirect_path, ratio, rules_path, runs_dir, fmt):
     eg, ./report.py whatif docs/data/20261124-074115-seed-001 rust_tonic_st rust_tonic_mt
         ./report.py whatif docs/data/20261124-074115-seed-001 rust_tonic_mt rust_pajamax --ratio 9.5
     """
-    from rpcprof.analyze.indirect import load_indirect
     from rpcprof.report.whatif import render_ratio, render_whatif
-    args = (resolve(run_dir, runs_dir), load_rules(rules_path), a, b, load_indirect(indirect_path))
+    args = (resolve(run_dir, runs_dir), load_rules(rules_path), a, b, indirect_of(indirect_path))
     show(render_whatif(*args, fmt) if ratio is None else render_ratio(*args, ratio, fmt), fmt)

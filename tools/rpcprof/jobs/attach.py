@@ -55,7 +55,7 @@ def parse_target(target: str) -> int:
 @dataclass
 class AttachOptions:
     """Every option of an attach; the defaults are jobs/defaults.py's ATTACH (profile.sh's options are built
-    from these fields by name, cli/values.py)."""
+    from these fields by name, cli/profile.py)."""
     pid: int
     duration: float = ATTACH["duration"]
     name: str = ATTACH["name"]

@@ -112,7 +112,7 @@ def host_card(card: dict | None, server_cpu: int, load_cpu: int, idle: str) -> d
 @dataclass
 class RunOptions:
     """Every option of a run; the defaults are jobs/defaults.py's RUN. profile.sh's options are built from
-    these fields by name (cli/values.py): a new option is a field here, its default in RUN and a click option."""
+    these fields by name (cli/profile.py): a new option is a field here, its default in RUN and a click option."""
     servers: list[str]
     connections: int = RUN["connections"]
     streams: int = RUN["streams"]
