@@ -1,4 +1,4 @@
-//! rpcprof_core - rpcprof's compiled core, a Python extension module called in process (report/export.py, report/diff_stream.py,
+//! rpcprof_core - rpcprof's compiled core, a Python extension module called in process (report/export.py, report/sigdiff.py,
 //! analyze/encoded_rows.py):
 //!
 //!   labelled(fmt, folded, kind, unit, out, labels, level=None, comment=None, resource=[], time_unix_nano=0,

@@ -82,7 +82,7 @@ fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<
 }
 
 /// (total, gcd, stacks): the sum of the file's counts, their greatest common divisor (0 for none but 0) and its
-/// stacks, as diff_stream.scan sums them.
+/// stacks (report/sigdiff.py: write_for_core).
 pub fn scan(path: &str) -> Result<(u128, u64, u64), Stop> {
     fn gcd(a: u64, b: u64) -> u64 {
         if b == 0 { a } else { gcd(b, a % b) }

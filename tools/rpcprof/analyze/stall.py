@@ -5,7 +5,7 @@ merely short window gets (measure/windows.py too_short): a longer window only ad
 
 The test reads the window's timeline (analyze/timeline.py, slices of SLICE_S): the window is stalled when
 its trailing slices, at least IDLE_SHARE of the window and MIN_IDLE_S long, counted no answered request
-and the server's CPU under IDLE_CORES. The evidence (Evidence; report/stall.py says it), each part only when
+and the server's CPU under IDLE_CORES. The evidence (Evidence; report/mechanism.py says it), each part only when
 its figures hold it:
   - the connections: how many of the C that h2load opened the server still held just before the window's end
     (measure/connections.py: fewer means the server closed them, or an error did);
@@ -66,7 +66,7 @@ class FlowControl:
 @dataclass(frozen=True)
 class Evidence:
     """What a stall's mechanism is named from, each part None where its figures do not hold it
-    (report/stall.py says them)."""
+    (report/mechanism.py says them)."""
     mechanism: Mechanism
     answered_for_s: float             # the window's time that had answers
     window_s: float
@@ -85,7 +85,7 @@ class Evidence:
 def stall(m: dict, connections: int, streams: int, message_bytes: int | None, conns: dict | None = None,
           h2: dict | None = None) -> dict | None:
     """The stall of a measured window (window_metrics' m), or None: the figures its evidence is said from
-    (evidence(); report/stall.py says them) and its mechanism's name. conns: {start, end} established
+    (evidence(); report/mechanism.py says them) and its mechanism's name. conns: {start, end} established
     connections (start may already miss one closed in the window's first milliseconds); h2: measure/connections.h2_settings' answer; message_bytes: one
     request's framed gRPC message."""
     window = m.get("window_s") or 0.0
