@@ -288,5 +288,5 @@ def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
 
 
 def make_driver(name: str, scenario: Scenario, workdir: Path):
-    """The driver name (DRIVERS, checked by LoadSettings.validate)."""
+    """The load driver called name, one of DRIVERS (LoadSettings.validate has checked it)."""
     return (H2load if name == "h2load" else Ghz)(scenario, workdir)
