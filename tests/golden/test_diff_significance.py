@@ -25,7 +25,7 @@ from rpcprof.analyze.sigdiff import build_diff
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
-from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.analyze.encoded_rows import drawn_stacks
 from rpcprof.report.one_side import drawn_names
 from rpcprof.report.sigdiff import sides_of
 
@@ -162,8 +162,7 @@ def test_a_category_that_differs_in_every_round_is_marked_and_nothing_else(more_
     assert [c for c, m in marks(data).items() if m == "*"] == ["app"]
     found = [f for f in data["frames"] if f.get("sig_us") == "*"]
     assert found, "the frames of app are found"
-    app_stacks = [f for f, _ in open_folded(more_app / "base" / "profile.folded") if is_app(f)]
-    app_stacks = [displayable_stack(f).split(";") for f in app_stacks]
+    app_stacks = [f for f, _ in drawn_stacks(more_app / "base" / "profile.folded") if is_app(f)]
     for f in found:       # a frame found is an app frame, or a caller of one
         assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
 
@@ -353,8 +352,7 @@ def test_absolute_mode_tests_the_difference_in_samples_and_draws_it(capsys, tmp_
     data = diff_json(capsys, tmp_path, more_app / "base", more_app / "more_app", "--normalize", "absolute")
     found = [f for f in data["frames"] if f.get("sig_abs") == "*"]
     assert found and all(f["delta_abs"] > 0 for f in found)      # more_app's app stacks weigh twice as much
-    app_stacks = [displayable_stack(f).split(";") for f, _ in open_folded(more_app / "base" / "profile.folded")
-                  if is_app(f)]
+    app_stacks = [f for f, _ in drawn_stacks(more_app / "base" / "profile.folded") if is_app(f)]
     for f in found:
         assert any(s[:len(f["path"])] == f["path"] for s in app_stacks), f["path"]
     subtitle = ET.parse(tmp_path / "d.svg").getroot().find(f".//{SVG}text[@id='subtitle']").text
@@ -413,14 +411,14 @@ def test_on_real_captures_only_frames_of_one_side_are_marked(capsys, tmp_path):
     assert amber <= drawn_names(r["frame"] for r in found["frames_only_in_a"])
 
 
-def test_the_graph_of_two_profiles_draws_hostile_names_as_displayable_stack_does(capsys, tmp_path):
-    """Control characters, bidirectional overrides, `# `, a leaf ending in ` 12`, markup: each box is named as
-    displayable_stack draws its frame (inferno leaving out a `_[k]`), and the graph parses."""
+def test_the_graph_of_two_profiles_draws_hostile_names_as_the_core_draws_them(capsys, tmp_path):
+    """Control characters, bidirectional overrides, `# `, a leaf ending in ` 12`, markup: each box is named as the
+    core draws its frame (drawn_stacks; inferno leaving out a `_[k]`), and the graph parses."""
     a, b, out = DATA / "hostile.folded", tmp_path / "b.folded", tmp_path / "d.svg"
     b.write_text("main;shared 2\nmain;é\u202e;x 3\n")
     code, _, err = report(capsys, "diff", a, b, "-o", out)
     assert code == 0, err
-    drawn = {name for f in (a, b) for frames, _ in open_folded(f) for name in displayable_stack(frames).split(";")}
+    drawn = {name for f in (a, b) for frames, _ in drawn_stacks(f) for name in frames}
     boxes = set(boxes_of(out)) - {"all"}
     assert boxes and boxes <= drawn | {n[:-4] for n in drawn if n.endswith("_[k]")}
     assert "é\ufffd" in boxes and not any("\u202e" in n or "\x1b" in n for n in boxes)

@@ -26,7 +26,7 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import group_of, load_rules, open_folded
 from rpcprof.report.chart import render_breakdown_chart
-from rpcprof.report.flamegraph import displayable_stack
+from rpcprof.analyze.encoded_rows import drawn_stacks
 from rpcprof.report.flamegraph import render_run_flamegraph
 from rpcprof.cli.report import main
 
@@ -170,7 +170,8 @@ def test_every_frame_has_the_colour_of_the_category_of_the_stacks_through_it(ser
 def test_a_fleet_files_boxes_have_the_colour_of_their_stacks(rules, tmp_path, level, view):
     """A gzip'd file of distinct leaves over more than one of the core's chunks, most of them counted by their
     callers' answer at once, with real stacks and stacks of one frame among them."""
-    stacks = [f for f, _ in open_folded(folded_of("rust_tonic_st")) if displayable_stack(f) == ";".join(f)]
+    drawn = {";".join(f) for f, _ in drawn_stacks(folded_of("rust_tonic_st"))}
+    stacks = [f for f, _ in open_folded(folded_of("rust_tonic_st")) if ";".join(f) in drawn]
     path = fleet_folded(tmp_path / "fleet.folded", 20_000, stacks)
     gz = tmp_path / "fleet.folded.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))

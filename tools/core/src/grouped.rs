@@ -1,11 +1,12 @@
 //! A folded file's rows for report.py's categorisation (analyze/stack_walk.py's encoded_rows), read here so that
 //! report.py reads no line itself: chunks of up to CHUNK rows, each
 //!
-//!   `C` ROWS NEW NEW_LEN LEAVES_LEN   (u32 little-endian each)
+//!   `C` ROWS NEW NEW_LEN LEAVES_LEN DRAWN_LEN   (u32 little-endian each)
 //!   the callers texts first seen in the chunk (`a;b;`, or empty for a stack of one frame), joined by newlines
 //!   the rows' leaves, joined by newlines
 //!   each row's callers text, by its number (u32 each: the texts numbered in the order first seen)
 //!   each row's count (u64 each)
+//!   when asked for (the flame graph's), the rows' lines as inferno-flamegraph must read them (rows::drawn_line)
 //!
 //! and `E` at the end. The rows are folded_rows' (rows.rs refuses a line it would not take, and this stream then
 //! ends without its `E`).
@@ -13,7 +14,7 @@
 use std::io::Write;
 
 use crate::intern::Interner;
-use crate::rows::{each_row, Stop};
+use crate::rows::{drawn_line, each_row, Stop};
 
 pub const CHUNK: usize = 1 << 14;
 
@@ -24,6 +25,7 @@ struct Chunk {
     leaves: Vec<u8>,
     ids: Vec<u8>,
     counts: Vec<u8>,
+    drawn: Vec<u8>,
     rows: u32,
 }
 
@@ -35,19 +37,20 @@ impl Chunk {
         let new_len = self.new.len().saturating_sub(1) as u32;     // without the last newline
         let leaves_len = self.leaves.len() as u32 - 1;
         out.write_all(b"C")?;
-        for n in [self.rows, self.new_count, new_len, leaves_len] {
+        for n in [self.rows, self.new_count, new_len, leaves_len, self.drawn.len() as u32] {
             out.write_all(&n.to_le_bytes())?;
         }
         out.write_all(&self.new[..new_len as usize])?;
         out.write_all(&self.leaves[..leaves_len as usize])?;
         out.write_all(&self.ids)?;
         out.write_all(&self.counts)?;
+        out.write_all(&self.drawn)?;
         *self = Chunk::default();
         Ok(())
     }
 }
 
-pub fn encode(path: &str, out: &mut impl Write) -> Result<u64, Stop> {
+pub fn encode(path: &str, out: &mut impl Write, drawn: bool) -> Result<u64, Stop> {
     let mut callers = Interner::default();
     let mut chunk = Chunk::default();
     let mut stacks = 0u64;
@@ -62,6 +65,9 @@ pub fn encode(path: &str, out: &mut impl Write) -> Result<u64, Stop> {
         chunk.leaves.push(b'\n');
         chunk.ids.extend_from_slice(&c.to_le_bytes());
         chunk.counts.extend_from_slice(&row.count.to_le_bytes());
+        if drawn {
+            drawn_line(&row, &mut chunk.drawn);
+        }
         chunk.rows += 1;
         stacks += 1;
         if chunk.rows as usize == CHUNK {

@@ -8,7 +8,8 @@
 //!                                 (labels.rs says how), encoded on a thread of its own meanwhile; OTLP's
 //!                                 resource attributes, times, period and frame types (profile.rs's Meta)
 //!   speedscope(folded, name_json, unit, out)
-//!   rows(folded)                  an iterator of byte blocks, the file's rows for the categorisation (grouped.rs)
+//!   rows(folded, drawn=False)     an iterator of byte blocks, the file's rows for the categorisation, and with drawn
+//!                                 the lines inferno-flamegraph draws them from (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
 //!   sorted_lines(path)            the numbers of a file's lines in sorted order (u32 each), as inferno sorts them
 //!   one_side(a, b, listed, names, merged=None, normalize=False)
@@ -217,12 +218,12 @@ impl Stream {
 }
 
 #[pyfunction]
-#[pyo3(name = "rows")]
-fn py_rows(folded: String) -> Stream {
+#[pyo3(name = "rows", signature = (folded, drawn=false))]
+fn py_rows(folded: String, drawn: bool) -> Stream {
     let (tx, rx) = sync_channel::<Vec<u8>>(4);
     let worker = std::thread::spawn(move || {
         let mut out = Sent { tx, buf: Vec::new() };
-        grouped::encode(&folded, &mut out)
+        grouped::encode(&folded, &mut out, drawn)
     });
     Stream { rx: Mutex::new(rx), worker: Some(worker) }
 }

@@ -5,7 +5,7 @@
 //! frame, `a\tNAME` or `b\tNAME` a line.
 //!
 //! Given a merged file (one file a side), it also writes there the lines inferno-flamegraph draws the diff from
-//! (inferno-diff-folded's `STACK COUNT_A COUNT_B`), each stack as report.py's displayable_stack draws it, A scaled
+//! (inferno-diff-folded's `STACK COUNT_A COUNT_B`), each stack as rows::drawn draws it, A scaled
 //! and its stacks that hold a vanished frame added to B's at A's width when there are any.
 //!
 //! Each side is read once: a distinct callers text is split into its frames once, and a stack is numbered by
@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use crate::intern::Interner;
-use crate::rows::{each_row, refused, Row, Stop};
+use crate::rows::{drawn, each_row, refused, Row, Stop};
 use crate::speedscope::json_string;
 
 /// Both files' frames, callers texts and stacks, numbered together in the order first seen (A, then B).
@@ -33,46 +33,6 @@ struct Both {
     counts: Vec<[u64; 2]>,
     totals: [u128; 2],
     rows: [u64; 2],
-}
-
-/// The stack as report.py's displayable_stack draws it, for the lines inferno reads; None when it is drawn as written.
-/// Control characters and what XML forbids become U+FFFD; whitespace at both ends is stripped; a `# ` at its start
-/// becomes `#` and a no-break space (inferno skips a line starting `# `), a last space followed by what reads as a
-/// count (`[0-9]*(\.[0-9]*)?`) a no-break space; nothing at all is `[empty stack]`.
-fn drawn(row: &Row) -> Option<Vec<u8>> {
-    let counted = |s: &[u8]| match s.iter().rposition(|&b| b == b' ') {
-        Some(at) => {
-            let rest = &s[at + 1..];
-            let dot = rest.iter().position(|&b| b == b'.').unwrap_or(rest.len());
-            let digits = |t: &[u8]| t.iter().all(u8::is_ascii_digit);
-            (digits(&rest[..dot]) && (dot == rest.len() || digits(&rest[dot + 1..]))).then_some(at)
-        }
-        None => None,
-    };
-    let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
-    let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
-    let last = if row.leaf.is_empty() { row.callers.last() } else { row.leaf.last() };
-    let hash_space = first == Some(&b'#') && [row.callers, row.leaf].concat().get(1) == Some(&b' ');
-    if printable(row.callers) && printable(row.leaf) && !matches!(first, None | Some(b' ')) && last != Some(&b' ')
-        && !hash_space && counted(row.leaf).is_none() {
-        return None;
-    }
-    let forbidden = |c: char| {
-        matches!(c, '\0'..='\x1f' | '\x7f'..='\u{9f}' | '\u{fffe}' | '\u{ffff}' | '\u{61c}' | '\u{200e}' | '\u{200f}'
-                    | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
-    let whole = String::from_utf8_lossy(&[row.callers, row.leaf].concat()).replace(forbidden, "\u{fffd}");
-    let mut stack = whole.trim().as_bytes().to_vec();
-    if stack.starts_with(b"# ") {
-        stack.splice(1..2, "\u{a0}".bytes());
-    }
-    if let Some(at) = counted(&stack) {
-        stack.splice(at..at + 1, "\u{a0}".bytes());
-    }
-    if stack.is_empty() {
-        stack = b"[empty stack]".to_vec();
-    }
-    (stack != [row.callers, row.leaf].concat()).then_some(stack)
 }
 
 impl Both {

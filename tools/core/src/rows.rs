@@ -3,7 +3,7 @@
 //! that is not 1-15 ASCII digits) ends the encoding with Stop::Refused (raised as rpcprof_core.Refused).
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 
 pub const BLOCK: usize = 1 << 21;
 
@@ -79,6 +79,60 @@ fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<
         }
     }
     Ok(())
+}
+
+/// The stack as inferno must read it back frame for frame, for the lines it draws; None when it is drawn as written.
+/// (inferno trims each line, skips one starting with `# `, reads a last frame ending in ` 123` as a second count,
+/// rejects what is not UTF-8 and passes control characters through.)
+/// Control characters and what XML forbids become U+FFFD; whitespace at both ends is stripped; a `# ` at its start
+/// becomes `#` and a no-break space (inferno skips a line starting `# `), a last space followed by what reads as a
+/// count (`[0-9]*(\.[0-9]*)?`) a no-break space; nothing at all is `[empty stack]`.
+pub fn drawn(row: &Row) -> Option<Vec<u8>> {
+    let counted = |s: &[u8]| match s.iter().rposition(|&b| b == b' ') {
+        Some(at) => {
+            let rest = &s[at + 1..];
+            let dot = rest.iter().position(|&b| b == b'.').unwrap_or(rest.len());
+            let digits = |t: &[u8]| t.iter().all(u8::is_ascii_digit);
+            (digits(&rest[..dot]) && (dot == rest.len() || digits(&rest[dot + 1..]))).then_some(at)
+        }
+        None => None,
+    };
+    let printable = |s: &[u8]| s.iter().all(|&b| (0x20..0x7f).contains(&b));
+    let first = if row.callers.is_empty() { row.leaf.first() } else { row.callers.first() };
+    let last = if row.leaf.is_empty() { row.callers.last() } else { row.leaf.last() };
+    let hash_space = first == Some(&b'#') && [row.callers, row.leaf].concat().get(1) == Some(&b' ');
+    if printable(row.callers) && printable(row.leaf) && !matches!(first, None | Some(b' ')) && last != Some(&b' ')
+        && !hash_space && counted(row.leaf).is_none() {
+        return None;
+    }
+    let forbidden = |c: char| {
+        matches!(c, '\0'..='\x1f' | '\x7f'..='\u{9f}' | '\u{fffe}' | '\u{ffff}' | '\u{61c}' | '\u{200e}' | '\u{200f}'
+                    | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let whole = String::from_utf8_lossy(&[row.callers, row.leaf].concat()).replace(forbidden, "\u{fffd}");
+    let mut stack = whole.trim().as_bytes().to_vec();
+    if stack.starts_with(b"# ") {
+        stack.splice(1..2, "\u{a0}".bytes());
+    }
+    if let Some(at) = counted(&stack) {
+        stack.splice(at..at + 1, "\u{a0}".bytes());
+    }
+    if stack.is_empty() {
+        stack = b"[empty stack]".to_vec();
+    }
+    (stack != [row.callers, row.leaf].concat()).then_some(stack)
+}
+
+/// A row's line as inferno-flamegraph reads it: its stack as drawn, a space, its count.
+pub fn drawn_line(row: &Row, out: &mut Vec<u8>) {
+    match drawn(row) {
+        Some(stack) => out.extend_from_slice(&stack),
+        None => {
+            out.extend_from_slice(row.callers);
+            out.extend_from_slice(row.leaf);
+        }
+    }
+    let _ = writeln!(out, " {}", row.count);       // a Vec takes every write
 }
 
 /// (total, gcd, stacks): the sum of the file's counts, their greatest common divisor (0 for none but 0) and its

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import rpcprof_core
 
-_HEAD = struct.Struct("<4I")
+_HEAD = struct.Struct("<5I")
 
 
 def grown(a, n: int):
@@ -30,11 +30,12 @@ def grown(a, n: int):
     return np.concatenate([a, np.zeros((1 << (n - 1).bit_length()) - len(a), a.dtype)])
 
 
-def chunks(path: Path):
+def chunks(path: Path, drawn: bool = False):
     """(the callers texts so far, in the order of their numbers; leaves text; ids; counts; rows; the number of the
-    callers text "" (a stack of one frame), None until met) of each chunk of the core's rows of a folded file, ids
-    and counts arrays (array.array, u32 and u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
-    blocks, data, at = iter(rpcprof_core.rows(str(path))), b"", 0
+    callers text "" (a stack of one frame), None until met; with drawn, the rows' lines as inferno-flamegraph must
+    read them, bytes) of each chunk of the core's rows of a folded file, ids and counts arrays (array.array, u32 and
+    u64); rpcprof_core.Refused, or EOFError when the stream stops short."""
+    blocks, data, at = iter(rpcprof_core.rows(str(path), drawn)), b"", 0
 
     def exactly(n: int) -> bytes:
         nonlocal data, at
@@ -50,7 +51,7 @@ def chunks(path: Path):
     while True:
         if exactly(1) == b"E":
             return
-        rows, new, new_len, leaves_len = _HEAD.unpack(exactly(_HEAD.size))
+        rows, new, new_len, leaves_len, drawn_len = _HEAD.unpack(exactly(_HEAD.size))
         texts = exactly(new_len).decode("utf-8").split("\n") if new else []
         if empty is None and "" in texts:
             empty = len(callers) + texts.index("")
@@ -60,7 +61,7 @@ def chunks(path: Path):
         if sys.byteorder == "big":
             ids.byteswap()
             counts.byteswap()
-        yield callers, leaves, ids, counts, rows, empty
+        yield (callers, leaves, ids, counts, rows, empty) + ((exactly(drawn_len),) if drawn else ())
 
 
 def numbered_chunks(path: Path, none_match):
@@ -73,12 +74,10 @@ def numbered_chunks(path: Path, none_match):
                none_match(leaves) and (empty is None or not (ids == empty).any()))
 
 
-def core_rows(path: Path):
-    """The rows of each chunk of the core's rows of a folded file as columns: each row's callers (`a;b;`, or '' for a
-    stack of one frame), leaf and count, its callers' number (numbered in the order first seen, an array) and
-    the callers texts seen so far; as chunks raises."""
-    for known, leaves, ids, counts, _, _ in chunks(path):
-        yield list(map(known.__getitem__, ids.tolist())), leaves.split("\n"), counts.tolist(), ids, known
+def drawn_stacks(path: Path) -> list[tuple[list[str], int]]:
+    """The stacks of a folded file as inferno-flamegraph draws them, (frames, weight) in the file's order."""
+    return [(stack.split(";"), int(w)) for *_, drawn in chunks(path, drawn=True)
+            for stack, _, w in (line.rpartition(" ") for line in drawn.decode("utf-8").split("\n")[:-1])]
 
 
 def read_into(tally, path: Path, between=None) -> bool:

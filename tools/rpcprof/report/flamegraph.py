@@ -10,22 +10,23 @@ from the stacks beneath it (box_weights).
 
 One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: its rows are
 categorised and written as inferno must read them, and inferno draws that file. The compiled core reads the rows
-(analyze/encoded_rows.py), a chunk at a time; each chunk is categorised (stack_walk.Tally: a chunk whose leaves no
-rule may match takes its callers' answers, asked once per distinct callers) and written to a file as inferno must
-read it (`drawn_block`). inferno sorts the lines it draws as byte strings and each box spans a run of adjacent
+(analyze/encoded_rows.py), a chunk at a time, with their lines as inferno must read them; each chunk is categorised
+(stack_walk.Tally: a chunk whose leaves no rule may match takes its callers' answers, asked once per distinct
+callers) and its lines written to a file and to inferno. inferno sorts the lines it draws as byte strings and each box spans a run of adjacent
 lines, so the box at fg:x, fg:w holds the lines whose weights, summed in that order, run from x to x + w: the core
 sorts the file's lines as inferno does (rpcprof_core.sorted_lines), and running sums per category give each box its
 weights (`box_weights`).
 
-Frame names are made safe before inferno sees them (report/text.py's xml_chars with lines=True: control characters
-and what XML 1.0 forbids become U+FFFD, as non-UTF-8 bytes already are, open_folded decoding with errors='replace'):
-inferno escapes XML itself but rejects non-UTF-8 input and passes control characters through.
+Frame names are made safe before inferno sees them (the core's rows::drawn, as report/text.py's xml_chars with
+lines=True: control characters and what XML 1.0 forbids become U+FFFD, as non-UTF-8 bytes already are): inferno
+escapes XML itself but rejects non-UTF-8 input and passes control characters through. A line inferno would read
+otherwise (trimmed, skipped as a `# ` comment, its last frame's ` 123` read as a second count) is rewritten so that
+it draws every frame as written.
 
 The choice, and its cost, are report/svg.py's, which rewrites inferno's SVG.
 """
 from __future__ import annotations
 
-import re
 import shlex
 import shutil
 import subprocess
@@ -35,17 +36,17 @@ from array import array
 from bisect import bisect_left
 from itertools import accumulate, compress
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import rpcprof_core
 
 from rpcprof.analyze.categorize import OTHER, Rules, group_of
-from rpcprof.analyze.encoded_rows import core_rows
+from rpcprof.analyze.encoded_rows import chunks
 from rpcprof.analyze.stack_walk import Tally
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import no_samples, refusal, sample_weight
-from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.folded import refusal
+from rpcprof.report.export import core_readable
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only, write_svg)
 from rpcprof.report.text import xml_chars
@@ -57,86 +58,38 @@ from rpcprof.status import Status
 
 # --- the rows inferno draws, and the categories beneath each box ----------------------------------
 
-_TRAILING_COUNT = re.compile(r" ([0-9]*(\.[0-9]*)?)$")
-SPACE_AT_END = re.compile(r" [0-9.]*$", re.M)     # a leaf displayable_stack trims or whose end it rewrites
-
-
 def deannotated(name: str) -> str:
     """The name inferno gives a frame's box: without a `_[k]`, `_[w]`, `_[i]` or `_[j]` annotation."""
     return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
 
 
-def displayable_stack(frames: list[str]) -> str:
-    """One folded stack as inferno must read it back frame for frame: inferno trims each line, drops
-    lines starting with '# ' and reads a last frame ending in ' 123' as a second (differential) count."""
-    stack = ";".join(xml_chars(f, lines=True) for f in frames).strip()
-    if stack.startswith("# "):
-        stack = "#\u00a0" + stack[2:]
-    m = _TRAILING_COUNT.search(stack)
-    if m:
-        stack = stack[:m.start()] + "\u00a0" + m.group(1)
-    return stack or "[empty stack]"
-
-
-def _odd_leaves(leaves: str) -> set[str]:
-    """The leaves (joined by newlines) that displayable_stack trims or whose end it rewrites."""
-    return {leaves[leaves.rfind("\n", 0, m.start()) + 1:m.end()] for m in SPACE_AT_END.finditer(leaves)}
-
-
-def drawn_block(text: str, rows) -> str:
-    """A block's lines (text: `CALLERS;LEAF COUNT` lines; rows: their (callers, leaf, count)) as displayable stacks."""
-    # as written, unless displayable_stack would change a line: a character it replaces, a line starting with a
-    # space (an empty stack too) or '#', a stack ending in a space or in ` 123` / ` 1.5` (a leaf with a space:
-    # only such lines are rewritten when the block is otherwise printable ASCII), or a count with a leading zero
-    printable = (text.isascii() and text.replace("\n", " ").isprintable() and text[:1] not in " #"
-                 and "\n " not in text and "\n#" not in text)
-    odd = _odd_leaves("\n".join([leaf for _, leaf, _ in rows])) if printable and text.count(" ") != len(rows) else set()
-    if printable and not odd and " 0" not in text:
-        return text + "\n"
-    return "".join([f"{c + leaf if printable and leaf not in odd else displayable_stack((c + leaf).split(';'))} "
-                    f"{int(w)}\n" for c, leaf, w in rows])
-
-
-def _rows(folded: Path) -> Iterator[tuple[list[str], list[str], list[int], object, list[str] | None]]:
-    """encoded_rows.core_rows of a folded file, or a pprof profile's stacks as one chunk (the callers' numbers and
-    texts None); UserError naming the file when it is missing or damaged."""
-    if is_pprof(folded):
-        stacks = read_pprof(folded)
-        yield ([";".join(f[:-1]) + ";" if len(f) > 1 else "" for f, _ in stacks], [f[-1] for f, _ in stacks],
-               [w for _, w in stacks], None, None)
-        return
-    try:
-        yield from core_rows(folded)
-    except (rpcprof_core.Refused, EOFError):
-        raise refusal(folded) from None
-
-
 AT_ONCE_FROM = 4096     # rows of a chunk worth asking the LeafFilter (made once per process: a parse of every rule)
 
 
-def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[list, list]:
+def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[array, array]:
     """(weights, groups) of a folded file's rows, in order (arrays), each group a number (its place in
-    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows given to write
-    (a function of text) as inferno must read them (drawn_block)."""
+    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows' lines, as
+    inferno-flamegraph must read them (the core's), given to write (a function of bytes)."""
     tally = Tally(rules, keep_frames=False)
     answer, callers_answer = tally.answer, tally.callers_answer
     number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
     weights, groups = array("Q"), array("B")
     by_callers: list[int] = []     # the group of a stack under each callers number whose leaf no rule answers
-    for callers, leaves, counts, ids, known in _rows(folded):
-        rows = list(zip(callers, leaves, counts))
-        write(drawn_block("\n".join([f"{c}{leaf} {w}" for c, leaf, w in rows]), rows))
-        if classify:
-            found = [number(classify((c + leaf).split(";"))) for c, leaf, _ in rows]
-        elif known is not None and len(rows) >= AT_ONCE_FROM and tally.leaf_filter().none_match("\n".join(leaves)):
-            by_callers += [number(callers_answer(c)[0]) if c else -1 for c in known[len(by_callers):]]   # -1: one frame
-            found = list(map(by_callers.__getitem__, ids))
-            if -1 in found:
-                found = [g if g >= 0 else number(answer(leaf)[0]) for g, leaf in zip(found, leaves)]
-        else:
-            found = [number(answer(c + leaf)[0]) for c, leaf, _ in rows]
-        weights.extend(counts)
-        groups.extend(found)
+    try:
+        for known, leaves, ids, counts, _, _, drawn in chunks(folded, drawn=True):
+            write(drawn)
+            if not classify and len(ids) >= AT_ONCE_FROM and tally.leaf_filter().none_match(leaves):
+                by_callers += [number(callers_answer(c)[0]) if c else -1 for c in known[len(by_callers):]]  # -1: one frame
+                found = list(map(by_callers.__getitem__, ids))
+                if -1 in found:
+                    found = [g if g >= 0 else number(answer(leaf)[0]) for g, leaf in zip(found, leaves.split("\n"))]
+            else:
+                stacks = map(str.__add__, map(known.__getitem__, ids), leaves.split("\n"))
+                found = [number(classify(s.split(";")) if classify else answer(s)[0]) for s in stacks]
+            weights.extend(counts)
+            groups.extend(found)
+    except (rpcprof_core.Refused, EOFError):
+        raise refusal(folded) from None
     return weights, groups
 
 
@@ -210,23 +163,23 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     added. subtitle: the text, or a function of the samples counted. countname: what a weight of 1 is (off-CPU
     graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
     order = rules.all_categories
-    total, unit = weighed(Path(folded))
-    weight = unit if countname == "samples" else 1
-    if not isinstance(subtitle, str):
-        subtitle = subtitle(total // unit)
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
+        read, total, unit = core_readable(Path(folded), Path(scratch))     # a pprof profile as collapsed lines
+        weight = unit if countname == "samples" else 1
+        if not isinstance(subtitle, str):
+            subtitle = subtitle(total // unit)
         lines = Path(scratch) / "stacks.folded"
         # inferno draws the lines as they are written (to the file the core sorts afterwards, and to its input)
         drawing = Drawing(Path(scratch), lines.name, inferno_options(title, subtitle, weight, countname), piped=True)
         try:
             with open(lines, "wb") as out:
-                def write(text: str) -> None:
-                    out.write(data := text.encode("utf-8"))
+                def write(data: bytes) -> None:
+                    out.write(data)
                     try:
                         drawing.proc.stdin.write(data)
                     except BrokenPipeError:
                         pass                        # inferno stopped: svg() says why
-                weights, groups = write_drawn_rows(Path(folded), rules, write, classify)
+                weights, groups = write_drawn_rows(read, rules, write, classify)
             drawing.proc.stdin.close()
             ranked = array("I", rpcprof_core.sorted_lines(str(lines)))       # while inferno lays the lines out
             svg = drawing.svg()
@@ -242,22 +195,6 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     shares = {c: by_box[0, total].get(c, 0) / total for c in order}
     finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules),
                       "share of samples:" if countname == "samples" else f"share of {countname}:")
-
-
-def weighed(folded: Path) -> tuple[int, int]:
-    """(total weight, one sample's weight: the weights' gcd) of a folded file or pprof profile; UserError naming the
-    file when it is missing, damaged or holds no samples."""
-    if is_pprof(folded):
-        stacks = read_pprof(folded)
-        total, unit = sum(w for _, w in stacks), sample_weight(stacks)
-    else:
-        try:
-            total, unit, _ = rpcprof_core.scan(str(folded))
-        except rpcprof_core.Refused:
-            raise refusal(folded) from None
-    if not total:
-        raise no_samples(folded)
-    return total, unit
 
 
 def finish_flamegraph(svg: str, out_svg: Path, title: str, subtitle: str, legend: list[LegendItem],

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import rpcprof_core
 
-from rpcprof.analyze.categorize import Rules, open_folded
-from rpcprof.analyze.encoded_rows import read_into
+from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.encoded_rows import drawn_stacks, read_into
 from rpcprof.analyze.folded_blocks import Irregular
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
@@ -37,8 +37,8 @@ from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records, servers_of
-from rpcprof.report.export import write_collapsed
-from rpcprof.report.flamegraph import (Drawing, displayable_stack, finish_flamegraph, inferno_options, inferno_tool,
+from rpcprof.report.export import core_readable
+from rpcprof.report.flamegraph import (Drawing, finish_flamegraph, inferno_options, inferno_tool,
                                        run_tool)
 from rpcprof.report.one_side import LISTED, MARKS, mark_one_side, one_side_found, one_side_text, recolour_significant
 from rpcprof.report.svg import LegendItem
@@ -49,23 +49,6 @@ FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
 
 
 NAMES, MERGED = "one_side.names", "diff.folded"   # the core's files in the scratch folder
-
-
-def write_for_core(path: Path, scratch: Path) -> tuple[Path, int, int]:
-    """(the file the core reads for path, its total weight, the gcd of its weights): path itself, or its stacks
-    as collapsed lines in scratch; UserError naming path when it is missing, damaged or weighs nothing."""
-    if path.is_file() and not is_pprof(path):
-        try:
-            total, unit, _ = rpcprof_core.scan(str(path))
-            if total:
-                return path, total, unit
-        except (rpcprof_core.Refused, OSError):
-            pass
-    copy = scratch / f"{len(list(scratch.glob('*.collapsed')))}.collapsed"
-    with open(copy, "wb") as f:
-        write_collapsed(path, f)
-    total, unit, _ = rpcprof_core.scan(str(copy))
-    return copy, total, unit
 
 
 class SidesRead:
@@ -152,7 +135,7 @@ def run_profile(path: Path) -> tuple[Path, str] | None:
 
 def scanned(r: Round, scratch: Path) -> Round:
     """r with the file the core reads, its total weight and the gcd of its weights."""
-    r.read, r.total, r.unit = write_for_core(r.folded, scratch)
+    r.read, r.total, r.unit = core_readable(r.folded, scratch)
     return r
 
 
@@ -163,7 +146,7 @@ def sides_of(a_path: Path, b_path: Path, scratch: Path, requests: tuple = (None,
     a, b = side_of(a_path, scratch, requests[0]), side_of(b_path, scratch, requests[1])
     if per_request or len(a.rounds) > 1 or len(b.rounds) > 1:
         for r in a.rounds + b.rounds:       # frames as inferno draws them, so the tree's boxes match the graph's
-            r.displayed = [(displayable_stack(frames).split(";"), w) for frames, w in open_folded(r.folded)]
+            r.displayed = drawn_stacks(r.read)
     return a, b
 
 
