@@ -136,7 +136,7 @@ pub fn drawn_line(row: &Row, out: &mut Vec<u8>) {
 }
 
 /// (total, gcd, stacks): the sum of the file's counts, their greatest common divisor (0 for none but 0) and its
-/// stacks (report/sigdiff.py: write_for_core).
+/// stacks (report/export.py: core_readable).
 pub fn scan(path: &str) -> Result<(u128, u64, u64), Stop> {
     fn gcd(a: u64, b: u64) -> u64 {
         if b == 0 { a } else { gcd(b, a % b) }

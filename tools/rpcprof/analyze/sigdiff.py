@@ -24,7 +24,7 @@ class Round:
     folded: Path                        # as given
     cpu_us_per_req: float | None
     source: dict = field(default_factory=dict)        # where cpu_us_per_req is: file and key
-    read: Path | None = None            # the file the compiled core reads (report/sigdiff.write_for_core)
+    read: Path | None = None            # the file the compiled core reads (report/export.core_readable)
     total: int = 0                      # its total weight
     unit: int = 1                       # the gcd of its weights (perf's period; 1 for counts)
     # the stacks with their frames as the graph draws them, so boxes match by name (report/sigdiff.py gives them,

@@ -105,7 +105,7 @@ class SidesRead:
 def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
     profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
-    with requests, its CPU µs per request from its CPU nanoseconds). Each round's file is scanned (write_for_core:
+    with requests, its CPU µs per request from its CPU nanoseconds). Each round's file is scanned (export.core_readable:
     scratch holds the copies the core reads)."""
     path = Path(path)
     run_server = _run_and_server(path) if path.is_dir() else run_profile(path)
