@@ -8,6 +8,7 @@
 //!                                 (labels.rs says how), encoded on a thread of its own meanwhile; OTLP's
 //!                                 resource attributes, times, period and frame types (profile.rs's Meta)
 //!   speedscope(folded, name_json, unit, out)
+//!   collapsed(folded, out)        (stacks, total): its rows as collapsed lines, a count as its number
 //!   rows(folded, drawn=False)     an iterator of byte blocks, the file's rows for the categorisation, and with drawn
 //!                                 the lines inferno-flamegraph draws them from (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
@@ -180,6 +181,12 @@ fn py_speedscope(py: Python<'_>, folded: String, name_json: String, unit: String
 }
 
 #[pyfunction]
+#[pyo3(name = "collapsed")]
+fn py_collapsed(py: Python<'_>, folded: String, out: String) -> PyResult<(u64, u128)> {
+    py.detach(|| rows::collapsed(&folded, &mut created(&out)?)).map_err(raised)
+}
+
+#[pyfunction]
 #[pyo3(name = "scan")]
 fn py_scan(py: Python<'_>, folded: String) -> PyResult<(u128, u64, u64)> {
     py.detach(|| rows::scan(&folded)).map_err(raised)
@@ -267,6 +274,7 @@ fn rpcprof_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Refused", m.py().get_type::<Refused>())?;
     m.add_function(wrap_pyfunction!(py_labelled, m)?)?;
     m.add_function(wrap_pyfunction!(py_speedscope, m)?)?;
+    m.add_function(wrap_pyfunction!(py_collapsed, m)?)?;
     m.add_function(wrap_pyfunction!(py_scan, m)?)?;
     m.add_function(wrap_pyfunction!(py_sorted_lines, m)?)?;
     m.add_function(wrap_pyfunction!(py_rows, m)?)?;

@@ -46,7 +46,7 @@ pub fn parse(line: &[u8]) -> Result<Row<'_>, Stop> {
 /// Calls each(row) for every row of the file, in order.
 pub fn each_row(path: &str, mut each: impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
     let file = File::open(path).map_err(|e| refused(format!("{path}: {e}")))?;
-    // gzip'd as folded_blocks reads it: by the name's suffix
+    // gzip'd as rpcprof.folded.stream_folded reads it: by the name's suffix
     let mut file: Box<dyn Read> =
         if path.ends_with(".gz") { Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) } else { Box::new(file) };
     let mut data: Vec<u8> = Vec::with_capacity(2 * BLOCK);
@@ -133,6 +133,21 @@ pub fn drawn_line(row: &Row, out: &mut Vec<u8>) {
         }
     }
     let _ = writeln!(out, " {}", row.count);       // a Vec takes every write
+}
+
+/// (stacks, total): the file's rows written to out as collapsed lines, `CALLERS;LEAF COUNT` (a count as its number).
+pub fn collapsed(path: &str, out: &mut impl Write) -> Result<(u64, u128), Stop> {
+    let (mut stacks, mut total) = (0u64, 0u128);
+    each_row(path, |row| {
+        out.write_all(row.callers)?;
+        out.write_all(row.leaf)?;
+        writeln!(out, " {}", row.count)?;
+        stacks += 1;
+        total += row.count as u128;
+        Ok(())
+    })?;
+    out.flush()?;
+    Ok((stacks, total))
 }
 
 /// (total, gcd, stacks): the sum of the file's counts, their greatest common divisor (0 for none but 0) and its

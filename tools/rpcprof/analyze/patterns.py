@@ -33,6 +33,11 @@ The answer stays the per-rule loop's, byte for byte:
   ones) meets the rules one at a time, as before.
 - The set also holds the empty pattern, which matches every frame: an answer without it means RE2 gave up
   (its automaton ran out of memory), and the frame meets the rules one at a time.
+
+LeafFilter says at once, of many leaf frames, that no rule of any question matches any of them: one RE2 Set
+(the rewriting above, each pattern in multi-line mode) over the leaves joined by newlines. A rule's match on a
+leaf alone is a match on that leaf's line, so a Set that names no rule proves every leaf answers no question;
+when it names one, the caller asks each leaf as before.
 """
 from __future__ import annotations
 
@@ -271,3 +276,28 @@ class RuleSet:
                 order = sorted([members[i] for i in hits if i != self._sentinel] + self._outside)
                 return next((rules[p] for p in order if rules[p].matches(name, kernel)), None)
         return next((r for r in rules if r.matches(name, kernel)), None)
+
+
+class LeafFilter:
+    """Whether no rule of any question matches any of many leaf frames, in one RE2 call."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        # each pattern in multi-line mode; a rule RE2 cannot stand in for leaves no filter: every leaf is asked
+        rewritten = [re2_superset(p) for p in patterns]
+        match, _, outside, self._sentinel = compile_set([None if p is None else "(?m)" + p for p in rewritten])
+        self._match = None if outside else match
+
+    def none_match(self, leaves: str) -> bool:
+        """True when no rule matches any of the leaves (joined by newlines) as categorize.yaml reads them;
+        False when one may, or the leaves hold what the filter cannot judge."""
+        # printable ASCII (where RE2 and Python read patterns alike), and nothing normalize_frame changes
+        # (generic arguments, a `_[k]` or `_[j]` suffix)
+        if (self._match is None or not leaves.isascii() or "<" in leaves or "_[" in leaves
+                or not leaves.replace("\n", " ").isprintable()):
+            return False
+        return self._match(leaves.encode()) == [self._sentinel]
+
+
+# the LeafFilter of these patterns (the rules' sources), made once per process for the same patterns (its RE2 set costs
+# a parse of every pattern)
+leaf_filter = functools.cache(LeafFilter)

@@ -22,7 +22,7 @@ from math import gcd
 from pathlib import Path
 
 from rpcprof.analyze.encoded_rows import read_into
-from rpcprof.analyze.folded_blocks import LeafFilter, leaf_filter
+from rpcprof.analyze.patterns import LeafFilter, leaf_filter
 from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Breakdown, Rules, remember
 from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
@@ -284,7 +284,7 @@ class Tally:
             frames[frame] = frames.get(frame, 0) + w
 
     def leaf_filter(self) -> LeafFilter:
-        """The LeafFilter of every question's rules (made once per process: folded_blocks.leaf_filter)."""
+        """The LeafFilter of every question's rules (made once per process: patterns.leaf_filter)."""
         rules = self.rules.rules + self.rules.tax.rules + self.rules.waits.rules
         return leaf_filter(tuple(r.pattern.pattern for r in rules))
 

@@ -17,11 +17,10 @@
                 type and period, profile.frame.type on each location (kernel, jvm, native or cpython), and
                 the dictionary's zero entries; OTLP's JSON encoding for -o FILE.json, protobuf otherwise
 
-Every format but collapsed is written by rpcprof's compiled core (tools/core, the module rpcprof_core, called in
-process): it reads the folded file itself, while each stack's labels are found here (report/labels.py). A file it
-does not take as it is (a pprof profile, blank lines, CR line ends) is given to it as collapsed stacks in a
-temporary file, written as collapsed export writes them; a damaged line or a file that weighs nothing is said there,
-naming the file and the line.
+Every format is written by rpcprof's compiled core (tools/core, the module rpcprof_core, called in process): it
+reads the folded file itself, while each stack's labels are found here (report/labels.py). A pprof profile is given
+to it as collapsed stacks in a temporary file, written as collapsed export writes them; a damaged line (named, with
+its file: folded.refusal) or a file that weighs nothing is one line.
 
 Weights are the folded file's: perf samples weighted by their period in ns (cpu-clock), py-spy samples
 counted; the unit comes from the run folder's profile.json when the file is in one, or from the sample
@@ -37,11 +36,10 @@ from pathlib import Path
 import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.folded_blocks import Irregular, write_collapsed as write_blocks
 from rpcprof.analyze.labels import label_blocks
 from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
-from rpcprof.folded import no_samples, stream_folded, weight_unit
+from rpcprof.folded import no_samples, refusal, weight_unit
 from rpcprof.pprof_in import APP_COMMENT, app_of, is_pprof, read_pprof
 from rpcprof.rundir import output_file, read_profile, read_result
 
@@ -64,26 +62,20 @@ def app_carried(profile: Path) -> str | None:
 
 
 def write_collapsed(folded: Path, f) -> int:
-    """The stacks of folded (a folded file, or a pprof profile) to f (a binary file) as `frame;...;frame weight`
-    lines, a count with leading zeros written as its number: the stacks. A damaged line (named) or a file that
-    weighs nothing raises UserError."""
-    if not is_pprof(folded):
-        try:
-            stacks, total = write_blocks(folded, f)
-            if not total:
-                raise no_samples(folded)
-            return stacks
-        except Irregular:           # read again line by line, which names a damaged line
-            f.seek(0)
-            f.truncate()
-    stacks = read_pprof(folded) if is_pprof(folded) else ((s.split(";"), w) for s, w in stream_folded(folded))
-    n = total = 0
-    for frames, w in stacks:
-        f.write(f"{';'.join(frames)} {w}\n".encode("utf-8"))
-        n, total = n + 1, total + w
+    """The stacks of folded (a folded file, or a pprof profile) to f (a binary file, which the core writes afresh by
+    its name) as `frame;...;frame weight` lines, a count with leading zeros written as its number: the stacks. A
+    damaged line (named) or a file that weighs nothing raises UserError."""
+    if is_pprof(folded):
+        stacks = read_pprof(folded)         # a UserError when it holds no samples
+        f.write("".join([f"{';'.join(frames)} {w}\n" for frames, w in stacks]).encode("utf-8"))
+        return len(stacks)
+    try:
+        stacks, total = rpcprof_core.collapsed(str(folded), f.name)
+    except rpcprof_core.Refused:
+        raise refusal(folded) from None
     if not total:
         raise no_samples(folded)
-    return n
+    return stacks
 
 
 def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
@@ -109,7 +101,7 @@ def _core_writes(folded: Path, write) -> int:
     if folded.is_file() and not is_pprof(folded):
         try:
             return write(folded)
-        except (rpcprof_core.Refused, Irregular, EOFError):     # EOFError: a gzip stream cut short, said below
+        except (rpcprof_core.Refused, EOFError):     # EOFError: a gzip stream cut short, said below
             pass
     with tempfile.NamedTemporaryFile(prefix="rpcprof-", suffix=".folded") as tmp:
         write_collapsed(folded, tmp)

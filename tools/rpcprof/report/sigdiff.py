@@ -28,7 +28,6 @@ import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.encoded_rows import drawn_stacks, read_into
-from rpcprof.analyze.folded_blocks import Irregular
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
@@ -51,6 +50,10 @@ FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
 NAMES, MERGED = "one_side.names", "diff.folded"   # the core's files in the scratch folder
 
 
+class Changed(Exception):
+    """A side's file no longer reads as it did a moment ago."""
+
+
 class SidesRead:
     """The core's pass over both sides' files (rpcprof_core.one_side), started with the object, and each round's
     Breakdown (categorize). It writes into scratch NAMES, every frame on one side only (`a\\tNAME` or `b\\tNAME` a
@@ -65,11 +68,11 @@ class SidesRead:
                                           str(scratch / MERGED) if merged else None, normalize)
 
     def categorize(self, path: Path, rules: Rules, draw=None) -> object:
-        """The Breakdown of path (a file the core takes) under rules; Irregular when it no longer reads as it did."""
+        """The Breakdown of path (a file the core takes) under rules; Changed when it no longer reads as it did."""
         self._draw = draw
         tally = Tally(rules, False)
         if not read_into(tally, path, self._poll):
-            raise Irregular
+            raise Changed
         return tally.breakdown(path)
 
     def found(self) -> dict:
@@ -77,7 +80,7 @@ class SidesRead:
         try:
             return json.loads(self.task.result())
         except rpcprof_core.Refused:
-            raise Irregular from None
+            raise Changed from None
 
     def _poll(self, at_once: bool = True) -> None:
         if self.drawing is None and self._draw and self.task.done():
@@ -256,7 +259,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
                     for r in side.rounds:
                         r.known = rules_side, read.categorize(r.read, rules_side, None if means else draw)
                 found = read.found()
-            except (OSError, EOFError, Irregular) as e:
+            except (OSError, EOFError, Changed) as e:
                 raise UserError(f"{a.path}, {b.path}: could not be read as they were a moment ago, or the scratch "
                                 f"files written ({e or 'a line changed'}); run the command again") from None
             rows = category_rows(d, rules_a, rules_b)
