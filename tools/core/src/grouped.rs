@@ -8,7 +8,7 @@
 //!   each row's count (u64 each)
 //!   when asked for (the flame graph's), the rows' lines as inferno-flamegraph must read them (rows::drawn_line)
 //!
-//! and `E` at the end. The rows are folded_rows' (rows.rs refuses a line it would not take, and this stream then
+//! and `E` at the end. The rows are stream_folded's stacks (rows.rs refuses a line it would not take, and this stream then
 //! ends without its `E`).
 
 use std::io::Write;

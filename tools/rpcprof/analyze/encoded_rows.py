@@ -5,7 +5,7 @@ joined by newlines, and each row's callers number and count. A chunk whose leave
 (LeafFilter, one RE2 call over them all) is summed by callers number at once (numpy's add.at, exact on
 integers), as Tally.add_rows sums such a run by callers text, or, when the frames are kept, counted under its
 own leaves at once (stack_walk.new_leaves_at_once) when it can be; any other chunk is given to add_rows as rows.
-At the end, the sums join the tally's weights by callers text: the same Breakdown as folded_rows' rows give.
+At the end, the sums join the tally's weights by callers text: the same Breakdown as add_rows gives of every row.
 
 read_into() gives False, having counted nothing that stays, when the core refuses the file (a line that is not
 `STACK COUNT`, a damaged gzip stream): folded.refusal then says what is wrong with it.

@@ -301,7 +301,7 @@ class Tally:
         self.unit = gcd(self.unit, unit)
 
     def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
-        """folded_rows' rows, in their order: a run of leaves that no rule answers (LeafFilter) is counted by
+        """Rows (callers, leaf, count), in the file's order: a run of leaves that no rule answers (LeafFilter) is counted by
         its callers' answers alone; any other row by its own answer."""
         none_match = self.leaf_filter().none_match
         count, answer, frames_of = self._count, self.answer, self._frames_of
