@@ -96,20 +96,14 @@ def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
 
 
 def _core_writes(folded: Path, write) -> int:
-    """write(source) with source the folded file itself, or, when the core does not take it as it is, its stacks as
-    collapsed lines in a temporary file: the stacks written."""
-    if folded.is_file() and not is_pprof(folded):
+    """write(source), source the file the core reads for folded (core_readable): the stacks written."""
+    with tempfile.TemporaryDirectory(prefix="rpcprof-") as scratch:
+        source = core_readable(folded, Path(scratch))[0]
         try:
-            return write(folded)
-        except (rpcprof_core.Refused, EOFError):     # EOFError: a gzip stream cut short, said below
-            pass
-    with tempfile.NamedTemporaryFile(prefix="rpcprof-", suffix=".folded") as tmp:
-        write_collapsed(folded, tmp)
-        tmp.flush()
-        try:
-            return write(Path(tmp.name))
-        except rpcprof_core.Refused as e:
-            raise UserError(f"{folded}: not a profile rpcprof can write ({e})") from None
+            return write(source)
+        except (rpcprof_core.Refused, EOFError) as e:       # EOFError: the rows stopped short
+            raise UserError(f"{folded}: no longer reads as it did a moment ago ({e or 'its end is gone'}); "
+                            "run the command again") from None
 
 
 def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
