@@ -1,7 +1,7 @@
-//! Each stack's labels, as report.py names them on stdin, encoded as the format spells them: pprof's Label
+//! Each stack's labels, as report.py names them (labelled's labels, analyze/labels.py), encoded as the format spells them: pprof's Label
 //! messages, or OTLP's attribute indices (the attribute table made as they are first used).
 //!
-//! stdin holds records, integers little-endian u32:
+//! The labels are records, integers little-endian u32:
 //!   b'L' ID N (KEY_LEN KEY VALUE_LEN VALUE)*N   label set ID is these N (key, value) pairs
 //!   b'R' N ID*N                                 the label sets of the next N stacks, in order
 
@@ -26,7 +26,7 @@ pub struct Labels<R: Read> {
 }
 
 fn short(_: std::io::Error) -> Stop {
-    refused("stdin: the label sets end before the stacks do")
+    refused("labels: the label sets end before the stacks do")
 }
 
 impl<R: Read> Labels<R> {
@@ -56,7 +56,7 @@ impl<R: Read> Labels<R> {
         Ok(b)
     }
 
-    /// Reads one record; false at the end of stdin.
+    /// Reads one record; false at the end of the labels.
     fn record(&mut self) -> Result<bool, Stop> {
         let mut tag = [0u8; 1];
         if self.input.read(&mut tag).map_err(short)? == 0 {
@@ -84,7 +84,7 @@ impl<R: Read> Labels<R> {
                 self.queue.extend(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
                 self.next = 0;
             }
-            t => return Err(refused(format!("stdin: a record of unknown kind {t}"))),
+            t => return Err(refused(format!("labels: a record of unknown kind {t}"))),
         }
         Ok(true)
     }
@@ -93,21 +93,21 @@ impl<R: Read> Labels<R> {
     pub fn next(&mut self) -> Result<u32, Stop> {
         while self.next == self.queue.len() {
             if !self.record()? {
-                return Err(refused("stdin: the label sets end before the stacks do"));
+                return Err(refused("labels: the label sets end before the stacks do"));
             }
         }
         self.next += 1;
         Ok(self.queue[self.next - 1])
     }
 
-    /// Errs when stdin names label sets for more stacks than the file holds.
+    /// Errs when the labels name label sets for more stacks than the file holds.
     pub fn finish(&mut self) -> Result<(), Stop> {
         while self.next == self.queue.len() {
             if !self.record()? {
                 return Ok(());
             }
         }
-        Err(refused("stdin: more label sets than stacks"))
+        Err(refused("labels: more label sets than stacks"))
     }
 
     /// Label set `set` encoded (its strings numbered in t the first time).
@@ -115,7 +115,7 @@ impl<R: Read> Labels<R> {
         let set = set as usize;
         if self.encoded.get(set).is_none_or(|e| e.is_none()) {
             let pairs = self.sets.get_mut(set).and_then(Option::take)
-                .ok_or_else(|| refused(format!("stdin: label set {set} is used before it is named")))?;
+                .ok_or_else(|| refused(format!("labels: label set {set} is used before it is named")))?;
             let mut out = Vec::new();
             if self.format == Format::Pprof {
                 for (key, value) in &pairs {

@@ -1,6 +1,6 @@
 //! pprof's Profile and OTLP's ProfilesData of a folded file, rpcprof's one writer of each (report/export.py calls it):
 //! them: the strings, functions and locations numbered in the order first met (a stack's leaf, its callers from
-//! the leaf up, then its labels' strings), each stack's labels the set report.py names for it on stdin.
+//! the leaf up, then its labels' strings), each stack's labels the set report.py names for it (labels.rs).
 
 use std::io::{self, Read, Write};
 
