@@ -1,7 +1,8 @@
 """A folded file's rows read by the compiled core (rpcprof_core.rows, tools/core/src/grouped.rs, on a thread of its
 own) for the categorisation (`table`, `top`, diff's sides): report.py reads no line itself. The core numbers
 each distinct callers text (`a;b;`) and sends, a chunk of rows at a time, the texts new in it, the rows' leaves
-joined by newlines, and each row's callers number and count. A chunk whose leaves no rule may match
+joined by newlines, and each row's callers number and count (and, for `svg` and diff's rounds, the rows' lines as
+inferno-flamegraph must read them: drawn_stacks). A chunk whose leaves no rule may match
 (LeafFilter, one RE2 call over them all) is summed by callers number at once (numpy's add.at, exact on
 integers), as Tally.add_rows sums such a run by callers text, or, when the frames are kept, counted under its
 own leaves at once (stack_walk.new_leaves_at_once) when it can be; any other chunk is given to add_rows as rows.
