@@ -79,20 +79,21 @@ def write_collapsed(folded: Path, f) -> int:
 
 
 def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
-    """(the file the core reads for path, its total weight, the gcd of its weights): path itself, or its stacks
-    as collapsed lines in scratch; UserError naming path when it is missing, damaged or weighs nothing."""
-    if path.is_file() and not is_pprof(path):
-        try:
-            total, unit, _ = rpcprof_core.scan(str(path))
-            if total:
-                return path, total, unit
-        except (rpcprof_core.Refused, OSError):
-            pass
-    copy = scratch / f"{len(list(scratch.glob('*.collapsed')))}.collapsed"
-    with open(copy, "wb") as f:
-        write_collapsed(path, f)
-    total, unit, _ = rpcprof_core.scan(str(copy))
-    return copy, total, unit
+    """(the file the core reads for path, its total weight, the gcd of its weights): path itself, or a pprof
+    profile's stacks as collapsed lines in scratch; UserError naming path when it is missing, damaged or weighs
+    nothing."""
+    source = path
+    if is_pprof(path):
+        source = scratch / f"{len(list(scratch.glob('*.collapsed')))}.collapsed"
+        with open(source, "wb") as f:
+            write_collapsed(path, f)
+    try:
+        total, unit, _ = rpcprof_core.scan(str(source))
+    except rpcprof_core.Refused:
+        raise refusal(path) from None
+    if not total:
+        raise no_samples(path)
+    return source, total, unit
 
 
 def _core_writes(folded: Path, write) -> int:

@@ -13,9 +13,9 @@ categorised and written as inferno must read them, and inferno draws that file. 
 (analyze/encoded_rows.py), a chunk at a time, with their lines as inferno must read them; each chunk is categorised
 (stack_walk.Tally: a chunk whose leaves no rule may match takes its callers' answers, asked once per distinct
 callers) and its lines written to a file and to inferno. inferno sorts the lines it draws as byte strings and
-each box spans a run of adjacent lines, so the box at fg:x, fg:w holds the lines whose weights, summed in that order, run from x to x + w: the core
-sorts the file's lines as inferno does (rpcprof_core.sorted_lines), and running sums per category give each box its
-weights (`box_weights`).
+each box spans a run of adjacent lines, so the box at fg:x, fg:w holds the lines whose weights, summed in that
+order, run from x to x + w: the core sorts the file's lines as inferno does (rpcprof_core.sorted_lines), and
+running sums per category give each box its weights (`box_weights`).
 
 Frame names are made safe before inferno sees them (the core's rows::drawn, as report/text.py's xml_chars with
 lines=True: control characters and what XML 1.0 forbids become U+FFFD, as non-UTF-8 bytes already are): inferno
