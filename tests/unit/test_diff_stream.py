@@ -6,6 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+import rpcprof_core
 from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
@@ -40,6 +41,8 @@ def test_a_side_that_cannot_be_read_again_is_one_line(tmp_path, monkeypatch):
     from rpcprof.errors import UserError
     stacks = [frames for frames, _ in open_folded(DATA / "rust_tonic_mt.folded.gz")[:30]]
     a = fleet_folded(tmp_path / "a.folded", 3000, stacks)
-    monkeypatch.setattr(sigdiff, "read_into", lambda *args: False)      # changed since it was scanned
+    def changed(*args, **kwargs):                                       # changed since it was scanned
+        raise rpcprof_core.Refused("a line that is not a stack")
+    monkeypatch.setattr(sigdiff, "read_breakdown", changed)
     with pytest.raises(UserError, match="run the command again"):
         sigdiff.render_diff(a, a, tmp_path / "x.svg", RULES, None, True, False, "t", "table")

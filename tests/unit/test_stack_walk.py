@@ -1,10 +1,11 @@
-"""The categorisation of a file read by the compiled core in chunks (analyze/stack_walk.categorize_file: a chunk whose
-leaves no rule matches summed at once by callers, or counted under its leaves at once) gives what the same walk
-gives its stacks one row at a time (categorize() on the stacks held in memory), in every grouping: the same
-weights, totals, sample and stack counts, and the same deciding frames with the same weights in the same order;
+"""The categorisation of a file read by the compiled core in chunks (analyze/stack_walk.categorize_file: each leaf
+asked once, a stack whose leaf answers no question given its callers' answer, asked once per callers text), and
+of the same stacks held in memory (categorize), gives what stack_group's walk gives each stack alone, in every
+grouping: the same weights, totals, sample and stack counts, and the same deciding frames with the same weights;
 on the real captures, on hostile frame names, and on many stacks recombined from both."""
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
-from rpcprof.analyze.stack_walk import breakdowns_kept, categorize_file
+from rpcprof.analyze.stack_walk import FrameAnswers, breakdowns_kept, categorize_file, stack_group
 from rpcprof.errors import UserError
 from rpcprof.folded import parse_folded
 
@@ -24,16 +25,20 @@ APP = r"main\.\(\*server\)|Greeter|<script>"      # an app pattern that meets re
 
 
 def same_answer(path: Path, rules) -> None:
-    want = categorize(open_folded(path), rules)
-    got = categorize_file(path, rules)
-    lean = categorize_file(path, rules, keep_frames=False)      # table's: the sums by callers
-    assert (got.weights, got.total, got.samples, got.stacks) == (want.weights, want.total, want.samples,
-                                                                 want.stacks)
-    assert list(got.by_frame) == list(want.by_frame)
-    for group, frames in want.by_frame.items():
-        assert list(got.by_frame[group].items()) == list(frames.items()), group
-    assert (lean.weights, lean.total, lean.samples, lean.stacks) == (want.weights, want.total, want.samples,
-                                                                     want.stacks)
+    stacks = open_folded(path)
+    answers = FrameAnswers(rules)
+    weights, by_frame = dict.fromkeys(rules.all_categories, 0), {}
+    for frames, w in stacks:                       # the walk, one stack at a time
+        group, frame = stack_group(";".join(frames), answers)
+        weights[group] += w
+        by_frame.setdefault(group, {})[frame] = by_frame.get(group, {}).get(frame, 0) + w
+    total = sum(weights.values())
+    samples = total // math.gcd(*(w for _, w in stacks))
+    lean = categorize_file(path, rules, keep_frames=False)      # table's: no deciding frames
+    for got in (categorize_file(path, rules), categorize(stacks, rules), lean):
+        assert (got.weights, got.total, got.samples, got.stacks) == (weights, total, samples, len(stacks))
+    for got in (categorize_file(path, rules), categorize(stacks, rules)):
+        assert got.by_frame == by_frame
 
 
 def recombined(path: Path, n: int, seed: int) -> Path:
@@ -71,10 +76,10 @@ def test_streamed_categorisation_is_the_per_stack_answer_on_hostile_and_recombin
 @pytest.mark.parametrize("level, view", GROUPINGS)
 def test_distinct_leaves_over_chunks_give_the_per_stack_answer(tmp_path, monkeypatch, level, view):
     """Distinct leaves read in the core's chunks (lines and runs of leaves across them) and counted by their
-    callers' answers: the per-stack answer, with the deciding frames in the same order."""
-    from rpcprof.analyze import stack_walk
-    monkeypatch.setattr(stack_walk, "ROWS_AT_ONCE", 16)
-    monkeypatch.setattr(stack_walk, "CACHE_LIMIT", 64)          # the sums by callers emptied as they grow
+    callers' answers: the per-stack answer, with the same deciding frames."""
+    from rpcprof.analyze import rules, stack_walk
+    monkeypatch.setattr(stack_walk, "LEAVES_AT_ONCE", 16)
+    monkeypatch.setattr(rules, "CACHE_LIMIT", 64)               # the answers kept start afresh as they grow
     # leaves a rule decides, kernel and JIT suffixes, generic arguments, empty frames, non-ASCII and control
     # characters among the fleet's leaves; the last line without its newline
     odd = ["tcp_sendmsg_[k]", "malloc_[j]", "Vec<u8>::push", "", "é_leaf", "a\rb", "x\x7fy", "h2::proto::x"]

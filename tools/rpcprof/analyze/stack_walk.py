@@ -2,11 +2,12 @@
 up to a fleet's merge of millions of distinct stacks) and for stacks held in memory (categorize, group_of), by one
 walk (stack_group) over the stack's text. A file's work per stack is kept small:
 
-- the file is streamed: the compiled core reads it (analyze/encoded_rows.py), a stack is never held beyond its
-  chunk of rows, nor split into a list of frames;
-- a run of leaves that no rule of any question may match (one RE2 Set call over them, LeafFilter) is counted by
-  the stacks' callers alone: without deciding frames (`table`), a sum per distinct caller whose answer
-  is asked once at the end; with them (`top`), each leaf added to its callers' group's frames;
+- the file is streamed: the compiled core reads it (analyze/encoded_rows.py) and numbers its distinct callers
+  texts (`a;b;`), and each chunk's distinct leaves; a stack is never held beyond its chunk of rows, nor split
+  into a list of frames;
+- a chunk's distinct leaves are asked, a run of leaves that no rule of any question may match at once (LeafFilter,
+  one RE2 Set call over them); a row whose leaf answers no question takes its callers' answer, asked once per
+  distinct callers text (Grouping), and a chunk's rows are then grouped and summed by number (numpy);
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
   category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/patterns.py);
   a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
@@ -21,9 +22,11 @@ from contextvars import ContextVar
 from math import gcd
 from pathlib import Path
 
-from rpcprof.analyze.encoded_rows import read_into
-from rpcprof.analyze.patterns import LeafFilter, leaf_filter
-from rpcprof.analyze.rules import CACHE_LIMIT, OTHER, Breakdown, Rules, remember
+import rpcprof_core
+
+from rpcprof.analyze.encoded_rows import chunks, grown, in_memory
+from rpcprof.analyze.patterns import leaf_filter
+from rpcprof.analyze.rules import OTHER, Breakdown, Rules, remember
 from rpcprof.folded import no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
@@ -140,47 +143,36 @@ def breakdowns_kept():
         _KEPT.reset(token)
 
 
-def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True) -> Breakdown:
+def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True, between=None) -> Breakdown:
     """The Breakdown of a folded file (or a pprof profile), as categorize(open_folded(path), rules) gives it,
-    streamed; UserError naming the file when it is missing, damaged, or holds no samples. keep_frames=False:
-    its by_frame left empty (`table` has no use for it, and a fleet's distinct leaves would fill it)."""
+    streamed, between() called after each chunk of rows when given; UserError naming the file when it is missing,
+    damaged, or holds no samples. keep_frames=False: its by_frame left empty (`table` has no use for it)."""
     kept, key = _KEPT.get(), (Path(path), rules, keep_frames)
     if kept is not None and key in kept:
         return kept[key]
     if is_pprof(path):
         b = categorize(read_pprof(path), rules)
-    elif read_into(tally := Tally(rules, keep_frames), Path(path)):
-        b = tally.breakdown(path)
     else:
-        raise refusal(path)
+        try:
+            b = read_breakdown(path, rules, keep_frames, between)
+        except (EOFError, rpcprof_core.Refused):
+            raise refusal(path) from None
     if kept is not None:
         kept[key] = b
     return b
 
 
-ROWS_AT_ONCE = 256        # leaves asked of the LeafFilter in one call
-
-
-def new_leaves_at_once(callers, leaves, weights, leaf_into: dict, frames_for) -> bool:
-    """A run of rows (their callers, leaves and weights, in order) whose stacks all count under their own leaf
-    in one group's frames, each leaf new there: counted by one dict update, in the run's order as one row at a
-    time would; False, having counted nothing, otherwise. leaf_into: callers -> the frames dict their stacks
-    count their leaf into, or False (a frame of theirs decides, or no callers); frames_for(callers) puts callers
-    there, in the run's order."""
-    into = list(map(leaf_into.get, callers))
-    if None in into:
-        for c in callers:
-            if c not in leaf_into:
-                frames_for(c)
-        into = list(map(leaf_into.get, callers))
-    frames = into[0]
-    if frames is None or frames is False or len(set(map(id, into))) != 1:
-        return False
-    new = dict(zip(leaves, map(int, weights)))
-    if len(new) != len(callers) or not frames.keys().isdisjoint(new):
-        return False
-    frames.update(new)
-    return True
+def read_breakdown(path: Path | str, rules: Rules, keep_frames: bool = False, between=None) -> Breakdown:
+    """categorize_file's Breakdown of a folded file the core reads (encoded_rows.chunks), between() called after each
+    chunk; rpcprof_core.Refused, or EOFError, as chunks raise them."""
+    if not Path(path).is_file():
+        raise rpcprof_core.Refused(str(path))
+    sums = Sums(rules, keep_frames)
+    for chunk in chunks(Path(path)):
+        sums.add(chunk)
+        if between:
+            between()
+    return sums.breakdown(path)
 
 
 def walk_callers(callers: str, memo: dict, own) -> object:
@@ -204,68 +196,99 @@ def walk_callers(callers: str, memo: dict, own) -> object:
     return None if hit is _NONE else hit
 
 
-class Tally:
-    """The sums of categorize_file, one stack or one block of rows at a time."""
+NEUTRAL_LEAF, WALKED_LEAF = -1, -2     # a leaf's code: its stacks take their callers' group; each is walked
+UNASKED = -1                           # a callers text's code until its group is asked
+LEAVES_AT_ONCE = 256                   # leaves asked of the LeafFilter in one call, when a whole chunk's may match
 
-    def __init__(self, rules: Rules, keep_frames: bool):
-        self.rules, self.keep_frames = rules, keep_frames
-        self.answers = FrameAnswers(rules)
-        # A leaf that no rule answers leaves the stack to its callers, whose answer is kept by their text: a
-        # fleet's distinct leaves (JIT code, line numbers, addresses) mostly sit under callers seen before.
-        self.by_callers: dict[str, tuple[str, str | None]] = {}
-        self.weights: dict[str, int] = {}
-        self.by_frame: dict[str, dict[str, int]] = {}    # group -> frame counted under -> weight, first seen first
-        self.unit = self.stacks = 0
-        # without the deciding frames, the stacks whose leaf no rule answers are summed by their callers (`a;b;`)
-        # alone, and their callers' answers asked once at the end: under_callers, emptied into weights when it
-        # grows past CACHE_LIMIT
-        self.under_callers: dict[str, int] = {}
-        self._frames_of: dict[str, tuple[dict[str, int], str | None]] = {}    # callers -> (by_frame[group], frame)
-        self._leaf_into: dict[str, dict[str, int] | bool] = {"": False}        # see new_leaves_at_once
 
-    def group_weights(self) -> dict[str, int]:
-        """Group -> weight of the stacks so far."""
-        if self.keep_frames:
-            return {group: sum(frames.values()) for group, frames in self.by_frame.items()}
-        weights = dict(self.weights)
-        for callers, w in self.under_callers.items():
-            group = self.callers_answer(callers)[0]
-            weights[group] = weights.get(group, 0) + w
-        return weights
+class Grouping:
+    """Each row's group in the rules' grouping (its number: its place in rules.all_categories), a chunk of the
+    core's rows at a time (encoded_rows.chunks), as stack_group's walk gives it. Each of a chunk's distinct leaves
+    decides its stacks alone, or answers no question (NEUTRAL: its stacks take their callers' answer, asked once
+    per distinct callers text, by walk_callers), or neither (each of its stacks is walked). A run of leaves that
+    no rule of any question may match (one RE2 Set call over them, LeafFilter) is NEUTRAL at once."""
 
-    def answer(self, stack: str) -> tuple[str, str]:
-        """(group, the frame its samples are counted under) of a stack `a;b;c`, as stack_group gives them."""
-        answers = self.answers
-        cut = stack.rfind(";")
-        leaf = stack[cut + 1:]
-        key = cached(answers.by_leaf, answers.leaf_decides, leaf)
-        if key is NEUTRAL and cut >= 0:
-            group, frame = self.callers_answer(stack[:cut + 1])
-            return group, leaf if frame is None else frame
-        if key is None or key is NEUTRAL:
-            return stack_group(stack, answers)
-        return key
+    def __init__(self, rules: Rules) -> None:
+        import numpy as np
+        self.rules, self.answers = rules, FrameAnswers(rules)
+        self.number = {g: i for i, g in enumerate(rules.all_categories)}
+        self.rest = OTHER if rules.view == "category" else self.answers.view_rest
+        every = rules.rules + rules.tax.rules + rules.waits.rules
+        self.none_match = leaf_filter(tuple(r.pattern.pattern for r in every)).none_match
+        self.memo: dict[str, object] = {}              # callers prefix -> its answer (walk_callers)
+        self.sub_memo: dict[str, dict[str, object]] = {}    # level 2: category -> callers prefix -> its answer
+        self.callers_codes = np.zeros(0, np.int32)     # per callers number: its group, or UNASKED
+        self.callers_decide = np.zeros(0, np.bool_)    # per callers number: whether one of its frames decides it
+        self.callers_frames: dict[int, str] = {}       # per callers number: that frame
+
+    def rows(self, chunk) -> tuple:
+        """(each row's group number, whether its samples count under its own leaf, {row: its group's deciding
+        frame} of the rows walked) of a chunk, in its order (numpy arrays); the other rows' samples count under
+        their callers' deciding frame (callers_frames)."""
+        import numpy as np
+        groups = self._leaf_codes(chunk.leaves)[chunk.leaf_ids]
+        neutral = groups == NEUTRAL_LEAF
+        at_leaf = ~neutral
+        if neutral.any():
+            ids = chunk.callers_ids[neutral]
+            if len(self.callers_codes) < len(chunk.callers):
+                more = len(chunk.callers) - len(self.callers_codes)
+                self.callers_codes = np.concatenate([self.callers_codes, np.full(more, UNASKED, np.int32)])
+                self.callers_decide = np.concatenate([self.callers_decide, np.zeros(more, np.bool_)])
+            for i in np.unique(ids[self.callers_codes[ids] == UNASKED]).tolist():
+                group, frame = self.callers_answer(chunk.callers[i])
+                self.callers_codes[i] = self.number[group]
+                if frame is not None:
+                    self.callers_decide[i], self.callers_frames[i] = True, frame
+            groups[neutral] = self.callers_codes[ids]
+            at_leaf[neutral] = ~self.callers_decide[ids]
+        walked = {}
+        for row in np.flatnonzero(groups == WALKED_LEAF).tolist():
+            stack = chunk.callers[chunk.callers_ids[row]] + chunk.leaves[chunk.leaf_ids[row]]
+            group, walked[row] = stack_group(stack, self.answers)
+            groups[row], at_leaf[row] = self.number[group], False
+        return groups, at_leaf, walked
+
+    def _leaf_codes(self, leaves: list[str]):
+        """Each leaf's group number, NEUTRAL_LEAF or WALKED_LEAF (numpy)."""
+        import numpy as np
+        codes = np.full(len(leaves), NEUTRAL_LEAF, np.int32)
+        if self.none_match("\n".join(leaves)):
+            return codes
+        by_leaf, decides = self.answers.by_leaf, self.answers.leaf_decides
+        for at in range(0, len(leaves), LEAVES_AT_ONCE):
+            run = leaves[at:at + LEAVES_AT_ONCE]
+            if self.none_match("\n".join(run)):
+                continue
+            for i, leaf in enumerate(run, at):
+                key = cached(by_leaf, decides, leaf)
+                if key is None:
+                    codes[i] = WALKED_LEAF
+                elif key is not NEUTRAL:
+                    codes[i] = self.number[key[0]]
+        return codes
 
     def callers_answer(self, callers: str) -> tuple[str, str | None]:
-        """(group, deciding frame) of a stack's callers `a;b;` (the stack less a NEUTRAL leaf, with the callers' last
-        ';'), kept by that text; the frame None when no frame decides (the stack's own leaf is then the frame its
-        samples are counted under)."""
-        known = self.by_callers.get(callers)
-        if known is None:
-            if self.rules.view == "category" and self.rules.level == 1:
-                return walk_callers(callers, self.by_callers, self._level1_own)
-            answers = self.answers
-            group, frame = stack_group(callers[:-1], answers)
-            if self.rules.view == "category":
-                frame = frame if group != OTHER else None
-            else:
-                # the tax and waits walks name the callers' last frame both when it decides and when none does:
-                # it decides only if it answers one of the questions
-                last = callers[callers.rfind(";", 0, len(callers) - 1) + 1:-1]
-                known = cached(answers.by_leaf, answers.leaf_decides, last)
-                frame = frame if frame != last or known is not NEUTRAL else None
-            known = remember(self.by_callers, callers, (group, frame))
-        return known
+        """(group, deciding frame) of a stack's callers `a;b;` whose leaf answers no question; the frame None when
+        no frame decides (the stack's own leaf is then the frame its samples are counted under)."""
+        if not callers:
+            return self.rest, None
+        answers, rules = self.answers, self.rules
+        if rules.view != "category":
+            known, ask = answers.view_known, answers.view_of
+            return walk_callers(callers, self.memo, lambda f, cut: self._own(known, ask, f, cut)) or (self.rest, None)
+        category, frame = walk_callers(callers, self.memo, self._level1_own)
+        if rules.level == 1 or category == OTHER or category not in answers.subs:
+            return category, frame
+        known, ask = answers.subs[category], answers.sub_of
+        return walk_callers(callers, self.sub_memo.setdefault(category, {}),
+                            lambda f, _cut: self._own(known, ask, f, 0, category)) or (f"{category}/{OTHER}", frame)
+
+    def _own(self, known: dict, ask, frame: str, cut: int, *args):
+        """walk_callers' answer at a frame for one question: (its group, the frame) when it answers; (the rest, None)
+        at the root when no frame did."""
+        group = cached(known, ask, frame, *args)
+        return (group, frame) if group is not None else (self.rest, None) if cut < 0 else None
 
     def _level1_own(self, frame: str, cut: int) -> tuple[str, str | None] | None:
         """walk_callers' answer at a frame of the callers at level 1: the frame decides, or none does up to the root."""
@@ -274,91 +297,80 @@ class Tally:
             return decided, frame if decided != OTHER else None
         return (OTHER, None) if cut < 0 else None
 
-    def _count(self, group: str, frame: str, w: int) -> None:
-        weights = self.weights
-        weights[group] = weights.get(group, 0) + w
-        if self.keep_frames:
-            frames = self.by_frame.get(group)
-            if frames is None:
-                frames = self.by_frame[group] = {}
-            frames[frame] = frames.get(frame, 0) + w
 
-    def leaf_filter(self) -> LeafFilter:
-        """The LeafFilter of every question's rules (made once per process: patterns.leaf_filter)."""
-        rules = self.rules.rules + self.rules.tax.rules + self.rules.waits.rules
-        return leaf_filter(tuple(r.pattern.pattern for r in rules))
+class Sums:
+    """The Breakdown of chunks of rows (Grouping.rows): each group's weight and, with keep_frames, each frame's that
+    its samples count under: summed by name for the rows counted under their leaf or walked, by callers number for
+    those their callers decide."""
 
-    def leaves_at_once(self, callers: list[str], leaves: list[str], weights: list[int]) -> bool:
-        """new_leaves_at_once of rows given as their callers, leaves and weights (counted in stacks and unit too)."""
-        if not new_leaves_at_once(callers, leaves, weights, self._leaf_into, self._frames_for):
-            return False
-        self.counted(len(callers), gcd(*set(weights)))
-        return True
+    def __init__(self, rules: Rules, keep_frames: bool) -> None:
+        import numpy as np
+        self.rules, self.keep_frames, self.grouping = rules, keep_frames, Grouping(rules)
+        self.weights = np.zeros(len(rules.all_categories), np.uint64)
+        self.stacks = self.unit = 0
+        self.frames: dict[int, dict[str, int]] = {}                          # group number -> frame -> weight
+        self.by_callers = np.zeros(0, np.uint64), np.zeros(0, np.bool_)    # (weights, seen) by callers number
 
-    def counted(self, rows: int, unit: int) -> None:
-        """rows stacks more, whose weights' gcd is unit."""
-        self.stacks += rows
-        self.unit = gcd(self.unit, unit)
+    def add(self, chunk) -> None:
+        import numpy as np
+        groups, at_leaf, walked = self.grouping.rows(chunk)
+        counts = chunk.counts
+        np.add.at(self.weights, groups, counts)
+        self.stacks += len(counts)
+        self.unit = gcd(self.unit, *set(counts.tolist()))
+        if not self.keep_frames:
+            return
+        for row, frame in walked.items():
+            self._count(int(groups[row]), [frame], [int(counts[row])])
+        for g in np.unique(groups[at_leaf]).tolist():
+            rows = at_leaf & (groups == g)
+            weights, seen = np.zeros(len(chunk.leaves), np.uint64), np.zeros(len(chunk.leaves), np.bool_)
+            np.add.at(weights, chunk.leaf_ids[rows], counts[rows])
+            seen[chunk.leaf_ids[rows]] = True
+            at = np.flatnonzero(seen)
+            self._count(g, map(chunk.leaves.__getitem__, at.tolist()), weights[at].tolist())
+        decided = ~at_leaf
+        decided[list(walked)] = False
+        if decided.any():
+            weights, seen = (grown(a, len(chunk.callers)) for a in self.by_callers)
+            np.add.at(weights, chunk.callers_ids[decided], counts[decided])
+            seen[chunk.callers_ids[decided]] = True
+            self.by_callers = weights, seen
 
-    def add_rows(self, rows: list[tuple[str, str, str]]) -> None:
-        """Rows (callers, leaf, count), in the file's order: a run of leaves that no rule answers (LeafFilter) is counted by
-        its callers' answers alone; any other row by its own answer."""
-        none_match = self.leaf_filter().none_match
-        count, answer, frames_of = self._count, self.answer, self._frames_of
-        keep_frames, under = self.keep_frames, self.under_callers
-        for i in range(0, len(rows), ROWS_AT_ONCE):
-            run = rows[i:i + ROWS_AT_ONCE]
-            if not none_match("\n".join([leaf for _, leaf, _ in run])):
-                for callers, leaf, w in run:
-                    count(*answer(callers + leaf), int(w))
-                continue
-            if not keep_frames:
-                for callers, leaf, w in run:
-                    if callers:
-                        under[callers] = under.get(callers, 0) + int(w)
-                    else:
-                        count(*answer(leaf), int(w))
-                continue
-            if new_leaves_at_once(*zip(*run), self._leaf_into, self._frames_for):
-                continue
-            for callers, leaf, w in run:       # summed into by_frame alone: the weights are its sums
-                w = int(w)
-                if not callers:
-                    count(*answer(leaf), w)
-                    continue
-                frames, frame = frames_of.get(callers) or self._frames_for(callers)
-                if frame is None:
-                    frame = leaf
-                frames[frame] = frames.get(frame, 0) + w
-        if len(under) > CACHE_LIMIT:
-            self.weights = self.group_weights()
-            under.clear()
-        self.counted(len(rows), gcd(*map(int, {w for _, _, w in rows})))
+    def _count(self, group: int, frames, weights) -> None:
+        known = self.frames.setdefault(group, {})
+        for frame, w in zip(frames, weights):
+            known[frame] = known.get(frame, 0) + w
 
-    def _frames_for(self, callers: str) -> tuple[dict[str, int], str | None]:
-        """(by_frame's dict of the group of callers `a;b;`, the frame deciding it or None), kept by callers."""
-        group, frame = self.callers_answer(callers)
-        frames = self.by_frame.setdefault(group, {})
-        remember(self._leaf_into, callers, frame is None and frames)
-        return remember(self._frames_of, callers, (frames, frame))
+    def by_frame(self) -> dict[str, dict[str, int]]:
+        """Group -> frame its samples count under -> weight."""
+        import numpy as np
+        weights, seen = self.by_callers
+        at = np.flatnonzero(seen).tolist()
+        codes, frames = self.grouping.callers_codes, self.grouping.callers_frames
+        for i, w in zip(at, weights[at].tolist()):
+            self._count(int(codes[i]), [frames[i]], [w])
+        self.by_callers = np.zeros(0, np.uint64), np.zeros(0, np.bool_)
+        names = self.rules.all_categories
+        return {names[g]: self.frames[g] for g in sorted(self.frames)}
 
     def breakdown(self, path=None, unit: int | None = None) -> Breakdown:
-        """The Breakdown of the stacks so far, UserError naming path (the file read) when they hold no samples;
-        unit: one sample's weight, else the gcd of their weights."""
-        weights = self.group_weights()
+        """The Breakdown of the rows so far, UserError naming path (the file read) when they hold no samples; unit:
+        one sample's weight, else the gcd of their weights."""
+        weights = dict(zip(self.rules.all_categories, self.weights.tolist()))
         total = sum(weights.values())
         if path is not None and not total:
             raise no_samples(path)
-        return Breakdown({c: weights.get(c, 0) for c in self.rules.all_categories}, total,
-                         total // (unit or self.unit or 1), self.by_frame, self.stacks)
+        return Breakdown(weights, total, total // (unit or self.unit or 1), self.by_frame() if self.keep_frames else {},
+                         self.stacks)
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:
     """The Breakdown of stacks held in memory ((frames root first, weight)), counted as a file's rows are; sample_weight:
     one sample's weight (perf's period when inferno weighted by period), else the gcd of the weights."""
-    tally = Tally(rules, keep_frames=True)
-    tally.add_rows([(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", frames[-1], w) for frames, w in stacks])
-    return tally.breakdown(unit=sample_weight)
+    sums = Sums(rules, keep_frames=True)
+    sums.add(in_memory(stacks))
+    return sums.breakdown(unit=sample_weight)
 
 
 _ANSWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # Rules -> its FrameAnswers, for group_of

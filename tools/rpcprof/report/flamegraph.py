@@ -11,8 +11,8 @@ from the stacks beneath it (box_weights).
 One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: its rows are
 categorised and written as inferno must read them, and inferno draws that file. The compiled core reads the rows
 (analyze/encoded_rows.py), a chunk at a time, with their lines as inferno must read them; each chunk is categorised
-(stack_walk.Tally: a chunk whose leaves no rule may match takes its callers' answers, asked once per distinct
-callers) and its lines written to a file and to inferno. inferno sorts the lines it draws as byte strings and
+(stack_walk.Grouping: a leaf asked once, and a stack whose leaf answers no question takes its callers' answer,
+asked once per distinct callers) and its lines written to a file and to inferno. inferno sorts the lines it draws as byte strings and
 each box spans a run of adjacent lines, so the box at fg:x, fg:w holds the lines whose weights, summed in that
 order, run from x to x + w: the core sorts the file's lines as inferno does (rpcprof_core.sorted_lines), and
 running sums per category give each box its weights (`box_weights`).
@@ -42,7 +42,7 @@ import rpcprof_core
 
 from rpcprof.analyze.categorize import OTHER, Rules, group_of
 from rpcprof.analyze.encoded_rows import chunks
-from rpcprof.analyze.stack_walk import Tally
+from rpcprof.analyze.stack_walk import Grouping
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
 from rpcprof.folded import refusal
@@ -63,31 +63,25 @@ def deannotated(name: str) -> str:
     return name[:-4] if name.endswith(("_[k]", "_[w]", "_[i]", "_[j]")) else name
 
 
-AT_ONCE_FROM = 4096     # rows of a chunk worth asking the LeafFilter (made once per process: a parse of every rule)
-
-
 def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[array, array]:
     """(weights, groups) of a folded file's rows, in order (arrays), each group a number (its place in
-    rules.all_categories), by the leaf-first rule (stack_walk.Tally) or classify(frames); the rows' lines, as
+    rules.all_categories), by the leaf-first rule (stack_walk.Grouping) or classify(frames); the rows' lines, as
     inferno-flamegraph must read them (the core's), given to write (a function of bytes)."""
-    tally = Tally(rules, keep_frames=False)
-    answer, callers_answer = tally.answer, tally.callers_answer
+    grouping = Grouping(rules)
     number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
     weights, groups = array("Q"), array("B")
-    by_callers: list[int] = []     # the group of a stack under each callers number whose leaf no rule answers
+    leaves: list[str] = []
     try:
-        for known, leaves, ids, counts, _, _, drawn in chunks(folded, drawn=True):
-            write(drawn)
-            if not classify and len(ids) >= AT_ONCE_FROM and tally.leaf_filter().none_match(leaves):
-                by_callers += [number(callers_answer(c)[0]) if c else -1 for c in known[len(by_callers):]]  # -1: one frame
-                found = list(map(by_callers.__getitem__, ids))
-                if -1 in found:
-                    found = [g if g >= 0 else number(answer(leaf)[0]) for g, leaf in zip(found, leaves.split("\n"))]
+        for chunk in chunks(folded, drawn=True):
+            write(chunk.drawn)
+            weights.frombytes(chunk.counts.astype("=u8").tobytes())
+            if classify:
+                leaves += chunk.leaves
+                stacks = map(str.__add__, map(chunk.callers.__getitem__, chunk.callers_ids.tolist()),
+                             map(leaves.__getitem__, chunk.leaf_ids.tolist()))
+                groups.extend(number(classify(s.split(";"))) for s in stacks)
             else:
-                stacks = map(str.__add__, map(known.__getitem__, ids), leaves.split("\n"))
-                found = [number(classify(s.split(";")) if classify else answer(s)[0]) for s in stacks]
-            weights.extend(counts)
-            groups.extend(found)
+                groups.frombytes(grouping.rows(chunk)[0].astype("u1").tobytes())
     except (rpcprof_core.Refused, EOFError):
         raise refusal(folded) from None
     return weights, groups

@@ -27,11 +27,11 @@ from pathlib import Path
 import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.encoded_rows import drawn_stacks, read_into
+from rpcprof.analyze.encoded_rows import drawn_stacks
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
-from rpcprof.analyze.stack_walk import Tally
+from rpcprof.analyze.stack_walk import read_breakdown
 from rpcprof.errors import UserError
 from rpcprof.folded import sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
@@ -70,10 +70,10 @@ class SidesRead:
     def categorize(self, path: Path, rules: Rules, draw=None) -> object:
         """The Breakdown of path (a file the core takes) under rules; Changed when it no longer reads as it did."""
         self._draw = draw
-        tally = Tally(rules, False)
-        if not read_into(tally, path, self._poll):
-            raise Changed
-        return tally.breakdown(path)
+        try:
+            return read_breakdown(path, rules, between=self._poll)
+        except (EOFError, rpcprof_core.Refused):
+            raise Changed from None
 
     def found(self) -> dict:
         """{"a", "b": {"count": frames on that side only, "frames": [[name, share (0-1)]] the largest}}."""
@@ -82,7 +82,7 @@ class SidesRead:
         except rpcprof_core.Refused:
             raise Changed from None
 
-    def _poll(self, at_once: bool = True) -> None:
+    def _poll(self) -> None:
         if self.drawing is None and self._draw and self.task.done():
             self.drawing = self._draw(self.found())
 
