@@ -79,6 +79,7 @@ def test_distinct_leaves_over_chunks_give_the_per_stack_answer(tmp_path, monkeyp
     callers' answers: the per-stack answer, with the same deciding frames."""
     from rpcprof.analyze import rules, stack_walk
     monkeypatch.setattr(stack_walk, "LEAVES_AT_ONCE", 16)
+    monkeypatch.setattr(stack_walk, "FILTER_FROM", 16)
     monkeypatch.setattr(rules, "CACHE_LIMIT", 64)               # the answers kept start afresh as they grow
     # leaves a rule decides, kernel and JIT suffixes, generic arguments, empty frames, non-ASCII and control
     # characters among the fleet's leaves; the last line without its newline

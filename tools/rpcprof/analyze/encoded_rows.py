@@ -11,6 +11,8 @@ gzip stream), or EOFError when its stream stops short: folded.refusal then says 
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,23 +24,14 @@ _HEAD = struct.Struct("<6I")
 class Chunk(NamedTuple):
     callers: list[str]        # every callers text so far, by number (`a;b;`, "" for a stack of one frame)
     leaves: list[str]         # the chunk's distinct leaves, by number
-    callers_ids: object       # each row's callers number (numpy u32)
-    leaf_ids: object          # each row's leaf number (numpy u32)
-    counts: object            # each row's count (numpy u64)
+    callers_ids: array        # each row's callers number (u32)
+    leaf_ids: array           # each row's leaf number (u32)
+    counts: array             # each row's count (u64)
     drawn: bytes              # with drawn, the rows' lines as inferno-flamegraph must read them
-
-
-def grown(a, n: int):
-    """a (a numpy array) with zeros after it to hold n entries or more: a power of two, so it seldom grows."""
-    if n <= len(a):
-        return a
-    import numpy as np
-    return np.concatenate([a, np.zeros((1 << (n - 1).bit_length()) - len(a), a.dtype)])
 
 
 def chunks(path: Path, drawn: bool = False):
     """Each Chunk of the core's rows of a folded file; rpcprof_core.Refused, or EOFError when the stream stops short."""
-    import numpy as np
     blocks, data, at = iter(rpcprof_core.rows(str(path), drawn)), b"", 0
 
     def exactly(n: int) -> bytes:
@@ -53,25 +46,30 @@ def chunks(path: Path, drawn: bool = False):
 
     def texts(count: int, length: int) -> list[str]:
         return exactly(length).decode("utf-8").split("\n") if count else []
+
+    def numbers(kind: str, size: int) -> array:
+        a = array(kind, exactly(size))
+        if sys.byteorder == "big":
+            a.byteswap()
+        return a
     callers: list[str] = []
     while True:
         if exactly(1) == b"E":
             return
         rows, new_callers, callers_len, leaves, leaves_len, drawn_len = _HEAD.unpack(exactly(_HEAD.size))
         callers += texts(new_callers, callers_len)
-        yield Chunk(callers, texts(leaves, leaves_len), np.frombuffer(exactly(4 * rows), "<u4"),
-                    np.frombuffer(exactly(4 * rows), "<u4"), np.frombuffer(exactly(8 * rows), "<u8"), exactly(drawn_len))
+        yield Chunk(callers, texts(leaves, leaves_len), numbers("I", 4 * rows), numbers("I", 4 * rows),
+                    numbers("Q", 8 * rows), exactly(drawn_len))
 
 
 def in_memory(stacks: list[tuple[list[str], int]]) -> Chunk:
     """Stacks held in memory ((frames root first, weight)) as one Chunk of rows."""
-    import numpy as np
     callers: dict[str, int] = {}
     leaves: dict[str, int] = {}
-    rows = [(callers.setdefault(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", len(callers)),
-             leaves.setdefault(frames[-1], len(leaves)), w) for frames, w in stacks]
-    ids = np.array(rows, np.uint64).reshape(-1, 3).T
-    return Chunk(list(callers), list(leaves), ids[0].astype(np.uint32), ids[1].astype(np.uint32), ids[2], b"")
+    callers_ids = array("I", [callers.setdefault(";".join(frames[:-1]) + ";" if len(frames) > 1 else "", len(callers))
+                              for frames, _ in stacks])
+    leaf_ids = array("I", [leaves.setdefault(frames[-1], len(leaves)) for frames, _ in stacks])
+    return Chunk(list(callers), list(leaves), callers_ids, leaf_ids, array("Q", [w for _, w in stacks]), b"")
 
 
 def drawn_stacks(path: Path) -> list[tuple[list[str], int]]:

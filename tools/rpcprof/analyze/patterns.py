@@ -286,16 +286,19 @@ class LeafFilter:
         rewritten = [re2_superset(p) for p in patterns]
         match, _, outside, self._sentinel = compile_set([None if p is None else "(?m)" + p for p in rewritten])
         self._match = None if outside else match
+        self._last = ("", False)        # the last leaves asked and their answer: the groupings of one chunk ask alike
 
     def none_match(self, leaves: str) -> bool:
         """True when no rule matches any of the leaves (joined by newlines) as categorize.yaml reads them;
         False when one may, or the leaves hold what the filter cannot judge."""
         # printable ASCII (where RE2 and Python read patterns alike), and nothing normalize_frame changes
         # (generic arguments, a `_[k]` or `_[j]` suffix)
-        if (self._match is None or not leaves.isascii() or "<" in leaves or "_[" in leaves
-                or not leaves.replace("\n", " ").isprintable()):
-            return False
-        return self._match(leaves.encode()) == [self._sentinel]
+        if leaves == self._last[0]:
+            return self._last[1]
+        none = not (self._match is None or not leaves.isascii() or "<" in leaves or "_[" in leaves
+                    or not leaves.replace("\n", " ").isprintable()) and self._match(leaves.encode()) == [self._sentinel]
+        self._last = leaves, none
+        return none
 
 
 # the LeafFilter of these patterns (the rules' sources), made once per process for the same patterns (its RE2 set costs

@@ -7,7 +7,7 @@ walk (stack_group) over the stack's text. A file's work per stack is kept small:
   into a list of frames;
 - a chunk's distinct leaves are asked, a run of leaves that no rule of any question may match at once (LeafFilter,
   one RE2 Set call over them); a row whose leaf answers no question takes its callers' answer, asked once per
-  distinct callers text (Grouping), and a chunk's rows are then grouped and summed by number (numpy);
+  distinct callers text (Grouping), a chunk's rows then grouped by those numbers;
 - each distinct frame meets the rules once per question (its level-1 category, its sub-category in a
   category, its tax or waits group), all the question's rules at once (Rules.first_rule, analyze/patterns.py);
   a stack then costs a dictionary look-up per frame walked, from the leaf, and the walk stops where the
@@ -16,6 +16,7 @@ walk (stack_group) over the stack's text. A file's work per stack is kept small:
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import rpcprof_core
 
-from rpcprof.analyze.encoded_rows import chunks, grown, in_memory
+from rpcprof.analyze.encoded_rows import chunks, in_memory
 from rpcprof.analyze.patterns import leaf_filter
 from rpcprof.analyze.rules import OTHER, Breakdown, Rules, remember
 from rpcprof.folded import no_samples, refusal
@@ -197,8 +198,8 @@ def walk_callers(callers: str, memo: dict, own) -> object:
 
 
 NEUTRAL_LEAF, WALKED_LEAF = -1, -2     # a leaf's code: its stacks take their callers' group; each is walked
-UNASKED = -1                           # a callers text's code until its group is asked
 LEAVES_AT_ONCE = 256                   # leaves asked of the LeafFilter in one call, when a whole chunk's may match
+FILTER_FROM = 4096                     # distinct leaves of a chunk worth the LeafFilter (a fleet's, not a capture's)
 
 
 class Grouping:
@@ -209,56 +210,53 @@ class Grouping:
     no rule of any question may match (one RE2 Set call over them, LeafFilter) is NEUTRAL at once."""
 
     def __init__(self, rules: Rules) -> None:
-        import numpy as np
         self.rules, self.answers = rules, FrameAnswers(rules)
         self.number = {g: i for i, g in enumerate(rules.all_categories)}
         self.rest = OTHER if rules.view == "category" else self.answers.view_rest
-        every = rules.rules + rules.tax.rules + rules.waits.rules
-        self.none_match = leaf_filter(tuple(r.pattern.pattern for r in every)).none_match
         self.memo: dict[str, object] = {}              # callers prefix -> its answer (walk_callers)
         self.sub_memo: dict[str, dict[str, object]] = {}    # level 2: category -> callers prefix -> its answer
-        self.callers_codes = np.zeros(0, np.int32)     # per callers number: its group, or UNASKED
-        self.callers_decide = np.zeros(0, np.bool_)    # per callers number: whether one of its frames decides it
-        self.callers_frames: dict[int, str] = {}       # per callers number: that frame
+        self.callers_codes: list[int] = []             # per callers number: its group
+        self.callers_frames: dict[int, str] = {}       # per callers number: the frame that decides it, if one does
 
-    def rows(self, chunk) -> tuple:
-        """(each row's group number, whether its samples count under its own leaf, {row: its group's deciding
-        frame} of the rows walked) of a chunk, in its order (numpy arrays); the other rows' samples count under
-        their callers' deciding frame (callers_frames)."""
-        import numpy as np
-        groups = self._leaf_codes(chunk.leaves)[chunk.leaf_ids]
-        neutral = groups == NEUTRAL_LEAF
-        at_leaf = ~neutral
-        if neutral.any():
-            ids = chunk.callers_ids[neutral]
-            if len(self.callers_codes) < len(chunk.callers):
-                more = len(chunk.callers) - len(self.callers_codes)
-                self.callers_codes = np.concatenate([self.callers_codes, np.full(more, UNASKED, np.int32)])
-                self.callers_decide = np.concatenate([self.callers_decide, np.zeros(more, np.bool_)])
-            for i in np.unique(ids[self.callers_codes[ids] == UNASKED]).tolist():
+    def rows(self, chunk, frames: bool = False) -> tuple[list[int], list[str] | None]:
+        """(each row's group number, with frames each row's frame its samples count under: the deciding frame, or
+        its leaf where none decides) of a chunk, in its order."""
+        codes = self._leaf_codes(chunk.leaves)
+        groups = list(map(codes.__getitem__, chunk.leaf_ids))
+        leaves = list(map(chunk.leaves.__getitem__, chunk.leaf_ids)) if frames or WALKED_LEAF in codes else None
+        named = leaves
+        if NEUTRAL_LEAF in codes:
+            ids, known = chunk.callers_ids, self.callers_codes
+            for i in range(len(known), len(chunk.callers)):     # each callers text asked once, in order
                 group, frame = self.callers_answer(chunk.callers[i])
-                self.callers_codes[i] = self.number[group]
+                known.append(self.number[group])
                 if frame is not None:
-                    self.callers_decide[i], self.callers_frames[i] = True, frame
-            groups[neutral] = self.callers_codes[ids]
-            at_leaf[neutral] = ~self.callers_decide[ids]
-        walked = {}
-        for row in np.flatnonzero(groups == WALKED_LEAF).tolist():
-            stack = chunk.callers[chunk.callers_ids[row]] + chunk.leaves[chunk.leaf_ids[row]]
-            group, walked[row] = stack_group(stack, self.answers)
-            groups[row], at_leaf[row] = self.number[group], False
-        return groups, at_leaf, walked
+                    self.callers_frames[i] = frame
+            if frames:
+                by_callers = self.callers_frames
+                named = [f if g != NEUTRAL_LEAF else by_callers.get(c, f) for g, c, f in zip(groups, ids, leaves)]
+            if codes.count(NEUTRAL_LEAF) == len(codes):
+                groups = list(map(known.__getitem__, ids))
+            else:
+                groups = [g if g != NEUTRAL_LEAF else known[c] for g, c in zip(groups, ids)]
+        if WALKED_LEAF in codes:
+            for row in [row for row, g in enumerate(groups) if g == WALKED_LEAF]:
+                group, frame = stack_group(chunk.callers[chunk.callers_ids[row]] + leaves[row], self.answers)
+                groups[row] = self.number[group]
+                if frames:
+                    named[row] = frame
+        return groups, named if frames else None
 
-    def _leaf_codes(self, leaves: list[str]):
-        """Each leaf's group number, NEUTRAL_LEAF or WALKED_LEAF (numpy)."""
-        import numpy as np
-        codes = np.full(len(leaves), NEUTRAL_LEAF, np.int32)
-        if self.none_match("\n".join(leaves)):
+    def _leaf_codes(self, leaves: list[str]) -> list[int]:
+        """Each leaf's group number, NEUTRAL_LEAF or WALKED_LEAF."""
+        codes = [NEUTRAL_LEAF] * len(leaves)
+        none_match = self.none_match if len(leaves) >= FILTER_FROM else lambda _: False
+        if none_match("\n".join(leaves)):
             return codes
         by_leaf, decides = self.answers.by_leaf, self.answers.leaf_decides
         for at in range(0, len(leaves), LEAVES_AT_ONCE):
             run = leaves[at:at + LEAVES_AT_ONCE]
-            if self.none_match("\n".join(run)):
+            if none_match("\n".join(run)):
                 continue
             for i, leaf in enumerate(run, at):
                 key = cached(by_leaf, decides, leaf)
@@ -267,6 +265,12 @@ class Grouping:
                 elif key is not NEUTRAL:
                     codes[i] = self.number[key[0]]
         return codes
+
+    @functools.cached_property
+    def none_match(self):
+        """The LeafFilter's test of every question's rules (made once per process: a parse of every rule)."""
+        every = self.rules.rules + self.rules.tax.rules + self.rules.waits.rules
+        return leaf_filter(tuple(r.pattern.pattern for r in every)).none_match
 
     def callers_answer(self, callers: str) -> tuple[str, str | None]:
         """(group, deciding frame) of a stack's callers `a;b;` whose leaf answers no question; the frame None when
@@ -300,69 +304,36 @@ class Grouping:
 
 class Sums:
     """The Breakdown of chunks of rows (Grouping.rows): each group's weight and, with keep_frames, each frame's that
-    its samples count under: summed by name for the rows counted under their leaf or walked, by callers number for
-    those their callers decide."""
+    its samples count under."""
 
     def __init__(self, rules: Rules, keep_frames: bool) -> None:
-        import numpy as np
         self.rules, self.keep_frames, self.grouping = rules, keep_frames, Grouping(rules)
-        self.weights = np.zeros(len(rules.all_categories), np.uint64)
+        self.weights = [0] * len(rules.all_categories)
+        self.frames: list[dict[str, int]] = [{} for _ in rules.all_categories]     # per group: frame -> weight
         self.stacks = self.unit = 0
-        self.frames: dict[int, dict[str, int]] = {}                          # group number -> frame -> weight
-        self.by_callers = np.zeros(0, np.uint64), np.zeros(0, np.bool_)    # (weights, seen) by callers number
 
     def add(self, chunk) -> None:
-        import numpy as np
-        groups, at_leaf, walked = self.grouping.rows(chunk)
-        counts = chunk.counts
-        np.add.at(self.weights, groups, counts)
+        groups, frames = self.grouping.rows(chunk, self.keep_frames)
+        weights, counts = self.weights, chunk.counts
+        for g, w in zip(groups, counts):
+            weights[g] += w
         self.stacks += len(counts)
-        self.unit = gcd(self.unit, *set(counts.tolist()))
-        if not self.keep_frames:
-            return
-        for row, frame in walked.items():
-            self._count(int(groups[row]), [frame], [int(counts[row])])
-        for g in np.unique(groups[at_leaf]).tolist():
-            rows = at_leaf & (groups == g)
-            weights, seen = np.zeros(len(chunk.leaves), np.uint64), np.zeros(len(chunk.leaves), np.bool_)
-            np.add.at(weights, chunk.leaf_ids[rows], counts[rows])
-            seen[chunk.leaf_ids[rows]] = True
-            at = np.flatnonzero(seen)
-            self._count(g, map(chunk.leaves.__getitem__, at.tolist()), weights[at].tolist())
-        decided = ~at_leaf
-        decided[list(walked)] = False
-        if decided.any():
-            weights, seen = (grown(a, len(chunk.callers)) for a in self.by_callers)
-            np.add.at(weights, chunk.callers_ids[decided], counts[decided])
-            seen[chunk.callers_ids[decided]] = True
-            self.by_callers = weights, seen
-
-    def _count(self, group: int, frames, weights) -> None:
-        known = self.frames.setdefault(group, {})
-        for frame, w in zip(frames, weights):
-            known[frame] = known.get(frame, 0) + w
-
-    def by_frame(self) -> dict[str, dict[str, int]]:
-        """Group -> frame its samples count under -> weight."""
-        import numpy as np
-        weights, seen = self.by_callers
-        at = np.flatnonzero(seen).tolist()
-        codes, frames = self.grouping.callers_codes, self.grouping.callers_frames
-        for i, w in zip(at, weights[at].tolist()):
-            self._count(int(codes[i]), [frames[i]], [w])
-        self.by_callers = np.zeros(0, np.uint64), np.zeros(0, np.bool_)
-        names = self.rules.all_categories
-        return {names[g]: self.frames[g] for g in sorted(self.frames)}
+        self.unit = gcd(self.unit, *set(counts))
+        if frames:
+            by_group = self.frames
+            for g, frame, w in zip(groups, frames, counts):
+                known = by_group[g]
+                known[frame] = known.get(frame, 0) + w
 
     def breakdown(self, path=None, unit: int | None = None) -> Breakdown:
         """The Breakdown of the rows so far, UserError naming path (the file read) when they hold no samples; unit:
         one sample's weight, else the gcd of their weights."""
-        weights = dict(zip(self.rules.all_categories, self.weights.tolist()))
-        total = sum(weights.values())
+        names = self.rules.all_categories
+        total = sum(self.weights)
         if path is not None and not total:
             raise no_samples(path)
-        return Breakdown(weights, total, total // (unit or self.unit or 1), self.by_frame() if self.keep_frames else {},
-                         self.stacks)
+        return Breakdown(dict(zip(names, self.weights)), total, total // (unit or self.unit or 1),
+                         {names[g]: frames for g, frames in enumerate(self.frames) if frames}, self.stacks)
 
 
 def categorize(stacks: list[tuple[list[str], int]], rules: Rules, sample_weight: int | None = None) -> Breakdown:

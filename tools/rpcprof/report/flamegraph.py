@@ -70,18 +70,16 @@ def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[
     grouping = Grouping(rules)
     number = {c: i for i, c in enumerate(rules.all_categories)}.__getitem__
     weights, groups = array("Q"), array("B")
-    leaves: list[str] = []
     try:
         for chunk in chunks(folded, drawn=True):
             write(chunk.drawn)
-            weights.frombytes(chunk.counts.astype("=u8").tobytes())
+            weights.extend(chunk.counts)
             if classify:
-                leaves += chunk.leaves
-                stacks = map(str.__add__, map(chunk.callers.__getitem__, chunk.callers_ids.tolist()),
-                             map(leaves.__getitem__, chunk.leaf_ids.tolist()))
+                stacks = map(str.__add__, map(chunk.callers.__getitem__, chunk.callers_ids),
+                             map(chunk.leaves.__getitem__, chunk.leaf_ids))
                 groups.extend(number(classify(s.split(";"))) for s in stacks)
             else:
-                groups.frombytes(grouping.rows(chunk)[0].astype("u1").tobytes())
+                groups.extend(grouping.rows(chunk)[0])
     except (rpcprof_core.Refused, EOFError):
         raise refusal(folded) from None
     return weights, groups
