@@ -25,7 +25,7 @@ from rpcprof.analyze.sigdiff import build_diff
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.folded import sample_weight
-from rpcprof.analyze.encoded_rows import drawn_stacks
+from rpcprof.folded import drawn_stacks
 from rpcprof.report.one_side import drawn_names
 from rpcprof.report.sigdiff import sides_of
 

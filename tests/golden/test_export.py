@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import fill
 
-from rpcprof.analyze.categorize import open_folded, read_folded
+from rpcprof.analyze.categorize import open_folded
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.pprof import profile_pb2
@@ -86,7 +86,7 @@ def test_collapsed_round_trips_and_hostile_names_survive(tmp_path):
     for source in (FOLDED, DATA / "hostile.folded"):
         out = tmp_path / "p.collapsed"
         assert run("export", source, "--format", "collapsed", "-o", out).exit_code == 0
-        assert list(read_folded(out.read_text().splitlines())) == open_folded(source)
+        assert open_folded(out) == open_folded(source)
         assert run("export", source, "--format", "pprof", "-o", tmp_path / "h.pb.gz").exit_code == 0
 
 

@@ -26,7 +26,7 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import group_of, load_rules, open_folded
 from rpcprof.report.chart import render_breakdown_chart
-from rpcprof.analyze.encoded_rows import drawn_stacks
+from rpcprof.folded import drawn_stacks
 from rpcprof.report.flamegraph import render_run_flamegraph
 from rpcprof.cli.report import main
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rpcprof.analyze.categorize import (OTHER, categorize, check_examples, group_of, load_rules, normalize_frame, read_folded,
+from rpcprof.analyze.categorize import (OTHER, categorize, check_examples, group_of, load_rules, normalize_frame,
                                 strip_generics)
 from rpcprof.errors import UserError
 
@@ -144,7 +144,7 @@ def test_stack_with_no_matching_frame_is_other_counted_under_its_leaf():
 def test_categorize_sums_weights_per_category():
     folded = ["t;h2::codec::FramedRead::poll;tcp_recvmsg_[k] 30", "t;h2::codec::FramedRead::poll 50",
               "t;mystery 20"]
-    b = categorize(list(read_folded(folded)), RULES)
+    b = categorize([(s.split(';'), int(w)) for s, _, w in (line.rpartition(' ') for line in folded)], RULES)
     assert b.weights["recv"] == 30 and b.weights["protocol"] == 50 and b.weights[OTHER] == 20
     assert b.total == 100 and b.samples == 10          # gcd of the weights is one sample's weight
     assert sum(b.share(c) for c in RULES.all_categories) == pytest.approx(1.0)
@@ -328,7 +328,7 @@ def test_level2_and_tax_walks(tmp_path, stack, weight, level1, level2, tax):
 
 def test_level2_groups_sum_to_their_level1_category(tmp_path):
     rules = load_rules(write_rules(tmp_path, LAYERED))
-    stacks = list(read_folded(f"{s} {w}" for s, w, *_ in STACKS))
+    stacks = [(s.split(";"), w) for s, w, *_ in STACKS]
     one, two = categorize(stacks, rules), categorize(stacks, rules.using(level=2))
     assert two.total == one.total
     for cat in rules.all_categories:

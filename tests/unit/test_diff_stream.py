@@ -1,4 +1,4 @@
-"""The lines inferno-flamegraph draws from, as the core writes them (analyze/encoded_rows.drawn_stacks), and a side
+"""The lines inferno-flamegraph draws from, as the core writes them (rpcprof.folded.drawn_stacks), and a side
 of report/sigdiff.py whose file no longer reads as it did a moment ago is one line."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import fleet_folded
 
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.report import sigdiff
-from rpcprof.analyze.encoded_rows import drawn_stacks
+from rpcprof.folded import drawn_stacks
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RULES = load_rules()

@@ -15,7 +15,6 @@ from conftest import fleet_folded
 from rpcprof.analyze.categorize import categorize, load_rules, open_folded
 from rpcprof.analyze.stack_walk import FrameAnswers, breakdowns_kept, categorize_file, stack_group
 from rpcprof.errors import UserError
-from rpcprof.folded import parse_folded
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CAPTURES = sorted(DATA.glob("*.folded.gz"))
@@ -90,16 +89,36 @@ def test_distinct_leaves_over_chunks_give_the_per_stack_answer(tmp_path, monkeyp
         same_answer(path, RULES.using(level, view).with_app(app))
 
 
-@pytest.mark.parametrize("body", ["a;b 1\nnot a stack\n", "a;b 1\na 12\u0663\n", "a 1\nb 1234567890123456\n",
-                                  "a 0\n\n", ""])
-def test_streamed_categorisation_refuses_what_open_folded_refuses_with_its_words(tmp_path, body):
+NOT_A_STACK = "is not a folded stack ('frame;frame;... COUNT' with COUNT in 0-9): "
+NO_SAMPLES = "no samples (the file is empty or every count is 0): profile again, or give another folded file"
+
+
+@pytest.mark.parametrize("body, words", [
+    ("a;b 1\nnot a stack\n", f"line 2 {NOT_A_STACK}'not a stack'"),
+    ("a;b 1\n\n  \na 12\u0663\n", f"line 4 {NOT_A_STACK}'a 12\u0663'"),       # blank lines counted, ASCII digits only
+    ("a 1\nb\rc x\r\n", f"line 2 {NOT_A_STACK}'b\\rc x'"),
+    ("a 1\nb 1234567890123456\n", "line 2: count 1234567890123456 is 10^15 or more, more than any profile's weight: "
+                                   "a damaged line"),
+    ("a 1\nb 123456789012345678901234\n", "line 2: count 12345678901234567890... is 10^15 or more, more than any "
+                                          "profile's weight: a damaged line"),
+    ("a 0\n\n", NO_SAMPLES), ("", NO_SAMPLES)])
+def test_a_damaged_file_is_one_line_naming_the_line(tmp_path, body, words):
     path = tmp_path / "bad.folded"
-    path.write_text(body, encoding="utf-8")
-    with pytest.raises(UserError) as want:
-        open_folded(path)
+    path.write_text(body, encoding="utf-8", newline="\n")
+    for read in (open_folded, lambda p: categorize_file(p, RULES)):
+        with pytest.raises(UserError) as got:
+            read(path)
+        assert str(got.value) == f"{path}: {words}"
+
+
+def test_a_damaged_gzip_stream_is_named_as_python_reads_it(tmp_path):
+    import gzip
+    whole = gzip.compress(b"a 1\n" * 10_000)
+    path = tmp_path / "cut.folded.gz"
+    path.write_bytes(whole[:len(whole) // 2])
     with pytest.raises(UserError) as got:
         categorize_file(path, RULES)
-    assert str(got.value) == str(want.value)
+    assert str(got.value) == f"{path}: unreadable: Compressed file ended before the end-of-stream marker was reached"
 
 
 def test_a_missing_file_is_named_alike(tmp_path):
@@ -108,12 +127,12 @@ def test_a_missing_file_is_named_alike(tmp_path):
 
 
 def test_blank_lines_are_those_strip_leaves_empty(tmp_path):
-    """The compiled core skips the same blank lines, and the CRs at a line's end, as parse_folded."""
+    """The compiled core skips the lines Python's str.isspace() calls blank, and the CRs at a line's end."""
     spaces = [chr(c) for c in range(0x3000 + 1) if chr(c).isspace() or not chr(c).strip()]
-    lines = [f"{s}{s}\n" for s in spaces] + ["a 1\n", "\u00a0x 2\n"]
-    assert list(parse_folded(lines)) == [("a", 1), ("\u00a0x", 2)]
+    lines = [f"{s}{s}\n" for s in spaces] + ["a 1\n", "\u00a0x 2\n", "tcp_sendmsg 3\r\r\n"]
     path = tmp_path / "blank.folded"
-    path.write_text("".join(lines) + "tcp_sendmsg 3\r\r\n", encoding="utf-8", newline="\n")
+    path.write_text("".join(lines), encoding="utf-8", newline="\n")
+    assert open_folded(path) == [(["a"], 1), (["\u00a0x"], 2), (["tcp_sendmsg"], 3)]
     same_answer(path, RULES)
 
 

@@ -1,4 +1,4 @@
-//! A folded file's rows for report.py's categorisation (analyze/stack_walk.py's encoded_rows), read here so that
+//! A folded file's rows for report.py's categorisation (rpcprof.folded.chunks, analyze/stack_walk.py), read here so that
 //! report.py reads no line itself: chunks of up to CHUNK rows, each
 //!
 //!   `C` ROWS NEW_CALLERS CALLERS_LEN NEW_LEAVES LEAVES_LEN DRAWN_LEN   (u32 little-endian each)
@@ -9,7 +9,7 @@
 //!   each row's count (u64 each)
 //!   when asked for (the flame graph's), the rows' lines as inferno-flamegraph must read them (rows::drawn_line)
 //!
-//! and `E` at the end. The rows are stream_folded's stacks (rows.rs refuses a line it would not take, and this stream then
+//! and `E` at the end. The rows are rows.rs's (it refuses a line it would not take, and this stream then
 //! ends without its `E`).
 
 use std::io::Write;

@@ -1,5 +1,5 @@
 //! rpcprof_core - rpcprof's compiled core, a Python extension module called in process (report/export.py, report/sigdiff.py,
-//! analyze/encoded_rows.py):
+//! rpcprof/folded.py):
 //!
 //!   labelled(fmt, folded, kind, unit, out, labels, level=None, comment=None, resource=[], time_unix_nano=0,
 //!            duration_nano=0, period_type=None, period=0, native="")
@@ -48,6 +48,7 @@ create_exception!(rpcprof_core, Refused, PyValueError, "The file holds what the 
 fn raised(stop: Stop) -> PyErr {
     match stop {
         Stop::Refused(why) => Refused::new_err(why),
+        Stop::BadLine(line, text) => Refused::new_err((line, text)),
         // OSError(errno, strerror), as Python's own writes raise it
         Stop::CannotWrite(e) => match e.raw_os_error() {
             Some(code) => {

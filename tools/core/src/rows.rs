@@ -1,6 +1,7 @@
-//! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time, as rpcprof.folded.parse_folded
-//! takes them (a blank line skipped, the CRs at a line's end dropped); a line it would not take (no count, a count
-//! that is not 1-15 ASCII digits) ends the encoding with Stop::Refused (raised as rpcprof_core.Refused).
+//! A folded file's rows, `CALLERS;LEAF COUNT` a line, read a block at a time: a blank line skipped (blank as
+//! Python's str.isspace() says), the CRs at a line's end dropped, bytes that are not UTF-8 read as U+FFFD. A line it
+//! does not take (no count, a count that is not 1-15 ASCII digits) ends the reading with Stop::BadLine, its number and
+//! its text (raised as rpcprof_core.Refused(LINE, TEXT): rpcprof.folded.refusal words it).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -12,6 +13,7 @@ pub const BLOCK: usize = 1 << 21;
 #[derive(Debug)]
 pub enum Stop {
     Refused(String),
+    BadLine(u64, String), // the line's number (from 1, blank lines counted) and its text
     CannotWrite(std::io::Error),
 }
 
@@ -31,26 +33,28 @@ pub struct Row<'a> {
     pub count: u64,
 }
 
-pub fn parse(line: &[u8]) -> Result<Row<'_>, Stop> {
-    let space = line.iter().rposition(|&b| b == b' ').ok_or_else(|| refused("a line without a count"))?;
+/// The row of a line; None when it is not `STACK COUNT` with COUNT 1-15 ASCII digits.
+pub fn parse(line: &[u8]) -> Option<Row<'_>> {
+    let space = line.iter().rposition(|&b| b == b' ')?;
     let digits = &line[space + 1..];
     if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(refused("a count that is not 1-15 digits"));
+        return None;
     }
     let count = digits.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64);
     let stack = &line[..space];
     let cut = stack.iter().rposition(|&b| b == b';').map_or(0, |i| i + 1);
-    Ok(Row { callers: &stack[..cut], leaf: &stack[cut..], count })
+    Some(Row { callers: &stack[..cut], leaf: &stack[cut..], count })
 }
 
 /// Calls each(row) for every row of the file, in order.
 pub fn each_row(path: &str, mut each: impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
     let file = File::open(path).map_err(|e| refused(format!("{path}: {e}")))?;
-    // gzip'd as rpcprof.folded.stream_folded reads it: by the name's suffix
+    // gzip'd by the name's suffix, as rpcprof.folded.refusal reads it
     let mut file: Box<dyn Read> =
         if path.ends_with(".gz") { Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(file))) } else { Box::new(file) };
     let mut data: Vec<u8> = Vec::with_capacity(2 * BLOCK);
     let mut buf = vec![0u8; BLOCK];
+    let mut lines = 0u64;
     loop {
         let n = file.read(&mut buf).map_err(|e| refused(format!("{path}: {e}")))?;
         if n == 0 {
@@ -58,24 +62,25 @@ pub fn each_row(path: &str, mut each: impl FnMut(Row) -> Result<(), Stop>) -> Re
         }
         data.extend_from_slice(&buf[..n]);
         let Some(last) = data.iter().rposition(|&b| b == b'\n') else { continue };
-        block(&data[..last], &mut each)?;
+        block(&data[..last], &mut lines, &mut each)?;
         data.drain(..=last);
     }
     if !data.is_empty() {
-        block(&data, &mut each)?;
+        block(&data, &mut lines, &mut each)?;
     }
     Ok(())
 }
 
-fn block(text: &[u8], each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
+fn block(text: &[u8], lines: &mut u64, each: &mut impl FnMut(Row) -> Result<(), Stop>) -> Result<(), Stop> {
     // bytes that are not UTF-8 read as U+FFFD, as Python's "replace" reads them (both replace each maximal
     // subpart of an ill-formed sequence, Unicode's recommended practice)
     let text = String::from_utf8_lossy(text);
     for line in text.split('\n') {
+        *lines += 1;
         let line = line.trim_end_matches('\r');
         // blank as Python's str.isspace() says: Unicode's White_Space and the separators U+001C-U+001F
         if !line.chars().all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)) {
-            each(parse(line.as_bytes())?)?;
+            each(parse(line.as_bytes()).ok_or_else(|| Stop::BadLine(*lines, line.to_string()))?)?;
         }
     }
     Ok(())

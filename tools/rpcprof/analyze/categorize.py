@@ -16,4 +16,4 @@ from __future__ import annotations
 from rpcprof.analyze.rules import OTHER, Breakdown, Rules, normalize_frame, strip_generics  # noqa: F401
 from rpcprof.analyze.rules_file import check_examples, load_rules  # noqa: F401
 from rpcprof.analyze.stack_walk import categorize, categorize_file, group_of  # noqa: F401
-from rpcprof.folded import open_folded, read_folded  # noqa: F401
+from rpcprof.folded import open_folded  # noqa: F401

@@ -15,13 +15,13 @@ import sys
 from array import array
 from pathlib import Path
 
-from rpcprof.analyze.encoded_rows import chunks
 from rpcprof.analyze.rules import Rules
 from rpcprof.analyze.stack_walk import Grouping
+from rpcprof.folded import chunks
 
 
 def label_blocks(folded: Path, rules: Rules):
-    """Every stack's label set, a block of records per chunk of the core's rows (encoded_rows.chunks; EOFError or
+    """Every stack's label set, a block of records per chunk of the core's rows (folded.chunks; EOFError or
     rpcprof_core.Refused as they raise them)."""
     groupings = [Grouping(rules), Grouping(rules.using(level=2))]
     if rules.tax.groups:

@@ -2,7 +2,7 @@
 up to a fleet's merge of millions of distinct stacks) and for stacks held in memory (categorize, group_of), by one
 walk (stack_group) over the stack's text. A file's work per stack is kept small:
 
-- the file is streamed: the compiled core reads it (analyze/encoded_rows.py) and numbers its distinct callers
+- the file is streamed: the compiled core reads it (rpcprof.folded.chunks) and numbers its distinct callers
   texts (`a;b;`), and each chunk's distinct leaves; a stack is never held beyond its chunk of rows, nor split
   into a list of frames;
 - a chunk's distinct leaves are asked, a run of leaves that no rule of any question may match at once (LeafFilter,
@@ -25,10 +25,9 @@ from pathlib import Path
 
 import rpcprof_core
 
-from rpcprof.analyze.encoded_rows import chunks, in_memory
 from rpcprof.analyze.patterns import leaf_filter
 from rpcprof.analyze.rules import OTHER, Breakdown, Rules, remember
-from rpcprof.folded import no_samples, refusal
+from rpcprof.folded import chunks, in_memory, no_samples, refusal
 from rpcprof.pprof_in import is_pprof, read_pprof
 
 UNSEEN = object()
@@ -156,15 +155,15 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True, be
     else:
         try:
             b = read_breakdown(path, rules, keep_frames, between)
-        except (EOFError, rpcprof_core.Refused):
-            raise refusal(path) from None
+        except (EOFError, rpcprof_core.Refused) as e:
+            raise refusal(path, e) from None
     if kept is not None:
         kept[key] = b
     return b
 
 
 def read_breakdown(path: Path | str, rules: Rules, keep_frames: bool = False, between=None) -> Breakdown:
-    """categorize_file's Breakdown of a folded file the core reads (encoded_rows.chunks), between() called after each
+    """categorize_file's Breakdown of a folded file the core reads (folded.chunks), between() called after each
     chunk; rpcprof_core.Refused, or EOFError, as chunks raise them."""
     if not Path(path).is_file():
         raise rpcprof_core.Refused(str(path))
@@ -204,7 +203,7 @@ FILTER_FROM = 4096                     # distinct leaves of a chunk worth the Le
 
 class Grouping:
     """Each row's group in the rules' grouping (its number: its place in rules.all_categories), a chunk of the
-    core's rows at a time (encoded_rows.chunks), as stack_group's walk gives it. Each of a chunk's distinct leaves
+    core's rows at a time (folded.chunks), as stack_group's walk gives it. Each of a chunk's distinct leaves
     decides its stacks alone, or answers no question (NEUTRAL: its stacks take their callers' answer, asked once
     per distinct callers text, by walk_callers), or neither (each of its stacks is walked). A run of leaves that
     no rule of any question may match (one RE2 Set call over them, LeafFilter) is NEUTRAL at once."""

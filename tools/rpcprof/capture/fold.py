@@ -87,7 +87,7 @@ def fold_pyspy(raw: Path, folded: Path) -> dict:
             counted = _COUNTED.search(line)
             if counted:
                 rejoined += len(parts) > 1
-                samples += int(counted.group())         # its count is samples (ASCII digits, as read_folded takes them)
+                samples += int(counted.group())         # its count is samples (ASCII digits, as rpcprof.folded takes them)
                 records.append(b"\\n".join(parts))
                 parts = []
     write_bytes(folded, b"".join(r + b"\n" for r in records))

@@ -71,8 +71,8 @@ def write_collapsed(folded: Path, f) -> int:
         return len(stacks)
     try:
         stacks, total = rpcprof_core.collapsed(str(folded), f.name)
-    except rpcprof_core.Refused:
-        raise refusal(folded) from None
+    except rpcprof_core.Refused as e:
+        raise refusal(folded, e) from None
     if not total:
         raise no_samples(folded)
     return stacks
@@ -89,8 +89,8 @@ def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
             write_collapsed(path, f)
     try:
         total, unit, _ = rpcprof_core.scan(str(source))
-    except rpcprof_core.Refused:
-        raise refusal(path) from None
+    except rpcprof_core.Refused as e:
+        raise refusal(path, e) from None
     if not total:
         raise no_samples(path)
     return source, total, unit

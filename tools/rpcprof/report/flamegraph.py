@@ -10,7 +10,7 @@ from the stacks beneath it (box_weights).
 
 One way for every profile, small or a fleet's million distinct stacks, plain, gzip'd or pprof: its rows are
 categorised and written as inferno must read them, and inferno draws that file. The compiled core reads the rows
-(analyze/encoded_rows.py), a chunk at a time, with their lines as inferno must read them; each chunk is categorised
+(rpcprof.folded.chunks), a chunk at a time, with their lines as inferno must read them; each chunk is categorised
 (stack_walk.Grouping: a leaf asked once, and a stack whose leaf answers no question takes its callers' answer,
 asked once per distinct callers) and its lines written to a file and to inferno. inferno sorts the lines it draws as byte strings and
 each box spans a run of adjacent lines, so the box at fg:x, fg:w holds the lines whose weights, summed in that
@@ -41,11 +41,10 @@ from typing import Callable
 import rpcprof_core
 
 from rpcprof.analyze.categorize import OTHER, Rules, group_of
-from rpcprof.analyze.encoded_rows import chunks
 from rpcprof.analyze.stack_walk import Grouping
 from rpcprof.analyze.wakers import split_wake
 from rpcprof.errors import UserError
-from rpcprof.folded import refusal
+from rpcprof.folded import chunks, refusal
 from rpcprof.report.export import core_readable
 from rpcprof.report.svg import (FRAME_HEIGHT, LegendItem, add_legend, drawn_boxes, fit_headings, legend_svg,
                                 recolour_frames, search_names_only, write_svg)
@@ -80,8 +79,8 @@ def write_drawn_rows(folded: Path, rules: Rules, write, classify=None) -> tuple[
                 groups.extend(number(classify(s.split(";"))) for s in stacks)
             else:
                 groups.extend(grouping.rows(chunk)[0])
-    except (rpcprof_core.Refused, EOFError):
-        raise refusal(folded) from None
+    except (rpcprof_core.Refused, EOFError) as e:
+        raise refusal(folded, e) from None
     return weights, groups
 
 

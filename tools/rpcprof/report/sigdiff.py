@@ -27,13 +27,12 @@ from pathlib import Path
 import rpcprof_core
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.encoded_rows import drawn_stacks
 from rpcprof.analyze.per_request import cpu_us_per_req, requests_per_profile
 from rpcprof.analyze.significance import FDR
 from rpcprof.analyze.sigdiff import MIN_SHARE, Diff, Round, Side, build_diff, category_rows, frame_rows, mean_stacks
 from rpcprof.analyze.stack_walk import read_breakdown
 from rpcprof.errors import UserError
-from rpcprof.folded import sample_weight, weight_unit
+from rpcprof.folded import drawn_stacks, sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records, servers_of
 from rpcprof.report.export import core_readable
