@@ -221,22 +221,25 @@ class Grouping:
         """(each row's group number, with frames each row's frame its samples count under: the deciding frame, or
         its leaf where none decides) of a chunk, in its order."""
         codes = self._leaf_codes(chunk.leaves)
-        groups = list(map(codes.__getitem__, chunk.leaf_ids))
+        ids, known, neutral = chunk.callers_ids, self.callers_codes, codes.count(NEUTRAL_LEAF)
         leaves = list(map(chunk.leaves.__getitem__, chunk.leaf_ids)) if frames or WALKED_LEAF in codes else None
         named = leaves
-        if NEUTRAL_LEAF in codes:
-            ids, known = chunk.callers_ids, self.callers_codes
+        if neutral:
             for i in range(len(known), len(chunk.callers)):     # each callers text asked once, in order
                 group, frame = self.callers_answer(chunk.callers[i])
                 known.append(self.number[group])
                 if frame is not None:
                     self.callers_frames[i] = frame
+        if neutral == len(codes):                               # every row takes its callers' group
+            groups = list(map(known.__getitem__, ids))
             if frames:
+                named = list(map(self.callers_frames.get, ids, leaves))
+        else:
+            groups = list(map(codes.__getitem__, chunk.leaf_ids))
+            if neutral and frames:
                 by_callers = self.callers_frames
                 named = [f if g != NEUTRAL_LEAF else by_callers.get(c, f) for g, c, f in zip(groups, ids, leaves)]
-            if codes.count(NEUTRAL_LEAF) == len(codes):
-                groups = list(map(known.__getitem__, ids))
-            else:
+            if neutral:
                 groups = [g if g != NEUTRAL_LEAF else known[c] for g, c in zip(groups, ids)]
         if WALKED_LEAF in codes:
             for row in [row for row, g in enumerate(groups) if g == WALKED_LEAF]:
