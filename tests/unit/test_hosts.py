@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.analyze.hosts import HOSTS_TO_SCORE, TARGET_PCT, LedgerHost, change_noise, leave_one_out
+from rpcprof.analyze.hosts import HOSTS_TO_SCORE, SLOPES, TARGET_PCT, LedgerHost, change_noise, leave_one_out
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import figure_by_round, t975
 from rpcprof.records import ROUNDS_KEY
@@ -243,3 +243,17 @@ def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):
     with pytest.raises(UserError, match="rust_tonic_mt CPU-CONTENDED .*run again with the machine otherwise idle"):
         add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
     assert not (tmp_path / "hosts.jsonl").exists()
+
+
+def test_two_hosts_whose_units_lie_close_do_not_send_a_third_hosts_prediction_off_without_bound():
+    # runtime twice as dear on a host whose wake-up costs 5 % more: alone, a slope of 14; the host predicted
+    # has wake-ups 4 times as dear, where that slope would predict 2e8 times the cost
+    line = LEDGER_LINES[0]
+    hosts = [host_like(line, "a", {}, {}), host_like(line, "b", {"wake_cpu_us": 1.05}, {"runtime": 2.0}),
+             host_like(line, "c", {"wake_cpu_us": 4.0}, {"runtime": 3.0})]
+    tonic = next(m for m in leave_one_out(hosts) if m.host == "c" and m.server == "rust_tonic_mt")
+    assert tonic.units["runtime"] == ("wake_cpu_us",)
+    runtime = line["servers"]["rust_tonic_mt"]["runtime"]
+    # held at the bound: the fitted constant (between a's and b's) times 4 ** SLOPES[1]
+    assert runtime * 4 ** SLOPES[1] < tonic.category_predicted <= 2 * runtime * 4 ** SLOPES[1]
+    assert tonic.category == "runtime" and SLOPES == (0.0, 2.0)
