@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rpcprof.analyze.categorize import load_rules
-from rpcprof.analyze.hosts import HOSTS_TO_SCORE, SLOPES, TARGET_PCT, LedgerHost, change_noise, leave_one_out
+from rpcprof.analyze.hosts import HOSTS_TO_SCORE, TARGET_PCT, LedgerHost, apart, change_noise, leave_one_out
 from rpcprof.errors import UserError
 from rpcprof.analyze.intervals import figure_by_round, t975
 from rpcprof.records import ROUNDS_KEY
@@ -122,8 +122,10 @@ def host_like(line: dict, name: str, units: dict[str, float], costs: dict[str, f
     h = ledger_hosts([line])[0]
     cards = {**{k: v * units.get(k, 1.0) for k, v in h.units.items()},
              **{k: v * units.get(k, 1.0) for k, v in NEW_UNITS.items() if k in units}}
+    spans = {k: (h.spans[k][0] / h.units[k] * v, h.spans[k][1] / h.units[k] * v) if k in h.spans else (0.98 * v, 1.02 * v)
+             for k, v in cards.items()}
     servers = {s: {c: us * costs.get(c, 1.0) for c, us in cats.items()} for s, cats in h.servers.items()}
-    return LedgerHost(name, h.kernel, cards, servers)
+    return LedgerHost(name, h.kernel, cards, servers, spans)
 
 
 def test_the_seeded_line_is_the_published_host_with_each_figure_the_median_of_its_three_runs():
@@ -172,7 +174,7 @@ def test_a_category_that_scales_as_a_power_of_its_unit_is_fitted_exactly_from_th
                for m in misses)
     # pajamax spends nothing in runtime: its runtime is its mean, and tonic's runtime is fitted without it
     assert {m.server: m.units["runtime"] for m in misses if m.host == "h0"} == {
-        "rust_pajamax": (), "rust_tonic_mt": ("wake_cpu_us", "loop_ns")}      # these cards have no indirect call
+        "rust_pajamax": (), "rust_tonic_mt": ()}    # no indirect call on these cards; wake-ups and loop alike on all
     assert TARGET_PCT == 15 and HOSTS_TO_SCORE == 4
 
 
@@ -245,15 +247,15 @@ def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):
     assert not (tmp_path / "hosts.jsonl").exists()
 
 
-def test_two_hosts_whose_units_lie_close_do_not_send_a_third_hosts_prediction_off_without_bound():
-    # runtime twice as dear on a host whose wake-up costs 5 % more: alone, a slope of 14; the host predicted
-    # has wake-ups 4 times as dear, where that slope would predict 2e8 times the cost
+def test_a_unit_whose_costs_lie_within_their_batches_spread_on_the_hosts_fitted_on_is_not_fitted():
+    # runtime twice as dear on a host whose wake-up costs 5 % more, within the published card's batch spread:
+    # alone, a slope of 14, which would predict the third host (wake-ups 4 times as dear) at 2e8 times the cost
     line = LEDGER_LINES[0]
     hosts = [host_like(line, "a", {}, {}), host_like(line, "b", {"wake_cpu_us": 1.05}, {"runtime": 2.0}),
              host_like(line, "c", {"wake_cpu_us": 4.0}, {"runtime": 3.0})]
+    assert not apart(hosts[:2], "wake_cpu_us") and apart(hosts[1:], "wake_cpu_us")
     tonic = next(m for m in leave_one_out(hosts) if m.host == "c" and m.server == "rust_tonic_mt")
-    assert tonic.units["runtime"] == ("wake_cpu_us",)
+    # the loop, the next unit these cards have, is the same on both: runtime is fitted on no unit, a constant
+    assert tonic.units["runtime"] == ()
     runtime = line["servers"]["rust_tonic_mt"]["runtime"]
-    # held at the bound: the fitted constant (between a's and b's) times 4 ** SLOPES[1]
-    assert runtime * 4 ** SLOPES[1] < tonic.category_predicted <= 2 * runtime * 4 ** SLOPES[1]
-    assert tonic.category == "runtime" and SLOPES == (0.0, 2.0)
+    assert tonic.category_predicted == pytest.approx(2 ** 0.5 * runtime)      # the geometric mean of a and b

@@ -19,7 +19,6 @@ server's CPU per request by category, against each host's unit costs, user-code 
 """
 from __future__ import annotations
 
-import itertools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,11 +114,8 @@ CATEGORY_UNITS = {
 }
 OTHER_UNITS = ("loop_ns",)
 MAX_SLOPES = 2
-# A slope is how a category's cost moves with its unit's (1: in proportion). Two hosts whose unit costs lie
-# close together would otherwise ask for any slope at all (a host's runtime predicted at 4e4 µs/req from two
-# wake-ups 10 % apart): each slope is held within these bounds, which allow a unit that stands for a cost
-# moving up to twice as fast as it does.
-SLOPES = (0.0, 2.0)
+# A unit is fitted only where the hosts' costs of it lie apart beyond their batches' spread (apart): two hosts
+# whose wake-ups lay 10 % apart, within their spread, fitted a slope of 8 that predicted 4e4 µs/req for a third.
 TARGET_PCT = 15.0           # the model's goal: each server's total within this, leaving each host out in turn
 HOSTS_TO_SCORE = 4          # ... once this many hosts are in the ledger
 
@@ -132,6 +128,14 @@ class LedgerHost:
     kernel: str
     units: dict[str, float]
     servers: dict[str, dict[str, float]]
+    spans: dict[str, tuple[float, float]]   # each unit's lowest and highest batch
+
+
+def apart(hosts: list[LedgerHost], unit: str) -> bool:
+    """Whether the unit's cost differs between some two of the hosts beyond its batches' spread (their ranges
+    do not meet): otherwise a slope fitted on it would be a slope through noise."""
+    spans = [h.spans.get(unit, (h.units[unit], h.units[unit])) for h in hosts]
+    return any(a[1] < b[0] or b[1] < a[0] for i, a in enumerate(spans) for b in spans[i + 1:])
 
 
 @dataclass(frozen=True)
@@ -150,25 +154,6 @@ class HostMiss:
     fitted_on: int                           # hosts
 
 
-def bounded_fit(x, y, free: int):
-    """Least squares of y on x whose columns after the first FREE (the slopes) lie within SLOPES: the fit of
-    least residual over each way of holding each slope free or at a bound (a convex problem: its optimum is
-    one of them, and at most 3 ** MAX_SLOPES are tried)."""
-    import numpy as np
-    best = None
-    for held in itertools.product((None, *SLOPES), repeat=x.shape[1] - free):
-        cols = [j for j in range(x.shape[1]) if j < free or held[j - free] is None]
-        fixed = np.array([0.0 if v is None else v for v in held])
-        coef = np.zeros(x.shape[1])
-        coef[free:] = fixed
-        coef[cols] = np.linalg.lstsq(x[:, cols], y - x[:, free:] @ fixed, rcond=None)[0]
-        if np.all((coef[free:] >= SLOPES[0] - 1e-9) & (coef[free:] <= SLOPES[1] + 1e-9)):
-            residual = float(np.sum((x @ coef - y) ** 2))
-            if best is None or residual < best[0] - 1e-12:
-                best = (residual, coef)
-    return best[1]
-
-
 def category_prediction(train: list[LedgerHost], target: dict[str, float], server: str,
                         category: str) -> tuple[float, tuple[str, ...]]:
     """(server's CPU µs/req in category on a host with unit costs target, the units used) fitted on train."""
@@ -183,10 +168,11 @@ def category_prediction(train: list[LedgerHost], target: dict[str, float], serve
         return float(np.mean(mine)), ()
     points = [p for p in points if p[1] in servers]
     candidates = CATEGORY_UNITS.get(category, OTHER_UNITS)
-    usable = [u for u in candidates if u in target and all(u in h.units and h.units[u] > 0 for h in train)]
+    usable = [u for u in candidates
+              if u in target and all(u in h.units and h.units[u] > 0 for h in train) and apart(train, u)]
     units = tuple(usable[:min(MAX_SLOPES, len(train) - 1)])
     x = np.array([[float(s == t) for t in servers] + [np.log(h.units[u]) for u in units] for h, s, _ in points])
-    coef = bounded_fit(x, np.log([y for _, _, y in points]), len(servers))
+    coef = np.linalg.lstsq(x, np.log([y for _, _, y in points]), rcond=None)[0]
     row = [float(s == server) for s in servers] + [np.log(target[u]) for u in units]
     return float(np.exp(np.dot(row, coef))), units
 

@@ -220,7 +220,8 @@ def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
 
 def ledger_hosts(lines: list[dict]) -> list[LedgerHost]:
     return [LedgerHost(line["host"], line["kernel"], {k: unit_cost(line["card"], k) for k, *_ in HOST_UNITS
-                                                       if unit_cost(line["card"], k)}, line["servers"])
+                                                       if unit_cost(line["card"], k)}, line["servers"],
+                       {k: (f["min"], f["max"]) for k, f in line["card"].items() if isinstance(f, dict) and "min" in f})
             for line in lines]
 
 
@@ -269,6 +270,6 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     if slopes < MAX_SLOPES:
         text += (f"With {fitted} host{'s' * (fitted != 1)} to fit on, each category's fit has {slopes} unit "
                  f"slope{'s' * (slopes != 1)} (" + ("a prediction is the other host's figure, the card unused"
-                                                     if slopes == 0 else "its most likely unit alone")
+                                                     if slopes == 0 else "its most likely unit whose costs lie apart")
                  + f"); {MAX_SLOPES} from {MAX_SLOPES + 2} hosts on.\n")
     return text
