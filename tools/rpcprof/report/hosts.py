@@ -131,13 +131,13 @@ def setup_mismatch(manifest: dict) -> str | None:
 
 def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
     """(manifest, {server: {category: CPU µs/req}}) of a run of the README's setup with a host card; UserError else."""
-    manifest, _ = load_run(run_dir)
+    manifest, metrics = load_run(run_dir)
     why = setup_mismatch(manifest)
     if why:
         raise UserError(f"{run_dir}: not the README's setup (./profile.sh run rust_tonic_mt rust_pajamax): {why}")
     if any(unit_cost(manifest.get("host") or {}, k) is None for k in FIRST_UNITS):
         raise UserError(f"{run_dir}: no host card in its manifest (made before runs had one)")
-    contended = [s for s, m in load_run(run_dir)[1].items() if m.get("offcpu")
+    contended = [s for s, m in metrics.items() if m.get("offcpu")
                  and contention({**m["offcpu"], "off_cpu_us": (m["offcpu"].get("off_cpu_s") or 0) * 1e6}, None)]
     if contended:
         raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
