@@ -261,6 +261,7 @@ class RuleSet:
 
     def __init__(self, rules: list[Rule]):
         self.rules = rules
+        self.known: dict = {}        # raw frame -> its first rule (Rules.first_rule): every grouping's and side's
         self._match, self._members, self._outside, self._sentinel = compile_set(
             [re2_superset(r.pattern.pattern) for r in rules])
 

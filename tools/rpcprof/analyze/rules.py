@@ -105,6 +105,9 @@ CACHE_LIMIT = 1 << 17       # answers remembered per question; a fleet's million
                             # otherwise hold hundreds of MB: past it, the answers start afresh
 
 
+_UNASKED = object()
+
+
 def remember(cache: dict, key, answer):
     """cache[key] = answer, the cache emptied first when it holds CACHE_LIMIT answers; returns answer."""
     if len(cache) >= CACHE_LIMIT:
@@ -210,9 +213,9 @@ class Rules:
     # --- classification ----------------------------------------------------------------------------
 
     def first_rule(self, raw: str, question: str) -> Rule | None:
-        """The rule that decides a frame, not remembered: question "category" (level 1), "sub:CATEGORY"
-        (a rule of CATEGORY with a `sub`; "sub:*", of any category), "tax" or "waits"; None when no rule of
-        the question matches."""
+        """The rule that decides a frame, kept for every grouping of these rules: question "category" (level 1),
+        "sub:CATEGORY" (a rule of CATEGORY with a `sub`; "sub:*", of any category), "tax" or "waits"; None when
+        no rule of the question matches."""
         rule_set = self._sets.get(question)
         if rule_set is None:
             if question.startswith("sub:"):
@@ -221,7 +224,8 @@ class Rules:
                 rules = {"category": [r for r in self.rules if r.level == 1], "tax": self.tax.rules,
                          "waits": self.waits.rules}[question]
             rule_set = self._sets[question] = RuleSet(rules)
-        return rule_set.first(*normalize_frame(raw))
+        rule = rule_set.known.get(raw, _UNASKED)
+        return remember(rule_set.known, raw, rule_set.first(*normalize_frame(raw))) if rule is _UNASKED else rule
 
     def classify_frame(self, raw: str) -> tuple[str, Rule] | None:
         """(category, rule) of the first level-1 rule matching this frame, or None."""
