@@ -114,8 +114,6 @@ CATEGORY_UNITS = {
 }
 OTHER_UNITS = ("loop_ns",)
 MAX_SLOPES = 2
-# A unit is fitted only where the hosts' costs of it lie apart beyond their batches' spread (apart): two hosts
-# whose wake-ups lay 10 % apart, within their spread, fitted a slope of 8 that predicted 4e4 µs/req for a third.
 TARGET_PCT = 15.0           # the model's goal: each server's total within this, leaving each host out in turn
 HOSTS_TO_SCORE = 4          # ... once this many hosts are in the ledger
 
@@ -133,7 +131,8 @@ class LedgerHost:
 
 def apart(hosts: list[LedgerHost], unit: str) -> bool:
     """Whether the unit's cost differs between some two of the hosts beyond its batches' spread (their ranges
-    do not meet): otherwise a slope fitted on it would be a slope through noise."""
+    do not meet): otherwise a slope fitted on it would be a slope through noise, and a category takes its next
+    candidate unit (two hosts' wake-ups 10 % apart, within their spread, once fitted a slope of 8)."""
     spans = [h.spans.get(unit, (h.units[unit], h.units[unit])) for h in hosts]
     return any(a[1] < b[0] or b[1] < a[0] for i, a in enumerate(spans) for b in spans[i + 1:])
 
