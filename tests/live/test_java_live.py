@@ -88,11 +88,27 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
         profile_json = json.loads((run_dir / name / "profile.json").read_text())
         assert profile_json["call_graph"] == "fp" and profile_json["after_profile"]["exit_code"] == 0
         # a JVM a few seconds old still interprets and compiles: its named Netty and grpc-java frames are
-        # fewer than in a warm run, and code the JIT compiled, then freed during the window (replaced by a
-        # higher tier, or deoptimised), is no longer in the map written at its end (CI: 1.1 % of samples);
-        # without the map, most samples hold an unnamed JIT frame
+        # fewer than in a warm run, and code the JIT compiled and freed again within the window (replaced by
+        # a higher tier, or deoptimised) is in neither the map written at its start nor the one at its end
+        # (0-2.7 % of the samples here, 5.5 % once in CI); without the maps, 47 % of the samples hold an
+        # unnamed JIT frame. Over 1 %, the run says so and why.
         assert java_frames(run_dir / name / "profile.folded") > 0.2
-        assert unnamed_jit(run_dir / name / "profile.folded") < 0.05
+        unnamed = unnamed_jit(run_dir / name / "profile.folded")
+        assert unnamed < 0.15
+        counted = profile_json["unnamed_jit_samples"] / profile_json["samples"]
+        assert abs(counted - unnamed) < 0.1 * unnamed + 0.002, (counted, unnamed)
+        warned = "of the samples hold JIT-compiled code" in done.stderr
+        assert warned == (counted > 0.01), done.stderr[-2000:]
+        assert not warned or "compiled and freed again within the window" in done.stderr
+        # folded again without the map, most JIT frames go unnamed, and report.py fold says why
+        jit_map = Path(f"/tmp/perf-{jvm.pid}.map")
+        jit_map.rename(tmp_path / "perf.map")
+        refold = subprocess.run([str(ROOT / "report.py"), "fold", str(run_dir / name / "perf.data"),
+                                 "-o", str(tmp_path / "unnamed.folded")], capture_output=True, text=True, cwd=ROOT)
+        (tmp_path / "perf.map").rename(jit_map)
+        assert refold.returncode == 0, refold.stderr
+        assert unnamed_jit(tmp_path / "unnamed.folded") > 0.2
+        assert f"{jit_map} does not name: the map is not there" in refold.stderr, refold.stderr
         shares = category_shares(run_dir, name)
         assert shares["other"] <= OTHER_MAX, shares
     finally:

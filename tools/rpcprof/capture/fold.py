@@ -19,11 +19,14 @@ from pathlib import Path
 from rpcprof.measure.recorder import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
+from rpcprof.progress import log
 from rpcprof.capture.offcpu import collapse, fold_offcpu, perf_script
 from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
+_UNNAMED_JIT = re.compile(rb"^\s+[0-9a-f]+ \[unknown\] \((/tmp/perf-\d+\.map)\)$")
+UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a warm JVM's runs: under 1 %)
 
 
 def jitdumps(pid: int) -> list[Path]:
@@ -56,20 +59,34 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
-def fold_perf(data: Path, folded: Path, pid: int | None = None) -> dict:
-    """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s}.
-    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there)."""
+def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None) -> dict:
+    """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s,
+    'unnamed_jit_samples': the samples with a frame in JIT code its perf map (/tmp/perf-PID.map) did not name}.
+    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
+    Over 1 % of the samples unnamed so is a warning naming why (name: what it is said of; data's path)."""
     script = folded.with_suffix(".script")
     t0 = time.monotonic()
     try:
         with open(script, "wb") as out:
             perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
+        samples, unnamed, counted, jit_map = 0, 0, True, None
         with open(script, "rb") as f:
-            samples = sum(1 for line in f if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line))
+            for line in f:
+                if line[:1] not in (b"\t", b" ", b"\n"):
+                    if _HEADER.match(line):
+                        samples, counted = samples + 1, False
+                elif not counted and (m := _UNNAMED_JIT.match(line)):
+                    unnamed, counted, jit_map = unnamed + 1, True, Path(m.group(1).decode())
         collapse(script, folded)
     finally:
         script.unlink(missing_ok=True)
-    return {"samples": samples, "fold_seconds": time.monotonic() - t0}
+    if samples and unnamed / samples > UNNAMED_JIT_WARN:
+        log(f"rpcprof: WARNING: {name or data}: {100 * unnamed / samples:.1f} % of the samples hold JIT-compiled code "
+            f"that {jit_map} does not name: " + (
+                "code compiled and freed again within the window, by a JIT still warming up; a longer warm-up (-w) "
+                "names it" if jit_map.exists() else "the map is not there (the runtime writes it: node --perf-basic-prof, "
+                "a JVM `jcmd PID Compiler.perfmap`; a server rpcprof started has its map removed when it stops)"))
+    return {"samples": samples, "fold_seconds": time.monotonic() - t0, "unnamed_jit_samples": unnamed}
 
 
 def fold_pyspy(raw: Path, folded: Path) -> dict:

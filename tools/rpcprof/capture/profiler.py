@@ -276,7 +276,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
                 log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
                     f"{', '.join(record['jitdumps'])} (perf.data names them)")
         record.update(sampling_rate_used(target.name, plan.frequency, data))
-        record.update(fold_perf(data, folded, target.pid if cpus else None))
+        record.update(fold_perf(data, folded, target.pid if cpus else None, target.name))
     elif not perf and raw.exists():
         record.update(fold_pyspy(raw, folded))
         record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / PYSPY_LOG))
