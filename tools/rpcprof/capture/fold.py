@@ -9,11 +9,13 @@
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import subprocess
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from rpcprof.measure.recorder import require
@@ -25,7 +27,7 @@ from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
-_UNNAMED_JIT = re.compile(rb"^\s+[0-9a-f]+ \[unknown\] \((/tmp/perf-\d+\.map)\)$")
+_UNNAMED_JIT = re.compile(rb"^(\s+)([0-9a-f]+) \[unknown\] \((/tmp/(perf-\d+\.map))\)$")
 UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a warm JVM's runs: under 1 %)
 
 
@@ -59,33 +61,78 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
+def map_spans(lines: list) -> list[tuple]:
+    """(start, end, name, line) of each `START SIZE NAME` line of a perf map (hexadecimal addresses; lines of
+    str or bytes), sorted."""
+    spans = []
+    for line in lines:
+        parts = line.split(None, 2)
+        try:
+            start = int(parts[0], 16)
+            spans.append((start, start + int(parts[1], 16), parts[2] if len(parts) == 3 else parts[0][:0], line))
+        except (ValueError, IndexError):
+            continue
+    return sorted(spans)
+
+
+class SavedMaps:
+    """The JIT perf maps saved beside a recording (capture/profiler.save_jit_map): they name the JIT frames
+    perf script leaves unnamed once the process's own map (/tmp/perf-PID.map) is gone, as perf names them."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.maps = folder, {}
+
+    def name(self, file: bytes, address: int) -> bytes | None:
+        """`NAME+0xOFFSET` of the address in the saved map of that name (perf-PID.map), or None."""
+        if file not in self.maps:
+            try:
+                spans = map_spans((self.folder / file.decode()).read_bytes().splitlines())
+            except OSError:
+                spans = []
+            self.maps[file] = ([a for a, *_ in spans], spans)
+        starts, spans = self.maps[file]
+        i = bisect.bisect_right(starts, address) - 1
+        return b"%s+0x%x" % (spans[i][2], address - spans[i][0]) if i >= 0 and address < spans[i][1] else None
+
+
 def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s,
-    'unnamed_jit_samples': the samples with a frame in JIT code its perf map (/tmp/perf-PID.map) did not name}.
+    'unnamed_jit_samples': the samples with a frame in JIT code no perf map named}.
     pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
-    Over 1 % of the samples unnamed so is a warning naming why (name: what it is said of; data's path)."""
+    JIT frames are named from the process's map (/tmp/perf-PID.map), by perf, else from its copy saved beside
+    data. Over 1 % of the samples left unnamed is a warning naming why (name: what it is said of; data's path)."""
     script = folded.with_suffix(".script")
+    saved = SavedMaps(data.parent) if any(data.parent.glob("perf-*.map")) else None
+    named = folded.with_suffix(".named") if saved else None
     t0 = time.monotonic()
     try:
         with open(script, "wb") as out:
             perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
         samples, unnamed, counted, jit_map = 0, 0, True, None
-        with open(script, "rb") as f:
+        with open(script, "rb") as f, (open(named, "wb") if named else nullcontext()) as out:
             for line in f:
                 if line[:1] not in (b"\t", b" ", b"\n"):
                     if _HEADER.match(line):
                         samples, counted = samples + 1, False
-                elif not counted and (m := _UNNAMED_JIT.match(line)):
-                    unnamed, counted, jit_map = unnamed + 1, True, Path(m.group(1).decode())
-        collapse(script, folded)
+                elif m := _UNNAMED_JIT.match(line):
+                    if saved and (symbol := saved.name(m.group(4), int(m.group(2), 16))):
+                        line = b"%s%s %s (%s)\n" % (m.group(1), m.group(2), symbol, m.group(3))
+                    elif not counted:
+                        unnamed, counted, jit_map = unnamed + 1, True, m.group(3).decode()
+                if out:
+                    out.write(line)
+        collapse(named or script, folded)
     finally:
         script.unlink(missing_ok=True)
+        if named:
+            named.unlink(missing_ok=True)
     if samples and unnamed / samples > UNNAMED_JIT_WARN:
+        there = Path(jit_map).exists() or (data.parent / Path(jit_map).name).exists()
         log(f"rpcprof: WARNING: {name or data}: {100 * unnamed / samples:.1f} % of the samples hold JIT-compiled code "
             f"that {jit_map} does not name: " + (
                 "code compiled and freed again within the window, by a JIT still warming up; a longer warm-up (-w) "
-                "names it" if jit_map.exists() else "the map is not there (the runtime writes it: node --perf-basic-prof, "
-                "a JVM `jcmd PID Compiler.perfmap`; a server rpcprof started has its map removed when it stops)"))
+                "names it" if there else "no map was written (the runtime writes it: node --perf-basic-prof, a JVM "
+                "`jcmd PID Compiler.perfmap`), nor saved beside the recording"))
     return {"samples": samples, "fold_seconds": time.monotonic() - t0, "unnamed_jit_samples": unnamed}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import shutil
 import subprocess
 import time
 from contextlib import suppress
@@ -21,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps
+from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps, map_spans
 from rpcprof.measure import children
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.recorder import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.measure.session import Session
 from rpcprof.profiler_names import CALL_GRAPHS, perf_map
 from rpcprof.progress import log
-from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder
+from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder, output_file
 
 MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
@@ -195,16 +196,11 @@ def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> d
     return record
 
 
-def _spans(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(start, end, line) of each `START SIZE NAME` line of a perf map (hexadecimal addresses)."""
-    spans = []
-    for line in lines:
-        start, _, rest = line.partition(" ")
-        try:
-            spans.append((int(start, 16), int(start, 16) + int(rest.partition(" ")[0], 16), line))
-        except ValueError:
-            continue
-    return spans
+def save_jit_map(path: Path, out: Path) -> None:
+    """A copy of the JIT's perf map, as the window ended, beside the recording (out/perf-PID.map), from which
+    report.py fold names JIT frames once the process, and its map, are gone. No map, no copy."""
+    with suppress(FileNotFoundError), path.open("rb") as src, output_file(out / path.name) as dst:
+        shutil.copyfileobj(src, dst)
 
 
 def keep_freed_code(start_lines: list[str], path: Path) -> int:
@@ -212,11 +208,11 @@ def keep_freed_code(start_lines: list[str], path: Path) -> int:
     began whose code no line of the end's overlaps: code the JIT freed during the window (replaced by a
     higher tier, or deoptimised), which the end's map no longer names. Returns how many it kept."""
     try:
-        end = sorted(_spans(path.read_text(errors="replace").splitlines()))
+        end = map_spans(path.read_text(errors="replace").splitlines())
     except OSError:
         return 0
-    starts = [a for a, _, _ in end]
-    kept = [line for a, b, line in _spans(start_lines)
+    starts = [a for a, *_ in end]
+    kept = [line for a, b, _, line in map_spans(start_lines)
             if not (i := bisect.bisect_left(starts, b)) or end[i - 1][1] <= a]
     if kept:
         with path.open("a") as f:
@@ -267,6 +263,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         kept = keep_freed_code(start_map, perf_map(target.pid)) if start_map and after["exit_code"] == 0 else 0
         record["after_profile"] = {**after, "before_exit_code": before["exit_code"],
                                    "before_seconds": before["seconds"], "start_map_lines_kept": kept}
+    if perf:
+        save_jit_map(perf_map(target.pid), target.out)
     if perf and data.exists():
         if jit:
             record.update(inject_jit(data, dumps))
