@@ -1,6 +1,9 @@
-"""keep_freed_code: the lines of the perf map written as a window began whose code the map written at its end
-no longer holds (freed by the JIT meanwhile) are added to the end's; lines whose code was reused are not."""
-from rpcprof.capture.profiler import keep_freed_code
+"""JIT perf maps: keep_freed_code adds to the map written at a window's end the lines of the one written as it
+began whose code the end's no longer holds (freed by the JIT meanwhile), not those whose code was reused; the
+map is saved beside the recording (save_jit_map), and a saved map names addresses as perf does (SavedMaps)."""
+from rpcprof.capture import profiler
+from rpcprof.capture.fold import SavedMaps
+from rpcprof.capture.profiler import keep_freed_code, save_jit_map
 
 
 def test_code_freed_during_the_window_keeps_its_name_and_reused_code_takes_the_new_one(tmp_path):
@@ -22,3 +25,30 @@ def test_code_freed_during_the_window_keeps_its_name_and_reused_code_takes_the_n
 def test_no_end_map_keeps_nothing_and_writes_nothing(tmp_path):
     assert keep_freed_code(["7f0000003000 200 void a.B.freed"], tmp_path / "perf-2.map") == 0
     assert not (tmp_path / "perf-2.map").exists()
+
+
+def test_a_saved_map_names_an_address_inside_its_code_as_perf_does_and_nothing_outside(tmp_path):
+    (tmp_path / "perf-3.map").write_bytes(b"0x00007f0000001000 0x0000000000000100 void a.B.run(int, java.lang.String)\n"
+                                          b"7f0000002000 80 Interpreter\n"
+                                          b"not a map line\n")
+    maps = SavedMaps(tmp_path)
+    assert maps.name(b"perf-3.map", 0x7f0000001000) == b"void a.B.run(int, java.lang.String)+0x0"
+    assert maps.name(b"perf-3.map", 0x7f0000002042) == b"Interpreter+0x42"
+    assert maps.name(b"perf-3.map", 0x7f0000002080) is None          # one past its end
+    assert maps.name(b"perf-3.map", 0x7f0000000fff) is None
+    assert maps.name(b"perf-4.map", 0x7f0000001000) is None          # no such map saved
+
+
+def test_the_map_is_saved_beside_the_recording_unless_it_is_too_large_to_copy(tmp_path, monkeypatch, capsys):
+    jit_map, out = tmp_path / "perf-5.map", tmp_path / "run"
+    out.mkdir()
+    save_jit_map("java", jit_map, out)                                # no map: no copy, nothing said
+    assert not list(out.iterdir()) and not capsys.readouterr().err
+    jit_map.write_text("7f0000001000 100 void a.B.hot\n")
+    save_jit_map("java", jit_map, out)
+    assert (out / "perf-5.map").read_bytes() == jit_map.read_bytes()
+    (out / "perf-5.map").unlink()
+    monkeypatch.setattr(profiler, "JIT_MAP_KEEP_BYTES", 10)
+    save_jit_map("java", jit_map, out)
+    assert not list(out.iterdir())
+    assert f"java: {jit_map} holds 0 MiB, not copied into the run folder" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ _PYSPY_SUMMARY = re.compile(r"Samples: (\d+) Errors: (\d+)")
 _PYSPY_BEHIND = re.compile(r"([\d.]+)(s|ms|µs|ns) behind in sampling")
 _UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
 AFTER_TIMEOUT_S = 60.0
+JIT_MAP_KEEP_BYTES = 64 << 20     # a young JVM's or node's map here: under 1 MiB; node's (--perf-basic-prof) only grows
 
 
 def pmu_event() -> str:
@@ -196,11 +198,17 @@ def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> d
     return record
 
 
-def save_jit_map(path: Path, out: Path) -> None:
+def save_jit_map(name: str, path: Path, out: Path) -> None:
     """A copy of the JIT's perf map, as the window ended, beside the recording (out/perf-PID.map), from which
-    report.py fold names JIT frames once the process, and its map, are gone. No map, no copy."""
-    with suppress(FileNotFoundError), path.open("rb") as src, output_file(out / path.name) as dst:
-        shutil.copyfileobj(src, dst)
+    report.py fold names JIT frames once the process, and its map, are gone. No map, no copy; a map over
+    JIT_MAP_KEEP_BYTES (a long-lived process's, where the runtime only appends) is left where it is, said."""
+    with suppress(FileNotFoundError), path.open("rb") as src:
+        if (size := os.fstat(src.fileno()).st_size) > JIT_MAP_KEEP_BYTES:
+            log(f"rpcprof: NOTE: {name}: {path} holds {size / 2**20:.0f} MiB, not copied into the run folder: report.py "
+                "fold names JIT frames from it only while it is there")
+            return
+        with output_file(out / path.name) as dst:
+            shutil.copyfileobj(src, dst)
 
 
 def keep_freed_code(start_lines: list[str], path: Path) -> int:
@@ -264,7 +272,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
         record["after_profile"] = {**after, "before_exit_code": before["exit_code"],
                                    "before_seconds": before["seconds"], "start_map_lines_kept": kept}
     if perf:
-        save_jit_map(perf_map(target.pid), target.out)
+        save_jit_map(target.name, perf_map(target.pid), target.out)
     if perf and data.exists():
         if jit:
             record.update(inject_jit(data, dumps))
