@@ -92,12 +92,16 @@ def test_attach_profiles_a_jvm_started_by_hand_and_names_its_jit_frames(tmp_path
         assert profile_json["call_graph"] == "fp" and profile_json["after_profile"]["exit_code"] == 0
         # a JVM a few seconds old still interprets and compiles: its named Netty and grpc-java frames are
         # fewer than in a warm run, and code the JIT compiled and freed again within the window (replaced by
-        # a higher tier, or deoptimised) is in neither the map written at its start nor the one at its end
-        # (0-2.7 % of the samples here, 5.5 % once in CI); without the maps, 47 % of the samples hold an
-        # unnamed JIT frame. Over 1 %, the run says so and why.
+        # a higher tier, or deoptimised) is in neither the map written at its start nor the one at its end: the
+        # JVM is asked for its map during the window too, while its JIT frees code (a JVM started with a cold
+        # page cache here: 7.5-9.1 % of the samples unnamed without, 0-0.04 % with; 5.5 % once in CI with
+        # neither). Without the maps, 47 % of the samples hold an unnamed JIT frame. Over 1 %, the run says so.
         assert java_frames(run_dir / name / "profile.folded") > 0.2
         unnamed = unnamed_jit(run_dir / name / "profile.folded")
-        assert unnamed < 0.15
+        assert unnamed < 0.03
+        after = profile_json["after_profile"]
+        assert after["maps_in_window"] >= 1 and 0 < after["attach_thread_share"] < 0.05, after
+        assert f"the JVM wrote its perf map {after['maps_in_window']} more time(s) in the window" in done.stderr
         counted = profile_json["unnamed_jit_samples"] / profile_json["samples"]
         assert abs(counted - unnamed) < 0.1 * unnamed + 0.002, (counted, unnamed)
         warned = "of the samples hold JIT-compiled code" in done.stderr

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import bisect
 import os
 import re
 import subprocess
@@ -22,6 +21,7 @@ from rpcprof.measure.recorder import require
 from rpcprof.errors import UserError
 from rpcprof.measure import children
 from rpcprof.progress import log
+from rpcprof.capture.jit_maps import SavedMaps
 from rpcprof.capture.offcpu import collapse, fold_offcpu, perf_script
 from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
 
@@ -59,40 +59,6 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
     os.replace(injected, data)
     elves = sum(len(list(d.parent.glob(f"jitted-{d.stem.split('-', 1)[1]}-*.so"))) for d in dumps)
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
-
-
-def map_spans(lines: list) -> list[tuple]:
-    """(start, end, name, line) of each `START SIZE NAME` line of a perf map (hexadecimal addresses; lines of
-    str or bytes), sorted."""
-    spans = []
-    for line in lines:
-        parts = line.split(None, 2)
-        try:
-            start = int(parts[0], 16)
-            spans.append((start, start + int(parts[1], 16), parts[2] if len(parts) == 3 else parts[0][:0], line))
-        except (ValueError, IndexError):
-            continue
-    return sorted(spans)
-
-
-class SavedMaps:
-    """The JIT perf maps saved beside a recording (capture/profiler.save_jit_map): they name the JIT frames
-    perf script leaves unnamed once the process's own map (/tmp/perf-PID.map) is gone, as perf names them."""
-
-    def __init__(self, folder: Path):
-        self.folder, self.maps = folder, {}
-
-    def name(self, file: bytes, address: int) -> bytes | None:
-        """`NAME+0xOFFSET` of the address in the saved map of that name (perf-PID.map), or None."""
-        if file not in self.maps:
-            try:
-                spans = map_spans((self.folder / file.decode()).read_bytes().splitlines())
-            except OSError:
-                spans = []
-            self.maps[file] = ([a for a, *_ in spans], spans)
-        starts, spans = self.maps[file]
-        i = bisect.bisect_right(starts, address) - 1
-        return b"%s+0x%x" % (spans[i][2], address - spans[i][0]) if i >= 0 and address < spans[i][1] else None
 
 
 def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None) -> dict:

@@ -1,5 +1,6 @@
 """Capture: perf record (native code, Go, Node) or py-spy (CPython) attached to a PID (folding is in
-capture/fold.py; the profilers and perf's call-graph modes are named in rpcprof/profiler_names.py).
+capture/fold.py; a JIT runtime's perf maps in capture/jit_maps.py; the profilers and perf's call-graph modes
+are named in rpcprof/profiler_names.py).
 
 One profile window on one process (capture_profile): attach the profiler, let the caller drive (or wait),
 stop, fold. Shared by `profile.sh run` (servers it started) and `profile.sh attach` (any PID). Categories
@@ -11,26 +12,24 @@ distorted by this, leaf "top frame" lists are.
 """
 from __future__ import annotations
 
-import bisect
 import math
-import os
 import re
-import shutil
 import subprocess
 import time
-from contextlib import suppress
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps, map_spans
+from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps
+from rpcprof.capture.jit_maps import JitMaps
 from rpcprof.measure import children
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
 from rpcprof.measure.recorder import PERF_KEPT_OPTIONS, PERF_RECORD_OPTIONS, Recorder, perf_recorder, require
 from rpcprof.measure.session import Session
-from rpcprof.profiler_names import CALL_GRAPHS, perf_map
+from rpcprof.profiler_names import CALL_GRAPHS
 from rpcprof.progress import log
-from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder, output_file
+from rpcprof.rundir import PERF_DATA, PERF_RECORD_LOG, PROFILE_FOLDED, PYSPY_LOG, PYSPY_RAW, RunFolder
 
 MIN_SAMPLES = 5000          # FIELD-NOTES: aim for 3,000-5,000 samples per profile
 # py-spy samples every thread it thinks is busy; for grpcio's idle pool workers waiting in
@@ -41,8 +40,6 @@ PYSPY_EVENT = "py-spy samples of the GIL holder (--gil --nonblocking): no kernel
 _PYSPY_SUMMARY = re.compile(r"Samples: (\d+) Errors: (\d+)")
 _PYSPY_BEHIND = re.compile(r"([\d.]+)(s|ms|µs|ns) behind in sampling")
 _UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
-AFTER_TIMEOUT_S = 60.0
-JIT_MAP_KEEP_BYTES = 64 << 20     # a young JVM's or node's map here: under 1 MiB; node's (--perf-basic-prof) only grows
 
 
 def pmu_event() -> str:
@@ -176,58 +173,6 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
     return record
 
 
-def run_after(name: str, argv: list[str], timeout: float = AFTER_TIMEOUT_S) -> dict:
-    """The window's after-command (e.g. `jcmd PID Compiler.perfmap`: the JVM writes /tmp/perf-PID.map, which
-    perf script reads to name JIT frames); its exit code and time are recorded. A failure is a warning: the
-    profile is folded anyway, with the frames it would have named left as addresses."""
-    t0 = time.monotonic()
-    try:
-        proc = children.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            timeout=timeout)
-        code, tail = proc.returncode, " | ".join(proc.stdout.decode(errors="replace").strip().splitlines()[-2:])
-    except OSError as e:
-        code, tail = None, f"could not start {argv[0]}: {e.strerror}"
-    except subprocess.TimeoutExpired:
-        code, tail = None, f"still running after {timeout:g} s, stopped"
-    record = {"argv": argv, "exit_code": code, "seconds": round(time.monotonic() - t0, 3)}
-    if code != 0:
-        record["error"] = tail[:300]
-        log(f"rpcprof: WARNING: {name}: the after-profile command `{' '.join(argv)}` failed "
-            f"({'exit ' + str(code) if code is not None else tail}): frames it should name stay unnamed"
-            + (f": {tail[:200]}" if code is not None and tail else ""))
-    return record
-
-
-def save_jit_map(name: str, path: Path, out: Path) -> None:
-    """A copy of the JIT's perf map, as the window ended, beside the recording (out/perf-PID.map), from which
-    report.py fold names JIT frames once the process, and its map, are gone. No map, no copy; a map over
-    JIT_MAP_KEEP_BYTES (a long-lived process's, where the runtime only appends) is left where it is, said."""
-    with suppress(FileNotFoundError), path.open("rb") as src:
-        if (size := os.fstat(src.fileno()).st_size) > JIT_MAP_KEEP_BYTES:
-            log(f"rpcprof: NOTE: {name}: {path} holds {size / 2**20:.0f} MiB, not copied into the run folder: report.py "
-                "fold names JIT frames from it only while it is there")
-            return
-        with output_file(out / path.name) as dst:
-            shutil.copyfileobj(src, dst)
-
-
-def keep_freed_code(start_lines: list[str], path: Path) -> int:
-    """Appends to the perf map at path, written when the window ended, the lines of the one written when it
-    began whose code no line of the end's overlaps: code the JIT freed during the window (replaced by a
-    higher tier, or deoptimised), which the end's map no longer names. Returns how many it kept."""
-    try:
-        end = map_spans(path.read_text(errors="replace").splitlines())
-    except OSError:
-        return 0
-    starts = [a for a, *_ in end]
-    kept = [line for a, b, _, line in map_spans(start_lines)
-            if not (i := bisect.bisect_left(starts, b)) or end[i - 1][1] <= a]
-    if kept:
-        with path.open("a") as f:
-            f.write("".join(f"{line}\n" for line in kept))
-    return len(kept)
-
-
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
                     drive: Callable[[CpuWindow], int | None], session: Session) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
@@ -244,22 +189,17 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     log(f"rpcprof: {target.name}: profiling {plan.duration:g} s at {plan.frequency} Hz with {what}"
         + (f" ({plan.raised} to reach {target.min_samples} samples)" if plan.raised else ""))
     folded, data, raw = target.out / PROFILE_FOLDED, target.out / PERF_DATA, target.out / PYSPY_RAW
-    # the map written as the window begins too: it names the code the JIT frees before the window's end
-    before = run_after(target.name, target.after) if target.after else None
-    start_map = []
-    if before and before["exit_code"] == 0:
-        with suppress(OSError):
-            start_map = perf_map(target.pid).read_text(errors="replace").splitlines()
+    maps = JitMaps(target.name, target.pid, target.after, target.out) if perf else None
     recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
                            if perf else start_pyspy(target.pid, raw, plan.frequency))
     recorder.wait_attached()
     started = time.time_ns()
     window = CpuWindow(monitor)
-    requests = drive(window)
+    with maps.during() if maps else nullcontext():
+        requests = drive(window)
     cpu_ns = window.ns()
     dumps = jitdumps(target.pid) if jit else []
     code = session.stop(recorder)
-    after = run_after(target.name, target.after) if target.after else None
     record = {"profiler": target.profiler, "event": target.event if perf else PYSPY_EVENT,
               "call_graph": target.call_graph if perf else "python (py-spy)", "frequency_hz": plan.frequency,
               "duration_s": plan.duration, "started_unix_ns": started, "plan": plan.raised or "as requested",
@@ -267,12 +207,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
               "recorder_exit_code": code, "scope": scope if perf else f"pid {target.pid}",
               "pid_filter": target.pid if cpus else None, "requests_ok": requests, "server_cpu_s": cpu_ns / 1e9,
               "cpu_us_per_req_profiled": cpu_ns / 1e3 / requests if requests else None}
-    if after:
-        kept = keep_freed_code(start_map, perf_map(target.pid)) if start_map and after["exit_code"] == 0 else 0
-        record["after_profile"] = {**after, "before_exit_code": before["exit_code"],
-                                   "before_seconds": before["seconds"], "start_map_lines_kept": kept}
-    if perf:
-        save_jit_map(target.name, perf_map(target.pid), target.out)
+    if maps and (after := maps.end()):
+        record["after_profile"] = after
     if perf and data.exists():
         if jit:
             record.update(inject_jit(data, dumps))
@@ -283,6 +219,8 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
                     f"{', '.join(record['jitdumps'])} (perf.data names them)")
         record.update(sampling_rate_used(target.name, plan.frequency, data))
         record.update(fold_perf(data, folded, target.pid if cpus else None, target.name))
+        if record["samples"]:
+            maps.cost(folded, record)
     elif not perf and raw.exists():
         record.update(fold_pyspy(raw, folded))
         record.update(pyspy_sampling(target.name, plan.frequency, plan.duration, target.out / PYSPY_LOG))
