@@ -46,7 +46,7 @@ def map_spans(lines: list) -> list[tuple]:
 
 
 class SavedMaps:
-    """The JIT perf maps saved beside a recording (capture/profiler.save_jit_map): they name the JIT frames
+    """The JIT perf maps saved beside a recording (save_jit_map): they name the JIT frames
     perf script leaves unnamed once the process's own map (/tmp/perf-PID.map) is gone, as perf names them."""
 
     def __init__(self, folder: Path):
