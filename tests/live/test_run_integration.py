@@ -223,6 +223,22 @@ def test_the_run_ends_with_its_folders_size_and_keeps_its_recordings_compressed(
         assert "# compressed : Zstd" in header.stdout, data
 
 
+def test_a_recording_folds_again_to_the_same_stacks_and_leaves_the_files_beside_its_output_alone(seed_run, tmp_path):
+    data = seed_run.run_dir / SERVERS[0] / "perf.data"
+    (tmp_path / "again.script").write_text("a file of the user's\n")     # where the fold once kept perf script's text
+    fold = [str(ROOT / "report.py"), "fold", str(data), "-o"]
+    done = subprocess.run([*fold, str(tmp_path / "again.folded")], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "again.folded").read_bytes() == (data.parent / "profile.folded").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.folded", "again.script"]
+    assert (tmp_path / "again.script").read_text() == "a file of the user's\n"
+    nowhere = tmp_path / "no-such-folder" / "x.folded"
+    done = subprocess.run([*fold, str(nowhere)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == f"report.py: error: cannot write {nowhere}: No such file or directory; its folder does " \
+                                  "not exist; choose another -o"
+
+
 # ----- one folder per run -------------------------------------------------------------------------
 
 def test_two_runs_get_two_distinct_folders_and_the_second_its_ratio_over_both(profile, port):

@@ -23,7 +23,7 @@ from rpcprof.measure import children
 from rpcprof.progress import log
 from rpcprof.capture.jit_maps import SavedMaps
 from rpcprof.capture.offcpu import collapse, fold_offcpu, perf_script
-from rpcprof.rundir import PERF_DATA, check_not_input, read_profile, write_bytes
+from rpcprof.rundir import PERF_DATA, CannotWrite, check_not_input, read_profile, write_bytes
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
@@ -67,11 +67,16 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
     pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
     JIT frames are named from the process's map (/tmp/perf-PID.map), by perf, else from its copy saved beside
     data. Over 1 % of the samples left unnamed is a warning naming why (name: what it is said of; data's path)."""
-    script = folded.with_suffix(".script")
     saved = SavedMaps(data.parent) if any(data.parent.glob("perf-*.map")) else None
-    named = folded.with_suffix(".named") if saved else None
     t0 = time.monotonic()
+    # perf script's text beside the output (it can take GBs), under names of its own; a device or FIFO's in /tmp
+    beside = folded.parent if not folded.exists() or folded.is_file() else None
     try:
+        scratch_dir = tempfile.TemporaryDirectory(dir=beside, prefix=f".{folded.name}-")
+    except OSError as e:
+        raise CannotWrite(folded, e) from None
+    with scratch_dir as scratch:
+        script, named = Path(scratch) / "script", Path(scratch) / "named" if saved else None
         with open(script, "wb") as out:
             perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
         samples, unnamed, counted, jit_map = 0, 0, True, None
@@ -80,7 +85,7 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
                 if line[:1] not in (b"\t", b" ", b"\n"):
                     if _HEADER.match(line):
                         samples, counted = samples + 1, False
-                elif m := _UNNAMED_JIT.match(line):
+                elif b"(/tmp/perf-" in line and (m := _UNNAMED_JIT.match(line)):
                     if saved and (symbol := saved.name(m.group(4), int(m.group(2), 16))):
                         line = b"%s%s %s (%s)\n" % (m.group(1), m.group(2), symbol, m.group(3))
                     elif not counted:
@@ -88,10 +93,6 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
                 if out:
                     out.write(line)
         collapse(named or script, folded)
-    finally:
-        script.unlink(missing_ok=True)
-        if named:
-            named.unlink(missing_ok=True)
     if samples and unnamed / samples > UNNAMED_JIT_WARN:
         there = Path(jit_map).exists() or (data.parent / Path(jit_map).name).exists()
         log(f"rpcprof: WARNING: {name or data}: {100 * unnamed / samples:.1f} % of the samples hold JIT-compiled code "
