@@ -14,7 +14,6 @@ import re
 import subprocess
 import tempfile
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 from rpcprof.measure.recorder import require
@@ -27,7 +26,7 @@ from rpcprof.rundir import PERF_DATA, CannotWrite, check_not_input, read_profile
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
-_UNNAMED_JIT = re.compile(rb"^(\s+)([0-9a-f]+) \[unknown\] \((/tmp/(perf-\d+\.map))\)$")
+_UNNAMED_FRAME = re.compile(rb"(?:^|;)\[(perf-\d+\.map)\](?:;|$)")
 UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a warm JVM's runs: under 1 %)
 
 
@@ -63,10 +62,10 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
 
 def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s,
-    'unnamed_jit_samples': the samples with a frame in JIT code no perf map named}.
-    pid: keep only that process's samples (a recording of whole CPUs holds every task that ran there).
-    JIT frames are named from the process's map (/tmp/perf-PID.map), by perf, else from its copy saved beside
-    data. Over 1 % of the samples left unnamed is a warning naming why (name: what it is said of; data's path)."""
+    'unnamed_jit_share': the share of the samples' weight in JIT code no perf map named (None when folded is
+    no file to read back)}. pid: keep only that process's samples (a recording of whole CPUs holds every task
+    that ran there). JIT frames are named from the process's map (/tmp/perf-PID.map), by perf, else from its
+    copy saved beside data. Over 1 % left unnamed is a warning naming why (name: what it is said of)."""
     saved = SavedMaps(data.parent) if any(data.parent.glob("perf-*.map")) else None
     t0 = time.monotonic()
     # perf script's text beside the output (it can take GBs), under names of its own; a device or FIFO's in /tmp
@@ -76,31 +75,39 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
     except OSError as e:
         raise CannotWrite(folded, e) from None
     with scratch_dir as scratch:
-        script, named = Path(scratch) / "script", Path(scratch) / "named" if saved else None
+        script, named = Path(scratch) / "script", Path(scratch) / "named"
         with open(script, "wb") as out:
             perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
-        samples, unnamed, counted, jit_map = 0, 0, True, None
-        with open(script, "rb") as f, (open(named, "wb") if named else nullcontext()) as out:
-            for line in f:
-                if line[:1] not in (b"\t", b" ", b"\n"):
-                    if _HEADER.match(line):
-                        samples, counted = samples + 1, False
-                elif b"(/tmp/perf-" in line and (m := _UNNAMED_JIT.match(line)):
-                    if saved and (symbol := saved.name(m.group(4), int(m.group(2), 16))):
-                        line = b"%s%s %s (%s)\n" % (m.group(1), m.group(2), symbol, m.group(3))
-                    elif not counted:
-                        unnamed, counted, jit_map = unnamed + 1, True, m.group(3).decode()
-                if out:
-                    out.write(line)
-        collapse(named or script, folded)
-    if samples and unnamed / samples > UNNAMED_JIT_WARN:
-        there = Path(jit_map).exists() or (data.parent / Path(jit_map).name).exists()
-        log(f"rpcprof: WARNING: {name or data}: {100 * unnamed / samples:.1f} % of the samples hold JIT-compiled code "
-            f"that {jit_map} does not name: " + (
+        with open(script, "rb") as f:
+            samples = sum(1 for line in f if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line))
+        if saved:
+            with open(script, "rb") as f, open(named, "wb") as out:
+                out.writelines(saved.named(line) for line in f)
+        collapse(named if saved else script, folded)
+    unnamed, jit_map = unnamed_jit(folded) if folded.is_file() else (None, None)
+    if unnamed and unnamed > UNNAMED_JIT_WARN:
+        there = jit_map.exists() or (data.parent / jit_map.name).exists()
+        log(f"rpcprof: WARNING: {name or data}: {100 * unnamed:.1f} % of the samples hold JIT-compiled code that "
+            f"{jit_map} does not name: " + (
                 "code compiled and freed again within the window, by a JIT still warming up; a longer warm-up (-w) "
                 "names it" if there else "no map was written (the runtime writes it: node --perf-basic-prof, a JVM "
                 "`jcmd PID Compiler.perfmap`), nor saved beside the recording"))
-    return {"samples": samples, "fold_seconds": time.monotonic() - t0, "unnamed_jit_samples": unnamed}
+    return {"samples": samples, "fold_seconds": time.monotonic() - t0, "unnamed_jit_share": unnamed}
+
+
+def unnamed_jit(folded: Path) -> tuple[float, Path | None]:
+    """(the share of a folded file's weight whose stack holds a frame in JIT code no perf map named,
+    `[perf-PID.map]` as inferno writes it; that map's path, or None)."""
+    total = unnamed = 0
+    jit_map = None
+    with open(folded, "rb") as f:
+        for line in f:
+            stack, _, weight = line.rstrip(b"\r\n").rpartition(b" ")
+            total += int(weight)
+            if b"[perf-" in stack and (m := _UNNAMED_FRAME.search(stack)):
+                unnamed += int(weight)
+                jit_map = Path("/tmp") / m.group(1).decode()
+    return (unnamed / total if total else 0.0), jit_map
 
 
 def fold_pyspy(raw: Path, folded: Path) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,6 +27,8 @@ from rpcprof.progress import log
 from rpcprof.rundir import output_file
 
 AFTER_TIMEOUT_S = 60.0
+# a frame perf script left unnamed in a JIT map's range: its indent, address, the map's path and name
+_UNNAMED_JIT = re.compile(rb"^(\s+)([0-9a-f]+) \[unknown\] \((/tmp/(perf-\d+\.map))\)$")
 ATTACH_THREAD = "Attach_Listener"  # the JVM thread that writes the map when asked (perf's name, inferno's underscore)
 MAP_REFRESH_S = 0.5               # a JVM asked for its perf map this often while a window runs (InWindowMaps)
 JIT_MAP_KEEP_BYTES = 64 << 20     # a young JVM's or node's map here: under 1 MiB; node's (--perf-basic-prof) only grows
@@ -51,6 +54,13 @@ class SavedMaps:
 
     def __init__(self, folder: Path):
         self.folder, self.maps = folder, {}
+
+    def named(self, line: bytes) -> bytes:
+        """A line of perf script's text, its JIT frame named if perf left it unnamed and a saved map names it."""
+        if b"(/tmp/perf-" in line and (m := _UNNAMED_JIT.match(line)):
+            if symbol := self.name(m.group(4), int(m.group(2), 16)):
+                return b"%s%s %s (%s)\n" % (m.group(1), m.group(2), symbol, m.group(3))
+        return line
 
     def name(self, file: bytes, address: int) -> bytes | None:
         """`NAME+0xOFFSET` of the address in the saved map of that name (perf-PID.map), or None."""
