@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rpcprof.measure.recorder import require
 from rpcprof.errors import UserError
+from rpcprof.folded import open_folded
 from rpcprof.measure import children
 from rpcprof.progress import log
 from rpcprof.capture.jit_maps import SavedMaps
@@ -26,7 +27,7 @@ from rpcprof.rundir import PERF_DATA, CannotWrite, check_not_input, read_profile
 
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
-_UNNAMED_FRAME = re.compile(rb"(?:^|;)\[(perf-\d+\.map)\](?:;|$)")
+_UNNAMED_FRAME = re.compile(r"\[perf-\d+\.map\]")
 UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a warm JVM's runs: under 1 %)
 
 
@@ -84,7 +85,7 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
             with open(script, "rb") as f, open(named, "wb") as out:
                 out.writelines(saved.named(line) for line in f)
         collapse(named if saved else script, folded)
-    unnamed, jit_map = unnamed_jit(folded) if folded.is_file() else (None, None)
+    unnamed, jit_map = unnamed_jit(open_folded(folded)) if samples and folded.is_file() else (None, None)
     if unnamed and unnamed > UNNAMED_JIT_WARN:
         there = jit_map.exists() or (data.parent / jit_map.name).exists()
         log(f"rpcprof: WARNING: {name or data}: {100 * unnamed:.1f} % of the samples hold JIT-compiled code that "
@@ -95,19 +96,14 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
     return {"samples": samples, "fold_seconds": time.monotonic() - t0, "unnamed_jit_share": unnamed}
 
 
-def unnamed_jit(folded: Path) -> tuple[float, Path | None]:
-    """(the share of a folded file's weight whose stack holds a frame in JIT code no perf map named,
-    `[perf-PID.map]` as inferno writes it; that map's path, or None)."""
-    total = unnamed = 0
-    jit_map = None
-    with open(folded, "rb") as f:
-        for line in f:
-            stack, _, weight = line.rstrip(b"\r\n").rpartition(b" ")
-            total += int(weight)
-            if b"[perf-" in stack and (m := _UNNAMED_FRAME.search(stack)):
-                unnamed += int(weight)
-                jit_map = Path("/tmp") / m.group(1).decode()
-    return (unnamed / total if total else 0.0), jit_map
+def unnamed_jit(stacks: list[tuple[list[str], int]]) -> tuple[float, Path | None]:
+    """(the share of the stacks' weight with a frame in JIT code no perf map named, `[perf-PID.map]` as
+    inferno writes it; that map's path, or None)."""
+    unnamed, jit_map = 0, None
+    for frames, weight in stacks:
+        if frame := next((f for f in frames if _UNNAMED_FRAME.fullmatch(f)), None):
+            unnamed, jit_map = unnamed + weight, Path("/tmp") / frame[1:-1]
+    return unnamed / sum(w for _, w in stacks), jit_map
 
 
 def fold_pyspy(raw: Path, folded: Path) -> dict:
