@@ -63,8 +63,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import card_run, category_shares, port_is_free
-from rpcprof.analyze.indirect import LinearFit, linear_fit
+from conftest import LinearFit, card_run, category_shares, linear_fit, port_is_free
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"

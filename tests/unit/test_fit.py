@@ -1,11 +1,11 @@
-"""indirect.linear_fit and r_squared against figures worked out by hand from small inputs."""
+"""conftest.linear_fit and r_squared against figures worked out by hand from small inputs."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from rpcprof.analyze.indirect import LinearFit, linear_fit, r_squared
+from conftest import LinearFit, linear_fit, r_squared
 
 
 def test_points_on_a_line_give_that_line_and_r2_one():
