@@ -83,8 +83,6 @@ def agreement(runs: list[RunRatio]) -> Agreement:
     runs_var = statistics.variance(means) if k >= 2 else None
     over = next_run = None
     if runs_var is not None:
-        # the runs' spread, or the rounds' prediction of it where larger: a few runs that happen to land close
-        # together do not know the ratio better than their rounds measured it
         sd = math.sqrt(max(runs_var, expected_var or 0.0))
         mean, t = statistics.fmean(means), t975(k - 1)
         half = t * sd / math.sqrt(k)

@@ -27,14 +27,10 @@ def run_breakdowns(profiles: dict[str, Path], metrics: dict, rules: Rules,
                    app_override: str | None = None) -> dict[str, Breakdown]:
     """Breakdown per profiled server of a run (profiles: each server's first-round profile, in the run's
     order), with each server's own app pattern."""
-    out = {}
-    for name, folded in profiles.items():
-        m = metrics.get(name) or {}
-        if m.get("status") not in MEASURED or not _profiled(folded):
-            continue
-        r = rules.with_app(app_override or m.get("app"), "--app" if app_override else f"{name}'s app pattern")
-        out[name] = categorize_file(folded, r)
-    return out
+    return {name: categorize_file(folded, rules.with_app(app_override or metrics[name].get("app"),
+                                                         "--app" if app_override else f"{name}'s app pattern"))
+            for name, folded in profiles.items()
+            if (metrics.get(name) or {}).get("status") in MEASURED and _profiled(folded)}
 
 
 def round_breakdowns(profiles: dict[int, Path], rules: Rules, m: dict, name: str,

@@ -77,13 +77,12 @@ def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> li
             predicted = sum(there.values())
             noise = change_noise(list(figure_by_round(metrics0[s], "cpu_us_per_req").values()),
                                  list(figure_by_round(metrics[s], "cpu_us_per_req").values()))
-            beyond = None if noise is None else abs(b["cpu_us"] - a["cpu_us"]) > noise
+            change = b["cpu_us"] - a["cpu_us"]
+            beyond = None if noise is None else abs(change) > noise
             out.append({"server": s, "run": f"#{i}", "measured_a": a["cpu_us"], "measured_b": b["cpu_us"],
                         "predicted_b": predicted, "measured_factor": b["cpu_us"] / a["cpu_us"],
-                        "predicted_factor": predicted / a["cpu_us"],
-                        "noise_us": noise, "beyond_noise": beyond,
-                        "explained_pct": (100 * (predicted - a["cpu_us"]) / (b["cpu_us"] - a["cpu_us"])
-                                          if beyond else None),
+                        "predicted_factor": predicted / a["cpu_us"], "noise_us": noise, "beyond_noise": beyond,
+                        "explained_pct": 100 * (predicted - a["cpu_us"]) / change if beyond else None,
                         "terms_a": here, "terms_b": there, "counts_a": a, "counts_b": b})
     return out
 

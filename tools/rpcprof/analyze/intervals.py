@@ -87,12 +87,9 @@ def paired_ratio(a: list[float], b: list[float], pilot: int | None = None) -> Ra
 def rounds_needed(pilot_logs: list[list[float]], target: float) -> int:
     """Stein's second stage: the pairs needed so that every ratio's interval is within ±target, from the
     log ratios of the pilot pairs (one list per ratio)."""
-    need = max(len(x) for x in pilot_logs)
-    for logs in pilot_logs:
-        if len(logs) >= 2:
-            s0 = statistics.stdev(logs)
-            need = max(need, math.ceil((t975(len(logs) - 1) * s0 / math.log(1 + target)) ** 2))
-    return need
+    need = [math.ceil((t975(len(logs) - 1) * statistics.stdev(logs) / math.log(1 + target)) ** 2)
+            for logs in pilot_logs if len(logs) >= 2]
+    return max([len(logs) for logs in pilot_logs] + need)
 
 
 def pilot_of(parameters: dict | None) -> int | None:

@@ -92,12 +92,9 @@ class Gap:
 
 
 def _get(record: dict, dotted: str):
-    node = record
     for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+        record = record.get(part) if isinstance(record, dict) else None
+    return record
 
 
 def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
@@ -156,8 +153,7 @@ SEND_KEYS = ["writes_per_req", "req_per_write", "bytes_per_write"]
 
 
 def _send(base, other, fa, fb, us_a, us_b, indirect=None) -> Send | None:
-    """The writes of both servers, for send (with the indirect cost of a syscall, the user code the extra
-    writes slow down); None where a server's write count is not known."""
+    """The Send of both servers' writes (indirect: the cost of a syscall); None where a write count is not known."""
     wa, wb = fa["writes_per_req"].value, fb["writes_per_req"].value
     if wa is None or wb is None:
         return None
@@ -180,7 +176,6 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
     sub-category split is then given). indirect (analyze/indirect.py's IndirectCost): the send finding adds
     the user code slowed by the extra writes, where writes differ. category_groups: the rules file's, which
     name the categories of the reads, the writes and the scheduling."""
-    writes = category_groups.writes
     keys = {category_groups.reads: MECHANISM_KEYS["reads"], category_groups.scheduling: MECHANISM_KEYS["scheduling"]}
     out = Gap(base, other, sum(us[base].values()), sum(us[other].values()))
     gap = out.delta
@@ -209,7 +204,7 @@ def gap_findings(base: str, other: str, us: dict[str, dict[str, float]], syscall
                     [(g, moved[g]) for g in subs if abs(moved[g]) >= MIN_US][:3],
                     sources=[{"server": s, "key": f"CPU µs/req × share of {g}", "value": us[s].get(g, 0.0)}
                              for s in (base, other) for g in by_cat[cat]])
-        if cat == writes:
+        if cat == category_groups.writes:
             f.send = _send(base, other, fa, fb, a_us, b_us, indirect)
             used = SEND_KEYS if f.send else []
         else:

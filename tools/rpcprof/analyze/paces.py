@@ -190,8 +190,7 @@ def find_paces(values: dict[int, float], slices: dict[int, list[float]] | None =
     """Two paces when the rounds' CPU per request ({round: µs}) pass the test (module docstring), else None;
     slices: {round: CPU µs per request of each of its time slices}, where recorded."""
     import numpy as np
-    found = split(values)
-    if found is None:
+    if (found := split(values)) is None:
         return None
     _, low, high = found
     n = len(low) + len(high)
@@ -236,9 +235,8 @@ def pace_ratios(metrics: dict, order: list[str], server: str, p: Paces) -> list[
             common = [k for k in rounds if k in ra and k in rb]
             if len(common) < MIN_PACE_ROUNDS:
                 continue
-            interval = paired_ratio([ra[k] for k in common], [rb[k] for k in common])
             out.append({"pair": f"{b} vs {a}", "pace_of": server, "pace": pace, "rounds": common,
-                        "ratio": interval.as_dict()})
+                        "ratio": paired_ratio([ra[k] for k in common], [rb[k] for k in common]).as_dict()})
     return out
 
 
@@ -255,10 +253,9 @@ def _group_values(profiles: dict[int, Path], rules: Rules, result: dict,
             return None
         b = categorize_file(folded, level2)
         shares = {g: b.share(g) for g in level2.all_categories}
-        for g in list(shares):
-            parent = level2.parent(g)
-            if parent != g:
-                shares[parent] = shares.get(parent, 0.0) + shares[g]
+        for g, s in list(shares.items()):
+            if (parent := level2.parent(g)) != g:
+                shares[parent] = shares.get(parent, 0.0) + s
         out[round_of(row)] = ({g: s * us for g, s in shares.items()},
                               {g: sampling_variance(s, b.samples, us) for g, s in shares.items()})
     return out
@@ -269,12 +266,10 @@ def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name:
     across the paces' rounds and Benjamini-Hochberg over every group tested, from each round's profile
     ({round: its profile}); [] when the rounds lack profiles. A pace of one round gives point estimates
     with no test (significant None)."""
-    values = _group_values(profiles, rules, result, name)
-    if not values:
+    if not (values := _group_values(profiles, rules, result, name)):
         return []
-    groups = sorted({g for v, _ in values.values() for g in v})
     rows = []
-    for g in groups:
+    for g in sorted({g for v, _ in values.values() for g in v}):
         (fast, floor_fast), (slow, floor_slow) = (
             ([values[k][0].get(g, 0.0) for k in ks if k in values],
              statistics.fmean(values[k][1].get(g, 0.0) for k in ks if k in values)) for ks in (p.fast, p.slow))

@@ -64,26 +64,14 @@ def _unbounded_repeats(items) -> int | None:
     another repeat or an alternation, or the pattern uses backreferences (backtracking unbounded)."""
     total = 0
     for op, av in items:
-        if op in REPEATS:
-            _low, high, body = av
-            if high > 1 and any(o in _NESTED for o, _ in body):
-                return None
-            inner = _unbounded_repeats(body)
-            if inner is None:
-                return None
-            total += inner + (high > LONG_REPEAT)
-        elif op in (sre_c.SUBPATTERN, sre_c.ATOMIC_GROUP, sre_c.ASSERT, sre_c.ASSERT_NOT):
-            inner = _unbounded_repeats(av[-1])
-            if inner is None:
-                return None
-            total += inner
-        elif op is sre_c.BRANCH:
-            counts = [_unbounded_repeats(b) for b in av[1]]
+        if (op in (sre_c.GROUPREF, sre_c.GROUPREF_EXISTS)
+                or op in REPEATS and av[1] > 1 and any(o in _NESTED for o, _ in av[2])):
+            return None
+        if op in _NESTED:          # a repeat (low, high, body), a group or a lookaround (..., body), a branch
+            counts = [_unbounded_repeats(b) for b in av[1]] if op is sre_c.BRANCH else [_unbounded_repeats(av[-1])]
             if None in counts:
                 return None
-            total += max(counts, default=0)
-        elif op in (sre_c.GROUPREF, sre_c.GROUPREF_EXISTS):
-            return None
+            total += max(counts, default=0) + (op in REPEATS and av[1] > LONG_REPEAT)
     return total
 
 

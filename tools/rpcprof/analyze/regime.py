@@ -30,11 +30,6 @@ def _moved(a: float, b: float) -> bool:
     return abs(b - a) > PER_REQ_ABSOLUTE and abs(b - a) > PER_REQ_RELATIVE * max(a, b)
 
 
-def _geomean_change(pairs: list[tuple[float, float]]) -> float | None:
-    logs = [math.log(b / a) for a, b in pairs if a and b and a > 0 and b > 0]
-    return math.exp(sum(logs) / len(logs)) - 1 if logs else None
-
-
 def _rounds(result: dict) -> list[dict]:
     """Each round's measured and instrumented figures; runs whose rounds did not each carry a profile
     (before every round had one) are one round: the aggregated result, as they were checked then."""
@@ -58,7 +53,8 @@ def round_row(r: dict) -> dict:
 
 
 def _rps_change(rows: list[dict], key: str) -> str | None:
-    change = _geomean_change([(r.get("req_per_s"), r.get(key)) for r in rows])
+    logs = [math.log(b / a) for a, b in ((r.get("req_per_s"), r.get(key)) for r in rows) if a and b and a > 0 and b > 0]
+    change = math.exp(sum(logs) / len(logs)) - 1 if logs else None
     return f"req/s {100 * change:+.0f} %" if change is not None and abs(change) > REQ_PER_S else None
 
 

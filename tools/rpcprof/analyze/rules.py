@@ -190,25 +190,23 @@ class Rules:
             raise UserError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
         if view != "category" and not getattr(self, view).groups:
             raise UserError(f"{Path(self.source).name} has no `{view}:` section: the {view} view needs one")
-        copy = self._copies.get((level, view))
-        if copy is None:
-            copy = self._copies[level, view] = self._copy(level=level, view=view)
-        return copy
+        if (level, view) not in self._copies:
+            self._copies[level, view] = self._copy(level=level, view=view)
+        return self._copies[level, view]
 
     def with_app(self, regex: str | None, origin: str = "--app") -> "Rules":
         """A copy with the server's app pattern added to the `app` category; the same copy for the same
         pattern and origin (its rules compiled once, and report.html's reports share its answers)."""
         if not regex:
             return self
-        copy = self._copies.get((regex, origin))
-        if copy is None:
+        if (regex, origin) not in self._copies:
             pattern = UserRegex(regex, origin)
             rules = list(self.rules)
             idx = next((i for i, r in enumerate(rules)
                         if self.categories.index(r.category) > self.categories.index("app")), len(rules))
             rules.insert(idx, Rule("app", f"app ({origin})", pattern, "user"))
-            copy = self._copies[regex, origin] = self._copy(rules=rules)
-        return copy
+            self._copies[regex, origin] = self._copy(rules=rules)
+        return self._copies[regex, origin]
 
     # --- classification ----------------------------------------------------------------------------
 

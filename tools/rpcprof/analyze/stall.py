@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import takewhile
 
 IDLE_CORES = 0.05        # below this share of a CPU, the server is idle in a slice
 IDLE_SHARE = 0.25        # the silent tail must be at least this share of the window ...
@@ -34,12 +35,8 @@ def silent_tail(timeline: dict | None) -> float:
     """Seconds at the end of the window in which no answered request started and the server's CPU idled."""
     if not timeline:
         return 0.0
-    n = 0
-    for rate, cores in zip(reversed(timeline["req_per_s"]), reversed(timeline["server_cpu_cores"])):
-        if rate or cores >= IDLE_CORES:
-            break
-        n += 1
-    return n * timeline["slice_s"]
+    slices = zip(reversed(timeline["req_per_s"]), reversed(timeline["server_cpu_cores"]))
+    return sum(1 for _ in takewhile(lambda s: not (s[0] or s[1] >= IDLE_CORES), slices)) * timeline["slice_s"]
 
 
 class Mechanism(StrEnum):

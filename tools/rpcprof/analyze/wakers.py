@@ -62,11 +62,8 @@ def waker_name(waker: list[str]) -> str:
 def syscall_after_entry(names: list[str]) -> str | None:
     """The syscall a stack is in, from the frame after the kernel's syscall entry when the __x64_sys_
     wrapper was inlined (do_syscall_64 -> do_writev: writev)."""
-    for i, name in enumerate(names[:-1]):
-        if _ENTRY.match(name):
-            m = _SYSCALL_BODY.match(names[i + 1])
-            return m.group(1) if m else None
-    return None
+    m = next((_SYSCALL_BODY.match(after) for name, after in zip(names, names[1:]) if _ENTRY.match(name)), None)
+    return m.group(1) if m else None
 
 
 def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:

@@ -108,12 +108,10 @@ def predict(b_rounds: list[Round], a_rounds: list[Round], cost: IndirectCost, gr
     direct = estimate([r.us.get(send, 0.0) / r.writes for r in b_rounds if r.writes])
     rounds = estimate(per_round)
     half = None if rounds.half is None else math.hypot(rounds.half, fewer * cost.user.half)
-    categories = {}
-    for c in cats:
-        a = statistics.fmean(r.us.get(c, 0.0) for r in a_rounds)
-        p = statistics.fmean(per_cat[c])
-        categories[c] = {"b": statistics.fmean(r.us.get(c, 0.0) for r in b_rounds), "predicted": p, "a": a,
-                         "miss": a - p}
+    categories = {c: {"b": statistics.fmean(r.us.get(c, 0.0) for r in b_rounds), "predicted": statistics.fmean(ps),
+                      "a": statistics.fmean(r.us.get(c, 0.0) for r in a_rounds)} for c, ps in per_cat.items()}
+    for v in categories.values():
+        v["miss"] = v["a"] - v["predicted"]
     return WhatIf(a_writes, fewer, direct, Estimate(rounds.value, half), estimate([r.cpu for r in b_rounds]),
                   estimate([r.cpu for r in a_rounds]), categories)
 
