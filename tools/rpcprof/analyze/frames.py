@@ -54,8 +54,7 @@ def frame_share(stacks: list[tuple[list[str], int]], pattern: UserRegex) -> Fram
 
 
 def share_ratio(a: FrameShare, b: FrameShare) -> tuple[float, float, float] | None:
-    """(b.share / a.share, low, high) with a 95 % interval from both shares' sampling errors; None
-    when either share is zero."""
+    """(b.share / a.share, low, high), a 95 % interval from both shares' sampling errors; None if either is zero."""
     if not a.samples or not b.samples:
         return None
     ratio = b.share / a.share

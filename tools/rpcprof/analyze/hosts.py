@@ -77,12 +77,13 @@ def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> li
             predicted = sum(there.values())
             noise = change_noise(list(figure_by_round(metrics0[s], "cpu_us_per_req").values()),
                                  list(figure_by_round(metrics[s], "cpu_us_per_req").values()))
-            change = b["cpu_us"] - a["cpu_us"]
-            beyond = None if noise is None else abs(change) > noise
+            beyond = None if noise is None else abs(b["cpu_us"] - a["cpu_us"]) > noise
             out.append({"server": s, "run": f"#{i}", "measured_a": a["cpu_us"], "measured_b": b["cpu_us"],
                         "predicted_b": predicted, "measured_factor": b["cpu_us"] / a["cpu_us"],
-                        "predicted_factor": predicted / a["cpu_us"], "noise_us": noise, "beyond_noise": beyond,
-                        "explained_pct": 100 * (predicted - a["cpu_us"]) / change if beyond else None,
+                        "predicted_factor": predicted / a["cpu_us"],
+                        "noise_us": noise, "beyond_noise": beyond,
+                        "explained_pct": (100 * (predicted - a["cpu_us"]) / (b["cpu_us"] - a["cpu_us"])
+                                          if beyond else None),
                         "terms_a": here, "terms_b": there, "counts_a": a, "counts_b": b})
     return out
 
@@ -119,8 +120,7 @@ HOSTS_TO_SCORE = 4          # ... once this many hosts are in the ledger
 
 @dataclass(frozen=True)
 class LedgerHost:
-    """One host of the ledger: its name (boot), kernel, unit costs (medians) and each server's CPU µs/req
-    by category."""
+    """One host of the ledger: its name (boot), kernel, unit costs (medians), each server's CPU µs/req by category."""
     host: str
     kernel: str
     units: dict[str, float]

@@ -158,6 +158,5 @@ def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float 
 
 
 def syscalls_explain(cost: IndirectCost, sc_base: float, sc_other: float) -> float:
-    """µs/req of the ruler's own difference that the syscalls per request explain (the ruler's slope × their
-    difference), where a ruler check disagrees."""
+    """µs/req of a disagreeing ruler check's difference that the syscalls per request explain (slope × difference)."""
     return abs(cost.ruler.slope * (sc_other - sc_base))

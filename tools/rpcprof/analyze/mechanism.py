@@ -36,8 +36,7 @@ class Figure:
 
 @dataclass(frozen=True)
 class Writes:
-    """How one server writes: write syscalls per request, requests per write (None where not known) and
-    bytes per write (None where not recorded)."""
+    """How one server writes: write syscalls per request, requests per write and bytes per write (None: not known)."""
     per_req: float
     req_per_write: float | None
     bytes_per_write: float | None

@@ -42,7 +42,6 @@ def aggregate_rounds(rounds: list[ServerResult]) -> ServerResult:
     profiled = [(f["cpu_us_per_req"], (f.get("profile") or {}).get("cpu_us_per_req_profiled")) for f in each]
     profiled = [(a, b) for a, b in profiled if a and b]
     if profiled:
-        # the profile window's cost: profiled over unprofiled CPU per request, paired round by round
         cost = paired_ratio([a for a, _ in profiled], [b for _, b in profiled])
         out["profile"] = {**out["profile"], "overhead_pct": 100 * (cost.ratio - 1),
                           "overhead_interval_pct": ([100 * (cost.low - 1), 100 * (cost.high - 1)]

@@ -90,8 +90,7 @@ class TaxGroup:
 
 
 class View(NamedTuple):
-    """A leaf view's groups (the tax view's kinds of work, the waits view's reasons), its rules, and the
-    name of what no rule takes."""
+    """A leaf view's groups (tax: kinds of work; waits: reasons), its rules, and the name of what no rule takes."""
     groups: list[TaxGroup]
     rules: list[Rule]
     rest: str

@@ -22,8 +22,7 @@ APP = "app"           # the category the server's handler pattern is added to: e
 
 @dataclass(frozen=True)
 class Groups:
-    """How the reports group and order the categories: categorize.yaml's `groups:`, each naming categories
-    of the file (none where the file has no `groups:`)."""
+    """How the reports group and order the file's categories: its `groups:` (none where the file has no `groups:`)."""
     socket: tuple[str, ...] = ()            # the syscall path and the kernel below it (seed 000's guess)
     above_socket: tuple[str, ...] = ()      # the server's work above the socket, the handler left out
     user_space: tuple[str, ...] = ()        # the user code an extra syscall slows (bench/indirect, whatif)

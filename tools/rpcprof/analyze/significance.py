@@ -98,8 +98,7 @@ def _floored(values: list[float], floor: float) -> tuple[float, float]:
 def paired_gap(a: dict[int, float], b: dict[int, float], floor: float = 0.0) -> Gap:
     """B − A paired by round (the rounds both measured): Student's t on the differences. floor: the least
     variance of one difference (the sampling variance of the two rounds' figures; see sampling_variance)."""
-    common = sorted(a.keys() & b.keys())
-    d = [b[k] - a[k] for k in common]
+    d = [b[k] - a[k] for k in sorted(a.keys() & b.keys())]
     mean = statistics.fmean(d) if d else math.nan
     if len(d) < 2:
         return Gap(mean, None, None, "paired t", len(d), len(d))
@@ -145,8 +144,7 @@ def gap(a: dict[int, float], b: dict[int, float], paired: bool, var_a: dict[int,
 
 
 def benjamini_hochberg(pvalues: list[float], q: float = FDR) -> list[bool]:
-    """Which of the p-values are discoveries at false discovery rate q (Benjamini-Hochberg step-up): those
-    whose adjusted p-value is at most q."""
+    """Which p-values are discoveries at false discovery rate q (Benjamini-Hochberg step-up): adjusted p at most q."""
     return [adjusted <= q for adjusted in bh_adjusted(pvalues)]
 
 

@@ -291,8 +291,7 @@ class Grouping:
                             lambda f, _cut: self._own(known, ask, f, 0, category)) or (f"{category}/{OTHER}", frame)
 
     def _own(self, known: dict, ask, frame: str, cut: int, *args):
-        """walk_callers' answer at a frame for one question: (its group, the frame) when it answers; (the rest, None)
-        at the root when no frame did."""
+        """walk_callers' answer at a frame for one question: (group, frame) if it answers, (the rest, None) at root."""
         group = cached(known, ask, frame, *args)
         return (group, frame) if group is not None else (self.rest, None) if cut < 0 else None
 
@@ -305,8 +304,7 @@ class Grouping:
 
 
 class Sums:
-    """The Breakdown of chunks of rows (Grouping.rows): each group's weight and, with keep_frames, each frame's that
-    its samples count under."""
+    """The Breakdown of chunks of rows (Grouping.rows): each group's weight, with keep_frames each counted frame's."""
 
     def __init__(self, rules: Rules, keep_frames: bool) -> None:
         self.rules, self.keep_frames, self.grouping = rules, keep_frames, Grouping(rules)

@@ -62,8 +62,7 @@ class FlowControl:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What a stall's mechanism is named from, each part None where its figures do not hold it
-    (report/mechanism.py says them)."""
+    """What a stall's mechanism is named from, each part None where its figures do not hold it (report/mechanism.py)."""
     mechanism: Mechanism
     answered_for_s: float             # the window's time that had answers
     window_s: float

@@ -54,11 +54,7 @@ def parse_log(text: str) -> list[list[tuple[int, int, dict[str, float]]]]:
         if line.startswith("# t="):
             samples.append([])
             info = None
-            continue
-        if not samples:
-            continue
-        m = _ADDR_LINE.match(line.strip())
-        if m and not line[:1].isspace():
+        elif samples and (m := _ADDR_LINE.match(line.strip())) and not line[:1].isspace():
             info = {}
             samples[-1].append((int(m.group(4)), int(m.group(6)), info))
         elif info is not None:

@@ -37,8 +37,7 @@ WAKE_PATHS = [
 
 
 def split_wake(frames: list[str]) -> tuple[list[str], list[str]] | None:
-    """(waker root-first with its comm first, sleeper root-first with its comm first), or None when the
-    stack is not a paired wake-up."""
+    """(waker, sleeper), each root-first with its comm first; None when the stack is not a paired wake-up."""
     if WAKE_SEPARATOR not in frames:
         return None
     i = frames.index(WAKE_SEPARATOR)
@@ -67,8 +66,7 @@ def syscall_after_entry(names: list[str]) -> str | None:
 
 
 def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
-    """reason -> {us: paired µs off CPU, wakers: [{waker, us, share_pct}] (the top ones, largest first)},
-    in the rules' order of reasons."""
+    """reason -> {us: paired µs off CPU, wakers: [{waker, us, share_pct}], top ones largest first}, in rules' order."""
     waits = rules.using(view="waits")
     by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for frames, w in open_folded(folded):
