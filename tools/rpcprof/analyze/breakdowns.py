@@ -44,10 +44,9 @@ def round_breakdowns(profiles: dict[int, Path], rules: Rules, m: dict, name: str
 
 
 def every_round(profiles: dict[int, Path]) -> list:
-    """The stacks of every round's profile of a server ({round: its profile}, round_numbers' rounds), together,
-    weighted in samples (a ruler's share needs every sample it can get; rounds may have sampled at different
-    rates, so each round's weights are divided by its own sample period); runs whose later rounds had no
-    profile: the first round's."""
+    """The stacks of every round's profile of a server ({round: its profile}, round_numbers' rounds) together, in
+    samples (a ruler's share needs every sample; rounds may have sampled at different rates, so each round's weights
+    are divided by its own sample period); runs whose later rounds had no profile: the first round's."""
     rounds = [open_folded(folded) for folded in profiles.values() if _profiled(folded)]
     if len(rounds) == 1:
         return rounds[0]

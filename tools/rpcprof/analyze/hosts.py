@@ -180,8 +180,6 @@ def leave_one_out(ledger: list[LedgerHost]) -> list[HostMiss]:
     out = []
     for i, h in enumerate(ledger):
         train = ledger[:i] + ledger[i + 1:]
-        if not train:
-            continue
         for server, cats in h.servers.items():
             if not any(server in t.servers for t in train):
                 continue

@@ -175,9 +175,8 @@ def split(values: dict[int, float]) -> tuple[float, tuple[int, ...], tuple[int, 
 
 
 def slice_noise(slices: dict[int, list[float]], rounds) -> tuple[float, int] | None:
-    """(the variance of a round's ln CPU µs per request that its slices' scatter alone gives, its degrees of
-    freedom) over `rounds`, from {round: its slices' CPU µs per request}; None unless every round has 2 or more
-    and they scatter."""
+    """(the variance of a round's ln CPU µs/req from its slices' scatter alone, its degrees of freedom) over
+    `rounds`, from {round: its slices' CPU µs per request}; None unless every round has 2 or more and they scatter."""
     ys = [[math.log(v) for v in slices.get(k) or [] if v and v > 0] for k in rounds]
     if any(len(y) < 2 for y in ys):
         return None
@@ -262,10 +261,9 @@ def _group_values(profiles: dict[int, Path], rules: Rules, result: dict,
 
 
 def pace_categories(profiles: dict[int, Path], rules: Rules, result: dict, name: str, p: Paces) -> list[dict]:
-    """Each category and level-2 group: its CPU µs/req in the slow pace minus the fast, with Welch's t
-    across the paces' rounds and Benjamini-Hochberg over every group tested, from each round's profile
-    ({round: its profile}); [] when the rounds lack profiles. A pace of one round gives point estimates
-    with no test (significant None)."""
+    """Each category and level-2 group: its CPU µs/req in the slow pace minus the fast, from each round's profile
+    ({round: its profile}), Welch's t across the paces' rounds, Benjamini-Hochberg over every group tested; [] when
+    the rounds lack profiles. A pace of one round gives point estimates with no test (significant None)."""
     if not (values := _group_values(profiles, rules, result, name)):
         return []
     rows = []

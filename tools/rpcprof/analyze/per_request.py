@@ -23,9 +23,8 @@ def requests_per_profile(requests: tuple[int, ...], profiles: tuple[Path, ...] |
 
 
 def cpu_us_per_req(profile: Path, weights: tuple[str, str], total_weight: int, requests: int) -> float:
-    """CPU µs per request: the profile's weights (total_weight, their sum; weights: what they are, as
-    rpcprof/folded.py's weight_unit gives it) in CPU nanoseconds over the requests; UserError when they are not
-    CPU time."""
+    """CPU µs per request: the profile's weights (total_weight: their sum; weights: their kind, as rpcprof/folded.py's
+    weight_unit gives it) in CPU nanoseconds over the requests; UserError when they are not CPU time."""
     kind, unit = weights
     if (kind, unit) != ("cpu", "nanoseconds"):
         raise UserError(f"{profile}: --requests needs weights in CPU nanoseconds and this profile's are {kind}/{unit}: "

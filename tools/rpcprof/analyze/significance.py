@@ -86,10 +86,9 @@ MAX_DF = 1000.0          # t with 1000 degrees of freedom is the normal distribu
 
 
 def _floored(values: list[float], floor: float) -> tuple[float, float]:
-    """(the variance of values, taken as max(their spread across rounds, floor: the sampling variance), its
-    degrees of freedom): n - 1 when the spread decides; when the floor does, the part estimated (the spread
-    beyond sampling) is uncertain only as the spread is, Satterthwaite's (n - 1)(var / spread)^2, the normal
-    at most."""
+    """(the variance of values, max(their spread across rounds, floor: the sampling variance), its degrees of
+    freedom): n - 1 when the spread decides; when the floor does, the part estimated (the spread beyond sampling)
+    is uncertain only as the spread is: Satterthwaite's (n - 1)(var / spread)^2, the normal at most."""
     spread = statistics.variance(values)
     var = max(spread, floor)
     return var, MAX_DF if spread <= 0 else min(MAX_DF, (len(values) - 1) * (var / spread) ** 2)

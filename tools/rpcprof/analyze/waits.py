@@ -106,9 +106,8 @@ class NagleStall:
 
 
 def nagle_stall(sockets: dict | None, rows: list[dict]) -> NagleStall | None:
-    """The stall when the samples show written data held behind an unacknowledged segment most of the
-    time, the server's smoothed RTT far above the path's minimum (the peer delays the ACK that releases the
-    data); else None."""
+    """The stall when written data sat behind an unacknowledged segment in most samples, the server's smoothed RTT
+    far above the path's minimum (the peer delays the ACK that releases the data); else None."""
     if not sockets or sockets["held_share"] < HELD_SHARE:
         return None
     rtt, minrtt = sockets["server_rtt_ms_median"], sockets["server_minrtt_ms"]
