@@ -99,8 +99,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
                      fontsize=10)
         return fig
 
-    svg = _svg_with_a_legend_that_fits(draw, min(len(groups), 7))
-    write_svg(out_svg, svg)
+    write_svg(out_svg, _svg_with_a_legend_that_fits(draw, min(len(groups), 7)))
 
 
 def svg_of(fig: Figure) -> str:
@@ -134,19 +133,14 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def run_timelines(metrics: dict, servers: list[str]) -> dict[str, dict[int, dict]]:
-    """{server: {round: its measured window's timeline}} for the servers and rounds that recorded one."""
-    found = {s: {round_of(r): r["timeline"] for r in round_rows(m) or [m] if r.get("timeline")}
-             for s, m in ((s, metrics.get(s) or {}) for s in servers)}
-    return {s: timelines for s, timelines in found.items() if timelines}
-
-
 def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
     """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (older runs)."""
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
-    lines = run_timelines(metrics, servers)
-    if not lines:
+    # {server: {round: its measured window's timeline}} for the rounds that recorded one
+    lines = {s: {round_of(r): r["timeline"] for r in round_rows(m) or [m] if r.get("timeline")}
+             for s, m in ((s, metrics.get(s) or {}) for s in servers)}
+    if not any(lines.values()):
         return False
     rounds = sorted({k for per in lines.values() for k in per})
     with matplotlib.rc_context(STYLE):
@@ -154,7 +148,7 @@ def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
         axes = fig.subplots(1, len(rounds), sharey=True, squeeze=False)[0]
         for ax, k in zip(axes, rounds):
             for i, s in enumerate(servers):
-                t = (lines.get(s) or {}).get(k)
+                t = lines[s].get(k)
                 if not t:
                     continue
                 points = [(x, y) for x, y in zip(t["t_s"], t["cpu_us_per_req"]) if y]

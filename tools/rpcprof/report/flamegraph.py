@@ -141,13 +141,6 @@ def inferno_options(title: str, subtitle: str, weight: int, countname: str = "sa
 
 # --- the two graphs --------------------------------------------------------------------------------
 
-def category_legend(shares: dict[str, float], rules: Rules) -> list[LegendItem]:
-    """One item per category, the share rounded as `report.py table` prints it."""
-    return [LegendItem(f"{c} {cell(100 * shares.get(c, 0.0))}%", rules.colors[c],
-                       rules.descriptions.get(c) or "stacks that no rule matched")
-            for c in rules.all_categories]
-
-
 def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, subtitle: str | Callable[[int], str],
                       countname: str = "samples", classify=None) -> None:
     """Write the annotated flame graph of a folded file (or pprof profile) to out_svg. rules: with the app pattern
@@ -183,8 +176,10 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     if unmatched:
         print(f"rpcprof: warning: {unmatched} frames of {folded} could not be matched to their stacks; "
               "they keep inferno's colour", file=sys.stderr)
-    shares = {c: by_box[0, total].get(c, 0) / total for c in order}
-    finish_flamegraph(svg, out_svg, title, subtitle, category_legend(shares, rules),
+    # one item per category, the share rounded as `report.py table` prints it
+    legend = [LegendItem(f"{c} {cell(100 * (by_box[0, total].get(c, 0) / total))}%", rules.colors[c],
+                         rules.descriptions.get(c) or "stacks that no rule matched") for c in order]
+    finish_flamegraph(svg, out_svg, title, subtitle, legend,
                       "share of samples:" if countname == "samples" else f"share of {countname}:")
 
 
@@ -224,10 +219,8 @@ class Drawing:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.out.close()
-        self.err.close()
+        for f in filter(None, (self.proc.stdin, self.out, self.err)):
+            f.close()
 
 
 # --- figures from a run folder ----------------------------------------------------------------------

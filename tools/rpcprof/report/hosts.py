@@ -61,14 +61,11 @@ PREDICTION_COLUMNS = [("server", "server"), ("run", "run"), ("measured_a", "#1 [
                       ("explained_pct", "of the change predicted [%]")]
 
 
-def explained_text(p: dict) -> str | None:
-    """`23.1`, or why no share is given: the change lies within the runs' own noise, or their noise is unknown."""
-    return ("noise unknown (one round)" if p["beyond_noise"] is None else
-            f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise")
-
-
-PREDICTION_CELLS = {"explained_pct": Shown(explained_text, (("explained_pct", "of the change predicted [%]"),
-                                                            ("noise_us", "noise [µs/req]")))}
+# `23.1`, or why no share is given: the change lies within the runs' own noise, or their noise is unknown
+PREDICTION_CELLS = {"explained_pct": Shown(
+    lambda p: ("noise unknown (one round)" if p["beyond_noise"] is None else
+               f"{p['explained_pct']:.1f}" if p["beyond_noise"] else "no change beyond noise"),
+    (("explained_pct", "of the change predicted [%]"), ("noise_us", "noise [µs/req]")))}
 HOST_COLUMNS = [("#", "#"), ("run", "run"), ("kernel", "kernel"), ("cpuidle", "cpuidle"), ("idle", "idle"), *UNITS]
 
 
@@ -96,8 +93,7 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     columns = [(k, h) for k, h in HOST_COLUMNS if k not in UNIT_CELLS or any(r[k] is not None for r in rows)]
     text = ("\nThe runs ran on different hosts; each host's unit costs (its host card: median of 7 batches, x: over "
             "run #1's):\n\n" + render(rows, columns, fmt, UNIT_CELLS))
-    missing = [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]
-    if missing:
+    if missing := [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
     if preds:
@@ -132,8 +128,7 @@ def setup_mismatch(manifest: dict) -> str | None:
 def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
     """(manifest, {server: {category: CPU µs/req}}) of a run of the README's setup with a host card; UserError else."""
     manifest, metrics = load_run(run_dir)
-    why = setup_mismatch(manifest)
-    if why:
+    if why := setup_mismatch(manifest):
         raise UserError(f"{run_dir}: not the README's setup (./profile.sh run rust_tonic_mt rust_pajamax): {why}")
     if any(unit_cost(manifest.get("host") or {}, k) is None for k in FIRST_UNITS):
         raise UserError(f"{run_dir}: no host card in its manifest (made before runs had one)")
