@@ -150,13 +150,8 @@ def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
         _, pairs, _ = setup_agreement([(Path(d).name, *load_run(d)) for d in [*earlier, run_dir]])
     except UserError:
         return []
-    lines = []
-    for name, a in pairs.items():
-        if a.over_runs is None or a.over_runs.low is None:
-            continue
-        line = (f"{name} over this run and {len(earlier)} earlier one{'s' * (len(earlier) > 1)} of this setup here: "
-                f"{a.over_runs.text()} (95 %, each run one estimate; report.py runs for each)")
-        if a.between_sd:
-            line += f"; the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict"
-        lines.append(line)
-    return lines
+    return [f"{name} over this run and {len(earlier)} earlier one{'s' * (len(earlier) > 1)} of this setup here: "
+            f"{a.over_runs.text()} (95 %, each run one estimate; report.py runs for each)"
+            + (f"; the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict"
+               if a.between_sd else "")
+            for name, a in pairs.items() if a.over_runs is not None and a.over_runs.low is not None]

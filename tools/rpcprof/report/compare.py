@@ -91,8 +91,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
         note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m))
-        overhead = prof.get("overhead_pct")
-        cost = prof.get("overhead_interval_pct")
+        overhead, cost = prof.get("overhead_pct"), prof.get("overhead_interval_pct")
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
@@ -253,11 +252,9 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     servers = servers_of(columns)
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
     syscalls = {s: metrics[s].get("syscalls") for s in servers}
-    out = []
-    for other in servers[1:]:
-        headline, findings = explain_gap(servers[0], other, us, syscalls, rules.groups, indirect=indirect)
-        out.append({"base": servers[0], "server": other, "headline": headline, "findings": findings})
-    return out
+    gaps = {other: explain_gap(servers[0], other, us, syscalls, rules.groups, indirect=indirect) for other in servers[1:]}
+    return [{"base": servers[0], "server": other, "headline": headline, "findings": findings}
+            for other, (headline, findings) in gaps.items()]
 
 
 def kernel_rows(metrics: dict, servers: list[str]) -> list[dict]:
@@ -278,10 +275,9 @@ def kernel_source(metrics: dict, servers: list[str]) -> str:
     into the profile window had a syscall window of their own); context switches and page faults are the
     process's own /proc counters where the syscalls were counted on its CPUs."""
     windows = {((metrics.get(s) or {}).get("syscalls") or {}).get("window") for s in servers}
-    text = "; ".join(WINDOWS.get(w, str(w)) for w in sorted(windows, key=str))
-    if any(((metrics.get(s) or {}).get("syscalls") or {}).get("scope", "").startswith("CPU") for s in servers):
-        text += "; context switches and page faults from the process's own counters (/proc)"
-    return text
+    own = any(((metrics.get(s) or {}).get("syscalls") or {}).get("scope", "").startswith("CPU") for s in servers)
+    return "; ".join(WINDOWS.get(w, str(w)) for w in sorted(windows, key=str)) + (
+        "; context switches and page faults from the process's own counters (/proc)" * own)
 
 
 def render_explanations(explained: list[dict], fmt: str = "table") -> str:

@@ -51,8 +51,8 @@ def batching_text(w: Writes) -> str:
 def send_text(base: str, other: str, send: Send) -> str:
     """How each server writes where the counts differ (and the user code extra writes slow), else its cost per write."""
     if send.differ:
-        slowed = slowed_text(send.slowed) if send.slowed else ""
-        return f" {base} {batching_text(send.a)}, {other} {batching_text(send.b)}." + slowed
+        return f" {base} {batching_text(send.a)}, {other} {batching_text(send.b)}." + (
+            slowed_text(send.slowed) if send.slowed else "")
     text = f" Both make about as many write syscalls ({send.a.per_req:.2f} and {send.b.per_req:.2f} per request)"
     if send.us_per_write:
         per_a, per_b = send.us_per_write
@@ -69,12 +69,6 @@ def differing_text(base: str, other: str, differing: list[Differing]) -> str:
     return " " + text[:1].upper() + text[1:] + "." if differing else ""
 
 
-def headline_text(gap: Gap) -> str:
-    word = "less" if gap.delta < 0 else "more"
-    return (f"{gap.other} needs {abs(gap.delta):.2f} CPU µs per request {word} than {gap.base} "
-            f"({gap.total_b:.2f} vs {gap.total_a:.2f}).")
-
-
 def finding_text(gap: Gap, f: Finding) -> str:
     """The category's difference (with its share of the gap where one means something), the sub-categories
     that moved most, and the kernel figures behind it."""
@@ -82,8 +76,7 @@ def finding_text(gap: Gap, f: Finding) -> str:
     text = (f"{f.category}: {other} spends {abs(d):.2f} µs/req {'less' if d < 0 else 'more'} than {base} "
             f"({f.b_us:.2f} vs {f.a_us:.2f}; {100 * d / gap.delta:.0f} % of the difference)" if f.with_share else
             f"{f.category}: {f.b_us:.2f} vs {f.a_us:.2f} µs/req")
-    parts = [f"{g} {delta:+.2f}" for g, delta in f.subs]
-    text += (", of which " + ", ".join(parts) if parts else "") + "."
+    text += (", of which " + ", ".join(f"{g} {delta:+.2f}" for g, delta in f.subs) if f.subs else "") + "."
     return text + (send_text(base, other, f.send) if f.send else differing_text(base, other, f.differing))
 
 
@@ -93,7 +86,9 @@ def explain_gap(base: str, other: str, us: dict[str, dict[str, float]], syscalls
     compare keeps it: its figures (category, delta_us, share_of_gap), its sentence (text) and the figures behind
     the sentence (sources)."""
     gap = gap_findings(base, other, us, syscalls, category_groups, indirect=indirect)
-    return headline_text(gap), [{"category": f.category, "delta_us": f.delta_us, "share_of_gap": f.share_of_gap,
+    headline = (f"{other} needs {abs(gap.delta):.2f} CPU µs per request {'less' if gap.delta < 0 else 'more'} than "
+                f"{base} ({gap.total_b:.2f} vs {gap.total_a:.2f}).")
+    return headline, [{"category": f.category, "delta_us": f.delta_us, "share_of_gap": f.share_of_gap,
                                  "text": finding_text(gap, f), "sources": f.sources} for f in gap.findings]
 
 
@@ -139,8 +134,7 @@ def evidence_lines(e: Evidence) -> list[str]:
     elif e.still_open is not None:
         lines.append(f"its {e.still_open} connection(s) stayed open: it stopped answering on them (where its threads "
                      "waited: the off-CPU window)")
-    if e.flow:
-        f = e.flow
+    if f := e.flow:
         raised = " (raised at its start)" if f.raised else ""
         lines.append(f"each connection carried {e.per_connection:,} requests of {f.message_bytes} B, {f.need:,} B "
                      f"against the {f.grant:,} B connection flow-control window the server grants{raised}, credited "
@@ -179,9 +173,7 @@ def describe(s: dict, connections: int | None = None, streams: int | None = None
     from them with the run's C and S when the caller knows them, else in its own saved lines."""
     if "connections_asked" not in s and connections and streams:
         s = {**s, "connections_asked": connections, "streams": streams, "slice_s": SLICE_S}
-    if "connections_asked" in s:
-        e = evidence(s)
-        mechanism, lines = e.mechanism.value, evidence_lines(e)
-    else:
-        mechanism, lines = s["mechanism"], s["evidence"]
-    return f"STALLED ({mechanism}): " + "; ".join(lines)
+    if "connections_asked" not in s:
+        return f"STALLED ({s['mechanism']}): " + "; ".join(s["evidence"])
+    e = evidence(s)
+    return f"STALLED ({e.mechanism.value}): " + "; ".join(evidence_lines(e))
