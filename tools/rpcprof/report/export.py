@@ -122,10 +122,8 @@ def otlp_meta(folded: Path, source: Path, unit: str) -> dict:
     except UserError:
         prof, result = {}, {}
     server = (folder.parent if re.fullmatch(r"round-\d+", folder.name) else folder).name if prof else folded.name.split(".")[0]
-    resource: list[tuple[str, str | int]] = [("service.name", server)]
     pid = result.get("pid") or prof.get("pid_filter")
-    if pid:
-        resource.append(("process.pid", int(pid)))
+    resource = [("service.name", server)] + ([("process.pid", int(pid))] if pid else [])
     start = prof.get("started_unix_ns")
     if start is None and result.get("started"):
         start = int(dt.datetime.fromisoformat(result["started"]).astimezone().timestamp() * 1e9)

@@ -124,14 +124,13 @@ def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
              f"<p>status <b>{esc(manifest.get('status'))}</b> · mode {esc(manifest.get('mode', 'run'))} · "
              f"command <code>{esc(' '.join(manifest.get('command') or []))}</code></p>",
              "<h2>Run</h2>", table(rows, run_columns("seed"), "server")]
-    lines = ratio_lines(rows)
-    if lines:
+    if lines := ratio_lines(rows):
         parts.append(bullets(lines, ' class="flags"'))
     charts = []
     for name, grouping in ((BREAKDOWN_SVG, rules), (BREAKDOWN_LEVEL2_SVG, rules.using(level=2))):
         uri = svg_uri(run_dir / name, scratch / name, lambda: render_breakdown_chart(run_dir, grouping, scratch / name),
                       (UserError, OSError, ValueError, KeyError))
-        charts += [(name, uri)] if uri else []
+        charts += [f'<p><img class="chart" alt="{esc(name)}" src="{uri}"></p>'] if uri else []
     timeline = svg_uri(run_dir / TIMELINE_SVG, scratch / TIMELINE_SVG,
                        lambda: render_timeline_chart(run_dir, scratch / TIMELINE_SVG), (UserError, OSError, ValueError))
     if timeline:
@@ -139,22 +138,18 @@ def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
                   "<p>Server CPU µs per request in 0.5 s slices, each round side by side: a pace that changed "
                   "shows as a step.</p>", f'<p><img class="chart" alt="{TIMELINE_SVG}" src="{timeline}"></p>']
     if charts:
-        parts.append("<h2>Where each request's CPU goes</h2>")
-        parts += [f'<p><img class="chart" alt="{esc(c)}" src="{uri}"></p>' for c, uri in charts]
+        parts += ["<h2>Where each request's CPU goes</h2>", *charts]
     try:
         crow, ccols, head, _ = compare_rows(run_dir, rules)
         parts += ["<h2>CPU µs per request by category</h2>", bullets(head), table(crow, ccols, "category")]
-        found = run_pace_findings(run_dir, rules, metrics, servers)
-        if found:
+        if found := run_pace_findings(run_dir, rules, metrics, servers):
             parts += ["<h3>Paces</h3>", bullets(x for f in found for x in f["lines"])]
-        explained = explanations(run_dir, rules, indirect=indirect)
-        if explained:
+        if explained := explanations(run_dir, rules, indirect=indirect):
             parts.append("<h3>Why, by mechanism</h3>")
             parts += [f"<p>{esc(e['headline'])}</p>" + bullets(f["text"] for f in e["findings"]) for e in explained]
         if indirect is not None:
             parts += whatif_section(run_dir, rules, servers, indirect)
-        kernel = kernel_rows(metrics, servers_of(ccols))
-        if kernel:
+        if kernel := kernel_rows(metrics, servers_of(ccols)):
             parts += ["<h3>Kernel, per request (syscall window)</h3>",
                       table(kernel, [("figure", "figure")] + [(s, s) for s in servers if s in kernel[0]])]
     except UserError as e:
@@ -164,11 +159,9 @@ def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
         folded, drawn = profile_folded(run_dir, name), scratch / f"{name}.svg"
         uri = svg_uri(run_dir / name / FLAME_SVG, drawn, lambda: folded.exists() and folded.stat().st_size
                       and render_run_flamegraph(run_dir, name, rules, drawn))
-        flames += [(name, uri)] if uri else []
+        flames += [f'<h3>{esc(name)}</h3><iframe title="{esc(name)} flame graph" src="{uri}"></iframe>'] if uri else []
     if flames:
-        parts.append("<h2>Flame graphs</h2>")
-        parts += [f"<h3>{esc(name)}</h3><iframe title=\"{esc(name)} flame graph\" src=\"{uri}\"></iframe>"
-                  for name, uri in flames]
+        parts += ["<h2>Flame graphs</h2>", *flames]
     parts += waits_section(run_dir, rules, servers, scratch)
     parts += ["<h2>Manifest</h2>", f"<pre>{esc(json.dumps(manifest, indent=2, sort_keys=True, default=str))}</pre>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -5,13 +5,11 @@ share is above 0 there and 0 on the other side.
 
 In the graph of two profiles without rounds (widths are B's), a new frame's boxes are filled teal; a
 vanished frame has no width in B, so the stacks of A that hold it are drawn too, at A's width (scaled as A
-is), its boxes filled amber; each says so in its hover text. With rounds the graph keeps significance's
-colours: a frame seen in one side's rounds only is a box tested like any other (halves of one server's
-rounds already differ in their thinnest frames).
-
-With rounds, the differential graph is coloured by significance (recolour_significant): each box of inferno's SVG
-matched to the tree of boxes the tests ran on (analyze/sigdiff.py), by its place (the box of depth - 1 that holds
-it) and its name, so nothing depends on the order inferno lays stacks out in.
+is), its boxes filled amber; each says so in its hover text. With rounds the graph is coloured by significance
+(recolour_significant), and a frame seen in one side's rounds only is a box tested like any other (halves of
+one server's rounds already differ in their thinnest frames): each box of inferno's SVG is matched to the tree
+of boxes the tests ran on (analyze/sigdiff.py) by its place (the box of depth - 1 that holds it) and its name,
+so nothing depends on the order inferno lays stacks out in.
 """
 from __future__ import annotations
 
@@ -31,7 +29,7 @@ from rpcprof.report.text import xml, xml_chars
 if TYPE_CHECKING:
     from rpcprof.analyze.sigdiff import Diff
 
-SHOWN = 15          # rows of each list in text
+SHOWN = 15          # rows of each list, and of diff's table of frames, in text
 LISTED = 1000       # rows of each list in json (its count says how many there are in all)
 NEW_FILL, VANISHED_FILL = "rgb(0,170,170)", "rgb(230,170,0)"
 MARKS = "teal: in B only; amber: in A only, drawn at A's width"

@@ -20,6 +20,7 @@ CR line ends) is read as its collapsed stacks, written to the scratch folder as 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -36,15 +37,12 @@ from rpcprof.folded import drawn_stacks, sample_weight, weight_unit
 from rpcprof.pprof_in import is_pprof
 from rpcprof.report.compare import round_records, servers_of
 from rpcprof.report.export import core_readable
-from rpcprof.report.flamegraph import (Drawing, finish_flamegraph, inferno_options, inferno_tool,
-                                       run_tool)
-from rpcprof.report.one_side import LISTED, MARKS, mark_one_side, one_side_found, one_side_text, recolour_significant
+from rpcprof.report.flamegraph import Drawing, finish_flamegraph, inferno_options, inferno_tool, run_tool
+from rpcprof.report.one_side import (LISTED, MARKS, SHOWN, mark_one_side, one_side_found, one_side_text,
+                                     recolour_significant)
 from rpcprof.report.svg import LegendItem
 from rpcprof.report.tables import cell, render
 from rpcprof.rundir import RESULT_FILE, load_manifest, load_run, profile_folded, run_of_folded
-
-FRAMES_SHOWN = 15         # rows of the frames table in text (json: all)
-
 
 NAMES, MERGED = "one_side.names", "diff.folded"   # the core's files in the scratch folder
 
@@ -98,10 +96,8 @@ class SidesRead:
         """Stop the drawing, and wait for the core's pass to end (its files are in scratch)."""
         if self.drawing:
             self.drawing.stop()
-        try:
+        with contextlib.suppress(Exception):       # said by found(), when it is asked
             self.task.result()
-        except Exception:       # said by found(), when it is asked
-            pass
 
 
 def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
@@ -154,8 +150,7 @@ def sides_of(a_path: Path, b_path: Path, scratch: Path, requests: tuple = (None,
 
 def _run_and_server(folder: Path) -> tuple[Path, str]:
     """(run, server) for a server's folder or a run folder of one profiled server; UserError otherwise."""
-    found = run_of_folded(folder / "x")
-    if found:
+    if found := run_of_folded(folder / "x"):
         return found
     _, metrics = load_run(folder)          # a UserError naming the folder when it is not a run
     servers = [s for s in load_manifest(folder)["parameters"].get("servers") or metrics
@@ -313,8 +308,8 @@ def diff_report(a: Side, b: Side, d: Diff, rows: list[dict], found: dict, out: P
         text += (f"\nFrames whose difference is significant ({d.test_name()}, Benjamini–Hochberg at "
                  f"{100 * FDR:.0f} % over the {d.tested_boxes} boxes with {100 * MIN_SHARE:.1f} % of the samples or "
                  f"more; q: adjusted p): {len(frames)} of them significant"
-                 + (f", the {FRAMES_SHOWN} largest differences here" if len(frames) > FRAMES_SHOWN else "") + ":\n\n")
-        text += render(frames[:FRAMES_SHOWN], cols, fmt) if frames else "(none)\n"
+                 + (f", the {SHOWN} largest differences here" if len(frames) > SHOWN else "") + ":\n\n")
+        text += render(frames[:SHOWN], cols, fmt) if frames else "(none)\n"
     else:
         text += rounds_note(d) + "\n"
     return text + one_side_text(found, fmt) + f"\nWrote {out} ({said}).\n"

@@ -147,9 +147,8 @@ def interval_text(row: dict) -> str | None:
 
 def spread_text(row: dict) -> str | None:
     """`103,459-104,880 (CV 0.5 %)`: the least and most req/s per CPU of a server's rounds, and their CV."""
-    if row.get("req_per_cpu_s_min") is None or row.get("req_per_cpu_s_cv_pct") is None:
-        return None
-    return f"{row['req_per_cpu_s_min']:,.0f}-{row['req_per_cpu_s_max']:,.0f} (CV {row['req_per_cpu_s_cv_pct']:.1f} %)"
+    return None if row.get("req_per_cpu_s_min") is None or row.get("req_per_cpu_s_cv_pct") is None else (
+        f"{row['req_per_cpu_s_min']:,.0f}-{row['req_per_cpu_s_max']:,.0f} (CV {row['req_per_cpu_s_cv_pct']:.1f} %)")
 
 
 # the run table's cells of several figures; csv has each figure in a column of its own
@@ -301,8 +300,8 @@ def pace_category_line(name: str, rows: list[dict]) -> str | None:
         return {True: " *", False: " n.s.", None: ""}[r["significant"]]
 
     def subs(cat: str) -> str:
-        kids = [r for r in rows if r["level"] == 2 and r["group"].startswith(cat + "/") and abs(r["delta_us"]) >= 0.005]
-        kids.sort(key=lambda r: -abs(r["delta_us"]))
+        kids = sorted((r for r in rows if r["level"] == 2 and r["group"].startswith(cat + "/")
+                       and abs(r["delta_us"]) >= 0.005), key=lambda r: -abs(r["delta_us"]))
         shown = ", ".join(f"{k['group']} {k['delta_us']:+.2f}{mark(k)}" for k in kids[:3])
         return f" (of which {shown})" if kids else ""
 

@@ -71,26 +71,22 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
     if fmt == "csv":        # the cell's ratio (second server over first) with its interval, on each of its rows
         cols = [("connections", "C"), ("streams", "S"), *RATIO_CELL.parts] + sweep_columns(rules)
         return render(rows, cols, "csv", {"spread_text": SPREAD_CELL})
-    table = render(rows, sweep_columns(rules), "table", {"spread_text": SPREAD_CELL}).splitlines()
-    header, rule, body = table[0], table[1], table[2:]
+    header, rule, *body = render(rows, sweep_columns(rules), "table", {"spread_text": SPREAD_CELL}).splitlines()
     width = len(rule)
-    manifest, _ = load_sweep(sweep_dir)
-    servers = manifest["parameters"]["servers"]
+    servers = load_sweep(sweep_dir)[0]["parameters"]["servers"]
     fence = ["```"] * (fmt == "markdown")
     out = [*fence]
     if len(servers) >= 2:
         out.append(f"^N.N = req/s per server CPU of {servers[1]} / {servers[0]}")
     out += ["-" * width, header]
-    last_c = None
-    for i, row in enumerate(rows):
-        if row["connections"] != last_c:
-            last_c = row["connections"]
-            out.append(f"--C={last_c}:".ljust(width, "-"))
-        if i == 0 or rows[i - 1]["cell"] != row["cell"]:
+    for prev, row, line in zip([{}, *rows], rows, body):
+        if row["connections"] != prev.get("connections"):
+            out.append(f"--C={row['connections']}:".ljust(width, "-"))
+        if row["cell"] != prev.get("cell"):
             ci = row.get("cell_interval")
             mark = (f"^{ratio_text(row['ratio'])}" + (f" [{ratio_text(ci['low'])}-{ratio_text(ci['high'])}]"
                                                       if ci and ci["low"] else "")) if row["ratio"] else ""
             mark += " (not significant)" * (row.get("ratio_significant") is False)
             out.append(f"----S={row['streams']}".ljust(15, "-") + mark.ljust(width - 15, "-"))
-        out.append(body[i])
+        out.append(line)
     return "\n".join([*out, "-" * width, *fence]) + "\n"

@@ -49,8 +49,7 @@ def markdown_cell(s) -> str:
     """One markdown table cell: `\\` and `|` escaped (a backslash left alone would escape the backslash
     that escapes a `|` after it, and the `|` would split the row), CR and LF become spaces, other controls
     escaped."""
-    one_line = str(s).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
-    return terminal(one_line.replace("\\", "\\\\")).replace("|", "\\|")
+    return terminal(re.sub(r"\r\n|[\r\n]", " ", str(s)).replace("\\", "\\\\")).replace("|", "\\|")
 
 
 def csv_field(value):

@@ -139,16 +139,14 @@ def notes(name: str, rec: dict, verdicts: bool = True) -> list[str]:
     threads = f" over {rec['threads']} thread(s)" if rec.get("threads") else ""
     lines = [f"{name}: {rec.get('waits') or 0:,} waits, {rec.get('off_cpu_s') or 0:.2f} s off CPU{threads} in a "
              f"{rec.get('window_s') or 0:.1f} s window{rps}; single waits: {histogram_text(rec.get('histogram') or [])}"]
-    s = rec.get("sockets")
-    if s:
+    if s := rec.get("sockets"):
         rtt, minrtt = s.get("server_rtt_ms_median"), s.get("server_minrtt_ms")
         lines.append(f"{name}: TCP, {s['server_socket_samples']} samples of its connections: written data held back "
                      f"in {100 * s['held_share']:.0f} % of them; smoothed RTT "
                      + (f"{rtt:.3f} ms (minimum {minrtt:.3f} ms)" if rtt is not None and minrtt is not None else "-")
                      + (f"; the peer's delayed-ACK timeout {s['peer_ato_ms_median']:.0f} ms"
                         if s.get("peer_ato_ms_median") else ""))
-    wakes = rec.get("wakes")
-    if wakes and wakes.get("waits_us"):
+    if (wakes := rec.get("wakes")) and wakes.get("waits_us"):
         lines.append(f"{name}: who woke them: {wakes['paired']:,} of {wakes['waits']:,} waits paired with the wake-up "
                      f"that ended them ({100 * wakes['paired_us'] / wakes['waits_us']:.0f} % of their time off CPU; "
                      f"{wakes['wakeups']:,} wake-ups recorded)")
