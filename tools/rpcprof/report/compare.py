@@ -42,14 +42,11 @@ def round_records(run_dir: Path, server: str, metrics: dict) -> list[dict]:
     request and where that figure is (file and key), oldest first; one round for a result of one measurement."""
     m = metrics.get(server) or {}
     rows = round_rows(m)
-    out = []
-    for k, row in [(round_of(r), r) for r in rows] or [(1, m)]:
-        folded = profile_folded(run_dir, server, k)
-        if folded.exists() and folded.stat().st_size:
-            key = f"{ROUNDS_KEY}[{ROUND_KEY}={k}].cpu_us_per_req" if rows else "cpu_us_per_req"
-            out.append({"round": k, "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
-                        "file": f"{server}/{RESULT_FILE}", "key": key})
-    return out
+    return [{"round": k, "profile": str(folded), "cpu_us_per_req": row.get("cpu_us_per_req"),
+             "file": f"{server}/{RESULT_FILE}",
+             "key": f"{ROUNDS_KEY}[{ROUND_KEY}={k}].cpu_us_per_req" if rows else "cpu_us_per_req"}
+            for k, row in [(round_of(r), r) for r in rows] or [(1, m)]
+            if (folded := profile_folded(run_dir, server, k)).exists() and folded.stat().st_size]
 
 
 def render_shares(run_dir: Path, rules: Rules, fmt: str = "table") -> str:
@@ -252,7 +249,7 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     servers = servers_of(columns)
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
     syscalls = {s: metrics[s].get("syscalls") for s in servers}
-    gaps = {other: explain_gap(servers[0], other, us, syscalls, rules.groups, indirect=indirect) for other in servers[1:]}
+    gaps = {s: explain_gap(servers[0], s, us, syscalls, rules.groups, indirect=indirect) for s in servers[1:]}
     return [{"base": servers[0], "server": other, "headline": headline, "findings": findings}
             for other, (headline, findings) in gaps.items()]
 

@@ -33,13 +33,11 @@ def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
     rows = []
     for i, (d, manifest, _) in enumerate(loaded, 1):
         card = manifest.get("host") or {}
-        row = {"#": i, "run": d.name, "kernel": (manifest.get("machine") or {}).get("kernel"),
-               "idle": card.get("idle") or (manifest.get("parameters") or {}).get("idle") or "halt",
-               "cpuidle": card.get("cpuidle_driver") or "-"}
-        for key, _ in UNITS:
-            v, v0 = unit_cost(card, key), unit_cost(first, key)
-            row[key], row[f"{key}_factor"] = v, (v / v0 if v is not None and v0 else None)
-        rows.append(row)
+        costs = {key: (unit_cost(card, key), unit_cost(first, key)) for key, _ in UNITS}
+        rows.append({"#": i, "run": d.name, "kernel": host_key(manifest)[1],
+                     "idle": card.get("idle") or (manifest.get("parameters") or {}).get("idle") or "halt",
+                     "cpuidle": card.get("cpuidle_driver") or "-", **{key: v for key, (v, _) in costs.items()},
+                     **{f"{key}_factor": v / v0 if v is not None and v0 else None for key, (v, v0) in costs.items()}})
     return rows
 
 

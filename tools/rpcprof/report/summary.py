@@ -185,8 +185,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
                          "pace; a longer -d adds only silence.")
             continue
         if r.get("paces"):
-            lines.append(pace_line(r["server"], r["paces"]))
-            lines += pace_ratio_lines(r["pace_ratios"])
+            lines += [pace_line(r["server"], r["paces"]), *pace_ratio_lines(r["pace_ratios"])]
         if r.get("client_bound"):
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
                          f"{r['client_cpu_pct']:.0f} %): req/s understates the server; req/s per CPU still holds.")
@@ -257,13 +256,11 @@ def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     columns = column_after(columns, "relative", ("ratio_text", "ratio [95 % interval]"),
                            any((r.get("ratio_interval") or {}).get("low") for r in rows))
     text = render(rows, columns, fmt, RUN_CELLS)
-    if fmt in ("table", "markdown"):
-        head = f"{setup_text(p, manifest['scenario']['name'])} [{manifest['status']}]"
-        lines = ratio_lines(rows)
-        if manifest.get("stopped_by"):
-            lines.append(f"rounds: {manifest['stopped_by']}")
-        text = head + "\n" + text + ("\n" + "\n".join(lines) + "\n" if lines else "")
-    return text
+    if fmt not in ("table", "markdown"):
+        return text
+    lines = ratio_lines(rows) + ([f"rounds: {manifest['stopped_by']}"] if manifest.get("stopped_by") else [])
+    return (f"{setup_text(p, manifest['scenario']['name'])} [{manifest['status']}]\n" + text
+            + ("\n" + "\n".join(lines) + "\n" if lines else ""))
 
 
 def _rounds(ks) -> str:
@@ -295,19 +292,17 @@ def pace_category_line(name: str, rows: list[dict]) -> str | None:
     if not rows:
         return None
     tested = any(r["significant"] is not None for r in rows)
-
-    def mark(r: dict) -> str:
-        return {True: " *", False: " n.s.", None: ""}[r["significant"]]
+    mark = {True: " *", False: " n.s.", None: ""}
 
     def subs(cat: str) -> str:
         kids = sorted((r for r in rows if r["level"] == 2 and r["group"].startswith(cat + "/")
                        and abs(r["delta_us"]) >= 0.005), key=lambda r: -abs(r["delta_us"]))
-        shown = ", ".join(f"{k['group']} {k['delta_us']:+.2f}{mark(k)}" for k in kids[:3])
+        shown = ", ".join(f"{k['group']} {k['delta_us']:+.2f}{mark[k['significant']]}" for k in kids[:3])
         return f" (of which {shown})" if kids else ""
 
     def one(r: dict) -> str:
         pm = f" ± {r['half']:.2f}" if r["half"] is not None else ""
-        return f"{r['group']} {r['delta_us']:+.2f} µs/req{pm}{mark(r)}{subs(r['group'])}"
+        return f"{r['group']} {r['delta_us']:+.2f} µs/req{pm}{mark[r['significant']]}{subs(r['group'])}"
     top = sorted((r for r in rows if r["level"] == 1 and abs(r["delta_us"]) >= 0.005), key=lambda r: -abs(r["delta_us"]))
     how = ("Welch t across rounds, * significant after Benjamini-Hochberg at 5 %" if tested else
            "a pace of one round: point estimates, no test")

@@ -43,8 +43,7 @@ def socket_summary(log: Path, ports: list[int]) -> dict | None:
     log = saved_copy(log)
     if not log.exists():
         return None
-    opener = gzip.open if log.suffix == ".gz" else open
-    with opener(log, "rt", errors="replace") as f:
+    with (gzip.open if log.suffix == ".gz" else open)(log, "rt", errors="replace") as f:
         return socket_figures(f.read(), ports)
 
 

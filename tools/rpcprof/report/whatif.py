@@ -57,11 +57,10 @@ def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[
         raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
     got = {}
     for s in (a, b):
-        rounds, sources = server_rounds(run_dir, rules, metrics, s)
-        if len(rounds) < 2:
-            raise UserError(f"{run_dir}: {s} has {len(rounds)} profiled round(s): an interval needs two or more "
+        got[s] = server_rounds(run_dir, rules, metrics, s)
+        if len(got[s][0]) < 2:
+            raise UserError(f"{run_dir}: {s} has {len(got[s][0])} profiled round(s): an interval needs two or more "
                             "(profile.sh run --rounds 3)")
-        got[s] = (rounds, sources)
     return got
 
 
