@@ -152,10 +152,9 @@ def fold(source: Path, out: Path) -> dict:
         pid = read_profile(source.parent).get("pid_filter")
         return {**fold_perf(source, out, pid if isinstance(pid, int) and not isinstance(pid, bool) else None),
                 "input": PERF_DATA}
-    from rpcprof.folded import open_folded          # py-spy raw: validate it is folded stacks
     with tempfile.TemporaryDirectory(prefix="rpcprof-fold-") as scratch:
         joined = Path(scratch) / "py-spy.folded"
         done = fold_pyspy(source, joined)
-        open_folded(joined)             # UserError when it is neither folded stacks nor has samples
+        open_folded(joined)             # py-spy raw: UserError when it is neither folded stacks nor has samples
         write_bytes(out, joined.read_bytes())
     return {**done, "input": "py-spy raw"}

@@ -40,11 +40,9 @@ def map_spans(lines: list) -> list[tuple]:
     spans = []
     for line in lines:
         parts = line.split(None, 2)
-        try:
+        with suppress(ValueError, IndexError):
             start = int(parts[0], 16)
             spans.append((start, start + int(parts[1], 16), parts[2] if len(parts) == 3 else parts[0][:0], line))
-        except (ValueError, IndexError):
-            continue
     return sorted(spans)
 
 

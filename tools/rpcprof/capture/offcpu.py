@@ -106,18 +106,17 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
     runnable_to: for the switches of a still-runnable thread, which other program took the CPU (its
     thread name -> µs), and runnable_own_us: the time one of the process's own threads took it.
     spans, when given, gets each wait that was not a preemption: (tid, out, in, comm, stack lines leaf first)."""
-    blocks: list[tuple[bytes, int, float, list[bytes], bool]] = []   # (comm, tid, time, lines, runnable)
-    takers: list[tuple[bytes, int] | None] = []              # who ran next (comm, tid), for runnable switches
+    # [comm, tid, time, lines, runnable, who ran next (comm, tid) for runnable switches, µs off CPU]
+    blocks: list[list] = []
     pending: dict[int, int] = {}                             # tid -> index of its open wait in blocks
-    waits: list[float | None] = []
     last_time = 0.0
     for m, stack in samples(lines):
         tid, t, event = int(m["tid"]), float(m["time"]), m["event"]
         last_time = max(last_time, t)
         if event.startswith(b"PERF_RECORD_SWITCH"):
             if b" IN" in m["rest"] and tid in pending:
-                i = pending.pop(tid)
-                waits[i] = (t - blocks[i][2]) * 1e6
+                block = blocks[pending.pop(tid)]
+                block[6] = (t - block[2]) * 1e6
             continue
         if event != b"sched:sched_switch":
             continue
@@ -127,20 +126,19 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
             stats["unmatched"] = stats.get("unmatched", 0) + 1
         pending[tid] = len(blocks)
         comm = _COMM.search(m["rest"])     # the kernel's name for the thread: perf's may be ":TID"
-        blocks.append((comm.group(1) if comm else m["comm"].strip(), tid, t, stack, runnable))
         taker = _NEXT.search(m["rest"]) if runnable else None
-        takers.append((taker.group(1), int(taker.group(2))) if taker else None)
-        waits.append(None)
+        blocks.append([comm.group(1) if comm else m["comm"].strip(), tid, t, stack, runnable,
+                       (taker.group(1), int(taker.group(2))) if taker else None, None])
     stats["cut"] = len(pending)
     for i in pending.values():
-        waits[i] = (last_time - blocks[i][2]) * 1e6
+        blocks[i][6] = (last_time - blocks[i][2]) * 1e6
     timed: list[bytes] = []
     counted: list[bytes] = []
     histogram = [0] * BUCKETS
     total = 0
     runnable_to: dict[str, int] = {}
     own_tids, own_us = {b[1] for b in blocks}, 0          # the process's threads that ran in the window
-    for (comm, tid, t, stack, runnable), us, taker in zip(blocks, waits, takers):
+    for comm, tid, t, stack, runnable, taker, us in blocks:
         weight = max(1, round(us or 0))
         if spans is not None and not runnable:
             spans.append((tid, t, t + (us or 0) / 1e6, comm, stack))
@@ -148,8 +146,7 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
         histogram[min(BUCKETS - 1, max(0, weight.bit_length() - 1))] += 1
         leaf = [f"\t0 {RUNNABLE_FRAME} ([unknown])\n".encode()] if runnable else []
         for out, w in ((timed, weight), (counted, 1)):
-            out.append(comm + f" {tid} {t:.6f}: {w} sched:sched_switch:\n".encode())
-            out.extend(leaf + stack + [b"\n"])
+            out += [comm + f" {tid} {t:.6f}: {w} sched:sched_switch:\n".encode(), *leaf, *stack, b"\n"]
         if taker and taker[1] in own_tids:
             own_us += weight
         elif taker:
@@ -205,12 +202,8 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
         t_wake, waker, waker_stack = found[i]
         paired += 1
         paired_us += us
-        out.append(waker + f" 0 {t_wake:.6f}: {us} sched:sched_waking:\n".encode())
-        out.append(b"\t0 " + comm + b" ([unknown])\n")
-        out.extend(reversed(stack))
-        out.append(f"\t0 {WAKE_SEPARATOR} ([unknown])\n".encode())
-        out.extend(waker_stack)
-        out.append(b"\n")
+        out += [waker + f" 0 {t_wake:.6f}: {us} sched:sched_waking:\n".encode(), b"\t0 " + comm + b" ([unknown])\n",
+                *reversed(stack), f"\t0 {WAKE_SEPARATOR} ([unknown])\n".encode(), *waker_stack, b"\n"]
     stats.update(wakeups=sum(len(v) for v in wakes.values()), waits=len(spans), paired=paired,
                  paired_us=paired_us, waits_us=total_us)
     return out

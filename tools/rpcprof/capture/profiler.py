@@ -152,8 +152,7 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
     last line, `Samples: N Errors: M`), and how far it fell behind its rate (it says so past 1 s behind).
     py-spy keeps one stack per tick and thread that holds the GIL (--gil), so the rate it held is not
     in its log; its delay is. A warning when it fell behind or failed on more than 5 % of the ticks."""
-    text = children.read_stripped(log_path)
-    if text is None:
+    if (text := children.read_stripped(log_path)) is None:
         return {}
     summary = _PYSPY_SUMMARY.findall(text)
     behind = [float(v) * _UNIT_S[unit] for v, unit in _PYSPY_BEHIND.findall(text)]

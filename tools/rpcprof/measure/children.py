@@ -97,7 +97,5 @@ def identity(pid: int | None = None) -> dict:
 def still_running(owner: dict) -> bool:
     """True if the process identity() described is still running (same pid, start time and boot)."""
     pid = owner.get("pid")
-    if not isinstance(pid, int) or owner.get("boot_id") != boot_id():
-        return False
-    started = _start_ticks(pid)
-    return started is not None and started == owner.get("start_ticks")
+    return (isinstance(pid, int) and owner.get("boot_id") == boot_id()
+            and (started := _start_ticks(pid)) is not None and started == owner.get("start_ticks"))

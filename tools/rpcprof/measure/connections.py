@@ -105,8 +105,7 @@ def replay_sizes(settings: dict, window: int, message_bytes: int) -> tuple[int, 
     """The two replays' requests (module doc), or none when the window holds every message the server allows
     in flight on a connection (it cannot run short then)."""
     fit = window // message_bytes
-    most = settings.get("MAX_CONCURRENT_STREAMS", 2 ** 31 - 1)
-    over = min(most, REPLAY_WINDOWS * -(-window // message_bytes))
+    over = min(settings.get("MAX_CONCURRENT_STREAMS", 2 ** 31 - 1), REPLAY_WINDOWS * -(-window // message_bytes))
     return (fit, over) if 0 < fit < over else ()
 
 
@@ -117,10 +116,9 @@ def _nghttp(port: int, path: str, body: Path, timeout_s: float, requests: int = 
     argv = [nghttp, "-v", "-n", "-m", str(requests), "-H", "content-type: application/grpc", "-H", "te: trailers",
             "-d", str(body), f"http://127.0.0.1:{port}{path}"]
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout
 
 
 def h2_settings(port: int, path: str, body: Path, timeout_s: float = 5.0) -> dict | None:

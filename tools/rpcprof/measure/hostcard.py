@@ -76,12 +76,9 @@ def card_line(card: dict | None) -> str:
         return "host: no host card (runs made before it)"
     if card.get("error"):
         return f"host: no host card ({card['error']})"
-    parts = []
-    for key, label, unit, fmt in HOST_UNITS:
-        f = card.get(key)
-        if f:
-            parts.append(f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]"
-                         + (f" ({f['set_kib']:,} KiB)" if f.get("set_kib") else ""))
+    parts = [f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]"
+             + (f" ({f['set_kib']:,} KiB)" if f.get("set_kib") else "")
+             for key, label, unit, fmt in HOST_UNITS if (f := card.get(key))]
     return (f"host: {', '.join(parts)} (median [min-max] of 7 batches each, CPU {card.get('server_cpu')} and "
             f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s"
             + (f"; taken from {card['taken_from']})" if card.get("taken_from") else ")"))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.errors import UserError
@@ -82,11 +83,9 @@ class IdlePoll:
                 raise UserError(f"--idle poll: cannot set {path} ({e.strerror}): it needs Linux's per-CPU PM QoS "
                                 "and root; or measure with --idle halt") from None
             self.saved[path] = NO_CONSTRAINT if old == POLL else old     # POLL: a killed run's, not the machine's
-        try:
+        with suppress(OSError):     # not recorded: this run still gives the CPUs back on any exit but SIGKILL
             state.parent.mkdir(parents=True, exist_ok=True)
             state.write_text(json.dumps({"owner": identity(), "saved": {str(p): v for p, v in self.saved.items()}}))
-        except OSError:
-            pass                # not recorded: this run still gives the CPUs back on any exit but SIGKILL
 
     def stop(self) -> None:
         give_back(self.saved)
@@ -161,11 +160,9 @@ def give_back(saved: dict) -> list[str]:
     """Each file's old setting written back; the files written (a CPU gone offline keeps nothing to restore)."""
     done = []
     for path, old in saved.items():
-        try:
+        with suppress(OSError):
             Path(path).write_text(old)
             done.append(str(path))
-        except OSError:
-            continue
     return done
 
 

@@ -29,6 +29,7 @@ from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
 from rpcprof.measure.recorder import require
 from rpcprof.measure.scenario import Scenario, grpc_frame
+from rpcprof.paths import PROTO_DIR
 from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
 
@@ -37,11 +38,7 @@ _H2_PATTERNS = {
     "finished_s": (r"finished in ([\d.]+)s", float),
     "driver_rps": (r"finished in [\d.]+s, ([\d.]+) req/s", float),
     "total": (r"requests: (\d+) total", int),
-    "done": (r"(\d+) done", int),
-    "succeeded": (r"(\d+) succeeded", int),
-    "failed": (r"(\d+) failed", int),
-    "errored": (r"(\d+) errored", int),
-    "timeout": (r"(\d+) timeout", int),
+    **{word: (rf"(\d+) {word}", int) for word in ("done", "succeeded", "failed", "errored", "timeout")},
     "status_2xx": (r"status codes: (\d+) 2xx", int),
     "data_bytes": (r"headers \(space savings [\d.]+%\), [\d.]+\w*B \((\d+)\) data", int),
 }
@@ -178,13 +175,12 @@ class H2load:
     def argv(self, settings: LoadSettings, port: int, latency_log: Path) -> list[str]:
         threads = max(1, min(len(settings.cpus), settings.connections))
         h2load = require("h2load", "run tools/setup.sh to install it")
-        argv = ["taskset", "-c", ",".join(map(str, settings.cpus)), h2load,
+        return ["taskset", "-c", ",".join(map(str, settings.cpus)), h2load,
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
                 # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
                 "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
                 "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers",
-                "--log-file", str(latency_log)]
-        return argv + [f"http://127.0.0.1:{port}{self.scenario.method}"]
+                "--log-file", str(latency_log), f"http://127.0.0.1:{port}{self.scenario.method}"]
 
     # printed by each h2load thread (rpcprof runs one per load CPU): the first start and the first end count
     WINDOW = (b"Main benchmark duration is started", b"Main benchmark duration is over")
@@ -236,7 +232,7 @@ class Ghz:
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
         ghz = require("ghz", "run tools/setup.sh --ghz to install it")
         return ["taskset", "-c", ",".join(map(str, settings.cpus)), ghz,
-                "--insecure", f"--proto={self.scenario.proto_path}", f"--call={self.scenario.ghz_call}",
+                "--insecure", f"--proto={PROTO_DIR / self.scenario.proto}", f"--call={self.scenario.method[1:]}",
                 f"--data-file={self.scenario.json_path}",
                 f"--connections={settings.connections}", f"--concurrency={settings.streams}",
                 f"--duration={settings.duration:g}s", f"--cpus={len(settings.cpus)}",

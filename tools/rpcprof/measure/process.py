@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.errors import UserError
@@ -77,7 +78,7 @@ class ServerProcess:
         """Poll with real gRPC calls until they succeed; returns seconds taken. The reply they got is kept
         in self.reply (what OK responses are counted by)."""
         t0 = time.monotonic()
-        last = "no answer"
+        problem = "no answer"
         while time.monotonic() - t0 < timeout:
             if self.exited() is not None:
                 raise ServerFailed(f"{self.spec.name} exited with status {self.proc.returncode} before it was "
@@ -85,26 +86,20 @@ class ServerProcess:
             self.reply, problem = learn_reply(scenario, port, timeout=1.0)
             if problem is None:
                 return time.monotonic() - t0
-            last = problem
             if not problem.startswith("grpc-status UNAVAILABLE"):
                 raise ServerFailed(f"{self.spec.name} answered {scenario.method} wrongly: {problem}")
             time.sleep(0.1)
-        raise ServerFailed(f"{self.spec.name} did not answer a gRPC call within {timeout:g} s ({last}): "
+        raise ServerFailed(f"{self.spec.name} did not answer a gRPC call within {timeout:g} s ({problem}): "
                            f"{log_tail(self.log_path)}")
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 5 s; the whole session, so no child outlives it."""
-        if self.proc.poll() is None:
-            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-                try:
-                    os.killpg(self.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    self.proc.wait(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                break
+            with suppress(ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(self.pid, sig)
+                self.proc.wait(timeout=5.0)
         self.monitor.close()
         if self.cgroup:
             self.cgroup.remove()

@@ -41,8 +41,7 @@ def thread_cpu_ns(pid: int) -> dict[int, int]:
 
 def rss_bytes(pid: int) -> tuple[int, int] | None:
     """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
-    fields = status_fields(f"/proc/{pid}/status")
-    if fields is None:
+    if (fields := status_fields(f"/proc/{pid}/status")) is None:
         return None
     return int(fields.get("VmRSS", "0").split()[0]) * 1024, int(fields.get("VmHWM", "0").split()[0]) * 1024
 
@@ -184,10 +183,8 @@ class ProcessMonitor:
     mark()s is the CPU the process used between them, all threads."""
 
     def __init__(self, pid: int, cgroup: CgroupCpu | None = None, interval: float = 0.1):
-        self.pid = pid
-        self.cgroup = cgroup
+        self.pid, self.cgroup, self.interval = pid, cgroup, interval
         self.method = f"cgroup-v{cgroup.version}" if cgroup else "schedstat"
-        self.interval = interval
         self._last_seen: dict[int, int] = {}
         self._lock = threading.Lock()
         self._hwm = 0
@@ -215,8 +212,7 @@ class ProcessMonitor:
                 with self._lock:
                     if self._series is not None:
                         self._series.append(point)
-            mem = rss_bytes(self.pid)
-            if mem is None:
+            if (mem := rss_bytes(self.pid)) is None:
                 continue
             with self._lock:
                 if self._rss_samples is not None:

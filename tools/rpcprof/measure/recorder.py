@@ -121,8 +121,8 @@ class Recorder:
                                      start_new_session=True)
 
     def wait_attached(self, timeout: float = 10.0) -> None:
-        """Poll until the profiler has written its output header (perf) or is running (py-spy); with a
-        control, until perf acknowledges that its events are enabled."""
+        """With a control (perf), wait until perf acknowledges that its events are enabled; without one
+        (py-spy), until the profiler has run for 0.5 s."""
         t0 = time.monotonic()
         if self.control is not None:
             if self.control.command("enable", self.proc, timeout):
@@ -133,10 +133,7 @@ class Recorder:
             if self.proc.poll() is not None:
                 raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): "
                                 f"{log_tail(self.log_path, 3)}")
-            if self.out_path.name.endswith(".data"):
-                if self.out_path.exists() and self.out_path.stat().st_size > 0:
-                    return
-            elif time.monotonic() - t0 > 0.5:
+            if time.monotonic() - t0 > 0.5:
                 return
             time.sleep(0.05)
 

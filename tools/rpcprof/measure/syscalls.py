@@ -49,12 +49,10 @@ def _events_root() -> Path | None:
     """Where the kernel lists its tracepoints. On a fresh machine tracefs is not mounted until perf first
     uses a tracepoint, so the folder is empty and every tracepoint would look missing on the first run
     only: mount it first (root), as perf would."""
-    root = next((r for r in TRACING if r.exists()), None)
-    if root is None and TRACEFS_MOUNT.is_dir():
+    if not any(r.exists() for r in TRACING) and TRACEFS_MOUNT.is_dir():
         subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS_MOUNT)], stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        root = next((r for r in TRACING if r.exists()), None)
-    return root
+    return next((r for r in TRACING if r.exists()), None)
 
 
 def tracepoint_exists(group: str, name: str) -> bool:
@@ -298,8 +296,7 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
     io = {n: dict.fromkeys(IO_COUNTS, 0) for n in names}
     lost = 0
     for line in lines:
-        m = _EXIT.search(line)
-        if m:
+        if m := _EXIT.search(line):
             s = io.setdefault(m.group(1), dict.fromkeys(IO_COUNTS, 0))
             ret = _signed(m.group(2))
             s["calls"] += 1
@@ -307,9 +304,7 @@ def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
                 s["bytes"] += ret
             else:
                 s["zero" if ret == 0 else "eagain" if ret == -EAGAIN else "errors"] += 1
-            continue
-        m = _LOST.search(line)
-        if m:
+        elif m := _LOST.search(line):
             lost += int(m.group(1))
     return {"io": io, "lost": lost}
 

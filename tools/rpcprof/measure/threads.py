@@ -66,8 +66,7 @@ def thread_snapshot(pid: int) -> dict[int, dict]:
     for tid in task_ids(pid):
         task = Path(f"/proc/{pid}/task/{tid}")
         fields = status_fields(task / "status")
-        switches = _switches(fields)
-        if switches is None:
+        if (switches := _switches(fields)) is None:
             continue
         wchan = read_stripped(task / "wchan")
         snapshot[tid] = {"tid": tid, "name": fields.get("Name", ""), "state": fields.get("State", "")[:1],
