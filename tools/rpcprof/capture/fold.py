@@ -118,8 +118,7 @@ def fold_pyspy(raw: Path, folded: Path) -> dict:
             if not parts and not line.strip():
                 continue
             parts.append(line)
-            counted = _COUNTED.search(line)
-            if counted:
+            if counted := _COUNTED.search(line):
                 rejoined += len(parts) > 1
                 samples += int(counted.group())         # its count is samples (ASCII digits, as rpcprof.folded takes them)
                 records.append(b"\\n".join(parts))

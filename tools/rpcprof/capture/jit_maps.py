@@ -63,10 +63,9 @@ class SavedMaps:
     def name(self, file: bytes, address: int) -> bytes | None:
         """`NAME+0xOFFSET` of the address in the saved map of that name (perf-PID.map), or None."""
         if file not in self.maps:
-            try:
+            spans = []
+            with suppress(OSError):
                 spans = map_spans((self.folder / file.decode()).read_bytes().splitlines())
-            except OSError:
-                spans = []
             self.maps[file] = ([a for a, *_ in spans], spans)
         starts, spans = self.maps[file]
         i = bisect.bisect_right(starts, address) - 1
@@ -195,10 +194,8 @@ class InWindowMaps:
 
 
 class JitMaps:
-    """A JIT runtime's perf map around a profile window, made by an after-command (`jcmd PID
-    Compiler.perfmap`): written as the window begins, while its JIT frees code (InWindowMaps: a JVM) and as it
-    ends, the code freed in between kept in the end's (keep_freed_code); the map is saved beside the recording
-    (save_jit_map), whoever wrote it (node --perf-basic-prof writes its own)."""
+    """A JIT runtime's perf map around a profile window, made by an after-command (module doc; InWindowMaps,
+    keep_freed_code) and saved beside the recording (save_jit_map), whoever wrote it (node --perf-basic-prof)."""
 
     def __init__(self, name: str, pid: int, after: list[str] | None, out: Path):
         self.name, self.pid, self.after, self.out = name, pid, after, out

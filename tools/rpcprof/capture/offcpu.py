@@ -76,8 +76,7 @@ def offwake_argv(data: Path) -> list[str]:
 
 
 def start_offwake(out_dir: Path) -> Recorder:
-    """Start recording every wake-up on the machine, with the waker's stack, into out_dir/offwake.data
-    (perf-offwake.log); folding keeps those that ended a wait of the process's threads."""
+    """Start recording every wake-up on the machine (module doc) into out_dir/offwake.data (perf-offwake.log)."""
     data = out_dir / OFFWAKE_DATA
     return perf_recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
 
@@ -159,9 +158,8 @@ def weigh_switches(lines, stats: dict, spans: list | None = None) -> tuple[list[
 
 
 def fold_offcpu(data: Path, folded: Path, wakes: Path | None = None, wakes_folded: Path | None = None) -> dict:
-    """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns the stats of weigh_switches
-    plus fold_seconds. With wakes (offwake.data) and wakes_folded: the waits paired with their wake-ups
-    too (fold_offwake; its figures under stats["wakes"])."""
+    """offcpu.data -> folded (µs off CPU) and folded.count (waits); returns weigh_switches' stats plus
+    fold_seconds, and with wakes (offwake.data) and wakes_folded, fold_offwake's figures under stats["wakes"]."""
     t0 = time.monotonic()
     stats: dict = {}
     spans: list = []
@@ -184,8 +182,7 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
     the waker's stack leaf first, which inferno folds as WAKER;root...leaf;--;leaf...root;SLEEPER."""
     wakes: dict[int, list[tuple[float, bytes, list[bytes]]]] = {}
     for m, stack in samples(lines):
-        wakee = _WAKEE.search(m["rest"]) if m["event"] == b"sched:sched_waking" else None
-        if wakee:
+        if m["event"] == b"sched:sched_waking" and (wakee := _WAKEE.search(m["rest"])):
             wakes.setdefault(int(wakee.group(1)), []).append((float(m["time"]), m["comm"].strip(), stack))
     for found in wakes.values():
         found.sort(key=lambda w: w[0])
@@ -212,8 +209,7 @@ def pair_wakes(lines, spans: list, stats: dict) -> list[bytes]:
 def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
     """offwake.data + the waits -> folded (waker;--;sleeper, µs off CPU); returns the pairing's figures."""
     stats: dict = {}
-    lines = pair_wakes(perf_script(wakes).splitlines(keepends=True), spans, stats)
-    if lines:
+    if lines := pair_wakes(perf_script(wakes).splitlines(keepends=True), spans, stats):
         collapse_weighted(lines, folded)
     return stats
 

@@ -16,7 +16,7 @@ import math
 import re
 import subprocess
 import time
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -53,10 +53,9 @@ def pmu_event() -> str:
 
 
 def max_sample_rate() -> int:
-    try:
+    with suppress(OSError, ValueError):
         return int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
-    except (OSError, ValueError):
-        return 10000
+    return 10000
 
 
 def recorded_frequency(data: Path) -> int | None:

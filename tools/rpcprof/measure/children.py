@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import threading
+from contextlib import suppress
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
@@ -50,28 +51,24 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
 def read_stripped(path: Path | str) -> str | None:
     """A /proc, /sys or log file's text, stripped; None if it cannot be read (a process or thread that exited,
     no permission, no such file)."""
-    try:
+    with suppress(OSError):
         return Path(path).read_text(errors="replace").strip()
-    except OSError:
-        return None
+    return None
 
 
 def stat_fields(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (proc(5)'s field 3, the state, is [0]); None if
     there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split() or None
-    except (OSError, IndexError):
-        return None
+    with suppress(OSError, IndexError), open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split() or None
+    return None
 
 
 def stat_ints(pid: int, *fields: int) -> list[int] | None:
     """Fields of /proc/PID/stat as integers, counted as stat_fields counts them; None if there is no such process."""
-    try:
+    with suppress(TypeError, IndexError, ValueError):
         return [int(stat_fields(pid)[i]) for i in fields]
-    except (TypeError, IndexError, ValueError):
-        return None
+    return None
 
 
 def _start_ticks(pid: int) -> int | None:

@@ -53,8 +53,7 @@ def _frames(text: str):
     the HTTP/2 connection window it credits (a WINDOW_UPDATE's increment on stream 0 received, else 0)."""
     frame = None
     for line in text.splitlines():
-        m = _FRAME.match(line)
-        if m:
+        if m := _FRAME.match(line):
             frame = (m.group(1), m.group(2), int(m.group(3)))
         i = _INCREMENT.search(line) if not m and frame == ("recv", "WINDOW_UPDATE", 0) else None
         yield line, frame, bool(m), int(i.group(1)) if i else 0
@@ -84,8 +83,7 @@ def parse_replay(text: str, message_bytes: int) -> dict:
     requests = answered = sent = credited = rst = 0
     split, goaway = None, False
     for line, frame, starts, credit in _frames(text):
-        d = _DATA.match(line)
-        if d:
+        if d := _DATA.match(line):
             length, flags, stream = int(d.group(1)), int(d.group(2), 16), int(d.group(3))
             if split is None and length < message_bytes and not flags & END_STREAM:
                 split = {"stream": stream, "sent": length, "data_before": sent, "credited_before": credited}
@@ -110,8 +108,7 @@ def replay_sizes(settings: dict, window: int, message_bytes: int) -> tuple[int, 
 
 
 def _nghttp(port: int, path: str, body: Path, timeout_s: float, requests: int = 1) -> str | None:
-    nghttp = shutil.which("nghttp")
-    if not nghttp:
+    if not (nghttp := shutil.which("nghttp")):
         return None
     argv = [nghttp, "-v", "-n", "-m", str(requests), "-H", "content-type: application/grpc", "-H", "te: trailers",
             "-d", str(body), f"http://127.0.0.1:{port}{path}"]

@@ -67,8 +67,7 @@ class IdlePoll:
     def __init__(self, cpus: list[int], root: Path = CPU_ROOT, state: Path = STATE):
         self.saved: dict[Path, str] = {}
         self.state = state
-        missing = [c for c in cpus if not polling_state(c, root)]
-        if missing:
+        if missing := [c for c in cpus if not polling_state(c, root)]:
             raise NoPollingState(f"--idle poll: CPU {', '.join(map(str, missing))} has no polling idle state (cpuidle "
                                  f"driver {idle_driver(root)}): PM QoS would change nothing there")
         if holder_alive(state):
@@ -132,17 +131,15 @@ class IdleSpin:
 
 
 def _read_state(state: Path) -> dict | None:
-    try:
+    with suppress(OSError, ValueError):
         data = json.loads(state.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        return data if isinstance(data, dict) else None
+    return None
 
 
 def holder_alive(state: Path = STATE) -> bool:
     """True if an rpcprof other than this process holds the setting and still runs."""
-    data = _read_state(state)
-    owner = (data or {}).get("owner")
+    owner = (_read_state(state) or {}).get("owner")
     return isinstance(owner, dict) and owner.get("pid") != identity()["pid"] and still_running(owner)
 
 
@@ -169,7 +166,6 @@ def give_back(saved: dict) -> list[str]:
 def poll_time_us(cpu: int) -> int | None:
     """Microseconds CPU cpu has spent in cpuidle's polling state since boot; None without cpuidle."""
     state = polling_state(cpu)
-    try:
+    with suppress(OSError, ValueError):
         return int((state / "time").read_text()) if state else None
-    except (OSError, ValueError):
-        return None
+    return None

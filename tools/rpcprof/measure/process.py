@@ -47,8 +47,7 @@ class ServerProcess:
     """A server started pinned, in a CPU-accounting cgroup of its own; stop() by PID, always."""
 
     def __init__(self, spec: ServerSpec, argv: list[str], cpus: list[int], log_path: Path, cgroup_name: str):
-        self.spec = spec
-        self.log_path = log_path
+        self.spec, self.log_path = spec, log_path
         self.log = open(log_path, "wb")
         # workdir: run: the server writes its profiling files (V8's jitdump) into the run folder
         self.workdir = log_path.parent / "workdir" if spec.workdir == "run" else spec.folder

@@ -83,10 +83,9 @@ def stale_cgroups(owner_alive) -> tuple[list[Path], list[Path], list[str]]:
 
 
 def _members(cgroup: Path) -> list[int]:
-    try:
+    with suppress(OSError, ValueError):
         return [int(x) for x in (cgroup / "cgroup.procs").read_text().split()]
-    except (OSError, ValueError):
-        return []
+    return []
 
 
 def _stop_members(cgroup: Path, grace_s: float = 3.0) -> list[str]:

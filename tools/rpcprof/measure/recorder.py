@@ -40,8 +40,7 @@ def log_tail(path: Path, lines: int = 5) -> str:
 
 
 def require(tool: str, how: str = "run tools/setup.sh") -> str:
-    path = shutil.which(tool)
-    if not path:
+    if not (path := shutil.which(tool)):
         raise UserError(f"{tool} not found: {how}")
     return path
 
@@ -96,9 +95,8 @@ class Control:
 
 
 def perf_recorder(argv: list[str], out_path: Path, log_path: Path) -> "Recorder":
-    """A perf record or perf stat (argv: perf, its subcommand, its options) driven through a Control: it
-    starts with its events disabled; wait_attached() enables them and returns once perf says they are on,
-    interrupt() disables them, so the window is the same for every recorder of it."""
+    """A perf record or perf stat (argv: perf, its subcommand, its options) driven through a Control, its events
+    disabled at start: wait_attached() enables them, interrupt() disables them, the same window for every recorder."""
     control = Control()
     return Recorder(argv[:2] + control.argv() + argv[2:], out_path, log_path, control=control)
 
@@ -108,14 +106,11 @@ class Recorder:
     control: the Control whose fifos argv names (perf stat -D -1 --control ...)."""
 
     def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None):
-        self.argv = argv
-        self.control = control
+        self.argv, self.control, self.out_path, self.log_path = argv, control, out_path, log_path
         # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
         # still answering the disable command ends it without a print, so interrupt() waits for the poll
         self.signal_in_poll = control is not None and "-I" in argv
         self.signalled = False
-        self.out_path = out_path
-        self.log_path = log_path
         self.log = open(log_path, "wb")
         self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)

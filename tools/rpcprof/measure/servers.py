@@ -93,12 +93,9 @@ def load_server(name: str) -> ServerSpec:
     for key in ("app", "ruler"):
         if data.get(key) is not None:
             UserRegex(data[key], f"{path}: {key}")      # the guarded compilation the rules' regexes get
-    spec = ServerSpec(name=name, folder=folder, description=str(data["description"]),
-                      language=str(data["language"]), profiler=data["profiler"], run=data["run"],
-                      app=data["app"], params=data.get("params") or {},
-                      call_graph=data.get("call_graph", ServerSpec.call_graph),     # the dataclass's defaults
-                      workdir=data.get("workdir", ServerSpec.workdir), ruler=data.get("ruler"),
-                      after_profile=data.get("after_profile"),
-                      warmup_s=float(data.get("warmup_s", ServerSpec.warmup_s)))
+    spec = ServerSpec(name=name, folder=folder, description=str(data["description"]), language=str(data["language"]),
+                      profiler=data["profiler"], run=data["run"], app=data["app"], params=data.get("params") or {},
+                      warmup_s=float(data.get("warmup_s", ServerSpec.warmup_s)),      # else the dataclass's defaults
+                      **{key: data[key] for key in ("call_graph", "workdir", "ruler", "after_profile") if key in data})
     spec.after_profile_argv(0)          # its placeholders, checked before anything starts
     return spec

@@ -120,8 +120,7 @@ def count_argv(perf: str, pid: int, csv: Path, cpus: list[int] | None = None) ->
 
 
 def start_count(pid: int, out: Path, name: str = "syscalls", cpus: list[int] | None = None) -> Recorder:
-    """perf stat until stopped: syscalls and kernel events of every thread of pid, or (cpus) syscalls on
-    those CPUs; results in out/NAME.csv."""
+    """perf stat (count_argv) until stopped; results in out/NAME.csv."""
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     csv = out / window_file(name, "counts")
     # counting starts when perf says its events are enabled, ends when they are disabled
@@ -166,8 +165,7 @@ def parse_kernel_events(text: str, specs=EVENT_SPECS) -> dict:
         pending.setdefault(event, []).append(key)
     values: dict[str, int | None] = {}
     for value, event in _csv_rows(text):
-        keys = pending.get(event)
-        if keys:
+        if keys := pending.get(event):
             values[keys.pop(0)] = int(value) if value.isdigit() else None
     cs, inv = values.get("context_switches"), values.get("involuntary_switches")
     values["voluntary_switches"] = max(cs - inv, 0) if cs is not None and inv is not None else None
@@ -243,8 +241,7 @@ def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[st
 def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder | None:
     """perf record of every read/write-family sys_exit of pid's threads into out/NAME.data until stopped;
     None when the kernel has none of those tracepoints."""
-    names = available_io_syscalls()
-    if not names:
+    if not (names := available_io_syscalls()):
         return None
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out / window_file(name, "recording")

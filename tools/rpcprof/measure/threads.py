@@ -27,6 +27,7 @@ The comparison is analyze/waits.py's (asleep_whole_window).
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 
 from rpcprof.measure.children import read_stripped, stat_ints
@@ -40,18 +41,16 @@ def status_fields(path: Path | str) -> dict[str, str] | None:
 
 def task_ids(pid: int) -> list[int]:
     """The ids of pid's threads now ([] if the process is gone)."""
-    try:
+    with suppress(OSError):
         return [int(d) for d in os.listdir(f"/proc/{pid}/task") if d.isdigit()]
-    except OSError:
-        return []
+    return []
 
 
 def _switches(fields: dict[str, str] | None) -> tuple[int, int] | None:
     """(voluntary, involuntary) switches of a thread's status fields; None if they cannot be read."""
-    try:
+    with suppress(TypeError, KeyError, ValueError):
         return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
-    except (TypeError, KeyError, ValueError):
-        return None
+    return None
 
 
 def thread_switches(pid: int) -> dict[int, tuple[int, int]]:
@@ -137,8 +136,7 @@ class Window:
 
 
 class ProcWindow(Window):
-    """The counters' snapshots at a window's start and end; seen: the process monitor's switches, polled in
-    the background (snapshot)."""
+    """The counters' snapshots at a window's start and end; seen: as snapshot takes it."""
 
     def __init__(self, pid: int, seen: dict | None = None):
         super().__init__()

@@ -42,27 +42,24 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
     Returns (load result, CPU ns, memory figures, counters)."""
-    memory, series, conns = {}, [], {}
-    marked = getattr(driver, "WINDOW", None) is not None
+    memory, conns = {}, {}
     late = threading.Timer(max(0.0, settings.duration - END_EARLY_S), lambda: conns.update(end=established(port)))
     late.daemon = True
 
     def start() -> None:
         monitor.start_window()
-        if marked:
+        if getattr(driver, "WINDOW", None) is not None:
             conns["start"] = established(port)
             late.start()
 
     def end() -> None:
         rss, points = monitor.stop_window()
-        memory.update(rss)
-        series.extend(points)
+        memory.update(rss, series=points)
     window = CpuWindow(monitor, on_start=start, on_end=end)
     own = ProcWindow(monitor.pid, monitor.switches)
     both = Marks(window, own)
     load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
     cpu_ns = window.ns()
-    memory["series"] = series
     late.cancel()
     if conns:
         memory["connections"] = conns
