@@ -65,8 +65,7 @@ def recorded_frequency(data: Path) -> int | None:
         out = children.run(["perf", "evlist", "-F", "-i", str(data)], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    rates = [int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout)]
-    return min(rates) if rates else None
+    return min((int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout)), default=None)
 
 
 @dataclass

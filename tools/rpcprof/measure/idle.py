@@ -94,9 +94,8 @@ class IdlePoll:
 
 
 class IdleSpin:
-    """A busy loop at SCHED_IDLE priority on each given CPU until stopped (a Session owns it): the CPU never
-    halts, and any runnable task of the server takes it at once. The loops are rpcprof's children, in no
-    cgroup of a server's, so no server is charged for them; they die with rpcprof."""
+    """The module's busy loop on each given CPU until stopped (a Session owns it): the CPU never halts. The loops
+    are rpcprof's children, in no cgroup of a server's, so no server is charged for them; they die with rpcprof."""
 
     def __init__(self, cpus: list[int]):
         self.procs = []

@@ -41,8 +41,7 @@ class ServerSpec:
     def argv(self, port: int, overrides: dict[str, str] | None = None) -> list[str]:
         """The command that starts the server on port, placeholders filled in."""
         values = {"port": str(port), "root": str(ROOT), "folder": str(self.folder), "python": str(VENV / "bin" / "python"),
-                  "node": shutil.which("node") or "node"}
-        values.update({k: str(v) for k, v in self.params.items()})
+                  "node": shutil.which("node") or "node", **{k: str(v) for k, v in self.params.items()}}
         for key, value in (overrides or {}).items():
             if key not in self.params:
                 known = ", ".join(sorted(self.params)) or "none"

@@ -239,8 +239,7 @@ def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[st
 
 
 def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder | None:
-    """perf record of every read/write-family sys_exit of pid's threads into out/NAME.data until stopped;
-    None when the kernel has none of those tracepoints."""
+    """perf record (io_record_argv) of pid into out/NAME.data until stopped; None without the tracepoints."""
     if not (names := available_io_syscalls()):
         return None
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")

@@ -74,9 +74,8 @@ def thread_snapshot(pid: int) -> dict[int, dict]:
 
 
 def snapshot(pid: int, seen: dict | None = None) -> dict:
-    """The counters of pid now (see the module's text); with seen, each thread's switches as last seen
-    (the process monitor's, polled in the background; updated now), threads that exited keep their last
-    polled switches."""
+    """The counters of pid now (see the module's text); with seen (the process monitor's switches, updated
+    now), threads that exited keep their last polled switches."""
     threads = thread_switches(pid)
     if seen is not None:
         seen.update(threads)
