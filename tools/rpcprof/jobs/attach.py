@@ -179,10 +179,7 @@ class Attach(Job):
                                    after=jvm_after_profile(self.info) if profiler == "perf" else None)
             ended = {}
             drive = None if opts.load else (lambda window: wait_watching(self.info.pid, plan.duration, window, ended))
-            record = steps.profile(session, subject, target, plan, figures.get("cpu_us_per_req"), drive)
-            if "counted" in record:             # the profile window counted syscalls on the process's threads
-                figures["syscalls"] = record.pop("counted")
-            figures["profile"] = record
+            record = steps.profile(session, subject, target, plan, figures, drive)
             if not opts.load and not measured:
                 figures_without_load(opts, figures, record, plan, monitor)
             self.results[name] = result

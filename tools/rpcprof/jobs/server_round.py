@@ -126,9 +126,7 @@ class ServerRound:
         if stalled:
             return                      # kept with its flag: the windows below would load a stalled server again
         if opts.profile:
-            figures["profile"] = self._profile(session, spec, server, subject, figures)
-            if "counted" in figures["profile"]:
-                figures["syscalls"] = figures["profile"].pop("counted")
+            self._profile(session, spec, server, subject, figures)
             self._check_alive(server, "during the profile window")
         elif opts.syscalls:
             figures["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, figures["cpu_us_per_req"],
@@ -150,7 +148,7 @@ class ServerRound:
             self._check_alive(server, "during the off-CPU window")
 
     def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,
-                 figures: dict) -> dict:
+                 figures: dict) -> None:
         opts = self.opts
         # a profile in every round: the samples the breakdown needs are reached over the planned rounds
         rounds = max(opts.rounds, PILOT_ROUNDS if opts.precision is not None else 1)
@@ -161,10 +159,9 @@ class ServerRound:
                                subject.out, math.ceil(opts.min_samples / rounds), cpus=opts.server_cpus,
                                warn_few=rounds == 1, after=spec.after_profile_argv(server.pid))
         server.keep_workdir = True      # perf.data may name files the server wrote there
-        record = steps.profile(session, subject, target, plan, figures.get("cpu_us_per_req"), count=opts.syscalls,
+        record = steps.profile(session, subject, target, plan, figures, count=opts.syscalls,
                                count_cpus=opts.server_cpus, reap=self.run.exiting)
         earlier.append((record.get("samples") or 0, plan.expected_samples))
-        return record
 
     @staticmethod
     def _check_alive(server: ServerProcess, when: str) -> None:

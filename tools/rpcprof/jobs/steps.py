@@ -94,10 +94,9 @@ def measure(subject: Subject) -> dict:
     log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached)")
     load, cpu_ns, memory, proc = measured_window(subject.driver, subject.settings, subject.port, subject.out,
                                                  subject.monitor)
-    figures = window_metrics(load, cpu_ns, memory, subject.settings.streams,
-                             subject.server_cpu_count, list(subject.load_cpus), proc)
-    figures.update(cpu_method=subject.monitor.method, load_argv=load.argv)
-    return figures
+    return {**window_metrics(load, cpu_ns, memory, subject.settings.streams, subject.server_cpu_count,
+                             list(subject.load_cpus), proc),
+            "cpu_method": subject.monitor.method, "load_argv": load.argv}
 
 
 def attached(session: Session, recorder, warning: Callable[[UserError], str]):
@@ -194,13 +193,15 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
 
-def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan,
-            unprofiled_us: float | None, drive: Callable[[CpuWindow], int | None] | None = None,
-            count: bool = True, count_cpus: list[int] | None = None, reap: Session | None = None) -> dict:
+def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan, figures: dict,
+            drive: Callable[[CpuWindow], int | None] | None = None, count: bool = True,
+            count_cpus: list[int] | None = None, reap: Session | None = None) -> dict:
     """A window with the profiler attached: driven by the subject's load, or by drive (e.g. waiting while
     someone else's load runs). With count, the same window counts syscalls (count_cpus: on those whole
-    CPUs), so the breakdown and the syscall figures describe one state: record['counted'] holds that
-    window's syscalls record. The record gets the window's cost against the unprofiled window."""
+    CPUs), so the breakdown and the syscall figures describe one state: that window's syscalls record goes
+    in figures['syscalls']. The record, with the window's cost against the unprofiled window (figures'
+    cpu_us_per_req), goes in figures['profile'] and is returned."""
+    unprofiled_us = figures.get("cpu_us_per_req")
     seen = {}
     if drive is None:
         def drive(window):
@@ -218,10 +219,13 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
             counts = seen["finish"]()
             record["syscalls"] = syscalls.per_request(counts, load.ok)
             cpu_ns = round(record["server_cpu_s"] * 1e9)
-            record["counted"] = syscall_record(load, counts, cpu_ns, unprofiled_us, "profile", count_cpus)
+            seen["counted"] = syscall_record(load, counts, cpu_ns, unprofiled_us, "profile", count_cpus)
     if unprofiled_us and record.get("cpu_us_per_req_profiled"):
         record["overhead_pct"] = 100 * (record["cpu_us_per_req_profiled"] / unprofiled_us - 1)
-    RunFolder.write_profile(subject.out, {k: v for k, v in record.items() if k != "counted"})
+    RunFolder.write_profile(subject.out, record)
+    if "counted" in seen:
+        figures["syscalls"] = seen["counted"]
+    figures["profile"] = record
     return record
 
 
