@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.patterns import UserRegex
@@ -39,46 +40,24 @@ from rpcprof.rundir import load_manifest
 from rpcprof.status import Status
 
 
-HALTING = "this run's server CPUs halt when idle (recorded as --idle halt)"
+def idle_effect(mode: str, cpus: list[int], holder) -> Callable[[], None]:
+    """What the idle setting did between now and the call of what this returns, measured and said: the time the
+    server's CPUs spent polling, or the busy loop's CPU; a poll that took no time at all is named as having taken
+    no effect."""
+    polled = [poll_time_us(c) for c in cpus]
+    spun = holder.cpu_seconds() if isinstance(holder, IdleSpin) else 0.0
 
-
-def hold_idle(mode: str, cpus: list[int], machine: Session) -> tuple[str, object | None]:
-    """(the mode in force, what holds it) for --idle mode on cpus, owned by machine: poll where cpuidle
-    offers a polling state, else a SCHED_IDLE busy loop (spin); halt where neither can be set."""
-    holders = {"poll": IdlePoll, "spin": IdleSpin}
-    while mode in holders:
-        try:
-            return mode, machine.own(holders[mode](cpus))
-        except NoPollingState as e:
-            log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
-            mode = "spin"
-        except UserError as e:
-            log(f"rpcprof: WARNING: {e}; {HALTING}")
-            mode = "halt"
-    return mode, None
-
-
-class IdleEffect:
-    """What the idle setting did between start and end, measured: the time the server's CPUs spent polling,
-    or the busy loop's CPU; a poll that took no time at all is named as having taken no effect."""
-
-    def __init__(self, mode: str, cpus: list[int], holder):
-        self.mode, self.cpus, self.holder = mode, cpus, holder
-        self.polled = [poll_time_us(c) for c in cpus]
-        self.spun = holder.cpu_seconds() if isinstance(holder, IdleSpin) else 0.0
-
-    def line(self) -> str | None:
-        if self.mode == "poll":
-            after = [poll_time_us(c) for c in self.cpus]
-            spent = sum((b - a) / 1e6 for a, b in zip(self.polled, after) if a is not None and b is not None)
-            if spent > 0:
-                return f"rpcprof: --idle poll: the server's CPUs polled {spent:.1f} s while idle during the rounds"
-            return ("rpcprof: --idle poll: the server's CPUs spent no time polling during the rounds: they never "
-                    "idled, or the setting took no effect")
-        if self.mode == "spin":
-            return (f"rpcprof: --idle spin: the busy loop ran {self.holder.cpu_seconds() - self.spun:.1f} s on the "
-                    "server's CPUs while the server idled during the rounds")
-        return None
+    def say() -> None:
+        if mode == "poll":
+            after = map(poll_time_us, cpus)
+            spent = sum((b - a) / 1e6 for a, b in zip(polled, after) if a is not None and b is not None)
+            log(f"rpcprof: --idle poll: the server's CPUs polled {spent:.1f} s while idle during the rounds"
+                if spent > 0 else "rpcprof: --idle poll: the server's CPUs spent no time polling during the rounds: "
+                "they never idled, or the setting took no effect")
+        elif mode == "spin":
+            log(f"rpcprof: --idle spin: the busy loop ran {holder.cpu_seconds() - spun:.1f} s on the server's CPUs "
+                "while the server idled during the rounds")
+    return say
 
 
 def card_of(source: Path, server_cpu: int, load_cpu: int, idle: str) -> dict:
@@ -216,8 +195,19 @@ class Run(Job):
             return self._execute(base)
 
     def hold_idle(self, machine: Session) -> None:
-        """--idle poll (the default): the server's CPUs poll when idle, or spin, or halt (hold_idle)."""
-        self.opts.idle, self.idle_holder = hold_idle(self.opts.idle, self.opts.server_cpus, machine)
+        """--idle (poll by default) held on the server's CPUs, owned by machine: poll where cpuidle offers a polling
+        state, else a SCHED_IDLE busy loop (spin); halt where neither can be set. opts.idle says the mode in force."""
+        holders = {"poll": IdlePoll, "spin": IdleSpin}
+        while self.opts.idle in holders:
+            try:
+                self.idle_holder = machine.own(holders[self.opts.idle](self.opts.server_cpus))
+                return
+            except NoPollingState as e:
+                log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
+                self.opts.idle = "spin"
+            except UserError as e:
+                log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
+                self.opts.idle = "halt"
 
     def _execute(self, base: Path | None) -> Path:
         keep_off(self.load_cpus)    # rpcprof and its instruments stay off the server's CPUs
@@ -232,15 +222,14 @@ class Run(Job):
                 log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} "
                     f"s measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, server CPU "
                     f"{self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
-                idle = IdleEffect(self.opts.idle, self.opts.server_cpus, self.idle_holder)
+                say_idle_effect = idle_effect(self.opts.idle, self.opts.server_cpus, self.idle_holder)
                 try:
                     self.rounds()
                 except KeyboardInterrupt:
                     for spec in self.specs:
                         self.results.setdefault(spec.name, ServerResult(spec.name, Status.NOT_RUN))
                     raise
-                if idle.line():
-                    log(idle.line())
+                say_idle_effect()
                 life.failed = any(r.status != Status.OK for r in self.results.values())
         except KeyboardInterrupt:
             self.pictures()             # what was captured, drawn; then the interruption goes on
