@@ -122,8 +122,7 @@ class Attach(Job):
             self.settings.validate()
 
     def write(self, status: Status) -> None:
-        self.manifest.parameters = {**asdict(self.opts), "runs_dir": str(self.opts.runs_dir),
-                                    "servers": list(self.results) or [self.name]}
+        self.manifest.parameters = {**asdict(self.opts), "servers": list(self.results) or [self.name]}
         self.folder.write(self.manifest.finish(status), self.results)
 
     def execute(self) -> Path:

@@ -182,8 +182,7 @@ class Run(Job):
         self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
 
     def write(self, status: Status) -> None:
-        params = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus, "runs_dir": str(self.opts.runs_dir)}
-        self.manifest.parameters = params
+        self.manifest.parameters = {**parameters_json(asdict(self.opts)), "load_cpus": self.load_cpus}
         self.manifest.stopped_by = self.stopped_by
         self.folder.write(self.manifest.finish(status), self.results)
 

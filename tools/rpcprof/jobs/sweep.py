@@ -68,8 +68,6 @@ def _fmt_duration(s: float) -> str:
 class Sweep(Job):
     def __init__(self, opts: RunOptions, connections: list[int], streams: list[int], command: list[str],
                  max_per_connection: int = MAX_STREAMS_PER_CONNECTION):
-        if len(opts.servers) < 1:
-            raise UserError("name at least one server")
         self.opts = opts
         self.cells = cells(connections, streams, max_per_connection)
         self.command = command
@@ -85,10 +83,9 @@ class Sweep(Job):
         log(f"rpcprof: sweep folder {shown(self.dir)}")
         log(f"rpcprof: {len(self.cells)} cells x {len(self.opts.servers)} server(s) x {self.opts.rounds} round(s): "
              f"{planned(self.opts, len(self.cells))} (planned; started {dt.datetime.now():%H:%M}). Ctrl-C stops.")
-        params = {k: v for k, v in parameters_json(asdict(self.opts)).items() if k not in ("connections", "streams", "label")}
+        params = {k: v for k, v in parameters_json(asdict(self.opts)).items() if k not in ("connections", "streams")}
         self.manifest = new_manifest("sweep", self.command, cells=self.results)
-        self.manifest.parameters = {**params, "runs_dir": str(self.opts.runs_dir), "label": self.opts.label,
-                                    "cells": self.cells}
+        self.manifest.parameters = {**params, "cells": self.cells}
         t0 = time.monotonic()
         with lifecycle(self.write) as life, progress_bar(len(self.cells), "cells") as bar:
             for i, ((c, s), run) in enumerate(zip(self.cells, self.runs)):
