@@ -129,8 +129,7 @@ class Attach(Job):
         self.folder = open_folder(f"attach-{self.name}", self.opts.runs_dir)
         self.manifest = new_manifest(
             "attach", self.opts.command, sampled_event=self.event,
-            process={"pid": self.info.pid, "comm": self.info.comm, "exe": self.info.exe, "cmdline": self.info.cmdline,
-                     "kind": self.info.kind, "affinity": self.info.affinity},
+            process={k: v for k, v in asdict(self.info).items() if k != "uid"},
             scenario={"name": self.opts.scenario if self.opts.load else None})
         log(f"rpcprof: run folder {shown(self.dir)}")
         log(f"rpcprof: attaching to pid {self.info.pid} ({self.info.comm}, {self.info.kind}) for "
@@ -143,13 +142,12 @@ class Attach(Job):
             second = self.profiler == "py-spy" and self.opts.second_profile
             with Session() as session, lifecycle(self.write) as life, progress_bar(1 + second, "profiles") as bar:
                 session.own(monitor)
-                self.results[self.name] = self._attach(session, monitor, self.name, self.profiler, self.call_graph)
+                self._attach(session, monitor, self.name, self.profiler, self.call_graph)
                 self.sender.send(self.dir, self.name, self.rules, self.app)
                 bar.update(1)
                 if second and proc_state(self.info.pid) not in (None, "Z"):      # not gone
                     measured = self.results[self.name] if self.opts.load else None
-                    self.results[f"{self.name}-perf"] = self._attach(session, monitor, f"{self.name}-perf", "perf",
-                                                                     "dwarf", measured)
+                    self._attach(session, monitor, f"{self.name}-perf", "perf", "dwarf", measured)
                     self.sender.send(self.dir, f"{self.name}-perf", self.rules, self.app)
                 life.failed = any(r.status != Status.OK for r in self.results.values())
         finally:            # what was captured is drawn whatever ended the attach
