@@ -65,20 +65,17 @@ def inspect_process(pid: int) -> ProcessInfo:
         raise UserError(f"pid {pid} ({comm}) is a kernel thread: it has no user code to profile")
     kind = "native"
     base = Path(exe).name
-    if re.match(r"python\d*(\.\d+)?$", base) or any("libpython" in line for line in _maps(pid)):
+    maps = (read_stripped(f"/proc/{pid}/maps") or "").splitlines()
+    if re.match(r"python\d*(\.\d+)?$", base) or any("libpython" in line for line in maps):
         kind = "python"
     elif base in ("node", "nodejs"):
         kind = "node"
-    elif base == "java" or any(line.endswith("/libjvm.so") for line in _maps(pid)):
+    elif base == "java" or any(line.endswith("/libjvm.so") for line in maps):
         kind = "jvm"
     elif _is_go_binary(exe):
         kind = "go"
     uid = os.stat(f"/proc/{pid}").st_uid
     return ProcessInfo(pid, comm, exe, cmdline, kind, sorted(os.sched_getaffinity(pid)), uid)
-
-
-def _maps(pid: int) -> list[str]:
-    return (read_stripped(f"/proc/{pid}/maps") or "").splitlines()
 
 
 def _is_go_binary(exe: str) -> bool:
@@ -208,6 +205,4 @@ def guess_app(kind: str, exe: str, cmdline: list[str], cwd: str) -> tuple[str | 
     else:
         blob = executable_head(exe)
         found = go_app(blob) if kind == "go" else rust_app(exe, blob)
-    if not found:
-        return None, "no rule for this kind of process: app stays 0 % (name it with --app REGEX)"
-    return found
+    return found or (None, "no rule for this kind of process: app stays 0 % (name it with --app REGEX)")
