@@ -78,8 +78,7 @@ class ServerRound:
         finally:
             write_text(out / BUILD_LOG, build_log.getvalue(), RUNS)
         check_port_free(opts.port)
-        argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
-        figures["argv"] = argv
+        figures["argv"] = argv = spec.argv(opts.port, {k: v for k, v in opts.params.items() if k in spec.params})
         server = session.own(ServerProcess(spec, argv, opts.server_cpus, out / SERVER_LOG,
                                            cgroup_name(spec.name)))
         figures["pid"] = server.pid

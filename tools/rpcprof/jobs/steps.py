@@ -166,10 +166,9 @@ def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None,
     """The syscalls record of a counted window: counts, per request, its own req/s and CPU per request,
     and what counting cost against the unprofiled window (counting_cost_pct)."""
     record = {"window": window, "scope": f"CPU {','.join(map(str, cpus))}" if cpus else "threads",
-              "window_s": load.wall_s, "requests_ok": load.ok,
-              **{k: v for k, v in counts.items() if k != "proc"},
+              "window_s": load.wall_s, "requests_ok": load.ok, **counts,
               **syscalls.per_request(counts, load.ok), **syscalls.io_per_request(counts.get("io"), load.ok),
-              "proc": counts.get("proc"), "proc_per_req": per_request(counts.get("proc") or {}, load.ok),
+              "proc_per_req": per_request(counts.get("proc") or {}, load.ok),
               "req_per_s": load.ok / load.wall_s if load.wall_s else None,
               "server_cpu_cores": cpu_ns / 1e9 / load.wall_s if load.wall_s else None,
               "cpu_us_per_req_counting": cpu_ns / 1e3 / load.ok if load.ok else None}
