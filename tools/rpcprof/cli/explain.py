@@ -1,7 +1,6 @@
 """report.py explain: which rule a frame matches, and why."""
 from __future__ import annotations
 
-
 import click
 
 from rpcprof.analyze.categorize import load_rules, normalize_frame

@@ -28,8 +28,7 @@ def table(folded, rules_path, app, requests, level, view, fmt):
     rows = []
     for path, n in zip(folded, requests_per_profile(requests, folded)):
         b = categorize_file(path, with_app(rules, app, path), keep_frames=False)
-        row = {"profile": str(path), "samples": b.samples}
-        row.update({c: 100 * b.share(c) for c in rules.all_categories})
+        row = {"profile": str(path), "samples": b.samples, **{c: 100 * b.share(c) for c in rules.all_categories}}
         if n:
             us = cpu_us_per_req(path, weight_unit(path), b.total, n)
             row.update({"requests": n, "total_us": us, **{f"{c}_us": b.share(c) * us for c in rules.all_categories}})
