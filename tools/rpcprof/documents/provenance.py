@@ -24,16 +24,12 @@ from rpcprof.rundir import load_run
 def source_path(folder: Path | str) -> str:
     """The folder as the reader of a clone names it: relative to the checkout when inside it."""
     p = Path(folder).resolve()
-    try:
-        return str(p.relative_to(ROOT))
-    except ValueError:
-        return str(folder)
+    return str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else folder)
 
 
 def generator_command(command: str, *parts: Path | str, output: Path | None = None,
                       options: tuple[tuple[str, Path | str | None], ...] = ()) -> str:
-    """The report.py command line that regenerates a document, with its paths as source_path gives them (an
-    option without a value left out)."""
+    """The report.py command line regenerating a document, paths as source_path gives them, valueless options out."""
     argv = ["report.py", command, *(source_path(p) for p in parts)]
     for flag, value in (*options, ("-o", output)):
         argv += [flag, source_path(Path(value))] if value else []
@@ -68,21 +64,15 @@ def header(title: str, generated_by: str, folders: list[Path], manifests: list[d
     sources = list(unique.values())
     def dirty(m: dict, c: list[dict]) -> str:
         return " plus uncommitted changes" + _dirty_cells(c) if (m.get("git") or {}).get("dirty") or _dirty_cells(c) else ""
-    out = []
     marked = [(f, m, c) for f, m, c in sources if dirty(m, c)]
-    if marked:
-        which = ", ".join(f"`{source_path(f)}` (git {m['git']['commit'][:12]}{dirty(m, c)})" for f, m, c in marked)
-        out += [f"**Measured on an uncommitted tree:** {which}; no commit holds the code that measured these "
-                f"figures{_changes([x for _, m, c in marked for x in (m, *c)])}.", ""]
+    which = ", ".join(f"`{source_path(f)}` (git {m['git']['commit'][:12]}{dirty(m, c)})" for f, m, c in marked)
+    out = [f"**Measured on an uncommitted tree:** {which}; no commit holds the code that measured these "
+           f"figures{_changes([x for _, m, c in marked for x in (m, *c)])}.", ""] if marked else []
     out += [f"# {title}", "", f"Regenerate with `{generated_by}`.", ""]
-    for folder, manifest, c in sources:
-        git = manifest.get("git") or {}
-        out.append(f"- `{source_path(folder)}`: measured by `{shlex.join(manifest.get('command') or [])}` at git "
-                   f"{(git.get('commit') or '?')[:12]}{dirty(manifest, c)}, "
-                   f"started {manifest.get('started', '?')}, status {manifest.get('status')}; "
-                   f"{machine_text(manifest)}.")
-    out.append("")
-    return out
+    return out + [f"- `{source_path(folder)}`: measured by `{shlex.join(manifest.get('command') or [])}` at git "
+                  f"{((manifest.get('git') or {}).get('commit') or '?')[:12]}{dirty(manifest, c)}, "
+                  f"started {manifest.get('started', '?')}, status {manifest.get('status')}; "
+                  f"{machine_text(manifest)}." for folder, manifest, c in sources] + [""]
 
 
 def stall_causes(stall_runs: list[Path], scenario: str) -> dict[str, tuple[Path, dict, dict]]:
@@ -101,12 +91,7 @@ def stall_causes(stall_runs: list[Path], scenario: str) -> dict[str, tuple[Path,
 
 
 def stall_cause_lines(causes: dict, stalled: set[str]) -> list[str]:
-    """Per server that stalled in the sweep, the run that measured why (stall_causes), its command and its
-    stall record said."""
-    out = []
-    for name in sorted(stalled & set(causes)):
-        run, manifest, record = causes[name]
-        par = manifest.get("parameters") or {}
-        out.append(f"{name}'s stall, measured again by `{shlex.join(manifest.get('command') or [])}` "
-                   f"(`{source_path(run)}`, C={par.get('connections')} S={par.get('streams')}): {describe(record)}.")
-    return out
+    """Per server that stalled in the sweep, the run that measured why (stall_causes): its command and stall record."""
+    return [f"{name}'s stall, measured again by `{shlex.join(manifest.get('command') or [])}` (`{source_path(run)}`, "
+            f"C={manifest['parameters'].get('connections')} S={manifest['parameters'].get('streams')}): "
+            f"{describe(record)}." for name, (run, manifest, record) in sorted(causes.items()) if name in stalled]

@@ -125,8 +125,7 @@ def problems(root: Path) -> list[str]:
     checks = ([(document_problem, (root, name)) for name in DOCUMENTS]
               + [(quote_problem, (root, *q)) for q in quotes(root)] + [(table_problem, (root, *t)) for t in tables(root)])
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        found = list(pool.map(lambda check: check[0](*check[1]), checks))
-    return [p for p in found if p]
+        return [p for p in pool.map(lambda check: check[0](*check[1]), checks) if p]
 
 
 def main(argv: list[str]) -> int:

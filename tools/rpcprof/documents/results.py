@@ -43,8 +43,7 @@ def num(x, digits=1):
 
 
 def every_round_profiled(measured: dict) -> bool:
-    """Whether every round of every server of every cell had a profile window (sweeps made before a
-    profile in every round profiled the first round only)."""
+    """Whether every round of every server of every cell had a profile window (older sweeps profiled round 1 only)."""
     results = [m for _, metrics in measured.values() for m in metrics.values() if m.get("status") == Status.OK]
     return bool(results) and all(r.get("profile_samples") for m in results for r in round_rows(m) or [m])
 
@@ -204,8 +203,7 @@ def guess_by_cell(cells, by, servers: list[str], rules: Rules, figures: dict) ->
             out.append(f"- {x}: {_parts(socket)} carry {round(100 * min(vals)) + 0} % to {round(100 * max(vals)) + 0} % of "
                        f"the per-request difference across {len(vals)} cells (median {round(100 * sorted(vals)[len(vals) // 2]) + 0} %); "
                        "the rest is work above the socket.")
-    out.append("")
-    return out
+    return out + [""]
 
 
 def _sum(row: dict, cats: tuple[str, ...]) -> float | None:
@@ -220,8 +218,7 @@ def _delta(a: dict, b: dict, cats: tuple[str, ...]) -> float | None:
 
 
 def io_vs_work(first: str, second: str, a0: dict, b0: dict, a1: dict, b1: dict, groups: Groups) -> str:
-    """CPU µs per request in recv + send versus runtime + protocol (groups socket and above_socket), at the
-    first and last S of a C."""
+    """CPU µs/req in recv + send vs runtime + protocol (groups socket, above_socket) at a C's first and last S."""
     socket, above = groups.socket, groups.above_socket
     vals = [_sum(r, cats) for cats in (socket, above) for r in (a0, a1, b0, b1)]
     if any(v is None for v in vals):
@@ -261,10 +258,10 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
     lines = ["## The explanation, in numbers", ""]
     pairs = [(c, s, by[(c, s, first)], by[(c, s, second)]) for c, s in cells
              if (c, s, first) in by and (c, s, second) in by and by[(c, s, second)].get("ratio")]
-    stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for c, s in cells for srv in (first, second)
-              if (r := by.get((c, s, srv)) or {}).get("stalled")]
-    stalls += stall_cause_lines(causes, {srv for c, s in cells for srv in (first, second)
-                                         if (by.get((c, s, srv)) or {}).get("stalled")})
+    stalled = [(srv, c, s, r) for c, s in cells for srv in (first, second)
+               if (r := by.get((c, s, srv)) or {}).get("stalled")]
+    stalls = [f"{srv} at C={c} S={s}: {describe(r['stalled'], c, s)}." for srv, c, s, r in stalled]
+    stalls += stall_cause_lines(causes, {srv for srv, *_ in stalled})
     if not pairs:
         return lines + ["No cell measured both servers."] + ([""] + [f"- {x}" for x in stalls] if stalls else [])
     lo, hi = (pick(pairs, key=lambda x: x[3]["ratio"]) for pick in (min, max))
@@ -314,8 +311,7 @@ def explain(cells, by, first: str, second: str, rules: Rules, client_cpus: int |
 
 
 def cell_flags(pairs, first: str, second: str, client_cpus: int | None) -> list[str]:
-    """The explanation's sentences on the cells flagged: client-bound, latency-bound, waits, requests in
-    flight, unsaturated."""
+    """The explanation's sentences on flagged cells: client-bound, latency-bound, waits, in flight, unsaturated."""
     lines = []
     bound = [f"C={c} S={s}" for c, s, a, b in pairs if b.get("client_bound")]
     if bound:
@@ -329,29 +325,25 @@ def cell_flags(pairs, first: str, second: str, client_cpus: int | None) -> list[
                      f"its req/s there understates it; req/s per CPU still holds.{cores}{most}")
     sides = [(srv, r, c, s) for c, s, a, b in pairs for srv, r in ((first, a), (second, b))]
     lat = [f"{srv} at C={c} S={s}" for srv, r, c, s in sides if r.get("latency_bound")]
-    if lat:
-        lines.append(f"- Latency-bound (neither side busy): {', '.join(lat)}.")
     waited = [f"{srv} at C={c} S={s}: {verdict}" for srv, r, c, s in sides
               for verdict in ((r.get("offcpu") or {}).get(k) for k in ("verdict", "contention")) if verdict]
-    if waited:
-        lines.append("- Where the threads waited, from the off-CPU windows of those cells: " + " ".join(waited))
     deep = [f"{srv} at C={c} S={s} ({100 * r['in_flight_share']:.0f} %)"
             for srv, r, c, s in sides if r.get("in_flight_flag")]
-    if deep:
-        lines.append(f"- Requests still in flight when the window ended, as a share of those counted, above 2 %: "
-                     f"{', '.join(deep)}. They were partly served but not counted, so CPU per request there may be "
-                     "overstated by up to that share; the ratio by up to the difference of the two.")
     unsat = [f"{srv} at C={c} S={s} ({100 * r['server_cpu_share']:.0f} % / {100 * r['client_cpu_share']:.0f} %)"
              for srv, r, c, s in sides if r.get("unsaturated")]
-    if unsat:
-        lines.append(f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
-                     f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds.")
-    return lines
+    return lines + [sentence for found, sentence in (
+        (lat, f"- Latency-bound (neither side busy): {', '.join(lat)}."),
+        (waited, "- Where the threads waited, from the off-CPU windows of those cells: " + " ".join(waited)),
+        (deep, f"- Requests still in flight when the window ended, as a share of those counted, above 2 %: "
+               f"{', '.join(deep)}. They were partly served but not counted, so CPU per request there may be "
+               "overstated by up to that share; the ratio by up to the difference of the two."),
+        (unsat, f"- Unsaturated (server below 90 % of its CPU, client not the bottleneck; server / client "
+                f"shares): {', '.join(unsat)}. Their req/s is not the server's capacity; CPU per request holds."),
+    ) if found]
 
 
 def batching(first: str, second: str, a: dict, b: dict) -> str:
-    """What the two servers' syscalls per request say of the guess, from the figures: alike (within 25 %),
-    or how many times more one makes."""
+    """What the servers' syscalls per request say of the guess: alike (within 25 %) or how many times more one makes."""
     x, y = a.get("syscalls_per_req"), b.get("syscalls_per_req")
     if not x or not y:
         return ""

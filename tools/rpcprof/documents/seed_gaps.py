@@ -29,13 +29,12 @@ def _writes(m: dict) -> float | None:
 
 def _pace(m: dict, client_cpus: int, streams: int, role: str) -> str:
     """What set this server's req/s here, against the seed's client."""
-    seed_client = SEED_RUN[role][0]
-    client = 100 * (m.get("client_cpu_share") or 0)
     setter = ("the load generator set it" if m.get("client_bound") else
               "neither side was saturated: waiting set it" if m.get("unsaturated") or m.get("latency_bound") else
               "the server set it")
     return (f"{setter}: {streams} in flight from a client of {client_cpus} CPU{'s' * (client_cpus != 1)} at "
-            f"{client:.0f} %, against the seed's {SEED_CLIENT_CPUS} CPUs at {seed_client:.0f} %")
+            f"{100 * (m.get('client_cpu_share') or 0):.0f} %, against the seed's {SEED_CLIENT_CPUS} CPUs at "
+            f"{SEED_RUN[role][0]:.0f} %")
 
 
 def gap_rows(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, tonic: str, pajamax: str,
@@ -72,8 +71,7 @@ def gap_rows(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, tonic: 
             work = f"send {here:.1f} % of the profile here, {there:.1f} % in the seed's flame graph ({per_write})"
             at = solve(statistics.fmean(r.cpu for r in rounds[tonic][0]) / seed_us) if role == "pajamax" and rounds \
                 else None
-            value = at.requests_per_write[0] if at else None
-            if value:
+            if at and (value := at.requests_per_write[0]):
                 work += f"; the what-if model puts {seed_us:.2f} µs/req at one write per {value:.1f} requests"
         rows += [
             {"figure": f"{role} req/s", "seed": seed_rps, "here": m["req_per_s"], "why": _pace(m, client_cpus, streams, role)},
@@ -128,13 +126,12 @@ def gap_section(run_dir: Path, rules: Rules, metrics: dict, manifest: dict, toni
 
 def why_lines(name: str, m: dict, seed_role: str, streams: int | None = None, client_cpus: int | None = None) -> list[str]:
     """What about this server's run differs from the seed's setup, from its own figures."""
-    out = []
     client, server = 100 * (m.get("client_cpu_share") or 0), 100 * (m.get("server_cpu_share") or 0)
     seed_client, seed_server, seed_rps = SEED_RUN[seed_role]
     cores = (f"the client had {client_cpus} core{'s' if client_cpus != 1 else ''} here and used {client:.0f} % of "
              f"{'it' if client_cpus == 1 else 'them'}" if client_cpus else f"the client used {client:.0f} % of its CPUs")
-    out.append(f"{name}: {cores}; seed 001's had {SEED_CLIENT_CPUS} and used {seed_client:.0f} % (of 1,200 %). "
-               f"The server used {server:.0f} % of its core here, {seed_server:.0f} % in the seed.")
+    out = [f"{name}: {cores}; seed 001's had {SEED_CLIENT_CPUS} and used {seed_client:.0f} % (of 1,200 %). "
+           f"The server used {server:.0f} % of its core here, {seed_server:.0f} % in the seed."]
     if m.get("client_bound"):
         below = m["req_per_s"] < seed_rps and server < seed_server
         out.append(f"{name}: CLIENT-BOUND: the load generator, not the server, set the {m['req_per_s']:,.0f} req/s; "

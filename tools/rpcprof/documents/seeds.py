@@ -65,8 +65,7 @@ def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sam
         b = categorize(stacks[s], rules.with_app(metrics[s].get("app"), f"{s}'s app pattern"))
         out.append(f"| {s} | " + " | ".join(f"{100 * b.share(c):.1f} %" for c in rules.all_categories)
                    + f" | {b.samples:,} | {100 * switch[s]:.1f} % |")
-    out += ["", *switch_leaf_note(sampled_event, switch), ""]
-    return out
+    return out + ["", *switch_leaf_note(sampled_event, switch), ""]
 
 
 def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: list[Path] = (),
@@ -99,10 +98,8 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         "| server | seed 001's | req/s | server CPU | client CPU | req/s per CPU | CPU µs/req | syscalls/req | flags |",
         "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for role in ("tonic", "pajamax"):
-        c, s, r = SEED_RUN[role]
-        out.append(f"| seed 001 {role} | | {num(r, 0)} | {s:.0f} % | {c:.0f} % | {num(r / (s / 100), 0)} | "
-                   f"{1e6 * (s / 100) / r:.2f} | - | |")
+    out += [f"| seed 001 {role} | | {num(r, 0)} | {s:.0f} % | {c:.0f} % | {num(r / (s / 100), 0)} | "
+            f"{1e6 * (s / 100) / r:.2f} | - | |" for role, (c, s, r) in SEED_RUN.items()]
     for s in servers:
         m = metrics[s]
         role = "tonic" if s in by_role["tonic"] else "pajamax" if s in by_role["pajamax"] else ""
@@ -136,9 +133,8 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
 
 
 def switch_leaf_note(event: str | None, shares: dict[str, float]) -> list[str]:
-    """What the `switch leaf` column means, for the event that was sampled: with cpu-clock (no hardware
-    PMU event), the irq-off time of a context switch is charged to finish_task_switch; the server with the
-    most such samples is named."""
+    """What the `switch leaf` column means for the sampled event: with cpu-clock (no hardware PMU event), a context
+    switch's irq-off time is charged to finish_task_switch; the server with the most such samples is named."""
     if event != "cpu-clock":
         return [f"`switch leaf`: samples whose leaf is `finish_task_switch` (sampled event {event or 'unknown'})."]
     top = max(shares, key=shares.get) if shares else None
@@ -160,9 +156,8 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 
 def other_setups_section(runs: list[Path]) -> list[str]:
-    """The same servers under other loads (other runs given with --also): the figures of each, and the
-    ruler's µs per request against syscalls per request: does the same code cost more per request when
-    more syscalls separate one request's handler from the next?"""
+    """The same servers under other loads (--also): their figures, and the ruler's µs per request against syscalls
+    per request: does the same code cost more per request when more syscalls separate one handler from the next?"""
     out = ["## The same servers in other setups", "",
            "Other runs given to `report.py seeds --also`, the run above first. The ruler's µs per request "
            "is its share of each profile times the unprofiled CPU per request.", "",
@@ -174,11 +169,8 @@ def other_setups_section(runs: list[Path]) -> list[str]:
         manifest, metrics = load_run(run)
         p = manifest["parameters"]
         ruler = {r["server"]: r for r in ruler_rows(run, RULER)[0]}
-        for s in p["servers"]:
-            m = metrics.get(s) or {}
-            if m.get("status") != Status.OK:
-                continue
-            r = ruler.get(s)
+        for s in (s for s in p["servers"] if (metrics.get(s) or {}).get("status") == Status.OK):
+            m, r = metrics[s], ruler.get(s)
             sc = (m.get("syscalls") or {}).get("per_req")
             us = f"{r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f}" if r and r["samples"] else "-"
             if r and r["samples"] and sc is not None:
@@ -190,17 +182,15 @@ def other_setups_section(runs: list[Path]) -> list[str]:
     rho = spearman([x for x, *_ in points], [y for _, y, *_ in points])
     if rho is not None:
         lo, hi = min(points, key=lambda t: t[1]), max(points, key=lambda t: t[1])
-        out.append(f"- Over {len(points)} (server, setup) pairs, the ruler's µs per request and syscalls per request "
-                   f"have a rank correlation of {rho:+.2f}. Cheapest: {lo[2]} in {lo[3]} ({lo[1]:.3f} µs/req at "
-                   f"{lo[0]:.3f} syscalls/req); dearest: {hi[2]} in {hi[3]} ({hi[1]:.3f} µs/req at {hi[0]:.3f})."
-                   + correlation_reading(rho, len(points)))
-        out.append("")
+        out += [f"- Over {len(points)} (server, setup) pairs, the ruler's µs per request and syscalls per request "
+                f"have a rank correlation of {rho:+.2f}. Cheapest: {lo[2]} in {lo[3]} ({lo[1]:.3f} µs/req at "
+                f"{lo[0]:.3f} syscalls/req); dearest: {hi[2]} in {hi[3]} ({hi[1]:.3f} µs/req at {hi[0]:.3f})."
+                + correlation_reading(rho, len(points)), ""]
     return out
 
 
 def correlation_reading(rho: float, n: int) -> str:
-    """The reading of a rank correlation: a tendency only when it is strong (|rho| >= 0.5), its direction
-    from its sign."""
+    """A rank correlation read: a tendency only when it is strong (|rho| >= 0.5), its direction from its sign."""
     if abs(rho) < 0.5:
         return " No clear tendency: the same instructions cost about the same per request whatever the syscalls."
     more = "more" if rho > 0 else "less"
@@ -221,9 +211,8 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
            "for any run.", "",
            "| server | ruler share | ruler samples | ruler µs/req | CPU µs/req (unprofiled) | CPU µs/req (profiled) |",
            "|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        if r["server"] not in stacks:
-            continue
+    shown = [r for r in rows if r["server"] in stacks]
+    for r in shown:
         out.append(f"| {r['server']} | {r['share_pct']:.2f} ± {r['share_err_pct']:.2f} % | {r['samples']:,} of "
                    f"{r['total_samples']:,} | {r['us_per_req']:.3f} ± {r['us_per_req_err']:.3f} | "
                    f"{metrics[r['server']]['cpu_us_per_req']:.2f} | {num(r['cpu_us_per_req_profiled'], 2)} |")
@@ -243,7 +232,7 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
                 + (f", {c['profiled_ratio']:.1f}x in the profile windows" if c["profiled_ratio"] else ""))
         out.append(f"- {pj} over {t}: ruler shares **{c['ratio']:.1f}x** [95 %: {c['ratio_low']:.1f}-"
                    f"{c['ratio_high']:.1f}] (seed 001: 9.4x); measured req/s per CPU {said}: the ruler {verdict}.")
-    costs = [r for r in rows if r["server"] in stacks and r["samples"]]
+    costs = [r for r in shown if r["samples"]]
     for a, b in combinations(costs, 2):
         hi, lo = (a, b) if a["us_per_req"] > b["us_per_req"] else (b, a)
         if hi["us_per_req"] - lo["us_per_req"] > 2 * (a["us_per_req_err"] ** 2 + b["us_per_req_err"] ** 2) ** 0.5:
@@ -279,10 +268,8 @@ def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stack
                    f"({100 * b.share(APP):.2f} %, {round(b.share(APP) * b.samples):,} samples), of which "
                    f"{teardown:.3f} µs/req under drops and frees (`{TEARDOWN}`) and {ruler:.3f} µs/req in the "
                    f"ruler `{RULER}`; by leaf:")
-        for frame, w in leaves.most_common(8):
-            out.append(f"  - {w / b.total * us:.3f} µs/req `{frame[:140]}`")
-    out.append("")
-    return out
+        out += [f"  - {w / b.total * us:.3f} µs/req `{frame[:140]}`" for frame, w in leaves.most_common(8)]
+    return out + [""]
 
 
 def seed_002_section(runs: list[Path]) -> list[str]:
@@ -296,10 +283,9 @@ def seed_002_section(runs: list[Path]) -> list[str]:
            "over pajamax's (CPU % per thread × run time, the same requests on the same threads):", "",
            "| case | threads | seed 002 time [s] pajamax / tonic | CPU % per thread pajamax / tonic | tonic's CPU per request over pajamax's |",
            "|---|---:|---|---|---:|"]
-    for case, rows in SEED_002.items():
-        for threads, times, cpus in rows:
-            out.append(f"| {case} | {threads} | {times[0]} / {times[1]} | {cpus[0]} / {cpus[1]} | "
-                       f"{seed_002_cpu_ratio(times, cpus):.1f}x |")
+    out += [f"| {case} | {threads} | {times[0]} / {times[1]} | {cpus[0]} / {cpus[1]} | "
+            f"{seed_002_cpu_ratio(times, cpus):.1f}x |"
+            for case, rows in SEED_002.items() for threads, times, cpus in rows]
     manifest, _ = load_run(runs[0])
     p, m = manifest["parameters"], manifest.get("machine") or {}
     out += ["", f"What this machine cannot reproduce, from the first run's manifest: it has {m.get('cpus')} CPUs, the "
@@ -324,11 +310,8 @@ def seed_002_section(runs: list[Path]) -> list[str]:
                        f"{100 * m['server_cpu_cores']:.0f} % | {100 * m['client_cpu_cores']:.0f} % | "
                        f"{m['cpu_us_per_req']:.2f} | {notes_for(m) or '-'} |")
         by_role = roles(ok)
-        for t in by_role["tonic"]:
-            for pj in by_role["pajamax"]:
-                interval = server_ratio(metrics[t], metrics[pj])
-                if interval:
-                    ratios.append((case, run, t, pj, interval, metrics))
+        ratios += [(case, run, t, pj, interval, metrics) for t in by_role["tonic"] for pj in by_role["pajamax"]
+                   if (interval := server_ratio(metrics[t], metrics[pj]))]
     out.append("")
     for case, run, t, pj, interval, metrics in ratios:
         seed = [seed_002_cpu_ratio(times, cpus) for _, times, cpus in SEED_002.get(case, [])]
