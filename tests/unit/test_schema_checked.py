@@ -2,6 +2,8 @@
 schema is not walked again, and anything else, valid or not, still is."""
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
 
 from rpcprof import schema
@@ -13,7 +15,7 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "number"}}, "additional
 @pytest.fixture
 def checked(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "CHECKED", tmp_path / "checked")
-    monkeypatch.setattr(schema, "_CHECKED", None)
+    monkeypatch.setattr(schema, "_checked", cache(schema._checked.__wrapped__))
     return tmp_path / "checked"
 
 
@@ -22,7 +24,7 @@ def test_valid_data_is_walked_once(checked, monkeypatch):
     assert len(checked.read_text().split()) == 1
     import jsonschema
     monkeypatch.setattr(jsonschema, "Draft202012Validator", None)      # walked again: a TypeError here
-    monkeypatch.setattr(schema, "_CHECKED", None)                       # as a new process reads the file
+    schema._checked.cache_clear()                                       # as a new process reads the file
     assert schema.check({"n": 1}, SCHEMA, "f.yaml") == {"n": 1}
     with pytest.raises(TypeError):
         schema.check({"n": 2}, SCHEMA, "f.yaml")
@@ -40,6 +42,6 @@ def test_invalid_data_is_refused_every_time_and_not_kept(checked):
 
 def test_a_folder_that_cannot_be_written_only_costs_the_walk(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "CHECKED", tmp_path / "missing" / "checked")
-    monkeypatch.setattr(schema, "_CHECKED", None)
+    monkeypatch.setattr(schema, "_checked", cache(schema._checked.__wrapped__))
     assert schema.check({"n": 1}, SCHEMA, "f.yaml") == {"n": 1}
     assert not (tmp_path / "missing").exists()

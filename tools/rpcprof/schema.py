@@ -11,6 +11,7 @@ key that is not is refused, naming the keys known.
 """
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from rpcprof.errors import UserError
@@ -226,17 +227,12 @@ def _hash(data, schema: dict) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-_CHECKED: set[str] | None = None
-
-
+@cache
 def _checked() -> set[str]:
-    global _CHECKED
-    if _CHECKED is None:
-        try:
-            _CHECKED = set(CHECKED.read_text(encoding="ascii").split())
-        except (OSError, UnicodeDecodeError):
-            _CHECKED = set()
-    return _CHECKED
+    try:
+        return set(CHECKED.read_text(encoding="ascii").split())
+    except (OSError, UnicodeDecodeError):
+        return set()
 
 
 def _remember(key: str) -> None:
