@@ -49,8 +49,7 @@ _read_as: dict[tuple, tuple[tuple[str, str], str | None]] = {}
 
 def is_pprof(path: Path | str) -> bool:
     """True when path names a pprof profile (by its name, or gzip content under a name without .gz)."""
-    path = Path(path)
-    name = path.name.lower()
+    name = Path(path).name.lower()
     if name.endswith(SUFFIXES):
         return True
     if name.endswith(".gz"):
@@ -82,8 +81,7 @@ def _read_as_of(path: Path | str) -> tuple[tuple[str, str], str | None]:
 
 
 def app_of(path: Path | str) -> str | None:
-    """The app pattern a pprof profile carries (a `rpcprof app: REGEX` comment, as report.py export writes
-    it), or None."""
+    """The app pattern of a pprof profile's `rpcprof app: REGEX` comment (report.py export writes it), or None."""
     return _read_as_of(path)[1]
 
 

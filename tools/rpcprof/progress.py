@@ -16,8 +16,7 @@ _allowed = True         # the command lets a bar be drawn (not with --format jso
 
 
 def log(msg: str) -> None:
-    """msg as one line on stderr, flushed (a run's progress must show as it happens); above the bar if one
-    is drawn."""
+    """msg as one line on stderr, flushed (progress must show as it happens); above the bar if one is drawn."""
     if _bar is not None:
         _bar.write(msg, file=_bar.fp)
     else:

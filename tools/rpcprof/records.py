@@ -55,8 +55,7 @@ def round_of(row: dict) -> int:
 
 
 def round_rows(result: dict) -> list[dict]:
-    """The rows of a server's result's rounds, each with its round's figures; [] for a result of one measurement
-    (its figures are the result's own)."""
+    """The rows of a server's result's rounds, each with its round's figures; [] for one measurement (own figures)."""
     return result.get(ROUNDS_KEY) or []
 
 

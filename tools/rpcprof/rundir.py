@@ -367,8 +367,7 @@ def offwake_folded(run_dir: Path, server: str) -> Path:
 
 
 def profile_folded(run_dir: Path, server: str, k: int = 1) -> Path:
-    """A server's folded stacks in a run folder (k: round k's): profile.folded, or profile.folded.gz in a
-    saved copy."""
+    """A server's folded stacks in a run folder (k: round k's): profile.folded, or .gz in a saved copy."""
     return saved_copy(server_path(run_dir, server, k) / PROFILE_FOLDED)
 
 
