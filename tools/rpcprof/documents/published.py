@@ -62,15 +62,14 @@ def _report(root: Path, argv: list[str], cwd: Path, what: str) -> tuple[str, str
 
 def document_problem(root: Path, name: str) -> str | None:
     """Why a generated document does not regenerate byte for byte from docs/data, or None."""
-    doc = root / name
-    argv = regenerating_command(doc)
+    argv = regenerating_command(root / name)
     if not argv or argv[0] != "report.py" or "-o" not in argv or argv[argv.index("-o") + 1] != name:
         return f"{name}: no `Regenerate with \\`report.py ... -o {name}\\`` line in its header"
     with tempfile.TemporaryDirectory(prefix="rpcprof-publish-") as tmp:
         (Path(tmp) / "docs").mkdir()
         (Path(tmp) / "docs" / "data").symlink_to(root / "docs" / "data")
         _, problem = _report(root, argv[1:], Path(tmp), f"{name}: `{shlex.join(argv)}`")
-        if problem or (Path(tmp) / name).read_bytes() == doc.read_bytes():
+        if problem or (Path(tmp) / name).read_bytes() == (root / name).read_bytes():
             return problem
     return f"{name}: differs from what docs/data gives: run `{shlex.join(argv)}` and review the diff"
 

@@ -2,8 +2,7 @@
 request by category, syscalls per request), and the published seed figures set beside them.
 
 Every figure about this machine comes from the sweep's files; the seed figures are quoted from the
-published benchmarks (seed 000: grpc_bench, ghz 0.114, 16-core EPYC, server on 1 CPU, client on 12;
-seed 001: ghz directly, 1 connection, 50 concurrent requests).
+published benchmarks (documents/seed_figures.py says which setups).
 """
 from __future__ import annotations
 

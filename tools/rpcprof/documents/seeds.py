@@ -124,7 +124,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
         out += ["", *gap_section(run_dir, rules, metrics, manifest, tonic, pj, sends)]
     out += frames_section(rules, metrics, by_role, stacks, manifest.get("sampled_event"))
     out += ruler_section(run_dir, metrics, by_role, stacks)
-    out += app_section(run_dir, rules, metrics, by_role, stacks)
+    out += app_section(rules, metrics, by_role, stacks)
     if also:
         out += other_setups_section([run_dir, *map(Path, also)])
     if seed_002:
@@ -247,7 +247,7 @@ def ruler_section(run_dir: Path, metrics: dict, by_role: dict, stacks: dict) -> 
     return out
 
 
-def app_section(run_dir: Path, rules: Rules, metrics: dict, by_role: dict, stacks: dict) -> list[str]:
+def app_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict) -> list[str]:
     """The same handler, different app µs per request: which work each server's app category holds,
     by the leaf frame of its samples (the handler frame decides; the leaf says what it was doing)."""
     out = ["## The app category: same handler, different cost", "",
@@ -320,8 +320,7 @@ def seed_002_section(runs: list[Path]) -> list[str]:
         out.append(f"- `{run.name}` (case {case}): {t}'s CPU per request over {pj}'s, the ratio of req/s per CPU: "
                    f"**{interval.text()}** over {interval.n} round{'s' if interval.n != 1 else ''}{seed_text}"
                    f"{seed_002_why(t, pj, metrics, interval.ratio, seed)}.")
-    out.append("")
-    return out + seeds_003_004_lines(manifest)
+    return out + ["", *seeds_003_004_lines(manifest)]
 
 
 def seed_002_why(tonic: str, pajamax: str, metrics: dict, ratio: float, seed: list[float]) -> str:
