@@ -2,8 +2,7 @@
 
 On a terminal, a job (run, sweep, attach) also shows a progress bar with the time left (tqdm), its lines
 printed above it; off a terminal, or when the command prints JSON (bar_allowed(False)), the lines are all
-there is, as they always were. One bar at a time: a sweep's bar counts its cells, and the runs of its cells
-draw none of their own.
+there is, as they always were. One bar at a time: a sweep's bar counts its cells, whose runs draw none.
 """
 from __future__ import annotations
 

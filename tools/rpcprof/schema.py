@@ -11,6 +11,7 @@ key that is not is refused, naming the keys known.
 """
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import cache
 from pathlib import Path
 
@@ -237,9 +238,7 @@ def _checked() -> set[str]:
 
 def _remember(key: str) -> None:
     _checked().add(key)
-    try:
+    with suppress(OSError):
         if CHECKED.parent.is_dir() and (not CHECKED.exists() or CHECKED.stat().st_size < CHECKED_MAX):
             with open(CHECKED, "a", encoding="ascii") as f:     # one short line: appended whole
                 f.write(key + "\n")
-    except OSError:
-        pass
