@@ -29,7 +29,6 @@ from rpcprof.measure import children
 from rpcprof.measure.procstat import process_cpu_ns
 from rpcprof.measure.recorder import require
 from rpcprof.measure.scenario import Scenario, grpc_frame
-from rpcprof.paths import PROTO_DIR
 from rpcprof.rundir import CannotWrite, beside
 from rpcprof.analyze.stats import LatencyHistogram
 
@@ -232,7 +231,7 @@ class Ghz:
     def argv(self, settings: LoadSettings, port: int, out_json: Path) -> list[str]:
         ghz = require("ghz", "run tools/setup.sh --ghz to install it")
         return ["taskset", "-c", ",".join(map(str, settings.cpus)), ghz,
-                "--insecure", f"--proto={PROTO_DIR / self.scenario.proto}", f"--call={self.scenario.method[1:]}",
+                "--insecure", f"--proto={self.scenario.proto_path}", f"--call={self.scenario.ghz_call}",
                 f"--data-file={self.scenario.json_path}",
                 f"--connections={settings.connections}", f"--concurrency={settings.streams}",
                 f"--duration={settings.duration:g}s", f"--cpus={len(settings.cpus)}",

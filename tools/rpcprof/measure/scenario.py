@@ -31,6 +31,14 @@ class Scenario:
         return f"/{self.package}.Greeter/SayHello"
 
     @property
+    def ghz_call(self) -> str:
+        return f"{self.package}.Greeter/SayHello"
+
+    @property
+    def proto_path(self) -> Path:
+        return PROTO_DIR / self.proto
+
+    @property
     def json_path(self) -> Path:
         return PROTO_DIR / f"{self.package}.json"
 
