@@ -10,9 +10,11 @@
 #                  with offcpu.folded, offcpu.folded.count and sockets.log) for report.py waits
 #   runs/rounds    the README's first command as it is (5 rounds of rust_tonic_mt and rust_pajamax, a
 #                  profile per round) for significance across rounds (report.py compare, diff)
+#   runs/attach    profile.sh attach --load to python_grpcio pinned to CPU 0: py-spy's profile, then perf's
+#                  of the same process (report.py run and compare on two views of one process)
 # Rerun after changing what a run folder holds; review `git diff tests/data/runs` before committing.
 #
-# USAGE: tests/data/capture_runs.sh [seed-001] [sweep] [offcpu] [rounds]     (default: all four)
+# USAGE: tests/data/capture_runs.sh [seed-001] [sweep] [offcpu] [rounds] [attach]     (default: all five)
 #
 # REQUIREMENTS: what tools/setup.sh installs; root.
 set -euo pipefail
@@ -22,7 +24,7 @@ root="$(cd "$here/../.." && pwd)"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-wanted=("${@:-seed-001 sweep offcpu rounds}")
+wanted=("${@:-seed-001 sweep offcpu rounds attach}")
 wants() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
 
 servers=(rust_tonic_mt rust_pajamax rust_tonic_st)
@@ -36,6 +38,17 @@ wants offcpu && "$root/profile.sh" run rust_pajamax -S 50 -d 2 -w 1 --no-profile
   --off-cpu-duration 3 --label capture-offcpu --port 50461 --format json --runs-dir "$scratch" > /dev/null
 wants rounds && "$root/profile.sh" run rust_tonic_mt rust_pajamax --label capture-rounds --port 50461 --format json \
   --runs-dir "$scratch" > /dev/null
+if wants attach; then
+  (cd "$root/servers/python_grpcio" && exec taskset -c 0 "$root/.venv/bin/python" server.py --port 50462) \
+    > "$scratch/server.log" 2>&1 &
+  server=$!
+  trap 'kill "$server" 2>/dev/null; rm -rf "$scratch"' EXIT
+  for _ in $(seq 50); do grep -q listening "$scratch/server.log" && break; sleep 0.2; done
+  "$root/profile.sh" attach --pid "$server" --load --target 127.0.0.1:50462 -d 3 -w 1 --name python \
+    --format json --runs-dir "$scratch" > /dev/null
+  kill "$server"
+  mv "$(find "$scratch" -maxdepth 1 -name '*-attach-python')" "$scratch/attach-capture-attach"
+fi
 
 # keep: the JSON files and the folded stacks (gzip'd), anywhere below the run folder
 keep() {
@@ -47,7 +60,7 @@ keep() {
     if [[ $f == *.json ]]; then cp "$from/$f" "$to/$f"; else gzip -9n < "$from/$f" > "$to/$f.gz"; fi
   done
 }
-for name in seed-001 sweep offcpu rounds; do
+for name in seed-001 sweep offcpu rounds attach; do
   if wants "$name"; then keep "$(find "$scratch" -maxdepth 1 -name "*-capture-$name")" "$here/runs/$name"; fi
 done
 du -sh "$here/runs"/*

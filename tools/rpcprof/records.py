@@ -64,6 +64,16 @@ def rounds_asked(parameters: dict) -> int:
     return int(parameters.get(_ROUNDS_PARAMETER) or 1)
 
 
+def view_of(metrics: dict, name: str) -> str | None:
+    """The profile an attach took first when name's is a second view of the same process (profile.sh attach's
+    perf profile after py-spy's: one pid), else None: two views of one process have no ratio and no gap."""
+    m = metrics.get(name) or {}
+    if m.get("mode") != "attach":
+        return None
+    earlier = list(metrics)[:list(metrics).index(name)]
+    return next((s for s in earlier if (metrics[s] or {}).get("pid") == m.get("pid")), None)
+
+
 def parameters_json(options: dict) -> dict:
     """A job's options as its manifest's parameters: --rounds (the field `rounds`) under its key."""
     out = {k: v for k, v in options.items() if k != "rounds"}

@@ -23,6 +23,7 @@ from rpcprof.records import round_rows
 REQ_PER_S = 0.10          # req/s more than 10 % away from the measured window's
 PER_REQ_RELATIVE = 0.25   # a per-request counter more than 25 % away ...
 PER_REQ_ABSOLUTE = 0.02   # ... and by more than 0.02 (a batching factor that changed)
+PROFILER_PACED = 0.05    # req/s within 5 points of what the profiled CPU per request alone would give
 COUNTERS = (("vfs_writes", "VFS writes per request"), ("context_switches", "context switches per request"))
 
 
@@ -52,10 +53,24 @@ def round_row(r: dict) -> dict:
             "profile_samples": prof.get("samples")}
 
 
+def _change(rows: list[dict], before: str, after: str) -> float | None:
+    """The geometric mean over rounds of after / before, less 1 (None where no round has both)."""
+    logs = [math.log(b / a) for a, b in ((r.get(before), r.get(after)) for r in rows) if a and b and a > 0 and b > 0]
+    return math.exp(sum(logs) / len(logs)) - 1 if logs else None
+
+
 def _rps_change(rows: list[dict], key: str) -> str | None:
-    logs = [math.log(b / a) for a, b in ((r.get("req_per_s"), r.get(key)) for r in rows) if a and b and a > 0 and b > 0]
-    change = math.exp(sum(logs) / len(logs)) - 1 if logs else None
+    change = _change(rows, "req_per_s", key)
     return f"req/s {100 * change:+.0f} %" if change is not None and abs(change) > REQ_PER_S else None
+
+
+def profiler_paced(result: dict) -> tuple[float, float] | None:
+    """(the profile window's req/s change, the change its CPU per request while profiled gives on its own at
+    the same CPU use), when the two lie within PROFILER_PACED of each other: a server that used all its CPU
+    served fewer requests by what the profiler's own cost added to each, not in another regime. Else None."""
+    rows = _rounds(result)
+    seen, cost = _change(rows, "req_per_s", "profile_req_per_s"), _change(rows, "profiled_cpu_us_per_req", "cpu_us_per_req")
+    return (seen, cost) if seen is not None and cost is not None and abs(seen - cost) <= PROFILER_PACED else None
 
 
 def _counter_changes(rows: list[dict]) -> list[str] | None:

@@ -22,7 +22,7 @@ from rpcprof.analyze.whatif import estimate
 from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap, ruler_verdict
 from rpcprof.report.summary import run_pace_findings, syscalls_per_request
 from rpcprof.report.tables import render
-from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows
+from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows, view_of
 from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
 from rpcprof.status import MEASURED
 
@@ -73,7 +73,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
     servers = [s for s in manifest["parameters"]["servers"] if s in breakdowns and metrics[s].get("cpu_us_per_req")]
     if not servers:
         raise UserError(f"{run_dir}: no server with both a measured window and a profile (run without --no-profile)")
-    base = servers[0]
+    base, views = servers[0], {s for s in servers if view_of(metrics, s)}
     rounds = {s: round_breakdowns(round_profiles(run_dir, s, metrics[s]), rules, metrics[s], s, app_override)
               for s in servers}
     by_rounds = all(len(r) >= 2 for r in rounds.values())
@@ -83,13 +83,15 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         m = metrics[s]
         prof = m.get("profile") or {}
         # the run table's ratio: from the rounds' adjacent pairs when there are some, else of the means
-        interval = server_ratio(metrics[base], m, pilot=pilot_of(manifest["parameters"])) if s != base else None
-        ratio = interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
+        view = view_of(metrics, s)
+        interval = server_ratio(metrics[base], m, pilot=pilot_of(manifest["parameters"])) if s not in views | {base} else None
+        ratio = None if view else interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
         note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m))
         overhead, cost = prof.get("overhead_pct"), prof.get("overhead_interval_pct")
-        head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU (x{ratio:.2f} of {base}), "
+        relation = f"the process of {view} again, profiled by {prof.get('profiler')}" if view else f"x{ratio:.2f} of {base}"
+        head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU ({relation}), "
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
@@ -103,7 +105,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
                         "regime_flags": regime_flags(m)})
     if by_rounds:
-        return interval_rows(rules, servers, rounds), comparison_columns(servers, True), head + [
+        return interval_rows(rules, servers, rounds, views), comparison_columns(servers, True, views), head + [
             "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
             "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0, "
             "n.s. (not significant) where it contains 0."], figures
@@ -113,13 +115,13 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         for s in servers:
             share = 1.0 if cat == "total" else breakdowns[s].share(cat)
             row.update({f"{s}_us": share * metrics[s]["cpu_us_per_req"], f"{s}_share": 100 * share})
-        rows.append(row | {f"delta_{s}": row[f"{s}_us"] - row[f"{base}_us"] for s in servers[1:]})
-    return rows, comparison_columns(servers, False), head, figures
+        rows.append(row | {f"delta_{s}": row[f"{s}_us"] - row[f"{base}_us"] for s in servers[1:] if s not in views})
+    return rows, comparison_columns(servers, False, views), head, figures
 
 
-def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> list[dict]:
+def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict], views: set[str]) -> list[dict]:
     """Category rows with each server's mean µs/req across rounds and its 95 % interval, and each gap to
-    the first server paired by round (rounds both measured), with its interval and significance."""
+    the first server but views paired by round (rounds both measured), with its interval and significance."""
     base = servers[0]
     rows = []
     for cat in rules.all_categories + ["total"]:
@@ -130,7 +132,7 @@ def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> 
             mean = estimate(list(per[s].values()))          # with the half-width of its 95 % t interval
             shares = [1.0 if cat == "total" else b.share(cat) for _, b in rounds[s].values()]
             row.update({f"{s}_us": mean.value, f"{s}_pm": mean.half, f"{s}_share": 100 * sum(shares) / len(shares)})
-        for s in servers[1:]:
+        for s in (s for s in servers[1:] if s not in views):
             floor = sum(statistics.fmean(sampling_variance(1.0 if cat == "total" else b.share(cat), b.samples, us)
                                          for us, b in rounds[x].values()) for x in (base, s))
             g = paired_gap(per[base], per[s], floor)
@@ -140,13 +142,13 @@ def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict]) -> 
     return rows
 
 
-def comparison_columns(servers: list[str], intervals: bool) -> list[tuple[str, str]]:
-    """Each server's µs/req and share, then each one's gap to the first; intervals: with the half-width of each
-    interval (±) and the gap's significance."""
+def comparison_columns(servers: list[str], intervals: bool, views: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """Each server's µs/req and share, then each one's gap to the first but for views (a second view of one
+    process: records.view_of); intervals: with the half-width of each interval (±) and the gap's significance."""
     columns = [("category", "category")]
     for s in servers:
         columns += [(f"{s}_us", f"{s} [µs/req]"), *[(f"{s}_pm", "±")] * intervals, (f"{s}_share", f"{s} [%]")]
-    for s in servers[1:]:
+    for s in (s for s in servers[1:] if s not in views):
         columns += [(f"delta_{s}", f"Δ {s}−{servers[0]} [µs/req]"),
                     *[(f"delta_{s}_pm", "±"), (f"delta_{s}_sig", "")] * intervals]
     return columns
@@ -176,7 +178,7 @@ def ruler_rows(run_dir: Path, ruler_override: str | None = None,
                      "cpu_us_per_req_profiled": (m.get("profile") or {}).get("cpu_us_per_req_profiled"), "_fs": fs})
     lines = []
     for i, b in enumerate(rows):
-        base = next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
+        base = None if view_of(metrics, b["server"]) else next((a for a in rows[:i] if a["ruler"] == b["ruler"]), None)
         if not base:
             b.update(dict.fromkeys(("ratio", "ratio_low", "ratio_high", "measured_ratio", "profiled_ratio", "agrees",
                                     "base")))
@@ -249,7 +251,8 @@ def explanations(run_dir: Path, rules: Rules, app_override: str | None = None, i
     servers = servers_of(columns)
     us = {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"} for s in servers}
     syscalls = {s: metrics[s].get("syscalls") for s in servers}
-    gaps = {s: explain_gap(servers[0], s, us, syscalls, rules.groups, indirect=indirect) for s in servers[1:]}
+    gaps = {s: explain_gap(servers[0], s, us, syscalls, rules.groups, indirect=indirect) for s in servers[1:]
+            if not view_of(metrics, s)}
     return [{"base": servers[0], "server": other, "headline": headline, "findings": findings}
             for other, (headline, findings) in gaps.items()]
 

@@ -14,10 +14,10 @@ from rpcprof.analyze.breakdowns import round_numbers
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.intervals import RatioInterval, cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_categories, pace_ratios, server_paces
-from rpcprof.analyze.regime import counters_steady, regime_flags
+from rpcprof.analyze.regime import counters_steady, profiler_paced, regime_flags
 from rpcprof.report.mechanism import describe
 from rpcprof.report.tables import Shown, render
-from rpcprof.records import round_rows, rounds_asked
+from rpcprof.records import round_rows, rounds_asked, view_of
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.status import Status
 
@@ -26,9 +26,13 @@ IDLE_TEXT = {"poll": ", server CPUs polling when idle", "spin": ", server CPUs k
 
 
 def setup_text(p: dict, scenario: str, windows: str = "window") -> str:
-    """A run's setup in its headline: `helloworld, h2load C=1 S=1000, 6 s window, server CPU [0], load CPU [1]`."""
-    return (f"{scenario}, {p['driver']} C={p['connections']} S={p['streams']}, {p['duration']:g} s {windows}, "
-            f"server CPU {p['server_cpus']}, load CPU {p['load_cpus']}" + IDLE_TEXT.get(p.get("idle") or "halt", ""))
+    """A run's setup in its headline: `helloworld, h2load C=1 S=1000, 6 s window, server CPU [0], load CPU [1]`;
+    an attach's: `pid 4321, helloworld, h2load C=1 S=100, 5 s window` (its load, if it drove one)."""
+    load = f"{scenario}, {p['driver']} C={p['connections']} S={p['streams']}, " if scenario else ""
+    if "pid" in p:
+        return f"pid {p['pid']}, {load or 'its own load, '}{p['duration']:g} s {windows}"
+    return (f"{load}{p['duration']:g} s {windows}, server CPU {p['server_cpus']}, load CPU {p['load_cpus']}"
+            + IDLE_TEXT.get(p.get("idle") or "halt", ""))
 
 
 RUN_COLUMNS = [
@@ -101,14 +105,16 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
         rpc = f.get("req_per_cpu_s")
         spread = (f.get("spread") or {}).get("req_per_cpu_s")
         rsd = cv(list(figure_by_round(f, "req_per_cpu_s").values())) if f else None
-        interval = server_ratio(figures[first], f, pilot=pilot) if first and rpc and name != first else None
+        view = view_of(metrics, name)
+        interval = server_ratio(figures[first], f, pilot=pilot) if first and rpc and name != first and not view else None
         paces = server_paces(f)
         rows.append({
             "server": name,
             "status": m.get("status"),
             **{k: f.get(k) for k in PASSED_ON},
             "avg_cpu_pct": 100 * f["server_cpu_cores"] if f.get("server_cpu_cores") is not None else None,
-            "relative": interval.ratio if interval else rpc / base if rpc and base else None,
+            "relative": interval.ratio if interval else rpc / base if rpc and base and not view else None,
+            "view_of": view,
             **{k: lat.get(k) for k, _ in FULL_LATENCY_COLUMNS + [("p95_ms", "")]},
             "rss_avg_mib": (f.get("memory") or {}).get("rss_avg_mib"),
             "syscalls_per_req": syscalls_per_request(f.get("syscalls")),
@@ -117,6 +123,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "notes": notes_for(m),
             "regime_flags": regime_flags(f) if f else [],
             "counters_steady": counters_steady(f) if f else None,
+            "profiler_paced": profiler_paced(f) if f else None,
             "spread_req_per_cpu_s": spread,
             "req_per_cpu_s_min": spread[0] if spread else None,
             "req_per_cpu_s_max": spread[1] if spread else None,
@@ -177,6 +184,9 @@ def ratio_lines(rows: list[dict]) -> list[str]:
     base = measured[0] if measured else None
     lines = []
     for r in measured[1:]:                # the ratios need two servers; the flags below are each server's
+        if r.get("view_of"):
+            lines.append(f"{r['server']}: the process of {r['view_of']} again, seen by another profiler: no ratio")
+            continue
         text = interval_text(r) or f"^{ratio_text(r['req_per_cpu_s'] / base['req_per_cpu_s'])}"
         lines.append(f"{r['server']} vs {base['server']}: {text} requests per server CPU-second" + significance(r))
     for r in rows:
@@ -217,12 +227,20 @@ def regime_line(r: dict, flag: str) -> str:
                 "Its shares describe the profile window; its req/s per CPU the measured one.")
     head = (f"{r['server']}: {flag}: that window was not in the measured window's regime, so its figures (shares, "
             "syscalls) do not describe the measured CPU per request")
-    if r.get("counters_steady") and flag.startswith("PROFILE-REGIME"):
+    steady = r.get("counters_steady")
+    if flag.startswith("PROFILE-REGIME") and r.get("profiler_paced") and steady is not False:
+        cost = r["profiler_paced"][1]
+        return (f"{r['server']}: {flag}: its CPU per request was {100 * (1 / (1 + cost) - 1):.0f} % higher while "
+                f"profiled, which alone takes req/s {100 * cost:+.0f} % at the same CPU use: fewer requests because "
+                "each cost more, " + ("not another regime: its VFS writes and context switches per request were the "
+                                      "same in both windows." if steady else "whether it also batched differently is "
+                                      "not known (its per-request counters were not taken)."))
+    if steady and flag.startswith("PROFILE-REGIME"):
         # its writes and switches per request held: not a batching change, the same work at another pace
         return (head + ": its VFS writes and context switches per request were the same in both windows, so it "
                 "did not batch differently: the same work ran at another pace, more than the instruments' own cost "
                 "per event (bench/instrument_cost) accounts for; the machine's pace moved between the windows.")
-    if r.get("counters_steady") is False:
+    if steady is False:
         return head + ": it batched differently there (the per-request counters above moved)."
     return head + "; whether it batched differently is not known (its per-request counters were not taken)."
 

@@ -1,0 +1,79 @@
+"""An attach's two views of one process (tests/data/runs/attach: profile.sh attach --load to python_grpcio, py-spy's
+profile, then perf's of the same pid): the reports give each view's figures and no ratio or gap between them,
+and a regime flag says when the profiled window's req/s fell by what its CPU per request rose."""
+import copy
+import json
+
+from click.testing import CliRunner
+
+from rpcprof.analyze.regime import PROFILER_PACED, profiler_paced, regime_flags
+from rpcprof.cli.report import main
+from rpcprof.records import view_of
+from rpcprof.report.summary import regime_line, render_run, run_rows
+from rpcprof.rundir import load_run
+
+from test_documents import RUNS
+
+ATTACH = RUNS / "attach"
+
+
+def report(*args: str) -> str:
+    done = CliRunner().invoke(main, [*args, str(ATTACH)])
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def test_the_second_profile_is_a_view_of_the_first_process():
+    manifest, metrics = load_run(ATTACH)
+    assert manifest["mode"] == "attach" and list(metrics) == ["python", "python-perf"]
+    assert metrics["python"]["pid"] == metrics["python-perf"]["pid"] == manifest["process"]["pid"]
+    assert [view_of(metrics, s) for s in metrics] == [None, "python"]
+    other = copy.deepcopy(metrics)
+    other["python-perf"]["pid"] += 1            # another process: a server of its own
+    assert view_of(other, "python-perf") is None
+
+
+def test_run_names_the_pid_and_gives_no_ratio_between_the_views():
+    manifest, _ = load_run(ATTACH)
+    p = manifest["parameters"]
+    text = report("run")
+    assert text.startswith(f"pid {manifest['process']['pid']}, helloworld, h2load C={p['connections']} "
+                           f"S={p['streams']}, {p['duration']:g} s window [complete]\n")
+    assert " vs python" not in text
+    assert "python-perf: the process of python again, seen by another profiler: no ratio" in text
+    rows = json.loads(render_run(ATTACH, "json"))["rows"]
+    assert [r["relative"] for r in rows] == [1.0, None] and rows[1]["ratio_interval"] is None
+
+
+def test_compare_shows_both_views_without_a_gap_or_its_mechanism():
+    _, metrics = load_run(ATTACH)
+    text = report("compare")
+    assert (f"python-perf: {metrics['python-perf']['req_per_cpu_s']:,.0f} req/s per CPU (the process of python "
+            "again, profiled by perf)") in text
+    assert "Δ" not in text and "Why, by mechanism" not in text
+    doc = json.loads(report("compare", "--format", "json"))
+    assert doc["explanation"] == []
+    assert not any(k.startswith("delta_") for row in doc["rows"] for k in row)
+    assert all(r.get("ratio") is None for r in doc["ruler"]) and doc["ruler_checks"] == []
+
+
+def test_a_req_per_s_fall_that_the_profiled_cpu_per_request_explains_is_said_so():
+    _, metrics = load_run(ATTACH)
+    perf = metrics["python-perf"]
+    seen, cost = profiler_paced(perf)
+    assert abs(seen - cost) <= PROFILER_PACED and seen < -0.10         # flagged, and explained
+    row = next(r for r in run_rows(metrics) if r["server"] == "python-perf")
+    [flag] = regime_flags(perf)
+    line = regime_line(row, flag)
+    assert f"its CPU per request was {100 * (1 / (1 + cost) - 1):.0f} % higher while profiled" in line
+    assert "not in the measured window's regime" not in line
+    # the same window had its req/s fallen twice as far: the profiled CPU per request no longer explains it
+    halved = copy.deepcopy(perf)
+    for r in [halved, *halved.get("repeats", [])]:
+        r["profile"]["req_per_s"] = r["req_per_s"] * (1 + 2 * seen)
+    assert profiler_paced(halved) is None
+    row = next(r for r in run_rows({"python-perf": halved}) if r["server"] == "python-perf")
+    assert "not in the measured window's regime" in regime_line(row, regime_flags(halved)[0])
+    # py-spy's window also moved its counters: another regime, said as before
+    row = next(r for r in run_rows(metrics) if r["server"] == "python")
+    assert "it batched differently there" in regime_line(row, regime_flags(metrics["python"])[0])
