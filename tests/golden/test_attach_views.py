@@ -3,6 +3,7 @@ profile, then perf's of the same pid): the reports give each view's figures and 
 and a regime flag says when the profiled window's req/s fell by what its CPU per request rose."""
 import copy
 import json
+import shutil
 
 from click.testing import CliRunner
 
@@ -77,3 +78,19 @@ def test_a_req_per_s_fall_that_the_profiled_cpu_per_request_explains_is_said_so(
     # py-spy's window also moved its counters: another regime, said as before
     row = next(r for r in run_rows(metrics) if r["server"] == "python")
     assert "it batched differently there" in regime_line(row, regime_flags(metrics["python"])[0])
+
+
+def test_the_window_behind_cpu_per_request_is_named(tmp_path):
+    footer = "CPU µs per request = category share of the profile × server CPU µs per request of the "
+    assert footer + "unprofiled window.\n" in report("compare")
+    # an attach given --requests or --rps measures its CPU while profiling (cpu_note): the footer says so
+    run = tmp_path / "attach"
+    shutil.copytree(ATTACH, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    for name in metrics:
+        metrics[name]["cpu_note"] = "measured while profiling"
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        done = CliRunner().invoke(main, ["compare", str(run)])
+        assert done.exit_code == 0, done.output
+        assert (footer + ("unprofiled window (python: the profiled one)." if name == "python" else
+                          "profiled window (no window was measured without the profiler).")) in done.output

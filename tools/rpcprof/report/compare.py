@@ -287,6 +287,16 @@ def render_explanations(explained: list[dict], fmt: str = "table") -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def window_words(while_profiled: list[str], servers: list[str]) -> str:
+    """Which window each server's CPU per request is from: the unprofiled one, unless measured while profiling
+    (an attach given --requests or --rps)."""
+    if not while_profiled:
+        return "unprofiled window"
+    if len(while_profiled) == len(servers):
+        return "profiled window (no window was measured without the profiler)"
+    return f"unprofiled window ({', '.join(while_profiled)}: the profiled one)"
+
+
 RULER_COLUMNS = [("server", "server"), ("share_pct", "ruler [%]"), ("share_err_pct", "± [%]"),
                  ("samples", "ruler samples"), ("us_per_req", "ruler [µs/req]"), ("us_per_req_err", "± [µs/req]")]
 
@@ -311,8 +321,8 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
     shown_rows = [r for r in rows if r["category"] in ("total", "other") or
                   any(r[k] for k, _ in columns if k.endswith("_share"))]
     text = "\n".join(head + [x for f in paces for x in f["lines"]]) + "\n\n" + render(shown_rows, columns, fmt) + (
-        "CPU µs per request = category share of the profile × server CPU µs per request of the unprofiled "
-        "window.\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
+        "CPU µs per request = category share of the profile × server CPU µs per request of the "
+        + window_words([s for s in servers if (metrics.get(s) or {}).get("cpu_note")], servers) + ".\nShares weigh perf samples by their period (inferno), py-spy samples by count.\n" + (
         "" if any(k.endswith("_pm") for k, _ in columns) or not any(k.startswith("delta_") for k, _ in columns) else
         "One round per server: a gap's significance needs rounds (profile.sh run --rounds 3 or more).\n"))
     if kernel:
