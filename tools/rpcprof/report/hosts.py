@@ -114,7 +114,7 @@ README_SETUP = {"servers": ["rust_tonic_mt", "rust_pajamax"], "scenario": "hello
 def setup_mismatch(manifest: dict) -> str | None:
     """Why a run is not the README's setup (`its streams is 100`), or None."""
     if manifest.get("mode") != "run":
-        return f"it is a {manifest.get('mode')}, not a run"
+        return f"it is {'an' if manifest.get('mode') == 'attach' else 'a'} {manifest.get('mode')}, not a run"
     p = manifest.get("parameters") or {}
     for key, want in README_SETUP.items():
         allowed = want if isinstance(want, tuple) else (want,)
