@@ -39,6 +39,25 @@ def test_every_report_command_has_help(command):
     assert r.code == 0 and f"Usage: report.py {command}" in r.out
 
 
+def examples() -> list[tuple]:
+    """(entry, command, its `eg,` paragraph's lines) of every command whose help gives an example."""
+    out = []
+    for entry, group, commands in ((profile_cli.entry, profile_cli.main, PROFILE_COMMANDS),
+                                   (report_cli.entry, report_cli.main, REPORT_COMMANDS)):
+        for command in commands:
+            doc = group.get_command(click.Context(group), command).help or ""
+            if "eg," in doc:
+                out.append((entry, command, [x for x in doc[doc.find("eg,"):].split("\n\n")[0].splitlines() if x.strip()]))
+    return out
+
+
+@pytest.mark.parametrize("entry, command, example", examples())
+def test_every_example_prints_a_command_a_line(entry, command, example):
+    """An example keeps its command lines as written (click's \\b), not rewrapped into one paragraph."""
+    out = invoke(entry, command, "--help").out.splitlines()
+    assert all(any(line.strip() == shown.strip() for shown in out) for line in example), (example, out)
+
+
 def test_the_commands_are_read_from_the_groups():
     assert {"run", "sweep", "attach"} <= set(PROFILE_COMMANDS)
     assert {"table", "compare", "chart", "html", "export", "fold"} <= set(REPORT_COMMANDS)

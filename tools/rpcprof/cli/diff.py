@@ -33,6 +33,7 @@ def diff(a, b, out, mode, no_normalize, per_request, title, rules_path, app, req
     profile.folded, or a run of one server) with all its rounds: then every difference is tested across
     rounds, and only the frames whose difference is significant are coloured (Benjamini-Hochberg at 5 %).
 
+    \b
     eg, ./report.py diff flamegraphs/RUN/rust_tonic_mt flamegraphs/RUN/rust_pajamax -o diff.svg
     """
     output_for(out, a, b)

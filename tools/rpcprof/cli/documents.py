@@ -55,6 +55,7 @@ def seeds(run_dir, output, also, seed_002, rules_path, runs_dir):
     """Seed 001 reproduced: the figures of a run of its setup beside the seed's (ratio, client and server
     CPU, the flame graphs' frame shares, the format_inner ruler), and why they differ, from the run's figures.
 
+    \b
     eg, ./profile.sh run rust_tonic_mt rust_pajamax rust_tonic_st --driver ghz -C 1 -S 50 --label seed-001
         ./report.py seeds flamegraphs/<...-seed-001> -o docs/seeds.md
     """

@@ -25,6 +25,7 @@ from rpcprof.report.export import FORMATS as EXPORT_FORMATS
 def export(profile, fmt, out, otlp_endpoint, otlp_timeout, rules_path, app):
     """Export a folded profile for pprof, Pyroscope/Parca, speedscope, with rpcprof's categories as labels.
 
+    \b
     eg, ./report.py export flamegraphs/RUN/rust_tonic_mt/profile.folded --format pprof -o tonic.pb.gz
         go tool pprof -top -tagfocus=category=send tonic.pb.gz
         ./report.py export RUN/SERVER/profile.folded --format otlp -o server.pb --otlp-endpoint 127.0.0.1:4317

@@ -16,6 +16,7 @@ def fold(source, out):
     """Fold a saved profile again: perf.data (perf script | inferno-collapse-perf), an off-CPU recording
     (RUN/SERVER/offcpu.data: weighted by µs off CPU) or a py-spy raw file (checked and copied). The first stage of capture -> fold -> categorize -> report, on saved files.
 
+    \b
     eg, ./report.py fold flamegraphs/RUN/rust_tonic_mt/perf.data -o /tmp/tonic.folded
     """
     from rpcprof.capture.fold import fold as fold_file

@@ -31,6 +31,7 @@ def hosts(ctx, ledger, fmt):
     README's setup) and the host model: each server's CPU µs/req on each host predicted by category from its
     card, fitted on the other hosts, with its error per server.
 
+    \b
     eg, ./report.py hosts
     """
     if ctx.invoked_subcommand is None:
@@ -46,6 +47,7 @@ def add(run_dirs, ledger, runs_dir):
     ledger: its card, kernel, date and each server's CPU µs/req by category (several runs of one host: the
     median of each figure). Refuses another setup, a run with no host card, and a host already there.
 
+    \b
     eg, ./report.py hosts add flamegraphs/RUN
     """
     line = add_hosts([resolve(d, runs_dir) for d in run_dirs], load_rules(), ledger)

@@ -223,6 +223,7 @@ def main():
 def run(**params):
     """Measure SERVERS one after another on the same load; print the comparison.
 
+    \b
     eg, ./profile.sh run rust_tonic_mt rust_pajamax -C 1 -S 100
     """
     opts = job_options(RunOptions, params, NOT_JOB_OPTIONS["run"])
@@ -288,6 +289,7 @@ def int_list(ctx, param, value):
 def sweep(**params):
     """Run every (C, S) cell with C <= S <= C x max-per-connection for SERVERS; print seed 000's table.
 
+    \b
     eg, ./profile.sh sweep rust_tonic_mt rust_pajamax -C 1,10,100 -S 1,10,100,1000
 
     seed 000's twelve cells: -C 1,10,100 -S 1,10,100,1000,10000,100000
@@ -344,6 +346,7 @@ def sweep(**params):
 def attach(**params):
     """Profile a running process by PID, without restarting it.
 
+    \b
     eg, ./profile.sh attach --pid 1234 --app 'my_service::handlers' --rps 20000
     """
     opts = job_options(AttachOptions, params, NOT_JOB_OPTIONS["attach"], command=["profile.sh", *sys.argv[1:]])

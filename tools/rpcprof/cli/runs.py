@@ -19,6 +19,7 @@ def runs(run_dirs, runs_dir, fmt):
     the other runs' ratios, how far the runs spread against what their rounds predict, and the ratio
     over runs (each run one estimate) with where a next run should land.
 
+    \b
     eg, ./report.py runs flamegraphs/RUN1 flamegraphs/RUN2 flamegraphs/RUN3
     """
     show(render_runs([resolve(d, runs_dir) for d in run_dirs], fmt), fmt)

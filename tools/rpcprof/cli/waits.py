@@ -20,6 +20,7 @@ def waits(run_dir, rules_path, runs_dir, fmt):
     reason (categorize.yaml `waits:`), the TCP state of its connections, and a Nagle / delayed-ACK stall
     named when the numbers show one.
 
+    \b
     eg, ./report.py waits flamegraphs/RUN
     """
     from rpcprof.report.waits import render_waits

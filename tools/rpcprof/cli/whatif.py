@@ -28,6 +28,7 @@ def whatif(run_dir, a, b, indirect_path, ratio, rules_path, runs_dir, fmt):
     send cost per write (over its rounds) plus the user code each syscall slows (--indirect), checked
     against A's measured figures category by category.
 
+    \b
     eg, ./report.py whatif docs/data/20261124-074115-seed-001 rust_tonic_st rust_tonic_mt
         ./report.py whatif docs/data/20261124-074115-seed-001 rust_tonic_mt rust_pajamax --ratio 9.5
     """
