@@ -1,6 +1,7 @@
 """profile.sh attach before it measures: what kind of process a PID is, the profiler and the hints chosen for
 it, and the input refused in one line (servers attached to and profiled: tests/live/test_attach_live.py)."""
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -94,6 +95,19 @@ def test_not_permitted_names_the_setting(monkeypatch, profiler, setting, fix):
     info.uid = 0
     with pytest.raises(UserError, match="belongs to uid 0; run as root"):
         check_permissions(info, profiler)
+
+
+@pytest.mark.parametrize("euid, message", [
+    (0, "the kernel refuses even root its /proc/"),               # pid 1 of a sandbox: no 'run as root' to a root
+    (1000, "run as root (it belongs to another user)"),
+])
+def test_a_process_whose_exe_cannot_be_read_is_refused_for_the_right_reason(monkeypatch, euid, message):
+    def refused(path):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(attach_mod.os, "readlink", refused)
+    monkeypatch.setattr(attach_mod.os, "geteuid", lambda: euid)
+    with pytest.raises(UserError, match=re.escape(message)):
+        inspect_process(os.getpid())
 
 
 def test_a_jvm_gets_frame_pointers_and_its_perf_map_written_at_the_windows_end(monkeypatch):

@@ -60,7 +60,10 @@ def inspect_process(pid: int) -> ProcessInfo:
     except FileNotFoundError:
         exe = ""
     except PermissionError:
-        raise UserError(f"not permitted to inspect pid {pid}: run as root (it belongs to another user)") from None
+        raise UserError(f"not permitted to inspect pid {pid}: " + (
+            f"the kernel refuses even root its /proc/{pid}/exe (a process that is not dumpable, or of another user "
+            "namespace), and would refuse a profiler the same" if os.geteuid() == 0 else
+            "run as root (it belongs to another user)")) from None
     if not exe and not cmdline:
         raise UserError(f"pid {pid} ({comm}) is a kernel thread: it has no user code to profile")
     kind = "native"
