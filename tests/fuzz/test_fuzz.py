@@ -88,6 +88,43 @@ def test_random_folded_lines_never_crash_a_report(lines, fmt):
                 assert "\x1b" not in out and "\r" not in out
 
 
+# --- pprof profiles (the compiled core's reader) ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pprof_bytes(tmp_path_factory) -> bytes:
+    """A real capture exported as pprof (labels, the app comment), its profile.proto as bytes."""
+    out = tmp_path_factory.mktemp("pprof") / "go.pb.gz"
+    code, _, err = report("export", DATA / "go_grpc.folded.gz", "--format", "pprof", "-o", out, "--app", "Greeter")
+    assert code == 0, err
+    return gzip.decompress(out.read_bytes())
+
+
+EDITS = st.lists(st.tuples(st.sampled_from(["flip", "cut", "insert"]), st.floats(0, 1), st.binary(min_size=1,
+                                                                                                   max_size=12)),
+                 min_size=1, max_size=4)
+
+
+@FUZZ
+@given(edits=EDITS, zipped=st.booleans())
+def test_mutated_pprof_profiles_never_crash_a_report(pprof_bytes, edits, zipped):
+    """Bytes of a real profile flipped, cut or inserted: the core reads it or refuses it in one line, never panics."""
+    data = bytearray(pprof_bytes)
+    for kind, where, junk in edits:
+        at = int(where * len(data))
+        if kind == "flip":
+            data[at:at + len(junk)] = bytes(a ^ b for a, b in zip(data[at:at + len(junk)], junk))
+        elif kind == "cut":
+            del data[at:at + 8 * len(junk)]
+        else:
+            data[at:at] = junk
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "fuzz.pb.gz"
+        path.write_bytes(gzip.compress(bytes(data), mtime=0) if zipped else bytes(data))
+        for args in (["table", path], ["top", path, "-c", "other", "--format", "json"]):
+            code, _, err = report(*args)
+            assert_clean(code, err, args)
+
+
 @pytest.mark.skipif(not HAVE_INFERNO, reason="inferno not installed (tools/setup.sh)")
 @settings(FUZZ, max_examples=15)
 @given(lines=st.lists(LINE, min_size=1, max_size=6), title=FRAME)

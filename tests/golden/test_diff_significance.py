@@ -148,7 +148,7 @@ def test_two_profiles_of_the_same_server_have_nothing_significant(capsys, tmp_pa
 
 
 def test_bh_marks_fewer_frames_than_the_uncorrected_test(same_server, tmp_path):
-    d = build_diff(*sides_of(same_server / "first", same_server / "second", tmp_path))
+    d = build_diff(*sides_of(same_server / "first", same_server / "second"))
     pvalues = [t.gap.p for t in d.frames["us"].values()]
     uncorrected = sum(p < 0.05 for p in pvalues)
     assert uncorrected > 0 and sum(benjamini_hochberg(pvalues)) == 0 < uncorrected

@@ -13,7 +13,7 @@ from conftest import fill
 from rpcprof.analyze.categorize import open_folded
 from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
-from rpcprof.pprof import profile_pb2
+from pprof_proto import profile_pb2
 
 DATA = Path(__file__).parents[1] / "data"
 FOLDED = DATA / "runs" / "seed-001" / "rust_tonic_mt" / "profile.folded.gz"

@@ -50,4 +50,4 @@ def test_the_licence_is_apache_2_0_as_the_vendored_profile_proto():
     text = (ROOT / "LICENSE").read_text()
     assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
     assert "END OF TERMS AND CONDITIONS" in text
-    assert text == (PKG / "pprof" / "LICENSE").read_text()      # the standard text, as vendored
+    assert text == (ROOT / "tests" / "pprof_proto" / "LICENSE").read_text()      # the standard text, as vendored

@@ -1,5 +1,6 @@
-"""pprof_in.py: pprof profiles read into (frames root-first, weight), which files are pprof, and every damaged
-or hostile profile refused with one line naming the file and the fix."""
+"""pprof_in.py and the core's reader (tools/core/src/pprof_in.rs): pprof profiles read into (frames root-first,
+weight), which files are pprof, and every damaged or hostile profile refused with one line naming the file and
+the fix."""
 import gzip
 import json
 import zlib
@@ -11,8 +12,8 @@ from rpcprof.cli.common import run_click
 from rpcprof.cli.report import main
 from rpcprof.errors import UserError
 from rpcprof.folded import open_folded
-from rpcprof.pprof import profile_pb2 as pb
-from rpcprof.pprof_in import is_pprof, read_pprof, sample_type_of
+from pprof_proto import profile_pb2 as pb
+from rpcprof.pprof_in import app_of, is_pprof, sample_type_of
 
 
 def build(samples, types=(("samples", "count"), ("cpu", "nanoseconds")), locations=None, mappings=(),
@@ -67,21 +68,20 @@ GO_LIKE = dict(
 
 def test_a_go_like_profile_reads_cpu_nanoseconds_root_first_with_inlined_frames(tmp_path):
     path = write(tmp_path, build(**GO_LIKE))
-    stacks = read_pprof(path)
-    assert sorted(stacks) == sorted([
+    stacks = open_folded(path)                          # the one hook: every folded-input command reads it
+    assert stacks == [
         (["google.golang.org/grpc.(*Server).processRPC", "main.handler", "runtime.newobject", "runtime.mallocgc"],
          50_000_000),
         (["google.golang.org/grpc.(*Server).processRPC", "main.handler"], 10_000_000),
         (["google.golang.org/grpc.(*Server).processRPC", "[libc.so.6]", "tcp_sendmsg_[k]"], 40_000_000),
-    ])
+    ]                                                   # in the order first met
     assert sample_type_of(path) == ("cpu", "nanoseconds")
-    assert open_folded(path) == stacks                       # the one hook: every folded-input command reads it
 
 
 def test_without_cpu_nanoseconds_the_samples_are_counted(tmp_path):
     path = write(tmp_path, build(**{**GO_LIKE, "types": [("samples", "count")],
                                     "samples": [(s, v[:1], lab) for s, v, lab in GO_LIKE["samples"]]}))
-    assert sorted(w for _, w in read_pprof(path)) == [1, 4, 5]
+    assert sorted(w for _, w in open_folded(path)) == [1, 4, 5]
     assert sample_type_of(path) == ("samples", "count")
 
 
@@ -91,7 +91,7 @@ def test_the_project_exports_round_trip(tmp_path):
     source.write_text("main;a;b 3000\nmain;a 1000\nmain;tcp_sendmsg_[k] 2000\n")
     out = tmp_path / "x.pb.gz"
     assert run(["export", source, "--format", "pprof", "-o", out])[0] == 0
-    assert sorted(read_pprof(out)) == sorted(open_folded(source))
+    assert open_folded(out) == open_folded(source)
 
 
 @pytest.mark.parametrize("name, content, expected", [
@@ -166,6 +166,12 @@ def heap():
     return build(**{**GO_LIKE, "types": [("alloc_objects", "count"), ("alloc_space", "bytes")]}).SerializeToString()
 
 
+def too_deep():
+    p = build(**GO_LIKE)
+    p.sample[0].location_id.extend([1] * (1 << 20))           # 2^20 locations of 2 frames each: 2 M frames deep
+    return p.SerializeToString()
+
+
 def no_samples():
     return build(**{**GO_LIKE, "samples": [([1], [5, 0], {})]}).SerializeToString()
 
@@ -187,6 +193,7 @@ HOSTILE = {
     "string table": (first_string_not_empty, True, "its string table does not start with the empty string"),
     "heap profile": (heap, True, "a pprof profile of alloc_objects/count, alloc_space/bytes, not of CPU"),
     "no samples": (no_samples, True, "no samples (no cpu/nanoseconds value above 0)"),
+    "too deep": (too_deep, True, "frames deep, more than any profile's stack"),
 }
 
 
@@ -202,7 +209,7 @@ def test_a_damaged_or_hostile_profile_is_one_line_naming_the_file_and_exit_2(tmp
     assert len(lines) == 1 and lines[0].startswith(f"report.py: error: {path}: "), err
     assert message in lines[0] and "Traceback" not in err and not out
     with pytest.raises(UserError):
-        read_pprof(path)
+        open_folded(path)
 
 
 def test_a_profile_over_the_size_limit_is_refused_without_reading_it_all(tmp_path, monkeypatch):
@@ -211,17 +218,18 @@ def test_a_profile_over_the_size_limit_is_refused_without_reading_it_all(tmp_pat
     for compress in (True, False):
         path = write(tmp_path, big, compress=compress)
         with pytest.raises(UserError, match=r"over 0 MiB of profile.proto, more than rpcprof reads: narrow it"):
-            read_pprof(path)
+            open_folded(path)
 
 
 def test_a_gzip_bomb_stops_at_the_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(pprof_in, "MAX_BYTES", 1 << 20)
     bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
-    data = bomb.compress(b"\0" * (64 << 20)) + bomb.flush()        # 64 MiB of zeros in about 64 KB
+    # one string of 64 MiB of zeros, in about 64 KB: well-formed as far as it goes
+    data = bomb.compress(b"\x32\x80\x80\x80\x20" + b"\0" * (64 << 20)) + bomb.flush()
     path = tmp_path / "bomb.pb.gz"
     path.write_bytes(data)
     with pytest.raises(UserError, match="more than rpcprof reads"):
-        read_pprof(path)
+        open_folded(path)
 
 
 def test_a_missing_file_and_a_folder_are_named(tmp_path):
@@ -301,43 +309,32 @@ def test_requests_on_a_profile_counted_in_samples_is_refused(tmp_path):
 
 # --- read as it streams ------------------------------------------------------------------------------------
 
-def whole(profile: pb.Profile) -> list:
-    """The parts the stacks are made of, as a whole-message parse gives them."""
-    return [list(profile.sample_type), [(tuple(s.location_id), tuple(s.value)) for s in profile.sample],
-            list(profile.mapping), list(profile.location), list(profile.function), list(profile.string_table),
-            list(profile.comment)]
-
-
-def streamed(path) -> list:
-    p = pprof_in._read(path)
-    return [p.sample_type, [tuple(s) for s in p.sample], p.mapping, p.location, p.function, p.string_table, p.comment]
-
-
-@pytest.mark.parametrize("chunk", [7, 1 << 20])
 @pytest.mark.parametrize("capture", ["go_grpc", "java_grpc", "rust_pajamax"])
-def test_a_profile_read_as_it_streams_is_the_whole_message_parse(tmp_path, monkeypatch, capture, chunk):
-    """The captures exported (labels, the app comment) and read back in chunks of 7 bytes, so that fields and
-    gzip members straddle them, or of 1 MiB."""
+def test_an_exported_capture_reads_back_as_its_folded_stacks(tmp_path, capture):
+    """The captures exported (labels, the app comment) and read back: the folded file's stacks and weights, its app
+    pattern; and the same from two gzip members with zero bytes between them, as some writers leave."""
     path = tmp_path / f"{capture}.pb.gz"
     code, _, err = run(["export", f"tests/data/{capture}.folded.gz", "--format", "pprof", "-o", path, "--app", "Greeter"])
     assert code == 0, err
-    monkeypatch.setattr(pprof_in, "CHUNK", chunk)
-    assert streamed(path) == whole(pb.Profile.FromString(gzip.decompress(path.read_bytes())))
+    stacks = open_folded(path)
+    assert stacks == open_folded(f"tests/data/{capture}.folded.gz") and app_of(path) == "Greeter"
     raw = gzip.decompress(path.read_bytes())
-    half = len(raw) // 2                   # two gzip members, padding between them, as some writers leave
+    half = len(raw) // 2
     two = tmp_path / "two.pb.gz"
     two.write_bytes(gzip.compress(raw[:half], mtime=0) + b"\0" * 9 + gzip.compress(raw[half:], mtime=0))
-    assert streamed(two) == streamed(path)
+    assert open_folded(two) == stacks and app_of(two) == "Greeter"
 
 
 def test_a_comment_written_unpacked_is_read_too(tmp_path):
     p = build(**GO_LIKE)
-    p.comment.extend([1, 2])
+    p.string_table.append("rpcprof app: Greeter")
+    p.comment.append(len(p.string_table) - 1)
     packed = p.SerializeToString()
-    field = bytes([0x6a]) + bytes([2]) + bytes([1, 2])           # comment = 13, packed: [1, 2]
-    unpacked = packed.replace(field, bytes([0x68, 1, 0x68, 2]))  # the same as two varint fields
+    index = len(p.string_table) - 1
+    field = bytes([0x6a, 1, index])                              # comment = 13, packed: [index]
+    unpacked = packed.replace(field, bytes([0x68, index]))       # the same as one varint field
     assert unpacked != packed
-    assert streamed(write(tmp_path, unpacked, compress=False)) == streamed(write(tmp_path, packed, name="q.pb"))
+    assert app_of(write(tmp_path, unpacked, compress=False)) == app_of(write(tmp_path, packed, name="q.pb")) == "Greeter"
 
 
 def test_an_uncompressed_profile_cut_short_in_a_field_is_one_line(tmp_path):
@@ -346,3 +343,12 @@ def test_an_uncompressed_profile_cut_short_in_a_field_is_one_line(tmp_path):
     assert code == 2 and not out and err.splitlines() == [
         f"report.py: error: {path}: not a pprof profile (profile.proto does not decode: the last field is cut short); "
         "give a pprof file (a folded file gzip'd is NAME.gz)"]
+
+
+def test_the_app_pattern_a_profile_carries_is_named_as_its_comment(tmp_path):
+    path = tmp_path / "go.pb.gz"
+    assert run(["export", "tests/data/go_grpc.folded.gz", "--format", "pprof", "-o", path, "--app", "SayHello"])[0] == 0
+    code, out, err = run(["top", path, "-c", "app", "--format", "json"])
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and {r["rule"] for r in rows} == {"app (the profile's comment)"}

@@ -319,7 +319,7 @@ PACKAGES = sorted({str(p.parent.relative_to(PKG)) for p in PKG.rglob("*.py")})
 
 
 def test_the_packages_are_all_there():
-    assert {".", "analyze", "capture", "cli", "documents", "jobs", "measure", "report", "pprof"} <= set(PACKAGES)
+    assert {".", "analyze", "capture", "cli", "documents", "jobs", "measure", "report"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import rpcprof_core
 
 from rpcprof.errors import UserError
-from rpcprof.pprof_in import is_pprof, read_pprof, sample_type_of
+from rpcprof.pprof_in import collapsed_file, is_pprof, sample_type_of
 from rpcprof.rundir import read_profile
 
 WAKE_SEPARATOR = "--"     # between the waker's stack and the sleeper's in a wake-up stack (as bcc's offwaketime)
@@ -124,10 +124,9 @@ def no_samples(path: Path | str) -> UserError:
 def open_folded(path: Path | str) -> list[tuple[list[str], int]]:
     """The stacks of a folded file (chunks), or of a pprof profile (rpcprof.pprof_in says which files are); UserError
     naming the file when it is missing, damaged, or holds no samples."""
-    if is_pprof(path):
-        return read_pprof(path)
+    source = collapsed_file(path)[0] if is_pprof(path) else path
     try:
-        stacks = [((chunk.callers[c] + leaf).split(";"), w) for chunk in chunks(path)
+        stacks = [((chunk.callers[c] + leaf).split(";"), w) for chunk in chunks(source)
                   for c, leaf, w in zip(chunk.callers_ids, map(chunk.leaves.__getitem__, chunk.leaf_ids), chunk.counts)]
     except (rpcprof_core.Refused, EOFError) as e:
         raise refusal(path, e) from None

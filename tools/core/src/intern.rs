@@ -47,6 +47,11 @@ impl Interner {
         self.record(self.starts[i as usize] as usize).1
     }
 
+    /// The bytes its records take.
+    pub fn bytes(&self) -> usize {
+        self.arena.len()
+    }
+
     pub fn len(&self) -> u32 {
         self.starts.len() as u32
     }

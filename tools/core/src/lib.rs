@@ -12,6 +12,8 @@
 //!   rows(folded, drawn=False)     an iterator of byte blocks, the file's rows for the categorisation, and with drawn
 //!                                 the lines inferno-flamegraph draws them from (grouped.rs)
 //!   scan(folded)                  (total, gcd, stacks) of its counts
+//!   pprof(path, out, max_bytes)   (stacks, (type, unit), app pattern or None): a pprof profile's stacks as collapsed
+//!                                 lines written to out (pprof_in.rs)
 //!   sorted_lines(path)            the numbers of a file's lines in sorted order (u32 each), as inferno sorts them
 //!   one_side(a, b, listed, names, merged=None, normalize=False)
 //!                                 diff's frames on one side only of two sides' files, and the lines its graph
@@ -25,6 +27,7 @@ mod intern;
 mod labels;
 mod one_side;
 mod out;
+mod pprof_in;
 mod profile;
 mod rows;
 mod speedscope;
@@ -188,6 +191,13 @@ fn py_collapsed(py: Python<'_>, folded: String, out: String) -> PyResult<(u64, u
 }
 
 #[pyfunction]
+#[pyo3(name = "pprof")]
+fn py_pprof(py: Python<'_>, path: String, out: String, max_bytes: u64) -> PyResult<(u64, (String, String), Option<String>)> {
+    let read = py.detach(|| pprof_in::collapse(&path, max_bytes, &mut created(&out)?)).map_err(raised)?;
+    Ok((read.stacks, read.sample_type, read.app))
+}
+
+#[pyfunction]
 #[pyo3(name = "scan")]
 fn py_scan(py: Python<'_>, folded: String) -> PyResult<(u128, u64, u64)> {
     py.detach(|| rows::scan(&folded)).map_err(raised)
@@ -277,6 +287,7 @@ fn rpcprof_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_speedscope, m)?)?;
     m.add_function(wrap_pyfunction!(py_collapsed, m)?)?;
     m.add_function(wrap_pyfunction!(py_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(py_pprof, m)?)?;
     m.add_function(wrap_pyfunction!(py_sorted_lines, m)?)?;
     m.add_function(wrap_pyfunction!(py_rows, m)?)?;
     m.add_function(wrap_pyfunction!(py_one_side, m)?)?;

@@ -28,7 +28,7 @@ import rpcprof_core
 from rpcprof.analyze.patterns import leaf_filter
 from rpcprof.analyze.rules import OTHER, Breakdown, Rules, remember
 from rpcprof.folded import chunks, in_memory, no_samples, refusal
-from rpcprof.pprof_in import is_pprof, read_pprof
+from rpcprof.pprof_in import collapsed_file, is_pprof
 
 UNSEEN = object()
 _NONE = object()          # a kept answer of None (walk_callers)
@@ -150,13 +150,10 @@ def categorize_file(path: Path | str, rules: Rules, keep_frames: bool = True, be
     kept, key = _KEPT.get(), (Path(path), rules, keep_frames)
     if kept is not None and key in kept:
         return kept[key]
-    if is_pprof(path):
-        b = categorize(read_pprof(path), rules)
-    else:
-        try:
-            b = read_breakdown(path, rules, keep_frames, between)
-        except (EOFError, rpcprof_core.Refused) as e:
-            raise refusal(path, e) from None
+    try:
+        b = read_breakdown(collapsed_file(path)[0] if is_pprof(path) else path, rules, keep_frames, between)
+    except (EOFError, rpcprof_core.Refused) as e:
+        raise refusal(path, e) from None
     if kept is not None:
         kept[key] = b
     return b

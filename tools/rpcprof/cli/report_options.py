@@ -47,7 +47,9 @@ def app_for(folded: Path) -> str | None:
 
 def with_app(rules, app: str | None, folded: Path):
     """rules with --app, else with the app pattern of folded (app_for), each named where it comes from."""
-    return rules.with_app(app or app_for(folded), "--app" if app else RESULT_FILE)
+    from rpcprof.report.export import app_carried
+    source = "--app" if app else "the profile's comment" if app_carried(folded) else RESULT_FILE
+    return rules.with_app(app or app_for(folded), source)
 
 
 # -o FILE of a command that draws an SVG, and --title

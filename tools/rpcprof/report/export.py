@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from rpcprof.analyze.labels import label_blocks
 from rpcprof.analyze.patterns import UserRegex
 from rpcprof.errors import UserError
 from rpcprof.folded import no_samples, refusal, weight_unit
-from rpcprof.pprof_in import APP_COMMENT, app_of, is_pprof, read_pprof
+from rpcprof.pprof_in import APP_COMMENT, app_of, collapsed_file, is_pprof
 from rpcprof.rundir import output_file, read_profile, read_result
 
 # pprof's gzip at zlib's fastest level, as Go's runtime/pprof writes its profiles (gzip.BestSpeed): on a
@@ -66,9 +67,9 @@ def write_collapsed(folded: Path, f) -> int:
     its name) as `frame;...;frame weight` lines, a count with leading zeros written as its number: the stacks. A
     damaged line (named) or a file that weighs nothing raises UserError."""
     if is_pprof(folded):
-        stacks = read_pprof(folded)         # a UserError when it holds no samples
-        f.write("".join([f"{';'.join(frames)} {w}\n" for frames, w in stacks]).encode("utf-8"))
-        return len(stacks)
+        source, stacks = collapsed_file(folded)      # a UserError when it holds no samples
+        shutil.copyfile(source, f.name)
+        return stacks
     try:
         stacks, total = rpcprof_core.collapsed(str(folded), f.name)
     except rpcprof_core.Refused as e:
@@ -78,15 +79,11 @@ def write_collapsed(folded: Path, f) -> int:
     return stacks
 
 
-def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
+def core_readable(path: Path) -> tuple[Path, int, int]:
     """(the file the core reads for path, its total weight, the gcd of its weights): path itself, or a pprof
-    profile's stacks as collapsed lines in scratch; UserError naming path when it is missing, damaged or weighs
-    nothing."""
-    source = path
-    if is_pprof(path):
-        source = scratch / f"{len(list(scratch.glob('*.collapsed')))}.collapsed"
-        with open(source, "wb") as f:
-            write_collapsed(path, f)
+    profile's stacks as collapsed lines (pprof_in.collapsed_file); UserError naming path when it is missing,
+    damaged or weighs nothing."""
+    source = collapsed_file(path)[0] if is_pprof(path) else path
     try:
         total, unit, _ = rpcprof_core.scan(str(source))
     except rpcprof_core.Refused as e:
@@ -98,13 +95,12 @@ def core_readable(path: Path, scratch: Path) -> tuple[Path, int, int]:
 
 def _core_writes(folded: Path, write) -> int:
     """write(source), source the file the core reads for folded (core_readable): the stacks written."""
-    with tempfile.TemporaryDirectory(prefix="rpcprof-") as scratch:
-        source = core_readable(folded, Path(scratch))[0]
-        try:
-            return write(source)
-        except (rpcprof_core.Refused, EOFError) as e:       # EOFError: the rows stopped short
-            raise UserError(f"{folded}: no longer reads as it did a moment ago ({e or 'its end is gone'}); "
-                            "run the command again") from None
+    source = core_readable(folded)[0]
+    try:
+        return write(source)
+    except (rpcprof_core.Refused, EOFError) as e:       # EOFError: the rows stopped short
+        raise UserError(f"{folded}: no longer reads as it did a moment ago ({e or 'its end is gone'}); "
+                        "run the command again") from None
 
 
 def otlp_meta(folded: Path, source: Path, unit: str) -> dict:

@@ -148,7 +148,7 @@ def render_flamegraph(folded: Path, rules: Rules, out_svg: Path, title: str, sub
     graphs: µs). classify: frames -> category, when not the rules' leaf-first walk over the whole stack."""
     order = rules.all_categories
     with tempfile.TemporaryDirectory(prefix="rpcprof-flame-") as scratch:
-        read, total, unit = core_readable(Path(folded), Path(scratch))     # a pprof profile as collapsed lines
+        read, total, unit = core_readable(Path(folded))     # a pprof profile as collapsed lines
         weight = unit if countname == "samples" else 1
         if not isinstance(subtitle, str):
             subtitle = subtitle(total // unit)

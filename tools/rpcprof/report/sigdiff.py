@@ -15,8 +15,7 @@ side, the tables and the graph.
 Every round's folded file is read by the compiled core (rpcprof_core): each round categorised from the core's rows
 (the walk of stack_walk.categorize_file), and, on a thread of the core's own (rpcprof_core.one_side), both sides'
 files read together for the frames on one side only and, for a graph of one round a side, the lines
-inferno-flamegraph draws it from (SidesRead). A file the core does not take as it is (a pprof profile, blank lines,
-CR line ends) is read as its collapsed stacks, written to the scratch folder as report.py export writes them.
+inferno-flamegraph draws it from (SidesRead). A pprof profile is read as its collapsed stacks (pprof_in.collapsed_file).
 """
 from __future__ import annotations
 
@@ -100,15 +99,15 @@ class SidesRead:
             self.task.result()
 
 
-def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
+def side_of(path: Path, requests: int | None = None) -> Side:
     """What a diff argument names: a run folder of one profiled server, a server's folder, a server's
     profile.folded (each: that server with its rounds), or any other folded file or pprof profile (one round;
     with requests, its CPU µs per request from its CPU nanoseconds). Each round's file is scanned (export.core_readable:
-    scratch holds the copies the core reads)."""
+    a pprof profile's collapsed stacks are what the core reads)."""
     path = Path(path)
     run_server = _run_and_server(path) if path.is_dir() else run_profile(path)
     if not run_server:
-        r = scanned(Round(1, path, None), scratch)
+        r = scanned(Round(1, path, None))
         if requests:
             r.cpu_us_per_req = cpu_us_per_req(path, weight_unit(path), r.total, requests)
             r.source = {"file": str(path), "key": f"--requests {requests}"}
@@ -118,8 +117,8 @@ def side_of(path: Path, scratch: Path, requests: int | None = None) -> Side:
                         "--requests only when both sides are profiles without a run folder")
     run_dir, server = run_server
     _, metrics = load_run(run_dir)
-    rounds = [scanned(Round(r["round"], Path(r["profile"]), r["cpu_us_per_req"], {"file": r["file"], "key": r["key"]}),
-                      scratch) for r in round_records(run_dir, server, metrics)]
+    rounds = [scanned(Round(r["round"], Path(r["profile"]), r["cpu_us_per_req"], {"file": r["file"], "key": r["key"]}))
+              for r in round_records(run_dir, server, metrics)]
     if not rounds:
         raise UserError(f"{path}: {server} has no profile in run {run_dir.name} (run without --no-profile)")
     return Side(server, path, run_dir, server, (metrics.get(server) or {}).get("app"), rounds)
@@ -131,17 +130,17 @@ def run_profile(path: Path) -> tuple[Path, str] | None:
     return found if found and profile_folded(*found).resolve() == path.resolve() else None
 
 
-def scanned(r: Round, scratch: Path) -> Round:
+def scanned(r: Round) -> Round:
     """r with the file the core reads, its total weight and the gcd of its weights."""
-    r.read, r.total, r.unit = core_readable(r.folded, scratch)
+    r.read, r.total, r.unit = core_readable(r.folded)
     return r
 
 
-def sides_of(a_path: Path, b_path: Path, scratch: Path, requests: tuple = (None, None),
+def sides_of(a_path: Path, b_path: Path, requests: tuple = (None, None),
              per_request: bool = False) -> tuple[Side, Side]:
     """side_of A and B, and, when the graph is drawn from the mean over rounds (rounds on either side, or CPU µs per
     request), each round's displayed stacks."""
-    a, b = side_of(a_path, scratch, requests[0]), side_of(b_path, scratch, requests[1])
+    a, b = side_of(a_path, requests[0]), side_of(b_path, requests[1])
     if per_request or len(a.rounds) > 1 or len(b.rounds) > 1:
         for r in a.rounds + b.rounds:       # frames as inferno draws them, so the tree's boxes match the graph's
             r.displayed = drawn_stacks(r.read)
@@ -216,7 +215,7 @@ def render_diff(a_path: Path, b_path: Path, out: Path, rules: Rules, app: str | 
         bare = [Path(p) for p in (a_path, b_path) if Path(p).is_file() and not is_pprof(p) and not run_profile(Path(p))]
         early = SidesRead(bare[:1], bare[1:], scratch, not per_request, normalize) if len(bare) == 2 else None
         try:
-            a, b = sides_of(a_path, b_path, scratch, (count_a, count_b), per_request)
+            a, b = sides_of(a_path, b_path, (count_a, count_b), per_request)
         except BaseException:
             if early:
                 early.cleanup()
