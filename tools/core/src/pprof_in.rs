@@ -41,85 +41,121 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// The serialized profile as the file is read: gunzipped member after member, or the file as it is.
-struct Proto {
-    plain: Option<BufReader<File>>,
-    gz: Option<GzDecoder<BufReader<File>>>,
+fn unreadable(e: std::io::Error) -> Stop {
+    refused(format!("unreadable: {e}"))
+}
+
+/// The file as it is read: gunzipped member after member, or as it is; the bytes of profile.proto read so far.
+enum Input {
+    Plain(BufReader<File>),
+    Gz(GzDecoder<BufReader<File>>),
+    Done,
+}
+
+impl Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let gz = match self {
+                Input::Plain(file) => return file.read(buf),
+                Input::Gz(gz) => gz,
+                Input::Done => return Ok(0),
+            };
+            let n = gz.read(buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            // the member ended: a further one, after any zero bytes, or the end
+            let Input::Gz(gz) = std::mem::replace(self, Input::Done) else { unreachable!() };
+            let mut file = gz.into_inner();
+            loop {
+                let data = file.fill_buf()?;
+                let zeros = data.iter().take_while(|&&b| b == 0).count();
+                if data.is_empty() || zeros < data.len() {
+                    file.consume(zeros);
+                    if !file.fill_buf()?.is_empty() {
+                        *self = Input::Gz(GzDecoder::new(file));
+                    }
+                    break;
+                }
+                file.consume(zeros);
+            }
+        }
+    }
+}
+
+/// Bytes a field is read from: the profile as it streams (Stream), or a message held whole (a slice).
+trait Source {
+    /// The next byte, None at the end.
+    fn byte(&mut self) -> Result<Option<u8>, Stop>;
+    /// The next n bytes into out; cut short when they end first.
+    fn take(&mut self, n: u64, out: &mut Vec<u8>) -> Result<(), Stop>;
+}
+
+fn cut_short() -> Stop {
+    undecodable("the last field is cut short")
+}
+
+impl Source for &[u8] {
+    fn byte(&mut self) -> Result<Option<u8>, Stop> {
+        Ok(self.split_first().map(|(&b, rest)| {
+            *self = rest;
+            b
+        }))
+    }
+
+    fn take(&mut self, n: u64, out: &mut Vec<u8>) -> Result<(), Stop> {
+        if n > self.len() as u64 {
+            return Err(cut_short());
+        }
+        let (bytes, rest) = self.split_at(n as usize);
+        out.extend_from_slice(bytes);
+        *self = rest;
+        Ok(())
+    }
+}
+
+/// The profile as it streams, a buffer at a time, never past max bytes of it.
+struct Stream {
+    input: Input,
+    buf: Vec<u8>,
+    at: usize,
     total: u64,
     max: u64,
 }
 
-impl Proto {
-    fn open(path: &str, max: u64) -> Result<Proto, Stop> {
-        let mut file = BufReader::with_capacity(1 << 20, File::open(path).map_err(|e| refused(format!("unreadable: {e}")))?);
-        let gzipped = file.fill_buf().map_err(|e| refused(format!("unreadable: {e}")))?.starts_with(b"\x1f\x8b");
-        Ok(if gzipped {
-            Proto { plain: None, gz: Some(GzDecoder::new(file)), total: 0, max }
-        } else {
-            Proto { plain: Some(file), gz: None, total: 0, max }
-        })
+impl Stream {
+    fn open(path: &str, max: u64) -> Result<Stream, Stop> {
+        let mut file = BufReader::with_capacity(1 << 20, File::open(path).map_err(unreadable)?);
+        let gzipped = file.fill_buf().map_err(unreadable)?.starts_with(b"\x1f\x8b");
+        let input = if gzipped { Input::Gz(GzDecoder::new(file)) } else { Input::Plain(file) };
+        Ok(Stream { input, buf: Vec::new(), at: 0, total: 0, max })
     }
 
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Stop> {
-        let n = loop {
-            if let Some(file) = &mut self.plain {
-                break file.read(buf).map_err(|e| refused(format!("unreadable: {e}")))?;
-            }
-            let Some(gz) = &mut self.gz else { return Ok(0) };
-            match gz.read(buf) {
-                Ok(0) => {
-                    // the member ended: a further one, after any zero bytes, or the end
-                    let mut file = self.gz.take().unwrap().into_inner();
-                    loop {
-                        let data = file.fill_buf().map_err(|e| refused(format!("unreadable: {e}")))?;
-                        let (zeros, size) = (data.iter().take_while(|&&b| b == 0).count(), data.len());
-                        file.consume(zeros);
-                        if size == 0 || zeros < size {
-                            break;
-                        }
-                    }
-                    if !file.fill_buf().map_err(|e| refused(format!("unreadable: {e}")))?.is_empty() {
-                        self.gz = Some(GzDecoder::new(file));
-                    }
-                }
-                Ok(n) => break n,
-                Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
-                    return Err(refused(format!("truncated: the gzip stream ends after {} bytes of profile, before \
-                                                its end marker (a download cut short?): {FIX}", thousands(self.total))));
-                }
-                Err(e) => return Err(refused(format!("damaged gzip ({e}): {FIX}"))),
-            }
-        };
-        self.total += n as u64;
-        if self.total > self.max {
-            return Err(refused(format!("over {} MiB of profile.proto, more than rpcprof reads: narrow it at its \
-                                        source (a shorter time range, one service; go tool pprof -proto -focus=...)",
-                                       self.max >> 20)));
-        }
-        Ok(n)
-    }
-}
-
-/// The top-level fields of the profile, read as they come.
-struct Fields {
-    proto: Proto,
-    buf: Vec<u8>,
-    at: usize,
-}
-
-impl Fields {
-    /// Whether there are bytes to read, reading more when the buffer is done; false at the end of the profile.
+    /// Whether there are bytes to read, reading more when the buffer is done.
     fn fill(&mut self) -> Result<bool, Stop> {
         if self.at == self.buf.len() {
             self.buf.resize(1 << 16, 0);
-            let n = self.proto.read(&mut self.buf)?;
+            let gzipped = matches!(self.input, Input::Gz(_));
+            let n = self.input.read(&mut self.buf).map_err(|e| match e.kind() {
+                ErrorKind::UnexpectedEof if gzipped => refused(format!(
+                    "truncated: the gzip stream ends after {} bytes of profile, before its end marker (a download cut \
+                     short?): {FIX}", thousands(self.total))),
+                _ if gzipped => refused(format!("damaged gzip ({e}): {FIX}")),
+                _ => unreadable(e),
+            })?;
             self.buf.truncate(n);
-            self.at = 0;
+            (self.at, self.total) = (0, self.total + n as u64);
+            if self.total > self.max {
+                return Err(refused(format!("over {} MiB of profile.proto, more than rpcprof reads: narrow it at its \
+                                            source (a shorter time range, one service; go tool pprof -proto \
+                                            -focus=...)", self.max >> 20)));
+            }
         }
         Ok(self.at < self.buf.len())
     }
+}
 
-    /// The next byte, or None at the end of the profile.
+impl Source for Stream {
     fn byte(&mut self) -> Result<Option<u8>, Stop> {
         if !self.fill()? {
             return Ok(None);
@@ -128,149 +164,76 @@ impl Fields {
         Ok(Some(self.buf[self.at - 1]))
     }
 
-    fn varint(&mut self, first: Option<u8>) -> Result<u64, Stop> {
-        let (mut value, mut shift, mut next) = (0u64, 0, first);
-        loop {
-            let byte = next.ok_or_else(|| undecodable("the last field is cut short"))?;
-            value |= ((byte & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
-            if byte < 0x80 {
-                return Ok(value);
+    fn take(&mut self, mut n: u64, out: &mut Vec<u8>) -> Result<(), Stop> {
+        while n > 0 {
+            if !self.fill()? {
+                return Err(cut_short());
             }
-            shift += 7;
-            if shift >= 70 {
-                return Err(undecodable("a varint longer than 10 bytes"));
-            }
-            next = self.byte()?;
+            let part = n.min((self.buf.len() - self.at) as u64) as usize;
+            out.extend_from_slice(&self.buf[self.at..self.at + part]);
+            (self.at, n) = (self.at + part, n - part as u64);
         }
+        Ok(())
     }
+}
 
-    /// (field number, wire type, its varint or fixed value, its bytes), or None at the end of the profile.
-    fn next(&mut self, bytes: &mut Vec<u8>) -> Result<Option<(u64, u64, u64)>, Stop> {
-        let Some(first) = self.byte()? else { return Ok(None) };
-        let key = self.varint(Some(first))?;
-        let (field, wire) = (key >> 3, key & 7);
-        if field == 0 || matches!(wire, 3 | 4 | 6 | 7) {
-            return Err(undecodable(&format!("field {field} of wire type {wire}")));
-        }
-        bytes.clear();
-        let value = match wire {
-            0 => {
-                let b = self.byte()?;
-                self.varint(b)?
-            }
-            2 => {
-                let b = self.byte()?;
-                let mut left = self.varint(b)?;
-                while left > 0 {
-                    if !self.fill()? {
-                        return Err(undecodable("the last field is cut short"));
-                    }
-                    let take = left.min((self.buf.len() - self.at) as u64) as usize;
-                    bytes.extend_from_slice(&self.buf[self.at..self.at + take]);
-                    self.at += take;
-                    left -= take as u64;
-                }
-                0
-            }
-            _ => {
-                let mut n = 0u64;
-                for i in 0..(if wire == 1 { 8 } else { 4 }) {
-                    let b = self.byte()?.ok_or_else(|| undecodable("the last field is cut short"))?;
-                    n |= (b as u64) << (8 * i);
-                }
-                n
-            }
+/// A varint, its first byte given when already read.
+fn varint(src: &mut impl Source, mut first: Option<u8>) -> Result<u64, Stop> {
+    let mut value = 0u64;
+    for shift in (0..70).step_by(7) {
+        let byte = match first.take() {
+            Some(b) => b,
+            None => src.byte()?.ok_or_else(cut_short)?,
         };
-        Ok(Some((field, wire, value)))
-    }
-}
-
-/// A field of a message held whole: its number and its varint (or fixed) value, or its bytes.
-enum Value<'a> {
-    Int(u64),
-    Bytes(&'a [u8]),
-}
-
-/// The fields of a message held whole; Refused when it does not decode.
-fn fields<'a>(mut data: &'a [u8], kind: &str) -> Result<Vec<(u64, Value<'a>)>, Stop> {
-    let bad = || undecodable(&format!("a {kind} message does not decode"));
-    fn varint(data: &mut &[u8]) -> Option<u64> {
-        let (mut value, mut shift) = (0u64, 0);
-        loop {
-            let (&byte, rest) = data.split_first()?;
-            *data = rest;
-            value |= ((byte & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
-            if byte < 0x80 {
-                return Some(value);
-            }
-            shift += 7;
-            if shift >= 70 {
-                return None;
-            }
+        value |= ((byte & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
+        if byte < 0x80 {
+            return Ok(value);
         }
     }
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        let key = varint(&mut data).ok_or_else(bad)?;
-        let value = match key & 7 {
-            0 => Value::Int(varint(&mut data).ok_or_else(bad)?),
-            2 => {
-                let n = varint(&mut data).ok_or_else(bad)?;
-                if n > data.len() as u64 {
-                    return Err(bad());
-                }
-                let (bytes, rest) = data.split_at(n as usize);
-                data = rest;
-                Value::Bytes(bytes)
-            }
-            w @ (1 | 5) => {
-                let n = if w == 1 { 8 } else { 4 };
-                if data.len() < n {
-                    return Err(bad());
-                }
-                let (bytes, rest) = data.split_at(n);
-                data = rest;
-                Value::Int(bytes.iter().rev().fold(0, |v, &b| v << 8 | b as u64))
-            }
-            _ => return Err(bad()),
-        };
-        if key >> 3 == 0 {
-            return Err(bad());
-        }
-        out.push((key >> 3, value));
-    }
-    Ok(out)
+    Err(undecodable("a varint longer than 10 bytes"))
 }
 
-/// The integers of a repeated scalar field, packed or not, appended to out.
-fn ints(value: &Value, out: &mut Vec<u64>, kind: &str) -> Result<(), Stop> {
-    match value {
-        Value::Int(n) => out.push(*n),
-        Value::Bytes(mut data) => {
-            while !data.is_empty() {
-                let mut n = 0u64;
-                let mut shift = 0;
-                loop {
-                    let (&b, rest) = data.split_first().ok_or_else(|| undecodable(&format!("a {kind} message does not decode")))?;
-                    data = rest;
-                    n |= ((b & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
-                    if b < 0x80 {
-                        break;
-                    }
-                    shift += 7;
-                    if shift >= 70 {
-                        return Err(undecodable(&format!("a {kind} message does not decode")));
-                    }
-                }
-                out.push(n);
-            }
+/// The next field: its number, its wire type, and its varint or fixed value, or its bytes (wire type 2) in bytes;
+/// None at the end, between two fields.
+fn field(src: &mut impl Source, bytes: &mut Vec<u8>) -> Result<Option<(u64, u64, u64)>, Stop> {
+    let Some(first) = src.byte()? else { return Ok(None) };
+    let key = varint(src, Some(first))?;
+    let (number, wire) = (key >> 3, key & 7);
+    if number == 0 || matches!(wire, 3 | 4 | 6 | 7) {
+        return Err(undecodable(&format!("field {number} of wire type {wire}")));
+    }
+    bytes.clear();
+    let value = match wire {
+        0 => varint(src, None)?,
+        2 => {
+            let n = varint(src, None)?;
+            src.take(n, bytes)?;
+            0
         }
+        _ => (0..if wire == 1 { 8 } else { 4 })
+            .try_fold(0u64, |n, i| Ok::<u64, Stop>(n | (src.byte()?.ok_or_else(cut_short)? as u64) << (8 * i)))?,
+    };
+    Ok(Some((number, wire, value)))
+}
+
+/// each(number, wire type, value, bytes) for every field of a message held whole.
+fn each_field(mut data: &[u8], mut each: impl FnMut(u64, u64, u64, &[u8]) -> Result<(), Stop>) -> Result<(), Stop> {
+    let mut bytes = Vec::new();
+    while let Some((number, wire, value)) = field(&mut data, &mut bytes)? {
+        each(number, wire, value, &bytes)?;
     }
     Ok(())
 }
 
-fn int(value: &Value) -> u64 {
-    if let Value::Int(n) = value { *n } else { 0 }
+/// The integers of a repeated scalar field, packed (wire type 2: its bytes) or one value, appended to out.
+fn ints(wire: u64, value: u64, mut bytes: &[u8], out: &mut Vec<u64>) -> Result<(), Stop> {
+    if wire != 2 {
+        out.push(value);
+    }
+    while wire == 2 && !bytes.is_empty() {
+        out.push(varint(&mut bytes, None)?);
+    }
+    Ok(())
 }
 
 /// What the stacks need of a profile, as read.
@@ -282,7 +245,7 @@ struct Parts {
     locations: Vec<(u64, u64, usize)>, // id, mapping id, the end of its lines' function ids in location_functions
     location_functions: Vec<u64>,
     sample_locations: Vec<u64>,
-    sample_values: Vec<i64>,
+    sample_values: Vec<u64>,
     samples: Vec<(usize, usize)>, // each sample's ends in sample_locations and sample_values
     strings: Vec<u8>,
     string_ends: Vec<usize>,
@@ -291,72 +254,64 @@ struct Parts {
 
 impl Parts {
     fn read(path: &str, max: u64) -> Result<Parts, Stop> {
-        let mut input = Fields { proto: Proto::open(path, max)?, buf: Vec::new(), at: 0 };
-        let (mut parts, mut bytes, mut scratch) = (Parts::default(), Vec::new(), Vec::new());
-        while let Some((field, wire, value)) = input.next(&mut bytes)? {
-            let message = |kind| if wire == 2 { fields(&bytes, kind) } else { Ok(Vec::new()) };
-            match field {
-                1 if wire == 2 => {
-                    let (mut t, mut u) = (0, 0);
-                    for (f, v) in message("ValueType")? {
-                        match f { 1 => t = int(&v) as i64, 2 => u = int(&v) as i64, _ => {} }
-                    }
-                    parts.sample_types.push((t, u));
+        let mut stream = Stream::open(path, max)?;
+        let (mut p, mut bytes) = (Parts::default(), Vec::new());
+        while let Some((number, wire, value)) = field(&mut stream, &mut bytes)? {
+            // the scalar fields 1, 2, 3 and 5 of a message, each as the last of its values gives it
+            let mut f = [0u64; 6];
+            let mut scalars = |n: u64, v: u64| {
+                if let Some(slot) = f.get_mut(n as usize) {
+                    *slot = v;
                 }
-                2 if wire == 2 => {
-                    for (f, v) in message("Sample")? {
-                        scratch.clear();
-                        match f {
-                            1 => ints(&v, &mut parts.sample_locations, "Sample")?,
-                            2 => {
-                                ints(&v, &mut scratch, "Sample")?;
-                                parts.sample_values.extend(scratch.iter().map(|&n| n as i64));
-                            }
-                            _ => {}
+                Ok(())
+            };
+            match (number, wire) {
+                (1, 2) => {
+                    each_field(&bytes, |n, _, v, _| scalars(n, v))?;
+                    p.sample_types.push((f[1] as i64, f[2] as i64));
+                }
+                (2, 2) => {
+                    each_field(&bytes, |n, w, v, packed| match n {
+                        1 => ints(w, v, packed, &mut p.sample_locations),
+                        2 => ints(w, v, packed, &mut p.sample_values),
+                        _ => Ok(()),
+                    })?;
+                    p.samples.push((p.sample_locations.len(), p.sample_values.len()));
+                }
+                (3, 2) => {
+                    each_field(&bytes, |n, _, v, _| scalars(n, v))?;
+                    p.mappings.push((f[1], f[5] as i64));
+                }
+                (4, 2) => {
+                    each_field(&bytes, |n, w, v, line| {
+                        scalars(n, v)?;
+                        if (n, w) == (4, 2) {
+                            let mut function = 0;
+                            each_field(line, |n, _, v, _| {
+                                function = if n == 1 { v } else { function };
+                                Ok(())
+                            })?;
+                            p.location_functions.push(function);
                         }
-                    }
-                    parts.samples.push((parts.sample_locations.len(), parts.sample_values.len()));
+                        Ok(())
+                    })?;
+                    p.locations.push((f[1], f[2], p.location_functions.len()));
                 }
-                3 if wire == 2 => {
-                    let (mut id, mut name) = (0, 0);
-                    for (f, v) in message("Mapping")? {
-                        match f { 1 => id = int(&v), 5 => name = int(&v) as i64, _ => {} }
-                    }
-                    parts.mappings.push((id, name));
+                (5, 2) => {
+                    each_field(&bytes, |n, _, v, _| scalars(n, v))?;
+                    p.functions.push((f[1], f[2] as i64, f[3] as i64));
                 }
-                4 if wire == 2 => {
-                    let (mut id, mut mapping) = (0, 0);
-                    for (f, v) in message("Location")? {
-                        match (f, &v) {
-                            (1, _) => id = int(&v),
-                            (2, _) => mapping = int(&v),
-                            (4, Value::Bytes(line)) => {
-                                let function = fields(line, "Line")?.iter().filter(|(f, _)| *f == 1).map(|(_, v)| int(v)).next_back();
-                                parts.location_functions.push(function.unwrap_or(0));
-                            }
-                            _ => {}
-                        }
-                    }
-                    parts.locations.push((id, mapping, parts.location_functions.len()));
+                (6, 2) => {
+                    std::str::from_utf8(&bytes)
+                        .map_err(|_| undecodable(&format!("string {} is not UTF-8", p.string_ends.len())))?;
+                    p.strings.extend_from_slice(&bytes);
+                    p.string_ends.push(p.strings.len());
                 }
-                5 if wire == 2 => {
-                    let (mut id, mut name, mut system) = (0, 0, 0);
-                    for (f, v) in message("Function")? {
-                        match f { 1 => id = int(&v), 2 => name = int(&v) as i64, 3 => system = int(&v) as i64, _ => {} }
-                    }
-                    parts.functions.push((id, name, system));
-                }
-                6 if wire == 2 => {
-                    std::str::from_utf8(&bytes).map_err(|_| undecodable(&format!("string {} is not UTF-8", parts.string_ends.len())))?;
-                    parts.strings.extend_from_slice(&bytes);
-                    parts.string_ends.push(parts.strings.len());
-                }
-                13 if wire == 2 => ints(&Value::Bytes(&bytes), &mut parts.comments, "Profile")?,
-                13 => parts.comments.push(value),
+                (13, _) => ints(wire, value, &bytes, &mut p.comments)?,
                 _ => {}
             }
         }
-        Ok(parts)
+        Ok(p)
     }
 
     fn string(&self, i: i64, what: impl FnOnce() -> String) -> Result<&[u8], Stop> {
@@ -488,7 +443,7 @@ pub fn collapse(path: &str, max: u64, out: &mut impl Write) -> Result<Pprof, Sto
         if values.len() != types.len() {
             return Err(damaged(format!("sample {k} has {} values for {} sample types", values.len(), types.len())));
         }
-        let value = values[index];
+        let value = values[index] as i64;
         if value < 0 {
             return Err(refused(format!("sample {k} has a negative {} value ({value}): a difference of two profiles \
                                         (pprof -diff_base)? give each profile on its own (report.py diff A B compares \
