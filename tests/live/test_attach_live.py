@@ -127,6 +127,12 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
         m = metrics[server]
         assert m["status"] == "ok" and m["requests_ok"] > 0 and m["cpu_us_per_req"] > 0
         assert m["req_per_cpu_s"] == pytest.approx(m["req_per_s"] / m["server_cpu_cores"], rel=1e-6)
+        # pinned apart from the load: syscalls counted on its CPU and perf sampling that CPU, as run does, not per
+        # thread (a per-thread counter costs a context-switching server a fifth to a half more CPU per request)
+        cpus = ",".join(map(str, manifest["process"]["affinity"]))
+        assert m["syscalls"]["scope"].startswith(f"CPU {cpus}"), m["syscalls"]
+        if m["profile"]["profiler"] == "perf":
+            assert m["profile"]["scope"] == f"CPU {cpus}, pid {proc.pid}'s samples kept"
         assert (folder / server / "profile.folded").stat().st_size > 0
         shares = category_shares(folder, server)
         if server in OWN_CODE:
