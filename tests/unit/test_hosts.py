@@ -137,6 +137,23 @@ def test_the_seeded_line_is_the_published_host_with_each_figure_the_median_of_it
     assert line["host"] == cards[0]["boot_id"] and set(line["servers"]) == {"rust_tonic_mt", "rust_pajamax"}
 
 
+def test_a_line_keeps_each_runs_totals_and_the_model_sets_a_miss_beside_its_hosts_own_spread(tmp_path):
+    runs = [ROOT / "docs" / "data" / r for r in LEDGER_LINES[0]["runs"]]
+    line = add_hosts(runs, load_rules(), tmp_path / "hosts.jsonl")
+    assert line == LEDGER_LINES[0]                    # as the ledger has it
+    for server, totals in line["totals"].items():
+        assert len(totals) == len(runs)
+        assert statistics.median(totals) == pytest.approx(sum(line["servers"][server].values()), rel=0.05)
+    other = {**LEDGER_LINES[0], "host": "another-host", "totals": {}}
+    text = render_model([line, other], tmp_path / "hosts.jsonl")
+    for server in line["totals"]:
+        low, high = min(line["totals"][server]), max(line["totals"][server])
+        assert f"{low:.3g}-{high:.3g}" in text        # the column, for the host made of several runs
+    rows = json.loads(render_model([line, other], tmp_path / "hosts.jsonl", "json"))
+    assert {r["host"]: r["runs_low"] for r in rows if r["server"] == "rust_tonic_mt"} == {
+        line["host"][:8]: min(line["totals"]["rust_tonic_mt"]), "another-": None}
+
+
 def test_two_hosts_each_predicted_from_the_other_alone_are_its_figures_and_the_miss_is_named():
     # the published host and a copy of it whose protocol work costs three times as much
     line = LEDGER_LINES[0]

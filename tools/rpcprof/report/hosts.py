@@ -147,7 +147,8 @@ def figure(x: float) -> float:
 
 def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
     """The ledger's line for runs of one host ((folder, manifest, categories) each): each figure the median
-    over the runs (a unit's min and max: the runs' lowest and highest)."""
+    over the runs (a unit's min and max: the runs' lowest and highest), and each server's total CPU µs/req in
+    each run (`totals`: how far the host's own runs spread)."""
     manifests = [m for _, m, _ in runs]
     cards = [m["host"] for m in manifests]
     card = {}
@@ -161,8 +162,9 @@ def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
     servers = {s: {c: figure(statistics.median(cats[s][c] for _, _, cats in runs)) for c in runs[0][2][s]}
                for s in README_SETUP["servers"]}
     key = host_key(manifests[0])
+    totals = {s: [figure(sum(cats[s].values())) for _, _, cats in runs] for s in README_SETUP["servers"]}
     return {"host": key[0], "kernel": key[1], "date": (manifests[0].get("finished") or "")[:10],
-            "runs": [d.name for d, _, _ in runs], "card": card, "servers": servers}
+            "runs": [d.name for d, _, _ in runs], "card": card, "servers": servers, "totals": totals}
 
 
 LINE_KEYS = {"host": str, "kernel": str, "date": str, "runs": list, "card": dict, "servers": dict}
@@ -220,7 +222,18 @@ def ledger_hosts(lines: list[dict]) -> list[LedgerHost]:
 
 MISS_COLUMNS = [("host", "host"), ("server", "server"), ("measured", "measured [µs/req]"),
                 ("predicted", "predicted [µs/req]"), ("error_pct", "error [%]"), ("category", "missed most in"),
-                ("category_measured", "its measured [µs/req]"), ("category_predicted", "its predicted [µs/req]")]
+                ("category_measured", "its measured [µs/req]"), ("category_predicted", "its predicted [µs/req]"),
+                ("runs_spread", "the host's runs [µs/req]")]
+MISS_CELLS = {"runs_spread": Shown(lambda r: None if r["runs_low"] is None else f"{r['runs_low']:.3g}-{r['runs_high']:.3g}",
+                                   (("runs_low", "the host's runs, lowest [µs/req]"),
+                                    ("runs_high", "the host's runs, highest [µs/req]")))}
+
+
+def runs_spread(line: dict, server: str) -> list[float] | None:
+    """[lowest, highest] of a server's total CPU µs/req over the runs a ledger line was made of; None for one run
+    (or a line made before the runs' totals were kept)."""
+    totals = (line.get("totals") or {}).get(server) or []
+    return [min(totals), max(totals)] if len(totals) > 1 else None
 
 
 def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -234,19 +247,29 @@ def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     return rows, [("figure", "host (boot, kernel, date):")] + hosts
 
 
+def own_spread(line: dict, server: str) -> str:
+    """How far the host's own runs of server spread, as against the model's error there; "" for one run."""
+    spread = runs_spread(line, server)
+    return (f"; that host's own runs of it spread by {100 * (spread[1] / spread[0] - 1):.0f} % "
+            f"({spread[0]:.3g}-{spread[1]:.3g} µs/req)") if spread else ""
+
+
 def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     """The ledger's hosts and the host model's leave-one-host-out error per server (analyze/hosts.py)."""
     misses = leave_one_out(ledger_hosts(lines))
-    rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()}} for m in misses]
+    by_host = {line["host"]: line for line in lines}
+    rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()},
+             **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None)))}
+            for m in misses]
     if fmt in ("json", "csv"):
-        return render(rows, MISS_COLUMNS, fmt)
+        return render(rows, MISS_COLUMNS, fmt, MISS_CELLS)
     text = (f"The ledger ({path}) holds {len(lines)} host{'s' * (len(lines) != 1)}:\n\n"
             + render(*ledger_rows(lines), fmt))
     if len(lines) < 2:
         return text + ("\nThe model needs 2 hosts to predict one from the other: add a host with "
                        "report.py hosts add RUN.\n")
     text += ("\nEach host left out in turn, each server's CPU µs/req predicted by category from that host's card, "
-             "fitted on the other hosts:\n\n" + render(rows, MISS_COLUMNS, fmt) + "\n")
+             "fitted on the other hosts:\n\n" + render(rows, MISS_COLUMNS, fmt, MISS_CELLS) + "\n")
     for s in README_SETUP["servers"]:
         mine = [m for m in misses if m.server == s]
         if not mine:
@@ -257,7 +280,8 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
                    + f" (scored from {HOSTS_TO_SCORE} hosts)" * (len(lines) < HOSTS_TO_SCORE))
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
-                    f"µs/req measured, {worst.category_predicted:.3g} predicted)") + ".\n")
+                    f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
+                 + ".\n")
     fitted = len(lines) - 1
     slopes = min(MAX_SLOPES, fitted - 1)
     if slopes < MAX_SLOPES:
