@@ -4,6 +4,7 @@ the fix."""
 import gzip
 import json
 import zlib
+from types import SimpleNamespace
 
 import pytest
 
@@ -352,3 +353,16 @@ def test_the_app_pattern_a_profile_carries_is_named_as_its_comment(tmp_path):
     assert code == 0, err
     rows = json.loads(out)
     assert rows and {r["rule"] for r in rows} == {"app (the profile's comment)"}
+
+
+def test_a_scratch_folder_without_room_is_one_line(tmp_path, monkeypatch):
+    """The stacks' scratch file on a full disk (/dev/full answers every write with ENOSPC): one line, exit 2."""
+    path = write(tmp_path, build(**GO_LIKE))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "0.collapsed").symlink_to("/dev/full")
+    monkeypatch.setattr(pprof_in, "_scratch", SimpleNamespace(name=str(scratch)))
+    monkeypatch.setattr(pprof_in, "_collapsed", {})
+    code, out, err = run(["table", path])
+    assert code == 2 and not out and len(err.splitlines()) == 1, err
+    assert "could not be written to a scratch file" in err and "No space left on device" in err

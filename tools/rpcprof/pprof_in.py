@@ -80,12 +80,15 @@ def collapsed_file(path: Path | str) -> tuple[Path, int]:
         raise UserError(f"{path}: is a directory; give a pprof file (e.g. profile.pb.gz)") from None
     except OSError as e:
         raise UserError(f"{path}: unreadable: {e}") from None
-    _scratch = _scratch or tempfile.TemporaryDirectory(prefix="rpcprof-pprof-")
-    out = Path(_scratch.name) / f"{len(_collapsed)}.collapsed"
     try:
+        _scratch = _scratch or tempfile.TemporaryDirectory(prefix="rpcprof-pprof-")
+        out = Path(_scratch.name) / f"{len(_collapsed)}.collapsed"
         stacks, sample_type, app = rpcprof_core.pprof(str(path), str(out), MAX_BYTES)
     except rpcprof_core.Refused as e:
         raise UserError(f"{path}: {e}") from None
+    except OSError as e:
+        raise UserError(f"{path}: its stacks could not be written to a scratch file in {tempfile.gettempdir()} "
+                        f"({e.strerror or e}): free space there, or set TMPDIR to a folder with room") from None
     _read_as[key] = tuple(sample_type), app
     _collapsed[key] = out, stacks
     return out, stacks
