@@ -3,13 +3,16 @@ profile, then perf's of the same pid): the reports give each view's figures and 
 and a regime flag says when the profiled window's req/s fell by what its CPU per request rose."""
 import copy
 import json
+import re
 import shutil
 
 from click.testing import CliRunner
 
+from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.regime import PROFILER_PACED, profiler_paced, regime_flags
 from rpcprof.cli.report import main
 from rpcprof.records import view_of
+from rpcprof.report.chart import render_breakdown_chart, render_timeline_chart
 from rpcprof.report.summary import regime_line, render_run, run_rows
 from rpcprof.rundir import load_run
 
@@ -94,3 +97,20 @@ def test_the_window_behind_cpu_per_request_is_named(tmp_path):
         assert done.exit_code == 0, done.output
         assert (footer + ("unprofiled window (python: the profiled one)." if name == "python" else
                           "profiled window (no window was measured without the profiler).")) in done.output
+
+
+def test_the_page_and_its_pictures_of_two_views(tmp_path):
+    """report.html: the kernel figures named by the window they were counted in, and the breakdown gives the second
+    view no ×ratio; the timeline's log axis reads in plain numbers (220, not 2.2×10²)."""
+    run = tmp_path / "attach"
+    shutil.copytree(ATTACH, run)
+    done = CliRunner().invoke(main, ["html", str(run)])
+    assert done.exit_code == 0, done.output
+    page = (run / "report.html").read_text()
+    assert "Kernel, per request (profile window)" in page and "(syscall window)" not in page
+    render_breakdown_chart(run, load_rules(), tmp_path / "breakdown.svg")
+    assert (tmp_path / "breakdown.svg").read_text().count("×1.00") == 1        # the first view's, only
+    assert render_timeline_chart(run, tmp_path / "timeline.svg")
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", (tmp_path / "timeline.svg").read_text())
+    ticks = [t for t in labels if t and t[0].isdigit()]
+    assert ticks and all(re.fullmatch(r"[0-9.]+", t) for t in ticks), ticks

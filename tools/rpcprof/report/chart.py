@@ -19,10 +19,11 @@ import matplotlib
 
 matplotlib.use("svg")
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import LogFormatter  # noqa: E402
 
 from rpcprof.analyze.categorize import Rules  # noqa: E402
 from rpcprof.report.compare import compare_rows, servers_of  # noqa: E402
-from rpcprof.records import round_of, round_rows  # noqa: E402
+from rpcprof.records import round_of, round_rows, view_of  # noqa: E402
 from rpcprof.rundir import load_run  # noqa: E402
 from rpcprof.report.svg import write_svg  # noqa: E402
 from rpcprof.report.text import plot_label  # noqa: E402
@@ -81,7 +82,8 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         labels = []
         for y, s, total in zip(ys, servers, totals):
             rate = metrics[s]["req_per_cpu_s"]
-            absolute.text(total + 0.01 * xmax, y, f"{total:.2f} µs\n×{rate / base_rate:.2f}", va="center",
+            ratio = "" if view_of(metrics, s) else f"\n×{rate / base_rate:.2f}"      # a second view of one process: none
+            absolute.text(total + 0.01 * xmax, y, f"{total:.2f} µs{ratio}", va="center",
                           ha="left", fontsize=8.5)
             few = " (too few samples)" if (metrics[s].get("profile") or {}).get("too_few_samples") else ""
             labels.append(f"{plot_label(s)}{few}\n{rate:,.0f} req/s per CPU")
@@ -133,6 +135,13 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 
 
+class PlainLog(LogFormatter):
+    """A log axis's labels, the ticks matplotlib picks, as plain numbers: 220 and 0.4, not 2.2×10² and 4e−01."""
+
+    def _num_to_string(self, x, vmin, vmax):        # LogFormatter's one hook for the text (matplotlib pinned)
+        return f"{x:g}"
+
+
 def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
     """Write timeline.svg for a run; False (nothing written) when no window recorded a timeline (older runs)."""
     manifest, metrics = load_run(run_dir)
@@ -155,6 +164,8 @@ def render_timeline_chart(run_dir: Path, out_svg: Path) -> bool:
                 ax.plot([x for x, _ in points], [y for _, y in points], color=COLORS[i % len(COLORS)],
                         marker=".", linewidth=1, label=plot_label(s) if k == rounds[0] else None)
             ax.set_yscale("log")
+            for axis_ticks in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+                axis_ticks(PlainLog(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
             ax.set_title(f"round {k}", fontsize=9)
             ax.set_xlabel("s into the window")
             ax.spines[["top", "right"]].set_visible(False)

@@ -270,6 +270,12 @@ WINDOWS = {**dict.fromkeys((None, "own"), "the syscall window: tracepoints count
            "io-sizes": "the read/write size window"}
 
 
+def counted_in(metrics: dict, servers: list[str]) -> str:
+    """The window the servers' kernel figures were counted in, in a word: "syscall" (a window of its own) or "profile"."""
+    return "syscall" if all(((metrics.get(x) or {}).get("syscalls") or {}).get("window") in (None, "own")
+                            for x in servers) else "profile"
+
+
 def kernel_source(metrics: dict, servers: list[str]) -> str:
     """Which window the kernel figures come from, as the runs recorded it (runs before the counts moved
     into the profile window had a syscall window of their own); context switches and page faults are the
@@ -329,9 +335,8 @@ def render_compare(run_dir: Path, rules: Rules, fmt: str = "table", app_override
         text += (f"\nKernel, per request ({kernel_source(metrics, servers)}):\n\n"
                  + render(kernel, [("figure", "figure")] + [(s, s) for s in servers], fmt))
     if explained:
-        where = "syscall" if all(((metrics.get(x) or {}).get("syscalls") or {}).get("window") in (None, "own")
-                                 for x in servers) else "profile"
-        text += (f"\nWhy, by mechanism (level-2 groups; kernel figures per request from the {where} window; "
+        text += (f"\nWhy, by mechanism (level-2 groups; kernel figures per request from the {counted_in(metrics, servers)} "
+                 "window; "
                  "`--format json` names the figure behind each number):\n\n" + render_explanations(explained, fmt))
     if ruler:
         regexes = sorted({r["ruler"] for r in ruler})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
 from rpcprof.errors import UserError
-from rpcprof.report.compare import compare_rows, explanations, kernel_rows, servers_of
+from rpcprof.report.compare import compare_rows, counted_in, explanations, kernel_rows, servers_of
 from rpcprof.report.chart import render_breakdown_chart, render_timeline_chart
 from rpcprof.report.flamegraph import render_offcpu_flamegraph, render_offwake_flamegraph, render_run_flamegraph
 from rpcprof.analyze.intervals import pilot_of
@@ -150,7 +150,7 @@ def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
         if indirect is not None:
             parts += whatif_section(run_dir, rules, servers, indirect)
         if kernel := kernel_rows(metrics, servers_of(ccols)):
-            parts += ["<h3>Kernel, per request (syscall window)</h3>",
+            parts += [f"<h3>Kernel, per request ({counted_in(metrics, servers)} window)</h3>",
                       table(kernel, [("figure", "figure")] + [(s, s) for s in servers if s in kernel[0]])]
     except UserError as e:
         parts.append(f"<p>No per-request breakdown: {esc(e)}</p>")
