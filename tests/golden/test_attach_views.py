@@ -114,3 +114,17 @@ def test_the_page_and_its_pictures_of_two_views(tmp_path):
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", (tmp_path / "timeline.svg").read_text())
     ticks = [t for t in labels if t and t[0].isdigit()]
     assert ticks and all(re.fullmatch(r"[0-9.]+", t) for t in ticks), ticks
+
+
+def test_the_breakdowns_ratio_is_the_runs(tmp_path):
+    """The chart's ×ratio is the one the run table and compare give (over its rounds' adjacent pairs), not the
+    ratio of the means (tests/data/runs/rounds: 5 rounds)."""
+    rounds = RUNS / "rounds"
+    figures = json.loads(CliRunner().invoke(main, ["compare", str(rounds), "--format", "json"]).output)["server_figures"]
+    render_breakdown_chart(rounds, load_rules(), tmp_path / "breakdown.svg")
+    svg = (tmp_path / "breakdown.svg").read_text()
+    _, metrics = load_run(rounds)
+    for f in figures:
+        assert f"×{f['ratio']:.2f}" in svg
+    means = metrics[figures[1]["server"]]["req_per_cpu_s"] / metrics[figures[0]["server"]]["req_per_cpu_s"]
+    assert f"{means:.2f}" != f"{figures[1]['ratio']:.2f}"     # the two differ on this run, so the test tells them apart

@@ -23,7 +23,7 @@ from matplotlib.ticker import LogFormatter  # noqa: E402
 
 from rpcprof.analyze.categorize import Rules  # noqa: E402
 from rpcprof.report.compare import compare_rows, servers_of  # noqa: E402
-from rpcprof.records import round_of, round_rows, view_of  # noqa: E402
+from rpcprof.records import round_of, round_rows  # noqa: E402
 from rpcprof.rundir import load_run  # noqa: E402
 from rpcprof.report.svg import write_svg  # noqa: E402
 from rpcprof.report.text import plot_label  # noqa: E402
@@ -50,11 +50,11 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
     """Write breakdown.svg for a run: a horizontal stacked bar per server with both a measured window and
     a profile (the same figures as `report.py compare`), the first server on top."""
     run_dir = Path(run_dir)
-    rows, columns, *_ = compare_rows(run_dir, rules, app_override)
+    rows, columns, _, figures = compare_rows(run_dir, rules, app_override)
+    ratios = {f["server"]: f["ratio"] for f in figures}      # as the run table and compare give it (None: a view)
     manifest, metrics = load_run(run_dir)
     servers = servers_of(columns)
     by_cat = {r["category"]: r for r in rows}
-    base_rate = metrics[servers[0]]["req_per_cpu_s"]
     totals = [by_cat["total"][f"{s}_us"] for s in servers]
     groups = [c for c in rules.all_categories if any(by_cat[c][f"{s}_us"] > 0 for s in servers)]
     grouping = {"tax": "kind of work at the leaf (tax view)"}.get(rules.view) or \
@@ -82,7 +82,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         labels = []
         for y, s, total in zip(ys, servers, totals):
             rate = metrics[s]["req_per_cpu_s"]
-            ratio = "" if view_of(metrics, s) else f"\n×{rate / base_rate:.2f}"      # a second view of one process: none
+            ratio = "" if ratios.get(s) is None else f"\n×{ratios[s]:.2f}"      # a second view of one process: none
             absolute.text(total + 0.01 * xmax, y, f"{total:.2f} µs{ratio}", va="center",
                           ha="left", fontsize=8.5)
             few = " (too few samples)" if (metrics[s].get("profile") or {}).get("too_few_samples") else ""
@@ -97,7 +97,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
         fig.suptitle(plot_label(f"Where each request's CPU goes, by {grouping} · {run_dir.name}") + "\n" +
                      plot_label(f"{scenario} · C={p.get('connections', '?')} S={p.get('streams', '?')} · "
-                                f"driver {p.get('driver', '?')} · ×: req/s per CPU relative to {servers[0]}"),
+                                f"driver {p.get('driver', '?')} · ×: req/s per CPU over {servers[0]}'s, the run's ratio"),
                      fontsize=10)
         return fig
 
