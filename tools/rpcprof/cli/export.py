@@ -35,7 +35,7 @@ def export(profile, fmt, out, otlp_endpoint, otlp_timeout, rules_path, app):
     if otlp_endpoint and fmt != "otlp":
         raise UserError(f"--otlp-endpoint sends an OTLP profile: give --format otlp, not {fmt}")
     to = endpoint(otlp_endpoint) if otlp_endpoint else None
-    n = export_profile(profile, with_app(load_rules(rules_path), app, profile), fmt, out, app or app_for(profile))
+    n = export_profile(profile, with_app(load_rules(rules_path), app, profile), fmt, out, app or app_for(profile)[0])
     show(f"report.py: wrote {out} ({n:,} stacks, {fmt})\n", err=True)
     if to:
         push_file(out, to, otlp_timeout)

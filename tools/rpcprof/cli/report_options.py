@@ -37,19 +37,19 @@ def indirect_of(path: Path | None):
     return load_indirect(path) if path else None
 
 
-def app_for(folded: Path) -> str | None:
-    """The app pattern a pprof export carries (report/export.py), else the one recorded in its run folder."""
+def app_for(folded: Path) -> tuple[str | None, str]:
+    """(the app pattern, where it comes from): the one a pprof export carries (report/export.py), else the one
+    recorded in its run folder."""
     from rpcprof.report.export import app_carried
-    carried = app_carried(folded)
-    result = None if carried else read_server_result(Path(folded).parent)
-    return carried or (result.figures.get("app") if result else None)
+    if carried := app_carried(folded):
+        return carried, "the profile's comment"
+    result = read_server_result(Path(folded).parent)
+    return (result.figures.get("app") if result else None), RESULT_FILE
 
 
 def with_app(rules, app: str | None, folded: Path):
     """rules with --app, else with the app pattern of folded (app_for), each named where it comes from."""
-    from rpcprof.report.export import app_carried
-    source = "--app" if app else "the profile's comment" if app_carried(folded) else RESULT_FILE
-    return rules.with_app(app or app_for(folded), source)
+    return rules.with_app(app, "--app") if app else rules.with_app(*app_for(folded))
 
 
 # -o FILE of a command that draws an SVG, and --title
