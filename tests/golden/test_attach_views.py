@@ -78,6 +78,16 @@ def test_a_req_per_s_fall_that_the_profiled_cpu_per_request_explains_is_said_so(
     assert profiler_paced(halved) is None
     row = next(r for r in run_rows({"python-perf": halved}) if r["server"] == "python-perf")
     assert "not in the measured window's regime" in regime_line(row, regime_flags(halved)[0])
+    # the other way: req/s rose by what the profiled CPU per request fell, worded as a fall
+    faster = copy.deepcopy(perf)
+    for r in [faster, *faster.get("repeats", [])]:
+        r["profile"]["req_per_s"] = r["req_per_s"] * 1.15
+        r["profile"]["cpu_us_per_req_profiled"] = r["cpu_us_per_req"] / 1.15
+    assert profiler_paced(faster) is not None
+    row = next(r for r in run_rows({"python-perf": faster}) if r["server"] == "python-perf")
+    line = regime_line(row, regime_flags(faster)[0])
+    assert "its CPU per request was 13 % lower while profiled, which alone takes req/s +15 %" in line
+    assert "more requests because each cost less" in line and "higher" not in line
     # py-spy's window also moved its counters: another regime, said as before
     row = next(r for r in run_rows(metrics) if r["server"] == "python")
     assert "it batched differently there" in regime_line(row, regime_flags(metrics["python"])[0])

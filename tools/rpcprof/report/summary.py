@@ -230,9 +230,13 @@ def regime_line(r: dict, flag: str) -> str:
     steady = r.get("counters_steady")
     if flag.startswith("PROFILE-REGIME") and r.get("profiler_paced") and steady is not False:
         cost = r["profiler_paced"][1]
-        return (f"{r['server']}: {flag}: its CPU per request was {100 * (1 / (1 + cost) - 1):.0f} % higher while "
-                f"profiled, which alone takes req/s {100 * cost:+.0f} % at the same CPU use: fewer requests because "
-                "each cost more, " + ("not another regime: its VFS writes and context switches per request were the "
+        rise = 1 / (1 + cost) - 1
+        why = ("fewer requests because each cost more" if rise > 0 else "more requests because each cost less "
+               "(a profiler only adds cost: the server got cheaper between the windows, as a JIT still warming up or a "
+               "faster machine would make it)")
+        return (f"{r['server']}: {flag}: its CPU per request was {100 * abs(rise):.0f} % "
+                f"{'higher' if rise > 0 else 'lower'} while profiled, which alone takes req/s {100 * cost:+.0f} % at "
+                f"the same CPU use: {why}, " + ("not another regime: its VFS writes and context switches per request were the "
                                       "same in both windows." if steady else "whether it also batched differently is "
                                       "not known (its per-request counters were not taken)."))
     if steady and flag.startswith("PROFILE-REGIME"):
