@@ -17,7 +17,7 @@ import pytest
 from rpcprof.analyze.categorize import load_rules, open_folded
 from rpcprof.analyze.waits import socket_figures
 from rpcprof.capture.offcpu import RUNNABLE_FRAME, collapse_weighted, weigh_switches
-from rpcprof.report.waits import contention_verdict, stall_verdict, wait_rows
+from rpcprof.report.waits import contention_verdict, histogram_text, stall_verdict, wait_rows
 from rpcprof.rundir import count_path
 
 DATA = Path(__file__).parents[1] / "data" / "offcpu"
@@ -75,6 +75,10 @@ def test_pajamax_at_50_in_flight_waits_about_one_delayed_ack_each_time():
     w = weights(timed)
     assert sum(x for x in w if 32_768 <= x < 65_536) > 0.8 * sum(w)
     assert stats["histogram"][15] == sum(1 for x in w if 32_768 <= x < 65_536)
+    # the buckets read as a person would write them: three figures, thousands separated
+    many = [0] * 25
+    many[15], many[21] = 3760, 2
+    assert histogram_text(many) == "3,760 of 32.8 ms-65.5 ms, 2 of 2.1 s-4.19 s"
 
 
 def test_folded_waits_hold_the_time_and_the_rules_call_it_waiting_for_socket_data(tmp_path):

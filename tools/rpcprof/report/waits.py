@@ -109,12 +109,12 @@ def contention_verdict(stats: dict, window_s: float | None) -> str | None:
 
 
 def _duration(us: float) -> str:
-    return f"{us:g} µs" if us < 1000 else f"{us / 1e3:g} ms" if us < 1e6 else f"{us / 1e6:g} s"
+    return f"{us:.3g} µs" if us < 1000 else f"{us / 1e3:.3g} ms" if us < 1e6 else f"{us / 1e6:.3g} s"
 
 
 def histogram_text(histogram: list[int]) -> str:
     """'38 waits of 32.8-65.5 ms, ...' for the log2-µs buckets that hold waits."""
-    return ", ".join(f"{n} of {_duration(2 ** i)}-{_duration(2 ** (i + 1))}" for i, n in enumerate(histogram) if n)
+    return ", ".join(f"{n:,} of {_duration(2 ** i)}-{_duration(2 ** (i + 1))}" for i, n in enumerate(histogram) if n)
 
 
 def asleep_text(asleep: list[dict]) -> str:
