@@ -288,3 +288,18 @@ def test_results_say_which_rounds_were_profiled_from_the_sweep_itself(tmp_path):
                     r["profile_samples"] = 1000
     new = report("results", str(edited_copy(SWEEP, tmp_path / "b", profiled_rounds))).stdout
     assert "From every round of each cell" in new and "a profile window per server in every round" in new
+
+
+def test_the_sweep_table_leaves_out_a_column_no_cell_filled_and_csv_keeps_every_column(tmp_path):
+    one_round = edited_copy(SWEEP, tmp_path / "sweep", lambda path, data: None)
+    header = report("sweep", str(one_round)).stdout.splitlines()[2]
+    assert "min-max" not in header and "B/write" in header        # one round: no spread; --io-sizes: sizes
+    csv = report("sweep", str(one_round), "--format", "csv").stdout.splitlines()[0]
+    assert "req/s per CPU min" in csv and "B/write" in csv
+
+    def no_sizes(path, data):
+        for server in (data.values() if path.name == "metrics.json" else []):
+            if isinstance(server, dict):
+                server["syscalls"].pop("bytes_per_write", None)
+    header = report("sweep", str(edited_copy(SWEEP, tmp_path / "no-sizes", no_sizes))).stdout.splitlines()[2]
+    assert "B/write" not in header and "writes/req" in header

@@ -71,7 +71,9 @@ def render_sweep(sweep_dir: Path, rules: Rules, fmt: str = "table") -> str:
     if fmt == "csv":        # the cell's ratio (second server over first) with its interval, on each of its rows
         cols = [("connections", "C"), ("streams", "S"), *RATIO_CELL.parts] + sweep_columns(rules)
         return render(rows, cols, "csv", {"spread_text": SPREAD_CELL})
-    header, rule, *body = render(rows, sweep_columns(rules), "table", {"spread_text": SPREAD_CELL}).splitlines()
+    # a column no cell filled (B/write without --io-sizes, min-max of one round) is left out of the layout
+    cols = [c for c in sweep_columns(rules) if c[0] in ("server", "notes") or any(r.get(c[0]) is not None for r in rows)]
+    header, rule, *body = render(rows, cols, "table", {"spread_text": SPREAD_CELL}).splitlines()
     width = len(rule)
     servers = load_sweep(sweep_dir)[0]["parameters"]["servers"]
     fence = ["```"] * (fmt == "markdown")
