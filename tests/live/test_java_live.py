@@ -58,6 +58,13 @@ def test_a_run_warms_the_jit_up_and_names_its_frames(profile, port):
     assert f"java_grpc: warm-up raised to {spec.warmup_s:g} s" in done.stderr
     result = json.loads((done.run_dir / "java_grpc" / "result.json").read_text())
     assert result["warmup_s"] == spec.warmup_s
+    # the last warm-up window led the measured one on its connections: h2load warmed them up, then measured,
+    # and its requests (the timed window's) bound the OK count its DATA bytes (from the lead on) would double
+    from rpcprof.jobs.steps import WARMUP_PIECE_S
+    assert result["lead_s"] == WARMUP_PIECE_S and "--warm-up-time" in result["load_argv"]
+    load_log = (done.run_dir / "java_grpc" / "load.log").read_text()
+    assert "Warm-up phase is over" in load_log
+    assert 0.9 * result["driver_figures"]["succeeded"] <= result["requests_ok"] <= result["driver_figures"]["succeeded"]
     profile_json = json.loads((done.run_dir / "java_grpc" / "profile.json").read_text())
     assert profile_json["after_profile"]["exit_code"] == 0 == profile_json["after_profile"]["before_exit_code"], (
         profile_json["after_profile"])

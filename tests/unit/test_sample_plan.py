@@ -47,3 +47,34 @@ def test_a_jit_servers_warm_up_is_raised_and_cut_into_windows_on_new_connections
     assert warmup_windows(0, 0) == []
     assert warmup_windows(2.0, 20) == [WARMUP_PIECE_S] * 4    # java_grpc: raised to 20 s, 4 windows of 5 s
     assert warmup_windows(23.0, 20) == [5.0, 5.0, 5.0, 5.0, 3.0]
+
+
+def test_the_last_warm_up_window_leads_the_measured_one_on_its_own_connections(tmp_path):
+    """h2load drives the last warm-up window as the measured window's lead (--warm-up-time), so the measured
+    window begins on connections already under load; ghz, which cannot, drives every window apart."""
+    from rpcprof.jobs.steps import Subject, warm_up
+    from rpcprof.measure.load import Ghz, H2load, LoadSettings
+    from rpcprof.measure.scenario import SCENARIOS
+
+    class Driven:
+        def __init__(self, kind):
+            self.kind, self.windows = kind, []
+
+        def __getattr__(self, name):
+            return getattr(self.kind, name)
+
+        def run(self, settings, *args, **kwargs):
+            self.windows.append(settings.duration)
+
+    settings = LoadSettings(connections=1, streams=1000, duration=4.0, cpus=[1])
+    for kind, lead in ((H2load, 5.0), (Ghz, 0.0)):
+        driver = Driven(kind)
+        subject = Subject("s", 1, None, tmp_path, driver, settings, 50051, 1, (1,))
+        assert warm_up(subject, [5.0] * 4) == lead
+        assert driver.windows == [5.0] * (4 - (lead > 0))
+        assert warm_up(Subject("s", 1, None, tmp_path, Driven(kind), settings, 50051, 1, (1,)), []) == 0.0
+    h2load = H2load(SCENARIOS["helloworld"], tmp_path)
+    argv = h2load.argv(settings, 50051, tmp_path / "log")
+    assert "--warm-up-time" not in argv
+    argv = h2load.argv(LoadSettings(1, 1000, 4.0, [1], lead=2.5), 50051, tmp_path / "log")
+    assert argv[argv.index("--warm-up-time") + 1] == "2500ms" and argv[argv.index("-D") + 1] == "4000ms"

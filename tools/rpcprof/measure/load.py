@@ -53,6 +53,7 @@ class LoadSettings:
     duration: float
     cpus: list[int]
     driver: str = "h2load"
+    lead: float = 0.0       # seconds of load on the window's own connections before it, not counted (h2load)
 
     def validate(self) -> None:
         if self.connections < 1:
@@ -178,11 +179,14 @@ class H2load:
                 "-c", str(settings.connections), "-m", str(settings.streams // settings.connections),
                 # h2load's -D takes whole seconds or a unit: milliseconds keep fractional windows
                 "-t", str(threads), "-D", f"{round(settings.duration * 1000)}ms",
+                *(["--warm-up-time", f"{round(settings.lead * 1000)}ms"] if settings.lead > 0 else []),
                 "-d", str(self.body), "-H", "content-type: application/grpc", "-H", "te: trailers",
                 "--log-file", str(latency_log), f"http://127.0.0.1:{port}{self.scenario.method}"]
 
-    # printed by each h2load thread (rpcprof runs one per load CPU): the first start and the first end count
+    # printed by each h2load thread (rpcprof runs one per load CPU): the first start and the first end count;
+    # with a lead (--warm-up-time), the start comes after it
     WINDOW = (b"Main benchmark duration is started", b"Main benchmark duration is over")
+    LEADS = True
 
     def run(self, settings: LoadSettings, port: int, log_path: Path, on_start=None, on_end=None,
             read_latencies: bool = True) -> LoadResult:
@@ -205,6 +209,11 @@ class H2load:
         ok = raw.get("data_bytes", 0) // self.reply_len if self.reply_len else answered
         raw["ok_counted_by"] = (f"DATA bytes / {self.reply_len} B per framed reply" if self.reply_len else
                                 "h2load's 2xx responses (reply sizes vary)")
+        if self.reply_len and settings.lead > 0:
+            # h2load counts requests in its timed window only, but its traffic (DATA bytes) from the lead on:
+            # the bytes then bound the OK count from above
+            ok = min(ok, answered)
+            raw["ok_counted_by"] += f", at most the 2xx responses (the bytes include the {settings.lead:g} s lead's)"
         non_ok = max(0, answered - ok) + raw.get("failed", 0) + raw.get("errored", 0) + raw.get("timeout", 0)
         return LoadResult("h2load", argv, wall, ok, non_ok, cpu, hist, code, raw, dict(starts))
 
