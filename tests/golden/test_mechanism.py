@@ -67,6 +67,15 @@ def test_a_gap_the_categories_mostly_cancel_gets_no_share_of_the_difference():
     assert findings[0]["text"].startswith("send: 12.62 vs 14.67 µs/req")
     _, findings = explain_gap("a", "b", US, {"a": None, "b": None})
     assert all("of the difference" in f["text"] for f in findings)
+    # a category that moved against the gap (java_grpc against go_grpc: runtime -7.33, send +0.66 of a -6.22
+    # gap) says so, not "-11 % of the difference"
+    against = {"a": {"runtime/scheduler": 8.50, "send/tcp": 0.07, "protocol/http2": 7.65},
+               "b": {"runtime/scheduler": 1.17, "send/tcp": 0.73, "protocol/http2": 8.18}}
+    _, findings = explain_gap("a", "b", against, {"a": None, "b": None})
+    runtime, *rest = findings
+    assert "(1.17 vs 8.50; 119 % of the difference)" in runtime["text"]
+    assert any("(0.73 vs 0.07; against the difference, 11 % of its size)" in f["text"] for f in rest)
+    assert not any("; -" in f["text"] for f in findings)
 
 
 def test_no_kernel_figures_no_mechanism_sentence():

@@ -73,8 +73,10 @@ def finding_text(gap: Gap, f: Finding) -> str:
     """The category's difference (with its share of the gap where one means something), the sub-categories
     that moved most, and the kernel figures behind it."""
     d, base, other = f.delta_us, gap.base, gap.other
+    share = 100 * d / gap.delta if f.with_share else 0.0
+    share = f"{share:.0f} % of the difference" if share >= 0 else f"against the difference, {-share:.0f} % of its size"
     text = (f"{f.category}: {other} spends {abs(d):.2f} µs/req {'less' if d < 0 else 'more'} than {base} "
-            f"({f.b_us:.2f} vs {f.a_us:.2f}; {100 * d / gap.delta:.0f} % of the difference)" if f.with_share else
+            f"({f.b_us:.2f} vs {f.a_us:.2f}; {share})" if f.with_share else
             f"{f.category}: {f.b_us:.2f} vs {f.a_us:.2f} µs/req")
     text += (", of which " + ", ".join(f"{g} {delta:+.2f}" for g, delta in f.subs) if f.subs else "") + "."
     return text + (send_text(base, other, f.send) if f.send else differing_text(base, other, f.differing))
