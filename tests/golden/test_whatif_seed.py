@@ -153,3 +153,12 @@ def test_the_re_measured_run_is_inside_or_says_where_it_misses():
     p, measured = w["predicted_cpu_us_per_req"], w["measured_a_cpu_us_per_req"]["value"]
     assert w["contains"] is (p["low"] <= measured <= p["high"])
     assert ("inside the predicted interval" in w["lines"][-1]) is w["contains"]
+
+
+def test_b_profiled_without_kernel_time_is_one_line():
+    """py-spy sees no kernel time, so a CPython server's send per write would be a 0 nobody measured."""
+    run = ROOT / "tests" / "data" / "runs" / "attach"
+    r = report(run, "python-perf", "python")
+    assert r.code != 0 and len(r.error_lines) == 1 and "python was profiled by py-spy, which sees no kernel time" in r.err
+    r = report(run, "python", "python-perf")             # perf's view as B: past that check, to the next
+    assert r.code != 0 and "py-spy" not in r.err

@@ -55,6 +55,10 @@ def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[
             raise UserError(f"{run_dir}: no server {s!r} in this run (it has {', '.join(servers)}): name two of them")
     if a == b:
         raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
+    profiler = (metrics[b].get("profile") or {}).get("profiler")
+    if profiler and profiler != "perf":
+        raise UserError(f"{run_dir}: {b} was profiled by {profiler}, which sees no kernel time: its send cost per write "
+                        "is not in its profile; name as B a server profiled by perf")
     got = {}
     for s in (a, b):
         got[s] = server_rounds(run_dir, rules, metrics, s)
@@ -97,7 +101,7 @@ def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) ->
         f"syscalls/req, {n_rounds} rounds)",
         f"  indirect: {summary_line(cost)}",
         f"  predicted {b}: {w.measured_b.value:.2f} − {w.fewer_writes:.3f} writes/req × ({w.direct.value:.2f} + "
-        f"{cost.user.slope:.2f}) µs = {w.predicted.value:.2f} [{w.predicted.low:.2f}-{w.predicted.high:.2f}] "
+        f"{cost.user.slope:.2f}) µs = {w.predicted.value:.2f} [{w.predicted.low:.2f}{' to ' if w.predicted.low < 0 else '-'}{w.predicted.high:.2f}] "
         "CPU µs/req",
         f"  {verdict(w, a)}",
     ]
