@@ -22,7 +22,11 @@ ATTACH = RUNS / "attach"
 
 
 def report(*args: str) -> str:
-    done = CliRunner().invoke(main, [*args, str(ATTACH)])
+    return report_of(ATTACH, *args)
+
+
+def report_of(run, command: str, *args: str) -> str:
+    done = CliRunner().invoke(main, [command, *args, str(run)])
     assert done.exit_code == 0, done.output
     return done.output
 
@@ -138,3 +142,19 @@ def test_the_breakdowns_ratio_is_the_runs(tmp_path):
         assert f"×{f['ratio']:.2f}" in svg
     means = metrics[figures[1]["server"]]["req_per_cpu_s"] / metrics[figures[0]["server"]]["req_per_cpu_s"]
     assert f"{means:.2f}" != f"{figures[1]['ratio']:.2f}"     # the two differ on this run, so the test tells them apart
+
+
+def test_a_gap_in_the_socket_categories_of_a_profile_without_kernel_time_is_not_given(tmp_path):
+    """py-spy sees no kernel time: its recv and send are 0 in its profile, not measured, so no gap there is
+    given (with the perf view made another process's here, so that a gap is computed at all)."""
+    run = tmp_path / "attach"
+    shutil.copytree(ATTACH, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["python-perf"]["pid"] = -1
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    text = report_of(run, "compare")
+    assert "python: profiled by py-spy, which sees no kernel time: recv and send are not in its profile" in text
+    doc = json.loads(report_of(run, "compare", "--format", "json"))
+    by = {r["category"]: r for r in doc["rows"]}
+    assert by["recv"]["delta_python-perf"] is None is by["send"]["delta_python-perf"]
+    assert by["protocol"]["delta_python-perf"] is not None

@@ -104,8 +104,13 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                         "overhead_high_pct": cost[1] if cost else None, "samples": samples,
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
                         "regime_flags": regime_flags(m)})
+    # a profiler that sees no kernel time (py-spy) puts nothing in the socket categories: a gap there is unseen
+    blind = {s: p for s in servers if (p := (metrics[s].get("profile") or {}).get("profiler")) not in (None, "perf")}
+    head += [f"{s}: profiled by {p}, which sees no kernel time: {' and '.join(rules.groups.socket)} are not in its "
+             "profile, and no gap in them is given." for s, p in blind.items()]
     if by_rounds:
-        return interval_rows(rules, servers, rounds, views), comparison_columns(servers, True, views), head + [
+        return unseen(interval_rows(rules, servers, rounds, views), rules, servers, blind), \
+            comparison_columns(servers, True, views), head + [
             "µs/req: the mean over rounds of each round's profile shares × its unprofiled CPU per request, ± the "
             "half-width of its 95 % interval across rounds; Δ paired round by round, * where its interval excludes 0, "
             "n.s. (not significant) where it contains 0."], figures
@@ -116,7 +121,19 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
             share = 1.0 if cat == "total" else breakdowns[s].share(cat)
             row.update({f"{s}_us": share * metrics[s]["cpu_us_per_req"], f"{s}_share": 100 * share})
         rows.append(row | {f"delta_{s}": row[f"{s}_us"] - row[f"{base}_us"] for s in servers[1:] if s not in views})
-    return rows, comparison_columns(servers, False, views), head, figures
+    return unseen(rows, rules, servers, blind), comparison_columns(servers, False, views), head, figures
+
+
+def unseen(rows: list[dict], rules: Rules, servers: list[str], blind: dict[str, str]) -> list[dict]:
+    """rows without the gaps in the socket categories of a server whose profiler saw no kernel time (blind),
+    or of any server against a blind first one."""
+    for row in rows:
+        if row["category"] in rules.groups.socket:
+            for s in servers[1:]:
+                if {s, servers[0]} & set(blind) and f"delta_{s}" in row:
+                    row.update({f"delta_{s}": None, f"delta_{s}_pm": None, f"delta_{s}_sig": "",
+                                f"delta_{s}_significant": None})
+    return rows
 
 
 def interval_rows(rules: Rules, servers: list[str], rounds: dict[str, dict], views: set[str]) -> list[dict]:
