@@ -54,6 +54,7 @@ and fits (bench/perturb.sh). Takes 6 runs x ~11 s (bench/perturb.sh: 9 runs).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import subprocess
 import sys
@@ -136,6 +137,8 @@ class Figures:
     """One run's per-request figures, as rpcprof measured them."""
     setting: Setting
     run_dir: Path
+    # the profile window's, which begins on new connections: h2load's DATA bytes are that window's alone (the
+    # measured window's include its lead's)
     requests: int                 # rpcprof's count of OK replies
     expected_requests: int        # DATA bytes / the framed length the padding should give
     succeeded: int                # h2load's completed requests
@@ -172,7 +175,7 @@ def run_setting(setting: Setting, runs_dir: Path, label: str, windows: dict, por
 
 
 def figures(run_dir: Path, setting: Setting) -> Figures:
-    from rpcprof.rundir import load_run
+    from rpcprof.rundir import PROFILE_SYSCALLS, load_run, window_file
     _, metrics = load_run(run_dir)
     m = metrics[SERVER]
     d = m["driver_figures"]
@@ -182,7 +185,12 @@ def figures(run_dir: Path, setting: Setting) -> Figures:
     cpu = m["cpu_us_per_req"]
     cpu_profiled = m["profile"]["cpu_us_per_req_profiled"]
     shares = {**category_shares(run_dir, SERVER, level=1), **category_shares(run_dir, SERVER, level=2)}
-    return Figures(setting, run_dir, m["requests_ok"], d["data_bytes"] // reply_len, d["succeeded"], d["data_bytes"],
+    # the measured window began on its lead's connections: counted as its 2xx, which its bytes cover
+    assert m["lead_s"] > 0 and m["requests_ok"] == d["succeeded"] <= d["data_bytes"] // reply_len, (setting, d)
+    h2load = (run_dir / SERVER / window_file(PROFILE_SYSCALLS, "load")).read_text()
+    data_bytes = int(re.search(r"\((\d+)\) data", h2load).group(1))
+    succeeded = int(re.search(r"(\d+) succeeded", h2load).group(1))
+    return Figures(setting, run_dir, m["profile"]["requests_ok"], data_bytes // reply_len, succeeded, data_bytes,
                    reply_len, cpu, cpu_profiled, m["req_per_s"], sc.get("writes_per_req") or 0, by.get("sendto", 0),
                    sc.get("per_req") or sc.get("named_per_req") or 0,
                    {c: v * cpu_profiled for c, v in shares.items()}, {c: v * cpu for c, v in shares.items()})

@@ -33,6 +33,8 @@ def test_a_stall_is_kept_flagged_with_its_mechanism(runs):
     proc, result = run(runs, 1000, "stall")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert result["status"] == "ok" and result["requests_ok"] > 0
+    # its connection ended in the lead, so the window was measured again on a new one
+    assert "measuring 2 s again on new connections" in proc.stderr and result["lead_s"] == 0
     stalled = result["stalled"]
     assert stalled["mechanism"] == "connection closed on a message split across DATA frames", stalled
     whole, over = stalled["h2"]["replays"]
@@ -49,4 +51,5 @@ def test_the_same_server_within_the_window_is_not_flagged(runs):
     proc, result = run(runs, 10, "steady")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "stalled" not in result and result["connections"] == {"start": 1, "end": 1}
+    assert result["lead_s"] == 0.5       # measured on the connection its warm-up loaded
     assert "STALLED" not in proc.stdout

@@ -212,7 +212,7 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
             if "jit_error" in record:
                 log(f"rpcprof: WARNING: {target.name}: {record['jit_error']}")
             else:
-                log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']} ELF files beside "
+                log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']:,} ELF files beside "
                     f"{', '.join(record['jitdumps'])} (perf.data names them)")
         record.update(sampling_rate_used(target.name, plan.frequency, data))
         record.update(fold_perf(data, folded, target.pid if cpus else None, target.name))
