@@ -35,6 +35,9 @@ def test_a_stall_is_kept_flagged_with_its_mechanism(runs):
     assert result["status"] == "ok" and result["requests_ok"] > 0
     # its connection ended in the lead, so the window was measured again on a new one
     assert "measuring 2 s again on new connections" in proc.stderr and result["lead_s"] == 0
+    folder = next(runs.glob("*-stall")) / "rust_pajamax"
+    assert "with 0.5s of warm-up time" in (folder / "load-lead-ended.log").read_text()    # the first attempt, kept
+    assert "with 0s of warm-up time" in (folder / "load.log").read_text()
     stalled = result["stalled"]
     assert stalled["mechanism"] == "connection closed on a message split across DATA frames", stalled
     whole, over = stalled["h2"]["replays"]

@@ -251,7 +251,7 @@ def test_only_rundir_names_the_files_of_a_server_folder():
     """Recordings, folded stacks, pictures and logs of a run folder are named once, in rundir.py."""
     names = ("profile.folded", "offcpu.folded", "perf.data", "offcpu.data", "sockets.log", "py-spy.raw", "flame.svg",
              "offcpu.svg", "breakdown.svg", "breakdown-level2.svg", "report.html", "build.log", "server.log",
-             "load.log", "warmup.log", "profile-load.log", "offcpu-load.log", "perf-record.log", "perf-offcpu.log",
+             "load.log", "warmup.log", "load-lead-ended.log", "profile-load.log", "offcpu-load.log", "perf-record.log", "perf-offcpu.log",
              "py-spy.log")
     for path in sorted(PKG.rglob("*.py")):
         if path.name == "rundir.py":

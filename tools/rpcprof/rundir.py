@@ -327,6 +327,7 @@ BUILD_LOG = "build.log"                 # the server's build
 SERVER_LOG = "server.log"               # the server's own output
 LOAD_LOG = "load.log"                   # the load driver's output in the measured window
 WARMUP_LOG = "warmup.log"               # ... in the warm-up
+LEAD_ENDED_LOG = "load-lead-ended.log"  # ... in a measured window whose connections ended in its lead
 PROFILE_LOAD_LOG = "profile-load.log"   # ... in the profile window
 OFFCPU_LOAD_LOG = "offcpu-load.log"     # ... in the off-CPU window
 PERF_RECORD_LOG = "perf-record.log"     # perf record's messages (profile window)

@@ -105,8 +105,9 @@ def measure(subject: Subject, lead: float = 0.0) -> dict:
     if lead and not load.ok:
         # the connections ended in the lead (a server that closes a connection, as rust_pajamax does on a
         # message split across DATA frames): the window is measured again on connections of its own
-        log(f"rpcprof: {subject.name}: no request answered after the lead (its connections ended in it): measuring "
-            f"{settings.duration:g} s again on new connections")
+        log(f"rpcprof: {subject.name}: no request answered after the lead (its connections ended in it; "
+            f"{rundir.LEAD_ENDED_LOG}): measuring {settings.duration:g} s again on new connections")
+        (subject.out / rundir.LOAD_LOG).replace(subject.out / rundir.LEAD_ENDED_LOG)
         return measure(subject)
     return {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
                              list(subject.load_cpus), proc),
