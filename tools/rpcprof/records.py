@@ -74,6 +74,13 @@ def view_of(metrics: dict, name: str) -> str | None:
     return next((s for s in earlier if (metrics[s] or {}).get("pid") == m.get("pid")), None)
 
 
+def kernel_blind(m: dict) -> str | None:
+    """The profiler of a server's profile when it sees no kernel time (py-spy: its recv and send are empty,
+    not measured), else None."""
+    profiler = (m.get("profile") or {}).get("profiler")
+    return profiler if profiler not in (None, "perf") else None
+
+
 def parameters_json(options: dict) -> dict:
     """A job's options as its manifest's parameters: --rounds (the field `rounds`) under its key."""
     out = {k: v for k, v in options.items() if k != "rounds"}

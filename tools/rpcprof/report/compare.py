@@ -22,7 +22,7 @@ from rpcprof.analyze.whatif import estimate
 from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap, ruler_verdict
 from rpcprof.report.summary import run_pace_findings, syscalls_per_request
 from rpcprof.report.tables import render
-from rpcprof.records import ROUND_KEY, ROUNDS_KEY, round_of, round_rows, view_of
+from rpcprof.records import ROUND_KEY, ROUNDS_KEY, kernel_blind, round_of, round_rows, view_of
 from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
 from rpcprof.status import MEASURED
 
@@ -105,7 +105,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
                         "regime_flags": regime_flags(m)})
     # a profiler that sees no kernel time (py-spy) puts nothing in the socket categories: a gap there is unseen
-    blind = {s: p for s in servers if (p := (metrics[s].get("profile") or {}).get("profiler")) not in (None, "perf")}
+    blind = {s: p for s in servers if (p := kernel_blind(metrics[s]))}
     head += [f"{s}: profiled by {p}, which sees no kernel time: {' and '.join(rules.groups.socket)} are not in its "
              "profile, and no gap in them is given." for s, p in blind.items()]
     if by_rounds:

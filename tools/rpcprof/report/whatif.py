@@ -17,6 +17,7 @@ from rpcprof.analyze.indirect import IndirectCost
 from rpcprof.analyze.mechanism import kernel_figures
 from rpcprof.analyze.whatif import Round, WhatIf, predict, solve_writes
 from rpcprof.errors import UserError
+from rpcprof.records import kernel_blind
 from rpcprof.report.compare import round_profiles
 from rpcprof.report.mechanism import summary_line
 from rpcprof.report.tables import render
@@ -55,8 +56,7 @@ def both_rounds(run_dir: Path, rules: Rules, a: str, b: str) -> dict[str, tuple[
             raise UserError(f"{run_dir}: no server {s!r} in this run (it has {', '.join(servers)}): name two of them")
     if a == b:
         raise UserError(f"whatif: A and B are both {a}: name two servers of the run")
-    profiler = (metrics[b].get("profile") or {}).get("profiler")
-    if profiler and profiler != "perf":
+    if profiler := kernel_blind(metrics[b]):
         raise UserError(f"{run_dir}: {b} was profiled by {profiler}, which sees no kernel time: its send cost per write "
                         "is not in its profile; name as B a server profiled by perf")
     got = {}
@@ -93,6 +93,8 @@ def verdict(w: WhatIf, a: str) -> str:
 def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) -> list[str]:
     """The prediction in words: the writes, the two costs per write (sources: whatif's), the sum and the verdict."""
     per = f"{1 / w.a_writes:.1f}" if w.a_writes else "no"
+    p = w.predicted
+    interval = f"[{p.low:.2f}{' to ' if p.low < 0 else '-'}{p.high:.2f}]"      # a low below 0 keeps its sign apart
     n_rounds = len({s["round"] for s in sources if s["server"] == b})
     return [
         f"What if {b} wrote as {a} does? Write syscalls per request: {b} {w.a_writes + w.fewer_writes:.3f}, "
@@ -101,7 +103,7 @@ def lines(w: WhatIf, a: str, b: str, cost: IndirectCost, sources: list[dict]) ->
         f"syscalls/req, {n_rounds} rounds)",
         f"  indirect: {summary_line(cost)}",
         f"  predicted {b}: {w.measured_b.value:.2f} − {w.fewer_writes:.3f} writes/req × ({w.direct.value:.2f} + "
-        f"{cost.user.slope:.2f}) µs = {w.predicted.value:.2f} [{w.predicted.low:.2f}{' to ' if w.predicted.low < 0 else '-'}{w.predicted.high:.2f}] "
+        f"{cost.user.slope:.2f}) µs = {p.value:.2f} {interval} "
         "CPU µs/req",
         f"  {verdict(w, a)}",
     ]
