@@ -137,13 +137,14 @@ class Figures:
     """One run's per-request figures, as rpcprof measured them."""
     setting: Setting
     run_dir: Path
-    # the profile window's, which begins on new connections: h2load's DATA bytes are that window's alone (the
-    # measured window's include its lead's)
+    # the profile window's, which begins after a lead on its connections: h2load's DATA bytes count from the
+    # lead on, its requests in the timed window
     requests: int                 # rpcprof's count of OK replies
-    expected_requests: int        # DATA bytes / the framed length the padding should give
     succeeded: int                # h2load's completed requests
     data_bytes: int
-    reply_len: int                # framed reply length
+    reply_len: int                # framed reply length the padding should give
+    learned_len: int              # the framed length rpcprof learned from the server's replies to its probe
+    lead_s: float                 # the profile window's lead
     cpu_us_per_req: float         # the measured (unprofiled) window: rpcprof's efficiency figure
     cpu_us_per_req_profiled: float   # the profile window's own
     req_per_s: float
@@ -190,8 +191,8 @@ def figures(run_dir: Path, setting: Setting) -> Figures:
     h2load = (run_dir / SERVER / window_file(PROFILE_SYSCALLS, "load")).read_text()
     data_bytes = int(re.search(r"\((\d+)\) data", h2load).group(1))
     succeeded = int(re.search(r"(\d+) succeeded", h2load).group(1))
-    return Figures(setting, run_dir, m["profile"]["requests_ok"], data_bytes // reply_len, succeeded, data_bytes,
-                   reply_len, cpu, cpu_profiled, m["req_per_s"], sc.get("writes_per_req") or 0, by.get("sendto", 0),
+    return Figures(setting, run_dir, m["profile"]["requests_ok"], succeeded, data_bytes, reply_len,
+                   m["reply"]["framed_len"], m["profile"]["lead_s"], cpu, cpu_profiled, m["req_per_s"], sc.get("writes_per_req") or 0, by.get("sendto", 0),
                    sc.get("per_req") or sc.get("named_per_req") or 0,
                    {c: v * cpu_profiled for c, v in shares.items()}, {c: v * cpu for c, v in shares.items()})
 
@@ -362,19 +363,22 @@ def test_protobuf_cost_is_linear_in_the_payload_bytes(sweep):
 
 
 def test_padded_replies_are_counted_by_their_own_length(sweep):
-    """rpcprof learned each setting's reply from its probe: its count is DATA bytes / the padded length."""
+    """rpcprof learned each setting's padded reply from its probe, and counts the window's 2xx, which the
+    DATA bytes (the lead's with them) cover at that length."""
     for f in sweep:
-        assert f.requests == f.expected_requests, (
-            f"{f.setting.name}: rpcprof counted {f.requests} replies; DATA bytes / {f.reply_len} B gives "
-            f"{f.expected_requests}")
+        assert f.learned_len == f.reply_len, f"{f.setting.name}: learned {f.learned_len} B, padded {f.reply_len} B"
+        assert f.requests == f.succeeded <= f.data_bytes // f.reply_len, (
+            f"{f.setting.name}: rpcprof counted {f.requests} replies of {f.succeeded} 2xx; DATA bytes / "
+            f"{f.reply_len} B gives {f.data_bytes // f.reply_len}")
 
 
 def test_padded_replies_reach_the_client_whole(sweep):
-    """DATA bytes = completed requests x framed reply length + the partial replies of the streams in flight
-    at the end of the window: so every reply carried its padding, and requests are counted right."""
+    """The profile window began after a lead on its connections, and every reply carried its padding: the DATA
+    bytes hold the window's completed replies at the framed length, and more (the lead's)."""
     for f in sweep:
-        assert f.reply_len * f.succeeded <= f.data_bytes <= f.reply_len * (f.succeeded + STREAMS), (
-            f"{f.setting.name}: {f.data_bytes} DATA bytes for {f.succeeded} replies of {f.reply_len} bytes")
+        assert f.lead_s > 0 and f.reply_len * f.succeeded < f.data_bytes, (
+            f"{f.setting.name}: {f.data_bytes} DATA bytes for {f.succeeded} replies of {f.reply_len} bytes "
+            f"after a {f.lead_s:g} s lead")
 
 
 def test_payload_grows_send_less_than_protobuf(sweep):

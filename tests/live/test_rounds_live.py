@@ -45,6 +45,14 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
     tonic = [r["writes_per_req"] for r in round_rows(metrics["rust_tonic_mt"])]
     pajamax = [r["writes_per_req"] for r in round_rows(metrics["rust_pajamax"])]
     assert min(tonic) > 3 * max(pajamax), (tonic, pajamax)
+    # the profile window began after a 0.5 s lead on its connections, neither sampled nor counted: tonic_mt's
+    # one write per response stays one (a counted lead would make it 1.5), its samples the window's CPU's
+    assert all(0.8 <= w <= 1.2 for w in tonic), tonic
+    for name in ("rust_tonic_mt", "rust_pajamax"):
+        prof = json.loads((done.run_dir / name / "profile.json").read_text())
+        assert prof["lead_s"] == 0.5 and "with 0.5s of warm-up time" in (
+            done.run_dir / name / "profile-syscalls-load.log").read_text()
+        assert prof["samples"] <= 1.2 * prof["server_cpu_s"] * prof["frequency_used_hz"], prof
     compare = report("compare", str(done.run_dir))
     assert compare.returncode == 0, compare.stderr
     assert "µs/req: the mean over rounds" in compare.stdout and "±" in compare.stdout

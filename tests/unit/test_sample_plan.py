@@ -70,9 +70,11 @@ def test_the_last_warm_up_window_leads_the_measured_one_on_its_own_connections(t
     for kind, lead in ((H2load, 5.0), (Ghz, 0.0)):
         driver = Driven(kind)
         subject = Subject("s", 1, None, tmp_path, driver, settings, 50051, 1, (1,))
-        assert warm_up(subject, [5.0] * 4) == lead
-        assert driver.windows == [5.0] * (4 - (lead > 0))
-        assert warm_up(Subject("s", 1, None, tmp_path, Driven(kind), settings, 50051, 1, (1,)), []) == 0.0
+        warm_up(subject, [5.0] * 4)
+        assert subject.lead == lead and driver.windows == [5.0] * (4 - (lead > 0))
+        subject = Subject("s", 1, None, tmp_path, Driven(kind), settings, 50051, 1, (1,))
+        warm_up(subject, [])
+        assert subject.lead == 0.0
     h2load = H2load(SCENARIOS["helloworld"], tmp_path)
     argv = h2load.argv(settings, 50051, tmp_path / "log")
     assert "--warm-up-time" not in argv

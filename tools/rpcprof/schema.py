@@ -33,7 +33,7 @@ COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a c
 PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
                            "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds", "pyspy_kept",
-                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter", "started_unix_ns",
+                           "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter", "started_unix_ns", "lead_s",
                            "unnamed_jit_share")},
     **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan", "scope")},
     "too_few_samples": FLAG,

@@ -164,20 +164,28 @@ class InWindowMaps:
     lines kept in maps: code the JIT compiles and frees again within the window is named from them
     (keep_freed_code). Each map costs the JVM a few ms of CPU, so it is asked again only while its JIT frees
     code: once a map shows nothing freed since the one before (first, the map written as the window began),
-    the JIT has settled and the asking stops."""
+    the JIT has settled and the asking stops. late: from start() on (the window's start, after a driver's
+    lead), not from the context's entry."""
 
-    def __init__(self, sock: Path, command: str, path: Path, first: list[str]):
+    def __init__(self, sock: Path, command: str, path: Path, first: list[str], late: bool = False):
         self.maps: list[list[str]] = []
+        self.late = late
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._ask, args=(sock, command, path, first), daemon=True)
 
+    def start(self) -> None:
+        if not self._thread.is_alive() and not self._done.is_set():
+            self._thread.start()
+
     def __enter__(self) -> "InWindowMaps":
-        self._thread.start()
+        if not self.late:
+            self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread.ident is not None:
+            self._thread.join()
 
     def _ask(self, sock: Path, command: str, path: Path, first: list[str]) -> None:
         before = map_spans(first)
@@ -206,11 +214,17 @@ class JitMaps:
             with suppress(OSError):
                 self.start_map = self.path.read_text(errors="replace").splitlines()
 
-    def during(self):
-        """A context for the window: the maps asked for while it runs (a JVM whose attach socket jcmd opened)."""
+    def during(self, late: bool = False):
+        """A context for the window: the maps asked for while it runs (a JVM whose attach socket jcmd opened);
+        late: from the window's start (start()) on."""
         sock = jcmd_socket(self.after, self.pid) if self.start_map else None
-        self.asked = InWindowMaps(sock, " ".join(self.after[2:]), self.path, self.start_map) if sock else None
+        self.asked = InWindowMaps(sock, " ".join(self.after[2:]), self.path, self.start_map, late) if sock else None
         return self.asked or nullcontext()
+
+    def start(self) -> None:
+        """The window starts: the maps asked for from now on, if late."""
+        if self.asked is not None:
+            self.asked.start()
 
     def end(self) -> dict | None:
         """The after-command's record once the profiler stopped (None without one); the map saved."""

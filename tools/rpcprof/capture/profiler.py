@@ -171,12 +171,13 @@ def pyspy_sampling(name: str, asked: int, seconds: float, log_path: Path) -> dic
 
 
 def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMonitor,
-                    drive: Callable[[CpuWindow], int | None], session: Session) -> dict:
+                    drive: Callable[[CpuWindow], int | None], session: Session, late: bool = False) -> dict:
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
     drive calls window.start() and window.end() when its window begins and ends (an end not marked is
-    taken when drive returns) and returns the OK requests it saw, or None when unknown. The session owns
-    the profiler while it runs, so it is stopped on any exit path.
+    taken when drive returns) and returns the OK requests it saw, or None when unknown. late (perf only):
+    the samples begin at window.start(), not before drive (a driver's lead is not profiled). The session
+    owns the profiler while it runs, so it is stopped on any exit path.
     """
     perf = target.profiler == "perf"
     jit = perf and target.call_graph == "dwarf-jit"
@@ -189,17 +190,24 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     maps = JitMaps(target.name, target.pid, target.after, target.out) if perf else None
     recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
                            if perf else start_pyspy(target.pid, raw, plan.frequency))
-    recorder.wait_attached()
-    started = time.time_ns()
-    window = CpuWindow(monitor)
-    with maps.during() if maps else nullcontext():
+    late = late and perf
+    recorder.wait_attached(enable=not late)
+    started = [time.time_ns()]
+
+    def begin() -> None:        # the driver's timed window begins, after its lead: the samples with it
+        started[0] = time.time_ns()
+        recorder.start()
+        maps.start()
+    window = CpuWindow(monitor, on_start=begin if late else None)
+    with maps.during(late) if maps else nullcontext():
         requests = drive(window)
     cpu_ns = window.ns()
+    recorder.check()
     dumps = jitdumps(target.pid) if jit else []
     code = session.stop(recorder)
     record = {"profiler": target.profiler, "event": target.event if perf else PYSPY_EVENT,
               "call_graph": target.call_graph if perf else "python (py-spy)", "frequency_hz": plan.frequency,
-              "duration_s": plan.duration, "started_unix_ns": started, "plan": plan.raised or "as requested",
+              "duration_s": plan.duration, "started_unix_ns": started[0], "plan": plan.raised or "as requested",
               "weight": "sample period in ns (inferno weights perf samples by period)" if perf else "samples",
               "recorder_exit_code": code, "scope": scope if perf else f"pid {target.pid}",
               "pid_filter": target.pid if cpus else None, "requests_ok": requests, "server_cpu_s": cpu_ns / 1e9,

@@ -217,8 +217,8 @@ class Attach(Job):
         if problem:
             raise UserError(f"--target {self.opts.target} did not answer {self.scenario.method} correctly: {problem}")
         steps.use_reply(subject, reply, figures)
-        lead = steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
-        figures.update(steps.measure(subject, lead))
+        steps.warm_up(subject, steps.warmup_windows(self.opts.warmup, 0))
+        figures.update(steps.measure(subject))
         figures["request_count_source"] = f"{self.opts.driver} (--load)"
         short = too_short(figures, self.opts.streams)
         if short:

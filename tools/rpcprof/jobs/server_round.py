@@ -99,10 +99,10 @@ class ServerRound:
                 "(server.yaml warmup_s: its CPU per request is steady only after that long under load, connections "
                 "ended)")
         figures["warmup_s"] = sum(windows)
-        lead = steps.warm_up(subject, windows)
+        steps.warm_up(subject, windows)
         self._check_alive(server, "during the warm-up")
         self.run.exiting.close()        # an earlier round's counter, if still exiting, is gone before this window
-        figures.update(steps.measure(subject, lead))
+        figures.update(steps.measure(subject))
         self._check_alive(server, "during the measured window")
         if figures["requests_ok"] == 0:
             raise ServerFailed(f"{spec.name}: no request was answered with grpc-status 0 and the expected reply "

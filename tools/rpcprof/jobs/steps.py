@@ -40,14 +40,16 @@ class Subject:
     port: int | None = None
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
+    lead: float = 0.0               # seconds each window's load runs on its own connections before it (warm_up)
 
-    def drive(self, seconds: float, log_name: str, window: CpuWindow | None = None):
-        """Load for seconds; marks window's start and end at the driver's own window lines. The driver
+    def drive(self, seconds: float, log_name: str, window=None, lead: float = 0.0):
+        """Load for seconds, after lead seconds on the same connections; marks window's start and end at the
+        driver's own window lines. The driver
         logs every request's latency in every window, as in the measured one: h2load's log costs the client
         CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
         driven without the log, a regime of its own). No figure uses these windows' latencies (the
         measured window's are measured_window's), so the log is not read."""
-        settings = replace(self.settings, duration=seconds)
+        settings = replace(self.settings, duration=seconds, lead=lead)
         return self.driver.run(settings, self.port, self.out / log_name, read_latencies=False,
                                on_start=window.start if window else None, on_end=window.end if window else None)
 
@@ -83,21 +85,21 @@ def warmup_windows(asked: float, server_warmup_s: float) -> list[float]:
     return windows
 
 
-def warm_up(subject: Subject, windows: list[float]) -> float:
-    """Load for each of windows in turn (warmup_windows) before measuring. Returns the lead: the last window,
-    when the driver can drive it on the measured window's own connections (h2load's --warm-up-time), so
-    that the measured window begins on connections already under load, not new ones; else 0. A new
-    connection's first half second cost java_grpc 36-45 CPU µs/req against 8-9 after it, node_grpcjs
-    83-100 against 68-71 (the measured window's slices, one run of each)."""
-    lead = windows[-1] if windows and getattr(subject.driver, "LEADS", False) else 0.0
-    for seconds in windows[:len(windows) - (lead > 0)]:
+def warm_up(subject: Subject, windows: list[float]) -> None:
+    """Load for each of windows in turn (warmup_windows) before measuring. The last window becomes the
+    subject's lead, when the driver can drive it on a window's own connections (h2load's --warm-up-time):
+    the measured window, and the profile and syscall windows with perf, begin on connections already
+    under load, not new ones. A new connection's first half second cost java_grpc 36-45 CPU µs/req against
+    8-9 after it, node_grpcjs 83-100 against 68-71 (the measured window's slices, one run of each)."""
+    subject.lead = windows[-1] if windows and getattr(subject.driver, "LEADS", False) else 0.0
+    for seconds in windows[:len(windows) - (subject.lead > 0)]:
         subject.drive(seconds, WARMUP_LOG)
-    return lead
 
 
-def measure(subject: Subject, lead: float = 0.0) -> dict:
-    """The efficiency window: no profiler attached; the figures of exactly that window, after lead seconds
-    of load on its own connections (warm_up)."""
+def measure(subject: Subject) -> dict:
+    """The efficiency window: no profiler attached; the figures of exactly that window, after the subject's
+    lead (warm_up)."""
+    lead = subject.lead
     after = f", after {lead:g} s of load on its connections" if lead else ""
     log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached{after})")
     settings = replace(subject.settings, lead=lead)
@@ -108,18 +110,19 @@ def measure(subject: Subject, lead: float = 0.0) -> dict:
         log(f"rpcprof: {subject.name}: no request answered after the lead (its connections ended in it; "
             f"{rundir.LEAD_ENDED_LOG}): measuring {settings.duration:g} s again on new connections")
         (subject.out / rundir.LOAD_LOG).replace(subject.out / rundir.LEAD_ENDED_LOG)
+        subject.lead = 0.0          # and every later window likewise
         return measure(subject)
     return {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
                              list(subject.load_cpus), proc),
             "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead}
 
 
-def attached(session: Session, recorder, warning: Callable[[UserError], str]):
-    """recorder (owned by session) once attached, None stays None; None when it could not attach: stopped,
-    and warning(why) said (a recording the figures can do without)."""
+def attached(session: Session, recorder, warning: Callable[[UserError], str], enable: bool = True):
+    """recorder (owned by session) once attached (enable False: its events still disabled), None stays None;
+    None when it could not attach: stopped, and warning(why) said (a recording the figures can do without)."""
     if recorder is not None:
         try:
-            recorder.wait_attached()
+            recorder.wait_attached(enable=enable)
         except UserError as e:
             session.stop(recorder)
             log(warning(e))
@@ -127,7 +130,7 @@ def attached(session: Session, recorder, warning: Callable[[UserError], str]):
     return recorder
 
 
-def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow,
+def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow, lead: float,
                    record_io: bool = False, cpus: list[int] | None = None, reap: Session | None = None):
     """Load for seconds while perf stat counts syscalls into out/NAME.csv: on the whole CPUs cpus (the
     server is pinned there; no per-thread event to switch), else on every thread of the subject with its
@@ -137,7 +140,8 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     session owns them all. Returns (load, finish): finish() waits for them to exit and returns the counts,
     so that perf stat's slow exit (an RCU grace period per tracepoint) overlaps the caller's own work; with
     cpus and reap, it reads the counts perf printed when interrupted and hands the exiting perf stat to
-    reap, whose owner stops it before its next measured window."""
+    reap, whose owner stops it before its next measured window. The counters count from the driver's
+    window start, after lead seconds of load on its connections."""
     counter = session.own(syscalls.start_count(subject.pid, subject.out, name, cpus))
     io_recorder = syscalls.start_io_record(subject.pid, subject.out, rundir.window_file(name, "io")) \
         if record_io else None
@@ -146,12 +150,15 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     elif record_io:
         log(f"rpcprof: WARNING: {subject.name}: this kernel has no sys_exit tracepoint of the read/write "
             "families; no bytes per read/write")
-    counter.wait_attached()
-    io_recorder = attached(session, io_recorder, lambda e: f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write")
+    counter.wait_attached(enable=not lead)
+    io_recorder = attached(session, io_recorder, lambda e: f"rpcprof: WARNING: {subject.name}: {e}; no bytes per read/write",
+                           enable=not lead)
     own = ProcWindow(subject.pid, subject.monitor.switches)
-    load = subject.drive(seconds, rundir.window_file(name, "load"), Marks(window, own))
+    late = (counter, io_recorder) if lead else ()
+    load = subject.drive(seconds, rundir.window_file(name, "load"), Marks(window, own, *late), lead)
     for recorder in (counter, io_recorder):
         if recorder is not None:
+            recorder.check()
             recorder.interrupt()
 
     def finish() -> dict:
@@ -202,7 +209,7 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, unprofile
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
     window = CpuWindow(subject.monitor)
-    load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, window, record_io=record_io,
+    load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, window, subject.lead, record_io=record_io,
                                   cpus=cpus, reap=reap)
     return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
 
@@ -217,15 +224,18 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     cpu_us_per_req), goes in figures['profile'] and is returned."""
     unprofiled_us = figures.get("cpu_us_per_req")
     seen = {}
+    # the subject's lead where perf can begin its samples after it (py-spy cannot: no lead)
+    lead = subject.lead if drive is None and target.profiler == "perf" else 0.0
     if drive is None:
         def drive(window):
             if count:
                 seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, rundir.PROFILE_SYSCALLS,
-                                                              window, cpus=count_cpus, reap=reap)
+                                                              window, lead, cpus=count_cpus, reap=reap)
             else:
-                seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window)
+                seen["load"] = subject.drive(plan.duration, PROFILE_LOAD_LOG, window, lead)
             return seen["load"].ok
-    record = capture_profile(target, plan, subject.monitor, drive, session)
+    record = capture_profile(target, plan, subject.monitor, drive, session, late=lead > 0)
+    record["lead_s"] = lead
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
@@ -298,15 +308,19 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     from rpcprof.report.waits import asleep_text, histogram_text, summarise
     log(f"rpcprof: {subject.name}: recording where its threads wait (context switches with stacks) and sampling "
         f"its connections' TCP state for {seconds:g} s")
+    lead = subject.lead if subject.driver is not None else 0.0     # its events turned on after it, as the profile's
     recorder = session.own(start_offcpu(subject.pid, subject.out, call_graph))
-    recorder.wait_attached()
+    recorder.wait_attached(enable=not lead)
     threads_before = thread_snapshot(subject.pid)
     wakes = attached(session, session.own(start_offwake(subject.out)),
-                     lambda e: f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}")
+                     lambda e: f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}", enable=not lead)
     sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
-        load = subject.drive(seconds, OFFCPU_LOAD_LOG, window)
+        load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, *((recorder, wakes) if lead else ())), lead)
+        for started in (recorder, wakes):
+            if started is not None:
+                started.check()
         requests, wall = load.ok, load.wall_s
     else:
         window.start()

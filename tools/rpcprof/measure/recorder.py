@@ -111,19 +111,22 @@ class Recorder:
         # still answering the disable command ends it without a print, so interrupt() waits for the poll
         self.signal_in_poll = control is not None and "-I" in argv
         self.signalled = False
+        self.late_error: str | None = None
         self.log = open(log_path, "wb")
         self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True)
 
-    def wait_attached(self, timeout: float = 10.0) -> None:
-        """With a control (perf), wait until perf acknowledges that its events are enabled; without one
-        (py-spy), until the profiler has run for 0.5 s."""
+    def wait_attached(self, timeout: float = 10.0, enable: bool = True) -> None:
+        """With a control (perf), wait until perf acknowledges that its events are enabled (enable False:
+        that it answers, its events still off, for start() to enable; `ping`, not `disable`: a disable turns
+        off perf record's side-band events too, and a process started before start() is then unnamed in
+        the recording); without one (py-spy), until the profiler has run for 0.5 s."""
         t0 = time.monotonic()
         if self.control is not None:
-            if self.control.command("enable", self.proc, timeout):
+            if self.control.command("enable" if enable else "ping", self.proc, timeout):
                 return
             if self.proc.poll() is None:
-                raise UserError(f"{Path(self.argv[0]).name} did not enable its events within {timeout:g} s")
+                raise UserError(f"{Path(self.argv[0]).name} did not answer its control fifo within {timeout:g} s")
         while time.monotonic() - t0 < timeout:
             if self.proc.poll() is not None:
                 raise UserError(f"{Path(self.argv[0]).name} exited at start (status {self.proc.returncode}): "
@@ -131,6 +134,19 @@ class Recorder:
             if time.monotonic() - t0 > 0.5:
                 return
             time.sleep(0.05)
+
+    def start(self, _pid: int | None = None) -> None:
+        """A window's start (a marker of measure/procstat.Marks, called when the load driver's timed window
+        begins, after its lead): enable the events attached disabled; check() says if they were not."""
+        if not self.control.command("enable", self.proc, 2.0):
+            self.late_error = f"{Path(self.argv[0]).name} did not enable its events at the window's start"
+
+    def end(self, _pid: int | None = None) -> None:
+        """The events are disabled when the recording is interrupted, after the driver exits."""
+
+    def check(self) -> None:
+        if self.late_error:
+            raise UserError(f"{self.late_error} ({log_tail(self.log_path, 3)})")
 
     def interrupt(self) -> None:
         """End the recording now (with a control: disable its events first) and let it exit while other
