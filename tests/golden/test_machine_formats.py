@@ -199,6 +199,10 @@ def test_what_the_table_and_the_sentences_show_is_made_of_the_numbers_beside_the
     assert [f["server"] for f in compare["server_figures"]] == ["rust_tonic_mt", "rust_pajamax"]
     for line, f in zip(compare["servers"], compare["server_figures"]):
         assert line.startswith(f"{f['server']}: {f['req_per_cpu_s']:,.0f} req/s per CPU (x{f['ratio']:.2f} of ")
-        assert f"{f['cpu_us_per_req']:.2f} CPU µs/req unprofiled, {f['overhead_pct']:+.0f} % while profiled " \
+        # the median round's figure, beside the rounds' mean that the table's total row gives
+        total = next(r for r in compare["rows"] if r["category"] == "total")[f"{f['server']}_us"]
+        assert f['cpu_us_per_req_mean'] == pytest.approx(total)
+        assert f"{f['cpu_us_per_req']:.2f} CPU µs/req unprofiled (its median round; {f['cpu_us_per_req_mean']:.2f} the mean, the total " \
+               f"below), {f['overhead_pct']:+.0f} % while profiled " \
                f"[{f['overhead_low_pct']:+.0f} to {f['overhead_high_pct']:+.0f} %], {f['samples']:,} samples in " \
                f"{f['rounds']} rounds" in line

@@ -91,15 +91,19 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m))
         overhead, cost = prof.get("overhead_pct"), prof.get("overhead_interval_pct")
         relation = f"the process of {view} again, profiled by {prof.get('profiler')}" if view else f"x{ratio:.2f} of {base}"
+        # the run's figures are its median round's; the table's total is the profiled rounds' mean
+        mean = sum(cpu for cpu, _ in rounds[s].values()) / len(rounds[s]) if by_rounds else None
         head.append(f"{s}: {m['req_per_cpu_s']:,.0f} req/s per CPU ({relation}), "
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
+                    + (f" (its median round; {mean:.2f} the mean, the total below)" if mean is not None else "")
                     + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
                     + (f" [{cost[0]:+.0f} to {cost[1]:+.0f} %]" if cost else "")
                     + f", {samples:,} samples" + (f" in {len(rounds[s])} rounds" if by_rounds else "") + note)
         figures.append({"server": s, "req_per_cpu_s": m["req_per_cpu_s"], "ratio": ratio,
                         "ratio_low": interval and interval.low, "ratio_high": interval and interval.high,
-                        "cpu_us_per_req": m["cpu_us_per_req"], "cpu_measured_while_profiling": bool(m.get("cpu_note")),
+                        "cpu_us_per_req": m["cpu_us_per_req"], "cpu_us_per_req_mean": mean,
+                        "cpu_measured_while_profiling": bool(m.get("cpu_note")),
                         "overhead_pct": overhead, "overhead_low_pct": cost[0] if cost else None,
                         "overhead_high_pct": cost[1] if cost else None, "samples": samples,
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
