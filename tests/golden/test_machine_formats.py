@@ -203,6 +203,6 @@ def test_what_the_table_and_the_sentences_show_is_made_of_the_numbers_beside_the
         total = next(r for r in compare["rows"] if r["category"] == "total")[f"{f['server']}_us"]
         assert f['cpu_us_per_req_mean'] == pytest.approx(total)
         assert f"{f['cpu_us_per_req']:.2f} CPU µs/req unprofiled (its median round; {f['cpu_us_per_req_mean']:.2f} the mean, the total " \
-               f"below), {f['overhead_pct']:+.0f} % while profiled " \
-               f"[{f['overhead_low_pct']:+.0f} to {f['overhead_high_pct']:+.0f} %], {f['samples']:,} samples in " \
+               f"below), {round(f['overhead_pct']):+d} % while profiled " \
+               f"[{round(f['overhead_low_pct']):+d} to {round(f['overhead_high_pct']):+d} %], {f['samples']:,} samples in " \
                f"{f['rounds']} rounds" in line

@@ -97,8 +97,8 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                     f"{m['cpu_us_per_req']:.2f} CPU µs/req "
                     + ("measured while profiling" if m.get("cpu_note") else "unprofiled")
                     + (f" (its median round; {mean:.2f} the mean, the total below)" if mean is not None else "")
-                    + (f", {overhead:+.0f} % while profiled" if overhead is not None else "")
-                    + (f" [{cost[0]:+.0f} to {cost[1]:+.0f} %]" if cost else "")
+                    + (f", {round(overhead):+d} % while profiled" if overhead is not None else "")   # never "-0"
+                    + (f" [{round(cost[0]):+d} to {round(cost[1]):+d} %]" if cost else "")
                     + f", {samples:,} samples" + (f" in {len(rounds[s])} rounds" if by_rounds else "") + note)
         figures.append({"server": s, "req_per_cpu_s": m["req_per_cpu_s"], "ratio": ratio,
                         "ratio_low": interval and interval.low, "ratio_high": interval and interval.high,
