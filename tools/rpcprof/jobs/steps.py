@@ -44,10 +44,9 @@ class Subject:
 
     def drive(self, seconds: float, log_name: str, window=None, lead: float = 0.0):
         """Load for seconds, after lead seconds on the same connections; marks window's start and end at the
-        driver's own window lines. The driver
-        logs every request's latency in every window, as in the measured one: h2load's log costs the client
-        CPU, and a client-bound server runs at the client's pace (pajamax: +48 % req/s in a profile window
-        driven without the log, a regime of its own). No figure uses these windows' latencies (the
+        driver's own window lines. The driver logs every request's latency in every window, as in the
+        measured one: h2load's log costs the client CPU, and a client-bound server runs at the client's pace
+        (pajamax: +48 % req/s in a profile window driven without the log, a regime of its own). No figure uses these windows' latencies (the
         measured window's are measured_window's), so the log is not read."""
         settings = replace(self.settings, duration=seconds, lead=lead)
         return self.driver.run(settings, self.port, self.out / log_name, read_latencies=False,
