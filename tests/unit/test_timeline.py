@@ -19,7 +19,7 @@ def test_each_slice_is_its_cpu_over_the_requests_that_started_in_it():
     for k in range(21):
         series.append((T0 + 0.1 * k, cpu))
         cpu += 1_000_000 if k < 10 else 3_000_000
-    starts = {int(T0 * 10) + k: 100 for k in range(20)}
+    starts = {int(T0 * 100) + k: 10 for k in range(200)}
     t = timeline(series, starts)
     assert t["t_s"] == [0.0, 0.5, 1.0, 1.5]
     assert t["req_per_s"] == [1000.0] * 4
@@ -29,7 +29,7 @@ def test_each_slice_is_its_cpu_over_the_requests_that_started_in_it():
 
 def test_a_slice_with_no_request_has_no_cpu_per_request_and_nothing_is_invented():
     series = [(T0, 0), (T0 + 0.5, 5_000_000), (T0 + 1.0, 6_000_000)]
-    t = timeline(series, {int(T0 * 10) + 7: 10})
+    t = timeline(series, {int(T0 * 100) + 70: 10})
     assert t["cpu_us_per_req"] == [None, pytest.approx(100.0)]
     assert timeline(series[:1], {1: 1}) is None and timeline(series, {}) is None
 
@@ -42,11 +42,28 @@ def test_h2loads_log_gives_latencies_and_start_buckets(tmp_path):
     hist, starts = LatencyHistogram(), Counter()
     read_h2load_latency_log(log, hist, starts)
     assert hist.n == 6
-    assert dict(starts) == {17_900_000_001: 2, 17_900_000_002: 2, 17_900_000_003: 2}
+    assert dict(starts) == {179_000_000_012: 1, 179_000_000_017: 1, 179_000_000_022: 1, 179_000_000_027: 1,
+                            179_000_000_032: 1, 179_000_000_037: 1}
 
 
 def test_ghzs_call_times_give_start_buckets_in_utc():
     from rpcprof.measure.load import ghz_start_buckets
-    stamps = Counter({"2026-11-26T01:43:12.2": 5, "2026-11-26T01:43:12.3": 2, "": 1})
-    # 2026-11-26T01:43:12.2 UTC is 1,795,657,392.2 s after the epoch
-    assert ghz_start_buckets(stamps) == {17_956_573_922: 5, 17_956_573_923: 2}
+    stamps = Counter({"2026-11-26T01:43:12.29": 5, "2026-11-26T01:43:12.30": 2, "": 1})
+    # 2026-11-26T01:43:12.29 UTC is 1,795,657,392.29 s after the epoch
+    assert ghz_start_buckets(stamps) == {179_565_739_229: 5, 179_565_739_230: 2}
+
+
+def test_a_window_cut_mid_bucket_gives_every_slice_its_own_requests_and_stops_before_those_cut_in_flight():
+    """A steady window that starts and ends inside a bucket: the slices begin on the first whole bucket, so no
+    slice counts part of a bucket against its CPU, and they stop the longest latency before the end."""
+    begin, end = T0 + 0.1037, T0 + 3.1037      # 3 s, 1 ms of CPU and 10 requests per 10 ms throughout
+    series = [(begin + 0.1 * k, 10_000_000 * k) for k in range(31)]
+    assert series[-1][0] == pytest.approx(end)
+    starts = Counter()
+    for j in range(3000):                       # a request every ms from the window's start
+        starts[int((begin + j / 1000) * 100)] += 1
+    t = timeline(series, dict(starts))
+    assert t["cpu_us_per_req"] == pytest.approx([100.0] * 5)       # 3 s less the first partial bucket: 5 slices
+    assert t["req_per_s"] == [1000.0] * 5
+    assert len(timeline(series, dict(starts), tail_s=0.2)["t_s"]) == 5
+    assert len(timeline(series, dict(starts), tail_s=0.6)["t_s"]) == 4

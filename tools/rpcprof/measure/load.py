@@ -43,7 +43,7 @@ _H2_PATTERNS = {
 }
 # an h2load --log-file line: start time (µs since the epoch), HTTP status, duration (µs), tab-separated
 _LATENCY_2XX = re.compile(rb"^[^\t\n]*\t2[^\t\n]*\t(\d+)", re.M)
-_START_2XX = re.compile(rb"^(\d+)\d{5}\t2", re.M)      # the start time in 0.1 s (its last 5 digits dropped)
+_START_2XX = re.compile(rb"^(\d+)\d{4}\t2", re.M)      # the start time in 0.01 s (its last 4 digits dropped)
 
 
 @dataclass
@@ -81,7 +81,7 @@ class LoadResult:
     latency: LatencyHistogram
     exit_code: int
     raw: dict = field(default_factory=dict)   # driver's own figures, for the record
-    starts: dict[int, int] = field(default_factory=dict)   # requests by start time, in 0.1 s since the epoch
+    starts: dict[int, int] = field(default_factory=dict)   # requests by start time, in 0.01 s since the epoch
 
     @property
     def client_cpu_cores(self) -> float:
@@ -222,7 +222,7 @@ def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter 
     """h2load --log-file lines (_LATENCY_2XX): only 2xx are counted. The durations are counted as bytes first
     (one regex pass over the file, ~2x a loop over lines: a window at 100,000 req/s logs that many lines a
     second), then turned into integers once per distinct value. starts: also count the requests by start
-    time in 0.1 s buckets (analyze/timeline.py)."""
+    time in 0.01 s buckets (analyze/timeline.py)."""
     data = path.read_bytes()
     for text, count in Counter(_LATENCY_2XX.findall(data)).items():
         hist.add(int(text), count)
@@ -265,7 +265,7 @@ class Ghz:
         for d in report.get("details") or []:
             if d.get("status") == "OK":
                 hist.add(int(d.get("latency", 0)) // 1000)
-                stamps[str(d.get("timestamp", ""))[:21]] += 1
+                stamps[str(d.get("timestamp", ""))[:22]] += 1
         statuses = report.get("statusCodeDistribution") or {}
         ok = int(statuses.get("OK", 0))
         non_ok = sum(int(v) for k, v in statuses.items() if k != "OK")
@@ -280,14 +280,14 @@ class Ghz:
 
 def ghz_start_buckets(stamps: Counter) -> dict[int, int]:
     """ghz's per-call start times (RFC 3339 in UTC, `2026-11-26T01:43:12.297719391Z`), counted by their
-    first 21 characters (to 0.1 s), as requests per 0.1 s since the epoch (analyze/timeline.py)."""
+    first 22 characters (to 0.01 s), as requests per 0.01 s since the epoch (analyze/timeline.py)."""
     out: Counter[int] = Counter()
     for prefix, count in stamps.items():
         try:
             t = dt.datetime.strptime(prefix, "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=dt.timezone.utc)
         except ValueError:
             continue            # not a time ghz wrote: no slice for it
-        out[round(t.timestamp() * 10)] += count
+        out[round(t.timestamp() * 100)] += count
     return dict(out)
 
 

@@ -81,7 +81,8 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
          "client_cpu_s": result.client_cpu_s, "client_cpu_cores": result.client_cpu_cores,
          "latency": result.latency.summary(), "memory": memory, "proc": proc,
          "proc_per_req": per_request(proc, ok) if proc else None,
-         "timeline": timeline(series, result.starts) if series else None, "connections": conns,
+         "timeline": timeline(series, result.starts, result.latency.percentile(100) / 1e6 if result.latency.n else 0.0)
+         if series else None, "connections": conns,
          "driver_exit_code": result.exit_code, "driver_figures": result.raw}
     # the S requests in flight when the window ends were partly served (their CPU is in the window) but
     # are not counted: as a share of the requests counted, the most CPU per request can be overstated by
