@@ -283,9 +283,9 @@ def test_a_window_ending_with_many_requests_in_flight_is_flagged():
     from rpcprof.measure.windows import IN_FLIGHT_SHARE, window_metrics
     from rpcprof.analyze.stats import LatencyHistogram
 
-    def metrics(ok, streams):
+    def metrics(ok, streams, lead=0.0):
         load = LoadResult("h2load", [], 8.0, ok, 0, 2.0, LatencyHistogram(), 0)
-        return window_metrics(load, int(8e9), {}, streams, 1, [1])
+        return window_metrics(load, int(8e9), {}, streams, 1, [1], lead=lead)
 
     assert IN_FLIGHT_SHARE == 0.02
     deep, shallow = metrics(740_000, 100_000), metrics(1_000_000, 1_000)
@@ -294,5 +294,12 @@ def test_a_window_ending_with_many_requests_in_flight_is_flagged():
     assert metrics(0, 100)["in_flight_flag"] is False
     rows = run_rows({"deep": {**deep, "status": "ok"}, "shallow": {**shallow, "status": "ok"}})
     assert [r["notes"] for r in rows] == ["IN-FLIGHT 14 %", ""]
-    assert any(line.startswith("deep: the requests still in flight when the window ended are 13.5 %")
+    assert any(line.startswith("deep: the requests in flight when the window ended are 13.5 %")
                for line in ratio_lines(rows))
+    # after a lead, S were in flight when the window began too, served in it and not counted
+    led = metrics(1_000_000, 15_000, lead=2.0)
+    assert led["in_flight_share"] == pytest.approx(0.03) and led["in_flight_flag"] is True
+    assert metrics(1_000_000, 15_000)["in_flight_flag"] is False
+    (row,) = run_rows({"led": {**led, "status": "ok"}})
+    assert any(line.startswith("led: the requests in flight when the window began, after its lead, and when it "
+                               "ended are 3.0 %") for line in ratio_lines([row]))

@@ -21,3 +21,10 @@ def test_a_window_long_enough_is_not_refused():
 def test_cpu_too_small_to_register_is_its_own_reason():
     why = too_short(window(1000, cpu_us=0.001), 10)
     assert "too short to measure CPU per request" in why
+
+
+def test_after_a_lead_the_requests_in_flight_at_both_ends_count():
+    # 3,000 in flight at each end of a window that counted 20,000: 15 % at its end alone, 30 % with its start
+    assert too_short({**window(20_000), "in_flight_share": 0.15, "in_flight_ends": 1}, 3000) is None
+    why = too_short({**window(20_000), "in_flight_share": 0.30, "in_flight_ends": 2}, 3000)
+    assert why.startswith("the 4 s window counted 20,000 requests with 3000 more in flight at each of its ends (30 %)")

@@ -58,7 +58,7 @@ RESULT = {"type": "object", "properties": {
     "status": {"enum": list(SERVER_STATUSES)},
     **{k: NUMBER for k in ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "server_cpu_cores", "client_cpu_cores",
                            "server_cpu_s", "client_cpu_s", "window_s", "requests_ok", "requests_non_ok",
-                           "server_cpu_share", "client_cpu_share", "in_flight_share", "repeat")},
+                           "server_cpu_share", "client_cpu_share", "in_flight_share", "in_flight_ends", "repeat")},
     "repeats": {"type": ["array", "null"], "items": {"type": "object"}},
     **{k: FLAG for k in ("client_bound", "latency_bound", "unsaturated", "in_flight_flag")},
     **{k: TEXT for k in ("app", "ruler", "cpu_note", "error", "server", "description", "profiler")},

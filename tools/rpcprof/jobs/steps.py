@@ -112,7 +112,7 @@ def measure(subject: Subject) -> dict:
         subject.lead = 0.0          # and every later window likewise
         return measure(subject)
     return {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
-                             list(subject.load_cpus), proc),
+                             list(subject.load_cpus), proc, lead),
             "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead}
 
 

@@ -15,7 +15,7 @@ from rpcprof.rundir import LOAD_LOG
 
 CLIENT_BOUND_SHARE = 0.90     # load generator at >= 90 % of its CPUs: it, not the server, limits req/s
 LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagle + delayed ACK) limits
-IN_FLIGHT_SHARE = 0.02        # S in flight at the window's end above 2 % of the requests counted: flagged
+IN_FLIGHT_SHARE = 0.02        # S in flight at the window's ends above 2 % of the requests counted: flagged
 END_EARLY_S = 0.25            # the connections are counted this long before the window's end
 TOO_SHORT_SHARE = 0.25        # ... above 25 %: CPU per request would mean nothing; the window is refused
 SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
@@ -67,8 +67,9 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
 
 
 def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int],
-                   proc: dict | None = None) -> dict:
-    """The figures of one measured window; every rate uses the same wall clock around the driver."""
+                   proc: dict | None = None, lead: float = 0.0) -> dict:
+    """The figures of one measured window; every rate uses the same wall clock around the driver. lead: the
+    seconds of load on its connections before it."""
     series = memory.pop("series", None)
     conns = memory.pop("connections", None)
     wall = result.wall_s
@@ -85,8 +86,10 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
          if series else None, "connections": conns,
          "driver_exit_code": result.exit_code, "driver_figures": result.raw}
     # the S requests in flight when the window ends were partly served (their CPU is in the window) but
-    # are not counted: as a share of the requests counted, the most CPU per request can be overstated by
-    m["in_flight_share"] = streams / ok if ok else None
+    # are not counted, nor, after a lead, the S in flight when it began (the driver counts the requests it
+    # started in its window): as a share of the requests counted, the most CPU per request can be overstated by
+    m["in_flight_ends"] = 2 if lead else 1
+    m["in_flight_share"] = m["in_flight_ends"] * streams / ok if ok else None
     m["in_flight_flag"] = bool(ok) and m["in_flight_share"] > IN_FLIGHT_SHARE
     m.update(classify_bottleneck(server_cores, server_cpu_count, result.client_cpu_cores, len(load_cpus)))
     return m
@@ -94,16 +97,19 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
 
 def too_short(m: dict, streams: int) -> str | None:
     """Why a measured window (window_metrics) is too short for the figures printed from it, or None:
-    CPU per request that would print as 0.00 (the server's CPU did not register), or S requests in
-    flight at its end above TOO_SHORT_SHARE of those counted (CPU per request overstated that much)."""
+    CPU per request that would print as 0.00 (the server's CPU did not register), or the S requests in
+    flight at its ends (in_flight_share) above TOO_SHORT_SHARE of those counted (CPU per request overstated
+    that much)."""
     ok, cpu_us = m.get("requests_ok") or 0, m.get("cpu_us_per_req")
     what = f"the {m['window_s']:.3g} s window counted {ok:,} requests"
     if ok and (cpu_us is None or cpu_us < 0.005):
         return f"{what} and {m['server_cpu_s'] * 1e6:.0f} µs of server CPU: too short to measure CPU per request; lengthen -d"
-    if ok and streams / ok > TOO_SHORT_SHARE:
+    share = m.get("in_flight_share") or (streams / ok if ok else 0)
+    if ok and share > TOO_SHORT_SHARE:
         # Little's law: with S in flight at N req/s, each request took S / N seconds
         rate = ok / m["window_s"]
-        return (f"{what} with {streams} more in flight at its end ({100 * streams / ok:.0f} %): too short for CPU per "
+        ends = "each of its ends" if m.get("in_flight_ends") == 2 else "its end"
+        return (f"{what} with {streams} more in flight at {ends} ({100 * share:.0f} %): too short for CPU per "
                 f"request; by Little's law each request took about {streams / rate:.3g} s ({streams} in flight / "
                 f"{rate:,.0f} req/s): lengthen -d well past that, or lower -S")
     return None

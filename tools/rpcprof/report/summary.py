@@ -85,7 +85,8 @@ def syscalls_per_request(sc: dict | None) -> float | None:
 
 # the figures of a server's result that its row keeps as they are
 PASSED_ON = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "client_bound", "latency_bound", "unsaturated",
-             "in_flight_share", "in_flight_flag", "stalled", "too_short", "server_cpu_share", "client_cpu_share")
+             "in_flight_share", "in_flight_ends", "in_flight_flag", "stalled", "too_short", "server_cpu_share",
+             "client_cpu_share")
 
 
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
@@ -210,7 +211,8 @@ def ratio_lines(rows: list[dict]) -> list[str]:
         if r.get("too_short"):
             lines.append(f"{r['server']}: {r['too_short']}; its figures are kept, flagged TOO-SHORT.")
         if r.get("in_flight_flag"):
-            lines.append(f"{r['server']}: the requests still in flight when the window ended are "
+            when = "began, after its lead, and when it ended" if r.get("in_flight_ends") == 2 else "ended"
+            lines.append(f"{r['server']}: the requests in flight when the window {when} are "
                          f"{100 * r['in_flight_share']:.1f} % of those counted: partly served, not counted, so CPU per "
                          "request may be overstated by up to that much; a longer -d makes it smaller.")
     return lines
