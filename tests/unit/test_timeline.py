@@ -67,3 +67,6 @@ def test_a_window_cut_mid_bucket_gives_every_slice_its_own_requests_and_stops_be
     assert t["req_per_s"] == [1000.0] * 5
     assert len(timeline(series, dict(starts), tail_s=0.2)["t_s"]) == 5
     assert len(timeline(series, dict(starts), tail_s=0.6)["t_s"]) == 4
+    # after a lead: from that long after the start, each slice still its own requests
+    led = timeline(series, dict(starts), tail_s=0.2, head_s=0.2)
+    assert led["cpu_us_per_req"] == pytest.approx([100.0] * 5) and len(timeline(series, dict(starts), 0.3, 0.3)["t_s"]) == 4

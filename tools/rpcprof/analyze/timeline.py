@@ -9,7 +9,9 @@ ended would move a few per mille of a slice's requests. The slices begin on a bu
 bucket lies whole in one slice: a slice that took a bucket cut by the window's start or end counted the
 requests of part of it against the CPU of all of it (with 0.1 s buckets set by their middles, the last slice
 of the README's runs read 4-5 % above their median on average, up to 28 %). They end the window's longest
-latency before its end: the requests in flight then, cut by the end, are in no record.
+latency (99.9th percentile, at most a slice: measure/windows.py) before its end: the requests in flight then,
+cut by the end, are in no record; and after a lead, they begin that long after its start: the lead's
+requests, answered then, are in none either.
 """
 from __future__ import annotations
 
@@ -29,15 +31,15 @@ def _cpu_at(series: list[tuple[float, int]], t: float) -> float:
     return float(series[-1][1])
 
 
-def timeline(series: list[tuple[float, int]], starts: dict[int, int], tail_s: float = 0.0,
+def timeline(series: list[tuple[float, int]], starts: dict[int, int], tail_s: float = 0.0, head_s: float = 0.0,
              slice_s: float = SLICE_S) -> dict | None:
     """{slice_s, t_s, cpu_us_per_req, req_per_s, server_cpu_cores} over the window the CPU series covers,
-    from its first bucket edge to tail_s (its longest latency) before its end; starts: {start time in
+    from its first bucket edge head_s after its start to tail_s (its longest latency) before its end; starts: {start time in
     BUCKET_S units since the epoch: requests}. None without two CPU samples or requests. A slice that
     counted no request has None for its CPU per request."""
     if len(series) < 2 or not starts:
         return None
-    first = math.ceil(series[0][0] / BUCKET_S - 1e-6)       # the first bucket whole in the window
+    first = math.ceil((series[0][0] + head_s) / BUCKET_S - 1e-6)       # the first bucket whole in the window
     begin, end = first * BUCKET_S, series[-1][0] - tail_s
     n = int((end - begin) // slice_s)
     if n < 1:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from rpcprof.analyze.timeline import timeline
+from rpcprof.analyze.timeline import SLICE_S, timeline
 from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
 from rpcprof.measure.threads import ProcWindow, per_request
@@ -74,6 +74,9 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
     conns = memory.pop("connections", None)
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
+    # the timeline leaves out the requests in flight at the window's ends: its 99.9th latency percentile at
+    # each, at most one slice (a window whose requests take longer is flagged IN-FLIGHT or TOO-SHORT)
+    longest = min(result.latency.percentile(99.9) / 1e6, SLICE_S) if result.latency.n else 0.0
     ok = result.ok
     m = {"window_s": wall, "requests_ok": ok, "requests_non_ok": result.non_ok,
          "req_per_s": ok / wall if wall > 0 else 0.0, "server_cpu_s": cpu_ns / 1e9, "server_cpu_cores": server_cores,
@@ -82,8 +85,8 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
          "client_cpu_s": result.client_cpu_s, "client_cpu_cores": result.client_cpu_cores,
          "latency": result.latency.summary(), "memory": memory, "proc": proc,
          "proc_per_req": per_request(proc, ok) if proc else None,
-         "timeline": timeline(series, result.starts, result.latency.percentile(100) / 1e6 if result.latency.n else 0.0)
-         if series else None, "connections": conns,
+         "timeline": timeline(series, result.starts, longest, longest if lead else 0.0) if series else None,
+         "connections": conns,
          "driver_exit_code": result.exit_code, "driver_figures": result.raw}
     # the S requests in flight when the window ends were partly served (their CPU is in the window) but
     # are not counted, nor, after a lead, the S in flight when it began (the driver counts the requests it
