@@ -1,6 +1,7 @@
 """The sweep's plan, without running one: seed 000's cells and the duration it announces (a real
 sweep: tests/live/test_sweep_live.py)."""
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -22,4 +23,6 @@ def test_the_plan_counts_off_cpu_windows_that_may_come(off_cpu, bounds):
     text = planned(opts, 12)
     assert len(re.findall(r"\d+ min \d+ s", text)) == bounds, text
     with_window = seconds_per_cell(opts, every_off_cpu=True)
-    assert with_window - seconds_per_cell(opts) == (2 * 6 if off_cpu is None else 0)
+    assert with_window - seconds_per_cell(opts) == (2 * (5 + 2 + 1) if off_cpu is None else 0)   # window, lead, fold
+    # each window after the measured one has h2load's lead: the warm-up again; ghz has none
+    assert seconds_per_cell(opts) - seconds_per_cell(replace(opts, driver="ghz")) == 2 * 5 * 2 + (2 * 2 if off_cpu else 0)

@@ -41,12 +41,14 @@ def seconds_per_cell(opts: RunOptions, every_off_cpu: bool = False) -> float:
     counts the syscalls; a syscall window instead with --no-profile), start-up and folding; in the first
     round the read/write size window (--io-sizes) and the off-CPU window when asked (--off-cpu), or with
     every_off_cpu=True when it may come (neither --off-cpu nor --no-off-cpu: it runs in the cells that turn
-    out latency-bound or unsaturated, which no plan can know, so the plan gives both bounds)."""
-    one = opts.warmup + opts.duration + 2.0 + (opts.profile_duration + 2 if opts.profile else
-                                               opts.syscall_duration if opts.syscalls else 0)
-    first_extra = opts.syscall_duration if opts.io_sizes else 0
+    out latency-bound or unsaturated, which no plan can know, so the plan gives both bounds). With h2load,
+    each window after the measured one has the warm-up's last window as its lead (jobs/steps.warm_up)."""
+    lead = opts.warmup if opts.driver == "h2load" else 0.0
+    one = opts.warmup + opts.duration + 2.0 + (opts.profile_duration + lead + 2 if opts.profile else
+                                               opts.syscall_duration + lead if opts.syscalls else 0)
+    first_extra = opts.syscall_duration + lead if opts.io_sizes else 0
     off_cpu = opts.off_cpu or (every_off_cpu and opts.off_cpu is None)
-    first_extra += opts.off_cpu_duration + 1 if off_cpu else 0
+    first_extra += opts.off_cpu_duration + lead + 1 if off_cpu else 0
     return len(opts.servers) * (opts.rounds * one + first_extra)
 
 
