@@ -167,6 +167,7 @@ class Attach(Job):
         try:
             if measured:                                   # the second profile reuses the measured window
                 figures.update({k: measured.figures[k] for k in MEASURED_KEYS if k in measured.figures})
+                subject.lead = measured.figures.get("lead_s") or 0.0    # and its lead
             elif opts.load:
                 self._measure_with_load(subject, figures)
             cores = figures.get("server_cpu_cores") or cpu_now(monitor)
