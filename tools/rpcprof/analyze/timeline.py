@@ -9,7 +9,7 @@ ended would move a few per mille of a slice's requests. The slices begin on a bu
 bucket lies whole in one slice: a slice that took a bucket cut by the window's start or end counted the
 requests of part of it against the CPU of all of it (with 0.1 s buckets set by their middles, the last slice
 of the README's runs read 4-5 % above their median on average, up to 28 %). They end the window's longest
-latency (99.9th percentile, at most a slice: measure/windows.py) before its end: the requests in flight then,
+latency (its EDGE_PERCENTILE, at most a slice: measure/windows.py) before its end: the requests in flight then,
 cut by the end, are in no record; and after a lead, they begin that long after its start: the lead's
 requests, answered then, are in none either.
 """

@@ -18,6 +18,7 @@ LATENCY_BOUND_SHARE = 0.60    # both sides below 60 %: something else (e.g. Nagl
 IN_FLIGHT_SHARE = 0.02        # S in flight at the window's ends above 2 % of the requests counted: flagged
 END_EARLY_S = 0.25            # the connections are counted this long before the window's end
 TOO_SHORT_SHARE = 0.25        # ... above 25 %: CPU per request would mean nothing; the window is refused
+EDGE_PERCENTILE = 99.9        # the latency percentile a timeline leaves out at a window's ends (window_metrics)
 SATURATED_SHARE = 0.90        # server at >= 90 % of its CPUs: it limits req/s; below, with neither flag
                               # above, the run is unsaturated (e.g. server and client taking turns)
 
@@ -74,9 +75,9 @@ def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_c
     conns = memory.pop("connections", None)
     wall = result.wall_s
     server_cores = cpu_seconds_per_second(cpu_ns, wall)
-    # the timeline leaves out the requests in flight at the window's ends: its 99.9th latency percentile at
+    # the timeline leaves out the requests in flight at the window's ends: its EDGE_PERCENTILE latency at
     # each, at most one slice (a window whose requests take longer is flagged IN-FLIGHT or TOO-SHORT)
-    longest = min(result.latency.percentile(99.9) / 1e6, SLICE_S) if result.latency.n else 0.0
+    longest = min(result.latency.percentile(EDGE_PERCENTILE) / 1e6, SLICE_S) if result.latency.n else 0.0
     ok = result.ok
     m = {"window_s": wall, "requests_ok": ok, "requests_non_ok": result.non_ok,
          "req_per_s": ok / wall if wall > 0 else 0.0, "server_cpu_s": cpu_ns / 1e9, "server_cpu_cores": server_cores,
