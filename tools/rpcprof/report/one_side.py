@@ -106,14 +106,11 @@ def recolour_significant(svg: str, d: Diff, view: str) -> str:
     by_depth: dict[int, list] = defaultdict(list)
     for a, m in boxes:
         by_depth[(y_all - int(a["y"])) // FRAME_HEIGHT].append((int(a["fg:x"]), int(a["fg:w"]), m))
-    node_of: dict[int, int] = {}          # match start -> tree node
-    for depth in sorted(by_depth):
+    node_of = {m.start(): 0 for _, _, m in by_depth[0]}       # match start -> tree node; the root's box is node 0
+    for depth in sorted(by_depth)[1:]:
         parents = sorted((x, w, node_of[m.start()]) for x, w, m in by_depth.get(depth - 1, []) if m.start() in node_of)
         starts = [p[0] for p in parents]
         for x, w, m in by_depth[depth]:
-            if depth == 0:
-                node_of[m.start()] = 0
-                continue
             i = bisect_right(starts, x) - 1
             if i < 0 or not parents[i][0] <= x < parents[i][0] + max(parents[i][1], 1):
                 continue

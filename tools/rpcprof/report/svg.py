@@ -28,8 +28,8 @@ LEGEND_HEIGHT = 24       # room made between the subtitle and the frames for the
 # --- categories of boxes ---------------------------------------------------------------------------
 
 def dominant(weights: dict[str, int], order: list[str]) -> str:
-    """The category with the most weight; ties go to the category listed first."""
-    return max(order, key=lambda c: (weights.get(c, 0), -order.index(c)))
+    """The category with the most weight; ties go to the category listed first (max keeps the first it meets)."""
+    return max(order, key=lambda c: weights.get(c, 0))
 
 
 # --- post-processing inferno's SVG ----------------------------------------------------------------
@@ -51,7 +51,7 @@ def filled(attrs: str, color: str) -> str:
 def category_text(weights: dict[str, int], order: list[str]) -> str:
     """'recv' when one category owns the box, else the main ones with their share of it."""
     total = sum(weights.values())
-    present = sorted((c for c in order if weights.get(c)), key=lambda c: (-weights[c], order.index(c)))
+    present = sorted((c for c in order if weights.get(c)), key=lambda c: -weights[c])     # ties: in order's order
     if len(present) == 1:
         return present[0]
     parts = [f"{c} {100 * weights[c] / total:.0f}%" for c in present[:3]]
