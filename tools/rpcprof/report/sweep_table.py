@@ -45,10 +45,9 @@ def sweep_rows(sweep_dir: Path, rules: Rules) -> list[dict]:
         metrics = cells[key][1]
         base_rows = run_rows(metrics, servers)
         breakdowns = run_breakdowns(first_profiles(run_dir, cells[key][0]), metrics, rules)
-        second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") else None
         voided = any(r.get("stalled") for r in base_rows[:2])     # a stalled window's figures are not a pace
-        ratio = second["relative"] if second and not voided else None
-        interval = second.get("ratio_interval") if second and not voided else None
+        second = base_rows[1] if len(base_rows) > 1 and base_rows[0].get("req_per_cpu_s") and not voided else {}
+        ratio, interval = second.get("relative"), second.get("ratio_interval")
         for r in base_rows:
             m = metrics.get(r["server"], {})
             b, figures = breakdowns.get(r["server"]), kernel_figures(m.get("syscalls"))
