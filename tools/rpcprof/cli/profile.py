@@ -96,6 +96,14 @@ def finite(zero: bool):
 positive, not_negative = finite(False), finite(True)
 
 
+def amount(defaults: dict, *decls: str, zero: bool = False, **kw):
+    """A count, rate or duration option with its default from defaults (RUN, SWEEP, ATTACH) by its field's name,
+    shown in --help: finite and above 0, or with zero (a warm-up, a minimum) 0 or more."""
+    name = decls[-1].lstrip("-").replace("-", "_")
+    return click.option(*decls, default=defaults[name], show_default=True, callback=not_negative if zero else positive,
+                        **kw)
+
+
 LABEL_MAX_BYTES = 100
 
 
@@ -121,27 +129,26 @@ def share(ctx, param, value):
     return x
 
 
-def rounds_options(what: str, default: int):
+def rounds_options(what: str, defaults: dict):
     """--rounds (or --repeat, its old name), --precision, --max-time: the rounds of run and sweep."""
     return stacked(
-        click.option("--rounds", "--repeat", "rounds", default=default, show_default=True, callback=positive,
-                     help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
-                          f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
+        amount(defaults, "--rounds", "--repeat", "rounds",
+               help=f"Rounds: every server measured once per round, in turn (A B A B ...), restarted; "
+                    f"ratios come from adjacent pairs with a 95 % interval{what}. --repeat is its old name."),
         click.option("--precision", default=None, callback=share, metavar="SHARE",
                      help="Measure as many rounds as every ratio's 95 % interval needs to be within ±SHARE "
                           f"(e.g. 5%): a pilot of max(--rounds, 3) rounds sets how many (two-stage rule){what}."),
-        click.option("--max-time", default=RUN["max_time"], show_default=True, callback=positive,
-                     help=f"With --precision: stop before a round would end after this many seconds{what}."))
+        amount(RUN, "--max-time",
+               help=f"With --precision: stop before a round would end after this many seconds{what}."))
 
 
-def off_cpu_options(default_duration: float, when: str):
+def off_cpu_options(defaults: dict, when: str):
     """--off-cpu/--no-off-cpu and --off-cpu-duration."""
     return stacked(click.option("--off-cpu/--no-off-cpu", "off_cpu", default=None,
                                 help=f"A window recording where the server's threads wait (context switches with "
                                      f"stacks: offcpu.svg, wait reasons) and its connections' TCP state (ss -tin: a "
                                      f"Nagle / delayed-ACK stall is named) [default: {when}]."),
-                   click.option("--off-cpu-duration", default=default_duration, show_default=True, callback=positive,
-                                help="Off-CPU window [s]."))
+                   amount(defaults, "--off-cpu-duration", help="Off-CPU window [s]."))
 
 
 def pictures_option(default: bool, what: str):
@@ -177,13 +184,10 @@ def main():
 
 @main.command()
 @click.argument("servers", nargs=-1, required=True)
-@click.option("-C", "--connections", default=RUN["connections"], show_default=True, callback=positive, help="Connections (C).")
-@click.option("-S", "--streams", default=RUN["streams"], show_default=True, callback=positive,
-              help="Concurrent streams in flight across all connections (S).")
-@click.option("-d", "--duration", default=RUN["duration"], show_default=True, callback=positive,
-              help="Measured window [s].")
-@click.option("-w", "--warmup", default=RUN["warmup"], show_default=True, callback=not_negative,
-              help="Warm-up before the window [s].")
+@amount(RUN, "-C", "--connections", help="Connections (C).")
+@amount(RUN, "-S", "--streams", help="Concurrent streams in flight across all connections (S).")
+@amount(RUN, "-d", "--duration", help="Measured window [s].")
+@amount(RUN, "-w", "--warmup", zero=True, help="Warm-up before the window [s].")
 @placement_and_load_options
 @click.option("--label", default=RUN["label"], callback=file_label,
               help="Name part of the run folder [default: the servers].")
@@ -192,10 +196,9 @@ def main():
               help="After the measured window, profile a second window with the same load.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None,
               help="perf stack unwinding [default: the server's call_graph, else dwarf].")
-@click.option("-F", "--frequency", default=RUN["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
-@click.option("--profile-duration", default=RUN["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
-@click.option("--min-samples", default=RUN["min_samples"], show_default=True, callback=not_negative,
-              help="Raise the rate, then the duration, to reach this many samples.")
+@amount(RUN, "-F", "--frequency", help="Sampling rate [Hz].")
+@amount(RUN, "--profile-duration", help="Profile window [s].")
+@amount(RUN, "--min-samples", zero=True, help="Raise the rate, then the duration, to reach this many samples.")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the app handler's frames (overrides the servers').")
 @click.option("--ruler", default=None, metavar="REGEX",
               help="Regex of frames doing the same work per request in every server (overrides the servers' "
@@ -204,14 +207,13 @@ def main():
 @click.option("--syscalls/--no-syscalls", default=RUN["syscalls"], show_default=True,
               help="Count syscalls per request on the server's CPUs, in the profile window (a window of their own "
                    "with --no-profile).")
-@click.option("--syscall-duration", default=RUN["syscall_duration"], show_default=True, callback=positive,
-              help="Syscall-count window [s] (with --no-profile, and for --io-sizes).")
+@amount(RUN, "--syscall-duration", help="Syscall-count window [s] (with --no-profile, and for --io-sizes).")
 @click.option("--io-sizes/--no-io-sizes", default=RUN["io_sizes"], show_default=True,
               help="Also record every read/write's return value in a window of its own (first round): bytes per "
                    "read and write, reads that found nothing (EAGAIN). It costs a sample per call, so it is not "
                    "in the profile window; its cost is printed.")
-@off_cpu_options(RUN["off_cpu_duration"], "when the measured window is LATENCY-BOUND or UNSATURATED")
-@rounds_options("", RUN["rounds"])
+@off_cpu_options(RUN, "when the measured window is LATENCY-BOUND or UNSATURATED")
+@rounds_options("", RUN)
 @pictures_option(RUN["pictures"], "")
 @otlp_options("each round's profile of each server, as it is made,")
 @click.option("--host-card", default=None, metavar="RUN", type=click.Path(exists=True, path_type=Path),
@@ -268,21 +270,20 @@ def int_list(ctx, param, value):
 @click.option("--max-per-connection", default=MAX_STREAMS_PER_CONNECTION, show_default=True, callback=positive,
               help="Skip cells with more than this many streams per connection (S/C) (seed 000's cells stop at "
                    "1000; pajamax allows 1000 concurrent streams).")
-@click.option("-d", "--duration", default=SWEEP["duration"], show_default=True, callback=positive, help="Measured window [s].")
-@click.option("-w", "--warmup", default=SWEEP["warmup"], show_default=True, callback=not_negative,
-              help="Warm-up before each window [s].")
-@rounds_options(" (per cell)", SWEEP["rounds"])
+@amount(SWEEP, "-d", "--duration", help="Measured window [s].")
+@amount(SWEEP, "-w", "--warmup", zero=True, help="Warm-up before each window [s].")
+@rounds_options(" (per cell)", SWEEP)
 @placement_and_load_options
 @click.option("--label", default=SWEEP["label"], callback=file_label, help="Name part of the sweep folder.")
 @click.option("--profile/--no-profile", default=SWEEP["profile"], show_default=True,
               help="Profile each cell (for µs by category).")
-@click.option("--profile-duration", default=SWEEP["profile_duration"], show_default=True, callback=positive, help="Profile window [s].")
+@amount(SWEEP, "--profile-duration", help="Profile window [s].")
 @click.option("--syscalls/--no-syscalls", default=SWEEP["syscalls"], show_default=True,
               help="Count syscalls per request in each cell.")
-@click.option("--syscall-duration", default=SWEEP["syscall_duration"], show_default=True, callback=positive, help="Syscall window [s].")
-@click.option("--min-samples", default=SWEEP["min_samples"], show_default=True, callback=not_negative,
+@amount(SWEEP, "--syscall-duration", help="Syscall window [s].")
+@amount(SWEEP, "--min-samples", zero=True,
               help="Raise the profile's rate, then its duration, to reach this many samples.")
-@off_cpu_options(SWEEP["off_cpu_duration"], "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
+@off_cpu_options(SWEEP, "in the cells whose measured window is LATENCY-BOUND or UNSATURATED")
 @pictures_option(SWEEP["pictures"], " of each cell")
 @runs_dir_option
 @format_option
@@ -315,30 +316,29 @@ def sweep(**params):
 
 @main.command()
 @click.option("--pid", type=int, required=True, help="The process to profile.")
-@click.option("-d", "--duration", default=ATTACH["duration"], show_default=True, callback=positive, help="Profile window [s].")
+@amount(ATTACH, "-d", "--duration", help="Profile window [s].")
 @click.option("--name", default=ATTACH["name"], callback=file_label,
               help="Name in reports [default: the process's name].")
 @click.option("--app", default=None, metavar="REGEX", help="Regex of the application handler's frames.")
 @click.option("--profiler", type=click.Choice(PROFILERS), default=None,
               help="Override the choice made from what the process is.")
 @click.option("--call-graph", type=click.Choice(list(CALL_GRAPHS)), default=None, help="perf stack unwinding.")
-@click.option("-F", "--frequency", default=ATTACH["frequency"], show_default=True, callback=positive, help="Sampling rate [Hz].")
-@click.option("--min-samples", default=ATTACH["min_samples"], show_default=True, callback=not_negative, help="Raise the rate to reach this many.")
+@amount(ATTACH, "-F", "--frequency", help="Sampling rate [Hz].")
+@amount(ATTACH, "--min-samples", zero=True, help="Raise the rate to reach this many.")
 @click.option("--requests", type=int, default=None, callback=positive, help="Requests the process served during the window.")
 @click.option("--rps", type=float, default=None, callback=positive, help="Its request rate during the window [req/s].")
 @click.option("--load", is_flag=True, help="Drive load at --target during the windows, as `run` does.")
 @click.option("--target", default=None, metavar="HOST:PORT", help="Loopback address the process serves gRPC on.")
 @click.option("--driver", type=click.Choice(DRIVERS), default=ATTACH["driver"], show_default=True)
 @click.option("--scenario", type=click.Choice(list(SCENARIOS)), default=ATTACH["scenario"], show_default=True)
-@click.option("-C", "--connections", default=ATTACH["connections"], show_default=True, callback=positive)
-@click.option("-S", "--streams", default=ATTACH["streams"], show_default=True, callback=positive)
-@click.option("-w", "--warmup", default=ATTACH["warmup"], show_default=True, callback=not_negative,
-              help="Warm-up with --load [s].")
+@amount(ATTACH, "-C", "--connections")
+@amount(ATTACH, "-S", "--streams")
+@amount(ATTACH, "-w", "--warmup", zero=True, help="Warm-up with --load [s].")
 @click.option("--load-cpus", default=None, callback=cpu_list, help="CPUs for the load [default: those the process "
               "may not run on].")
 @click.option("--second-profile/--no-second-profile", default=ATTACH["second_profile"], show_default=True,
               help="For CPython: also perf's view after py-spy's.")
-@off_cpu_options(ATTACH["off_cpu_duration"], "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
+@off_cpu_options(ATTACH, "with --load, when its measured window is LATENCY-BOUND or UNSATURATED")
 @pictures_option(ATTACH["pictures"], "")
 @otlp_options("each profile, as it is made,")
 @runs_dir_option
