@@ -337,8 +337,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
                   server_cpu_cores=window.ns() / 1e9 / wall if wall else None, fold_seconds=stats["fold_seconds"],
                   asleep=asleep)
     log(f"rpcprof: {subject.name}: {record['waits']:,} waits, {record['off_cpu_s']:.2f} s off CPU over "
-        f"{record['threads']} thread(s) in "
-        f"{wall:.1f} s: {histogram_text(record['histogram'])}")
+        f"{record['threads']} thread(s) in {wall:.1f} s: {histogram_text(record['histogram'])}")
     if asleep:
         log(f"rpcprof: {subject.name}: {terminal(asleep_text(asleep))}")
     named = [key for key in ("verdict", "contention") if record[key]]
