@@ -155,10 +155,9 @@ def counted_window(session: Session, subject: Subject, seconds: float, name: str
     own = ProcWindow(subject.pid, subject.monitor.switches)
     late = (counter, io_recorder) if lead else ()
     load = subject.drive(seconds, rundir.window_file(name, "load"), Marks(window, own, *late), lead)
-    for recorder in (counter, io_recorder):
-        if recorder is not None:
-            recorder.check()
-            recorder.interrupt()
+    for recorder in filter(None, (counter, io_recorder)):
+        recorder.check()
+        recorder.interrupt()
 
     def finish() -> dict:
         session.stop(io_recorder)
@@ -317,9 +316,8 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
         load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, *((recorder, wakes) if lead else ())), lead)
-        for started in (recorder, wakes):
-            if started is not None:
-                started.check()
+        for started in filter(None, (recorder, wakes)):
+            started.check()
         requests, wall = load.ok, load.wall_s
     else:
         window.start()
