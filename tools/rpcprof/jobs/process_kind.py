@@ -97,15 +97,15 @@ def choose_profiler(info: ProcessInfo, override: str | None) -> tuple[str, str, 
     if override == "py-spy" and info.kind != "python":
         raise UserError(f"--profiler py-spy: pid {info.pid} ({info.comm}) is not a CPython process; use perf")
     if info.kind == "node":
-        return ("perf", *node_call_graph(info, hints))
+        return "perf", node_call_graph(info, hints), hints
     if info.kind == "go":
         return "perf", "fp", hints     # perf cannot DWARF-unwind Go stacks; Go keeps frame pointers
     if info.kind == "jvm":
-        return ("perf", *jvm_call_graph(info, hints))
+        return "perf", jvm_call_graph(info, hints), hints
     return "perf", "dwarf", hints
 
 
-def jvm_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]:
+def jvm_call_graph(info: ProcessInfo, hints: list[str]) -> str:
     """Frame pointers through JIT-compiled code (kept with -XX:+PreserveFramePointer); its frames are named
     from the map `jcmd PID Compiler.perfmap` writes at the end of the window (jvm_after_profile)."""
     if "-XX:+PreserveFramePointer" not in info.cmdline:
@@ -113,7 +113,7 @@ def jvm_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]
                      "restart it as `java -XX:+PreserveFramePointer ...` for whole stacks")
     if not shutil.which("jcmd"):
         hints.append("jcmd not found (tools/setup.sh --java): JIT-compiled frames stay unnamed")
-    return "fp", hints
+    return "fp"
 
 
 def jvm_after_profile(info: ProcessInfo) -> list[str] | None:
@@ -122,19 +122,19 @@ def jvm_after_profile(info: ProcessInfo) -> list[str] | None:
     return [jcmd, str(info.pid), "Compiler.perfmap"] if info.kind == "jvm" and jcmd else None
 
 
-def node_call_graph(info: ProcessInfo, hints: list[str]) -> tuple[str, list[str]]:
-    """DWARF through JS frames when V8 writes a jitdump with unwinding info, else frame pointers."""
+def node_call_graph(info: ProcessInfo, hints: list[str]) -> str:
+    """DWARF through JS frames when V8 writes a jitdump with unwinding info, else frame pointers (hints: how to
+    get whole, named stacks)."""
     flags = set(info.cmdline[1:])
     if jitdumps(info.pid) and "--perf-prof-unwinding-info" in flags:
-        return "dwarf-jit", hints
-    named = bool(flags & {"--perf-basic-prof", "--perf-basic-prof-only-functions"})
-    if not named:
+        return "dwarf-jit"
+    if not flags & {"--perf-basic-prof", "--perf-basic-prof-only-functions"}:
         hints.append("node was started without --perf-basic-prof, so JS frames show as raw addresses: restart it "
                      "as `node --perf-basic-prof ...` to see them by name")
     hints.append("frame-pointer stacks lose the callers of glibc's malloc and free (5-8 % of a gRPC server's "
                  "samples land in `other`): start node with `--perf-prof --perf-prof-unwinding-info "
                  "--interpreted-frames-native-stack` for whole DWARF stacks through JS frames")
-    return "fp", hints
+    return "fp"
 
 
 def check_permissions(info: ProcessInfo, profiler: str) -> None:
