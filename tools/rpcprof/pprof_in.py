@@ -42,10 +42,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_BYTES = 1 << 30          # decompressed: a profile of 10 M distinct stacks is a few hundred MB
 
 APP_COMMENT = "rpcprof app: "
-# file identity -> (the sample type its weights were read as, the app pattern its comment carries), and its stacks
-# as collapsed lines in _scratch (collapsed_file)
-_read_as: dict[tuple, tuple[tuple[str, str], str | None]] = {}
-_collapsed: dict[tuple, tuple[Path, int]] = {}
+# file identity -> (its stacks as collapsed lines in _scratch, how many, the sample type its weights were read as,
+# the app pattern its comment carries), read once (_read)
+_collapsed: dict[tuple, tuple[Path, int, tuple[str, str], str | None]] = {}
 _scratch: tempfile.TemporaryDirectory | None = None
 
 
@@ -67,6 +66,20 @@ def collapsed_file(path: Path | str) -> tuple[Path, int]:
     """(a file of a pprof profile's stacks as collapsed lines, how many), written once a file while the process runs,
     in a scratch folder deleted as it exits. UserError naming the file and the fix when it is missing, damaged,
     not a profile, or holds no samples."""
+    return _read(path)[:2]
+
+
+def app_of(path: Path | str) -> str | None:
+    """The app pattern of a pprof profile's `rpcprof app: REGEX` comment (report.py export writes it), or None."""
+    return _read(path)[3]
+
+
+def sample_type_of(path: Path | str) -> tuple[str, str]:
+    """(type, unit) of the values read from this profile: ("cpu", "nanoseconds") or ("samples", "count")."""
+    return _read(path)[2]
+
+
+def _read(path: Path | str) -> tuple[Path, int, tuple[str, str], str | None]:
     global _scratch
     path, key = Path(path), _identity(Path(path))
     if key in _collapsed:
@@ -89,25 +102,8 @@ def collapsed_file(path: Path | str) -> tuple[Path, int]:
     except OSError as e:
         raise UserError(f"{path}: its stacks could not be written to a scratch file in {tempfile.gettempdir()} "
                         f"({e.strerror or e}): free space there, or set TMPDIR to a folder with room") from None
-    _read_as[key] = tuple(sample_type), app
-    _collapsed[key] = out, stacks
-    return out, stacks
-
-
-def _read_as_of(path: Path | str) -> tuple[tuple[str, str], str | None]:
-    """(sample type, app pattern) of a pprof profile, read once."""
-    collapsed_file(path)
-    return _read_as[_identity(Path(path))]
-
-
-def app_of(path: Path | str) -> str | None:
-    """The app pattern of a pprof profile's `rpcprof app: REGEX` comment (report.py export writes it), or None."""
-    return _read_as_of(path)[1]
-
-
-def sample_type_of(path: Path | str) -> tuple[str, str]:
-    """(type, unit) of the values read from this profile: ("cpu", "nanoseconds") or ("samples", "count")."""
-    return _read_as_of(path)[0]
+    _collapsed[key] = out, stacks, tuple(sample_type), app
+    return _collapsed[key]
 
 
 def _identity(path: Path) -> tuple:
