@@ -131,23 +131,6 @@ def inputs_of(run_dir: Path) -> list[Path]:
             if p.is_file()]
 
 
-def make_run_dir(label: str, base: Path = RUNS_DIR) -> Path:
-    """A new folder base/YYYYmmdd-HHMMSS-label; a suffix -2, -3... if one exists (never reuse)."""
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"cannot create the runs folder {base}: {e.strerror}; pass --runs-dir with a writable folder") \
-            from None
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")[:80] or "run"
-    for i in range(1, 1000):
-        path = base / (f"{stamp}-{safe}" if i == 1 else f"{stamp}-{safe}-{i}")
-        with suppress(FileExistsError):
-            path.mkdir()
-            return path
-    raise UserError(f"could not create a run folder under {base}")
-
-
 def running_folders(base: Path) -> list[tuple[Path, dict]]:
     """(folder, manifest) of every run, attach or sweep folder under base (and every sweep's cells) whose
     manifest says running; unreadable manifests are left out."""
@@ -180,7 +163,20 @@ class RunFolder:
 
     @classmethod
     def create(cls, label: str, base: Path = RUNS_DIR) -> "RunFolder":
-        return cls(make_run_dir(label, base))
+        """A new folder base/YYYYmmdd-HHMMSS-label; a suffix -2, -3... if one exists (never reuse)."""
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot create the runs folder {base}: {e.strerror}; pass --runs-dir with a writable "
+                            "folder") from None
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-")[:80] or "run"
+        for i in range(1, 1000):
+            path = base / (f"{stamp}-{safe}" if i == 1 else f"{stamp}-{safe}-{i}")
+            with suppress(FileExistsError):
+                path.mkdir()
+                return cls(path)
+        raise UserError(f"could not create a run folder under {base}")
 
     def server_dir(self, name: str, k: int = 1) -> Path:
         out = server_path(self.path, name, k)
@@ -376,8 +372,6 @@ def run_of_folded(folded: Path) -> tuple[Path, str] | None:
     """(run folder, server) when folded is RUN/SERVER/<file> of a run folder with figures for SERVER."""
     folded = Path(folded)
     run_dir, server = folded.parent.parent, folded.parent.name
-    if not (run_dir / "manifest.json").exists():
-        return None
     try:
         _, metrics = load_run(run_dir)
     except UserError:
