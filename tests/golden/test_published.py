@@ -67,7 +67,7 @@ def test_the_published_data_is_trimmed_and_small():
 
 
 def quotes() -> list[tuple[str, str, list[str]]]:
-    return published.quotes(ROOT)
+    return published.blocks(ROOT, published.QUOTE)
 
 
 def test_the_readme_quotes_a_published_run():
@@ -89,7 +89,8 @@ def test_a_quoted_line_the_command_no_longer_prints_is_named_in_one_line():
 
 def test_every_table_from_a_command_is_what_it_prints_as_markdown():
     """Each `<!-- table from: CMD -->` table of the documents (none today; a page may add one) is what CMD prints."""
-    problems = [published.table_problem(ROOT, page, command, lines) for page, command, lines in published.tables(ROOT)]
+    problems = [published.table_problem(ROOT, page, command, lines)
+                for page, command, lines in published.blocks(ROOT, published.TABLE)]
     assert [p for p in problems if p] == []
 
 
@@ -114,7 +115,7 @@ def test_a_table_from_a_command_is_found_in_a_page(tmp_path):
     (tmp_path / "docs").mkdir()
     table = "| a | b |\n|---|---|\n| 1 | 2 |\n"
     (tmp_path / "README.md").write_text(f"x\n\n<!-- table from: {JAVA_CPP} -->\n{table}\nmore\n")
-    assert published.tables(tmp_path) == [("README.md", JAVA_CPP, ["| a | b |", "|---|---|", "| 1 | 2 |"])]
+    assert published.blocks(tmp_path, published.TABLE) == [("README.md", JAVA_CPP, ["| a | b |", "|---|---|", "| 1 | 2 |"])]
 
 
 def test_every_published_folder_a_page_names_exists():

@@ -37,19 +37,10 @@ def regenerating_command(doc: Path) -> list[str] | None:
     return shlex.split(m.group(1)) if m else None
 
 
-def _blocks(root: Path, pattern: re.Pattern) -> list[tuple[str, str, list[str]]]:
+def blocks(root: Path, pattern: re.Pattern) -> list[tuple[str, str, list[str]]]:
+    """(page, command, lines) of every `lines from:` block (QUOTE) or `table from:` table (TABLE) of the pages."""
     return [(page.relative_to(root).as_posix(), m.group(1), m.group(2).splitlines())
             for page in pages(root) for m in pattern.finditer(page.read_text())]
-
-
-def quotes(root: Path) -> list[tuple[str, str, list[str]]]:
-    """(page, command, quoted lines) of every `lines from:` block of the pages."""
-    return _blocks(root, QUOTE)
-
-
-def tables(root: Path) -> list[tuple[str, str, list[str]]]:
-    """(page, command, table lines) of every `table from:` table of the pages."""
-    return _blocks(root, TABLE)
 
 
 def _report(root: Path, argv: list[str], cwd: Path, what: str) -> tuple[str, str | None]:
@@ -117,22 +108,23 @@ def table_problem(root: Path, page: str, command: str, lines: list[str]) -> str 
     return f"{page}: `{command} --format markdown` no longer prints this table: {diff}"
 
 
-def problems(root: Path) -> list[str]:
-    """Every difference between the published pages and what docs/data gives today, in the pages' order;
-    the commands run side by side, one per CPU (each is a report.py process of its own)."""
+def problems(root: Path) -> tuple[list[str], int]:
+    """Every difference between the published pages and what docs/data gives today, in the pages' order, and how
+    many documents, blocks and tables were checked; the commands run side by side, one per CPU (each is a report.py
+    process of its own)."""
     from concurrent.futures import ThreadPoolExecutor
-    checks = ([(document_problem, (root, name)) for name in DOCUMENTS]
-              + [(quote_problem, (root, *q)) for q in quotes(root)] + [(table_problem, (root, *t)) for t in tables(root)])
+    checks = ([(document_problem, root, name) for name in DOCUMENTS]
+              + [(quote_problem, root, *q) for q in blocks(root, QUOTE)]
+              + [(table_problem, root, *t) for t in blocks(root, TABLE)])
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return [p for p in pool.map(lambda check: check[0](*check[1]), checks) if p]
+        return [p for p in pool.map(lambda check: check[0](*check[1:]), checks) if p], len(checks)
 
 
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3]
-    found = problems(root)
+    found, n = problems(root)
     for p in found:
         print(f"publish.sh: {p}", file=sys.stderr)
-    n = len(DOCUMENTS) + len(quotes(root)) + len(tables(root))
     print(f"publish.sh: {n - len(found)} of {n} published documents, quoted blocks and tables regenerate from "
           "docs/data")
     return 1 if found else 0
