@@ -16,7 +16,7 @@ from rpcprof.analyze.stall import SPLIT
 from rpcprof.report.compare import compare_rows, explanations, render_explanations
 from rpcprof.report.sigdiff import gap_lines
 from rpcprof.report.mechanism import describe
-from rpcprof.documents.provenance import generator_command, header, machine_text, stall_cause_lines, stall_causes
+from rpcprof.documents.provenance import header, machine_text, stall_cause_lines, stall_causes
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
@@ -47,7 +47,7 @@ def every_round_profiled(measured: dict) -> bool:
     return bool(results) and all(r.get("profile_samples") for m in results for r in round_rows(m) or [m])
 
 
-def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None, stall_runs: tuple = ()) -> str:
+def build_results(sweep_dir: Path, rules: Rules, generated_by: str, stall_runs: tuple = ()) -> str:
     """The markdown document; generated_by: the command that regenerates it, for its header; stall_runs: runs
     that measured again why a server stalled (stall_causes), said beside its STALLED cells."""
     manifest, measured = load_sweep(sweep_dir)
@@ -61,9 +61,8 @@ def build_results(sweep_dir: Path, rules: Rules, generated_by: str | None = None
     first, second = (servers + [None, None])[:2]
     causes = stall_causes(list(stall_runs), p["scenario"])
     runs = sorted({(run, id(man)): (run, man) for run, man, _ in causes.values()}.values(), key=lambda x: str(x[0]))
-    out = [*header(f"Results: {' vs '.join(servers)} on this machine class",
-                   generated_by or generator_command("results", sweep_dir), [sweep_dir, *(r for r, _ in runs)],
-                   [manifest, *(man for _, man in runs)],
+    out = [*header(f"Results: {' vs '.join(servers)} on this machine class", generated_by,
+                   [sweep_dir, *(r for r, _ in runs)], [manifest, *(man for _, man in runs)],
                    [[cell_manifest for cell_manifest, _ in measured.values()], *([] for _ in runs)]),
            "## Machine and parameters", "", f"- {machine_text(manifest)}",
            f"- server pinned to CPU {p['server_cpus']}, load ({p['driver']}) on "

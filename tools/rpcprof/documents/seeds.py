@@ -23,7 +23,7 @@ from rpcprof.analyze.intervals import profiled_ratio, server_ratio
 from rpcprof.analyze.rules_file import APP
 from rpcprof.errors import UserError
 from rpcprof.report.compare import round_profiles, ruler_check, ruler_rows
-from rpcprof.documents.provenance import generator_command, header
+from rpcprof.documents.provenance import header
 from rpcprof.documents.results import RATIO_DEFINITION, num
 from rpcprof.documents.seed_gaps import GAP, gap_section, why_lines
 from rpcprof.documents.seed_figures import (LEAF_SWITCH, RULER, SEED_002, SEED_002_CASES, SEED_FRAMES,
@@ -68,8 +68,7 @@ def frames_section(rules: Rules, metrics: dict, by_role: dict, stacks: dict, sam
     return out + ["", *switch_leaf_note(sampled_event, switch), ""]
 
 
-def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: list[Path] = (),
-                generated_by: str | None = None) -> str:
+def build_seeds(run_dir: Path, rules: Rules, also: list[Path], seed_002: list[Path], generated_by: str) -> str:
     """The markdown document: seed 001's figures beside a run of its setup, other setups (--also), and
     seed 002's section from runs of its stream counts at one server thread (seed_002)."""
     run_dir = Path(run_dir)
@@ -86,7 +85,7 @@ def build_seeds(run_dir: Path, rules: Rules, also: list[Path] = (), seed_002: li
     sources = [run_dir, *map(Path, also), *map(Path, seed_002)]
     out = [
         *header("Seed 001 reproduced: tonic vs pajamax under ghz, 1 connection, 50 in flight",
-                generated_by or generator_command("seeds", run_dir), sources, [load_run(f)[0] for f in sources]),
+                generated_by, sources, [load_run(f)[0] for f in sources]),
         "Seed 001's figures are quoted from it; every other figure comes from the run folders above.", "",
         f"Setup here: {p['driver']} C={p['connections']} S={p['streams']}, {p['warmup']:g} s warm-up, "
         f"{p['duration']:g} s measured with no profiler attached, then a profile window with the same load; "
