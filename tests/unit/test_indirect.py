@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from rpcprof.analyze.indirect import (IndirectCost, Slope, expected_ruler_ratio, load_indirect, ruler_expectation,
-                                      slope_interval, user_cost)
+from rpcprof.analyze.indirect import IndirectCost, Slope, load_indirect, ruler_expectation, slope_interval
 from rpcprof.errors import UserError
 from rpcprof.analyze.indirect import slowed_by_writes
 from rpcprof.report.mechanism import slowed_text
@@ -41,15 +40,18 @@ def test_a_slope_needs_three_points_and_x_that_varies():
 
 
 def test_the_user_cost_scales_with_the_extra_syscalls():
-    assert user_cost(cost(), 2.0) == pytest.approx((1.8, 1.0, 2.6))
+    s = slowed_by_writes(cost(), 3.0, 1.0, "a", "b")
+    assert (s.more, s.extra) == ("a", 2.0) and (s.us, s.low, s.high) == pytest.approx((1.8, 1.0, 2.6))
 
 
 def test_the_expected_ruler_ratio_grows_with_the_syscalls_difference():
     # base ruler 0.12 µs/req; other makes 1 syscall/req more: 0.14 / 0.12, times the CPU ratio 0.5
-    ratio, lo, hi = expected_ruler_ratio(cost(), 0.12, 0.1, 1.1, 0.5)
-    assert ratio == pytest.approx(0.14 / 0.12 * 0.5)
-    assert (lo, hi) == (pytest.approx(0.13 / 0.12 * 0.5), pytest.approx(0.15 / 0.12 * 0.5))
-    assert expected_ruler_ratio(cost(ruler=None), 0.12, 0.1, 1.1, 0.5) is None
+    row = {"ratio": 0.58, "ratio_low": 0.55, "ratio_high": 0.6, "profiled_ratio": 0.5}
+    out = ruler_expectation(cost(), row, {"us_per_req": 0.12}, 0.1, 1.1)
+    assert out["expected_ratio"] == pytest.approx(0.14 / 0.12 * 0.5)
+    assert (out["expected_low"], out["expected_high"]) == (pytest.approx(0.13 / 0.12 * 0.5),
+                                                           pytest.approx(0.15 / 0.12 * 0.5))
+    assert ruler_expectation(cost(ruler=None), row, {"us_per_req": 0.12}, 0.1, 1.1)["expected_ratio"] is None
 
 
 def test_a_measured_ratio_outside_the_expected_one_is_not_in_agreement():

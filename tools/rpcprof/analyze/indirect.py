@@ -100,25 +100,6 @@ def load_indirect(path: Path | str) -> IndirectCost:
                         {c: _slope(v, str(path), f"categories.{c}") for c, v in cats.items()}, source)
 
 
-def user_cost(cost: IndirectCost, extra_syscalls: float) -> tuple[float, float, float]:
-    """(µs/req, low, high): the user code slowed by extra_syscalls more syscalls per request."""
-    lo, hi = sorted((cost.user.low * extra_syscalls, cost.user.high * extra_syscalls))
-    return cost.user.slope * extra_syscalls, lo, hi
-
-
-def expected_ruler_ratio(cost: IndirectCost, base_ruler_us: float, syscalls_base: float, syscalls_other: float,
-                         cpu_ratio: float) -> tuple[float, float, float] | None:
-    """The ruler's share ratio (other over base) to expect when the ruler's cost per request grows with the
-    syscalls per request as measured: base's ruler µs/req + slope × the syscalls' difference, over base's,
-    times the CPU-per-request ratio (base over other). (ratio, low, high); None without a ruler slope."""
-    if cost.ruler is None or not base_ruler_us:
-        return None
-    d = syscalls_other - syscalls_base
-    out = sorted(max(0.0, base_ruler_us + s * d) / base_ruler_us * cpu_ratio
-                 for s in (cost.ruler.slope, cost.ruler.low, cost.ruler.high))
-    return out[1], out[0], out[2]
-
-
 @dataclass(frozen=True)
 class SlowedWrites:
     """The user code slowed by the write syscalls one server makes more than the other: the extra writes per
@@ -137,23 +118,26 @@ def slowed_by_writes(cost: IndirectCost, writes_base: float, writes_other: float
     """The write syscalls per request one server makes more than the other, times the indirect cost per syscall."""
     more, less = (base, other) if writes_base > writes_other else (other, base)
     d = abs(writes_base - writes_other)
-    x, lo, hi = user_cost(cost, d)
-    return SlowedWrites(more, less, d, x, lo, hi, cost.user.slope)
+    return SlowedWrites(more, less, d, cost.user.slope * d, *sorted((cost.user.low * d, cost.user.high * d)),
+                        cost.user.slope)
 
 
 def ruler_expectation(cost: IndirectCost, row: dict, base: dict, sc_base: float | None,
                       sc_other: float | None) -> dict:
-    """The ruler check's expected share ratio given the syscalls per request (row against base, two rows
-    of report/compare.py's ruler_rows after ruler_check): {expected_ratio, expected_low, expected_high,
-    expected_agrees (the measured interval meets the expected one)}; all None where it cannot be made."""
+    """The ruler check's expected share ratio (other over base) given the syscalls per request (row against base,
+    two rows of report/compare.py's ruler_rows after ruler_check), when the ruler's cost per request grows with
+    them as measured: base's ruler µs/req + slope × the syscalls' difference, over base's, times the CPU-per-request
+    ratio (base over other). {expected_ratio, expected_low, expected_high, expected_agrees (the measured interval
+    meets the expected one)}; all None where it cannot be made (without a ruler slope too)."""
     out = {"expected_ratio": None, "expected_low": None, "expected_high": None, "expected_agrees": None,
            "expected_key": cost.key("ruler_us_per_syscall")}
     cpu_ratio = row.get("profiled_ratio") or row.get("measured_ratio")
-    if row.get("ratio") is not None and sc_base is not None and sc_other is not None and cpu_ratio:
-        e = expected_ruler_ratio(cost, base["us_per_req"], sc_base, sc_other, cpu_ratio)
-        if e is not None:
-            out.update(expected_ratio=e[0], expected_low=e[1], expected_high=e[2],
-                       expected_agrees=row["ratio_low"] <= e[2] and e[1] <= row["ratio_high"])
+    if (row.get("ratio") is not None and sc_base is not None and sc_other is not None and cpu_ratio
+            and cost.ruler is not None and (us := base["us_per_req"])):
+        low, mid, high = sorted(max(0.0, us + s * (sc_other - sc_base)) / us * cpu_ratio
+                                for s in (cost.ruler.slope, cost.ruler.low, cost.ruler.high))
+        out.update(expected_ratio=mid, expected_low=low, expected_high=high,
+                   expected_agrees=row["ratio_low"] <= high and low <= row["ratio_high"])
     return out
 
 
