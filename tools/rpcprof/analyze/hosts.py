@@ -149,7 +149,6 @@ class HostMiss:
     category_measured: float
     category_predicted: float
     units: dict[str, tuple[str, ...]]       # category -> the units its fit used
-    fitted_on: int                           # hosts
 
 
 def category_prediction(train: list[LedgerHost], target: dict[str, float], server: str,
@@ -187,5 +186,5 @@ def leave_one_out(ledger: list[LedgerHost]) -> list[HostMiss]:
             measured, predicted = sum(cats.values()), sum(p for p, _ in fits.values())
             worst = max(cats, key=lambda c: abs(fits[c][0] - cats[c]))
             out.append(HostMiss(h.host, server, measured, predicted, 100 * (predicted / measured - 1), worst,
-                                cats[worst], fits[worst][0], {c: u for c, (_, u) in fits.items()}, len(train)))
+                                cats[worst], fits[worst][0], {c: u for c, (_, u) in fits.items()}))
     return out
