@@ -42,14 +42,12 @@ class FrameAnswers:
         self.rules = rules
         self.category: dict[str, str | None] = {}
         self.subs: dict[str, dict[str, str | None]] = {c: {} for c in rules.subcategories}
-        self.leaf_view: dict[str, str | None] = {}
-        self.tax_stop: dict[str, str | None] = {}
         self.by_leaf: dict[str, tuple[str, str] | None] = {}
         # the tax or waits view's question, whose first answer from the leaf decides a stack, and the group of
-        # a stack where no frame answers it
-        self.view_known, self.view_of, self.view_rest = (
-            (self.tax_stop, self.tax_stop_of, rules.tax.rest) if rules.view == "tax" else
-            (self.leaf_view, self.leaf_view_of, rules.waits.rest))
+        # a stack where no frame answers it (the grouping's last: OTHER in the category view)
+        self.view_known: dict[str, str | None] = {}
+        self.view_of = self.tax_stop_of if rules.view == "tax" else self.leaf_view_of
+        self.view_rest = rules.all_categories[-1]
 
     def leaf_decides(self, leaf: str) -> tuple[str, str] | None:
         """(group, leaf) when the leaf frame decides every stack it ends, whatever its callers; NEUTRAL when
@@ -78,7 +76,7 @@ class FrameAnswers:
 
     def leaf_view_of(self, frame: str) -> str | None:
         rule = self.rules.first_rule(frame, self.rules.view)
-        return remember(self.leaf_view, frame, rule.category if rule else None)
+        return remember(self.view_known, frame, rule.category if rule else None)
 
     def tax_stop_of(self, frame: str) -> str | None:
         """The tax walk's answer at a frame: its tax group; else the tax rest where the frame decides the level-1
@@ -87,7 +85,7 @@ class FrameAnswers:
         group = rule.category if rule else None
         if group is None and self.category_of(frame) is not None:
             group = self.rules.tax.rest
-        return remember(self.tax_stop, frame, group)
+        return remember(self.view_known, frame, group)
 
 
 def cached(known: dict, ask, frame: str, *args):
@@ -208,7 +206,7 @@ class Grouping:
     def __init__(self, rules: Rules) -> None:
         self.rules, self.answers = rules, FrameAnswers(rules)
         self.number = {g: i for i, g in enumerate(rules.all_categories)}
-        self.rest = OTHER if rules.view == "category" else self.answers.view_rest
+        self.rest = self.answers.view_rest             # OTHER, or the tax or waits view's rest
         self.memo: dict[str, object] = {}              # callers prefix -> its answer (walk_callers)
         self.sub_memo: dict[str, dict[str, object]] = {}    # level 2: category -> callers prefix -> its answer
         self.callers_codes: list[int] = []             # per callers number: its group
