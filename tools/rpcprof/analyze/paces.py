@@ -89,14 +89,6 @@ def _pooled_null(n: int, df: int):
     return np.sort((gap / np.sqrt((ss + df * w) / (n - 2 + df)) / k)[pooled]), alone
 
 
-def pooled_critical_t(n: int, df: int, level: float = PACE_LEVEL) -> float:
-    """The pooled statistic's critical value: one pace of n rounds (their slices' noise, df) is named two,
-    by either branch of the test, in at most 1 - level of runs."""
-    null, alone = _pooled_null(n, df)
-    room = int((1 - level - alone) * SIMULATIONS)
-    return float(null[max(0, len(null) - room - 1)])
-
-
 def _reaching(null, t: float) -> float:
     """The share of the SIMULATIONS whose statistic (null: those kept, sorted) reaches t."""
     import numpy as np
@@ -202,7 +194,10 @@ def find_paces(values: dict[int, float], slices: dict[int, list[float]] | None =
         var, df = noise
         t = gap / (math.sqrt((ss + df * var) / (n - 2 + df)) * k)
         null, alone = _pooled_null(n, df)
-        crit, p, used = pooled_critical_t(n, df), float(_reaching(null, t) + alone), df + n
+        # the critical value: one pace of n rounds (their slices' noise, df) is named two, by either branch of
+        # the test, in at most 1 - PACE_LEVEL of runs
+        room = int((1 - PACE_LEVEL - alone) * SIMULATIONS)
+        crit, p, used = float(null[max(0, len(null) - room - 1)]), float(_reaching(null, t) + alone), df + n
     fast_us, slow_us = (math.exp(sum(x[k] for k in ks) / len(ks)) for ks in (low, high))
     if t <= crit or slow_us / fast_us < MIN_APART:
         return None
