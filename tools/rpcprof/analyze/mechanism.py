@@ -121,8 +121,7 @@ def kernel_figures(syscalls: dict | None) -> dict[str, Figure]:
         if figures[name].value is None and by:
             figures[name] = summed(family, f"syscalls.by_syscall_per_req.({kind} family)")
     if figures["req_per_write"].value is None and figures["writes_per_req"].value:
-        figures["req_per_write"].value = 1 / figures["writes_per_req"].value
-        figures["req_per_write"].key = "1 / syscalls.writes_per_req"
+        figures["req_per_write"] = Figure("1 / syscalls.writes_per_req", 1 / figures["writes_per_req"].value)
     return figures
 
 
