@@ -98,9 +98,9 @@ def pilot_of(parameters: dict | None) -> int | None:
     return None if p.get("precision") is None else max(rounds_asked(p), PILOT_ROUNDS)
 
 
-def log_ratios(base: dict, other: dict, figure: str = "req_per_cpu_s") -> list[float]:
-    """ln(other / base) per round measured by both, in round order."""
-    a, b = figure_by_round(base, figure), figure_by_round(other, figure)
+def log_ratios(base: dict, other: dict) -> list[float]:
+    """ln(other / base) of req/s per CPU per round measured by both, in round order."""
+    a, b = figure_by_round(base), figure_by_round(other)
     return [math.log(b[k] / a[k]) for k in sorted(a.keys() & b.keys()) if a[k] > 0 and b[k] > 0]
 
 

@@ -117,10 +117,10 @@ def pool_below(n: int, df: int) -> float:
     return float(fdtri(n - 2, df, POOL_LEVEL))
 
 
-def critical_t(n: int, level: float = PACE_LEVEL) -> float:
-    """The statistic's `level` quantile for n rounds of one pace."""
+def critical_t(n: int) -> float:
+    """The statistic's PACE_LEVEL quantile for n rounds of one pace."""
     null = _null(n)
-    return float(null[min(len(null) - 1, int(math.ceil(level * len(null))) - 1)])
+    return float(null[min(len(null) - 1, int(math.ceil(PACE_LEVEL * len(null))) - 1)])
 
 
 @dataclass(frozen=True)

@@ -202,8 +202,8 @@ class FrameTest:
     q: float | None = None
 
 
-def frame_tests(tree: FrameTree, a: dict, b: dict, paired: bool, nodes, q: float = FDR) -> list[FrameTest]:
-    """The boxes `nodes` of tree tested across rounds, BH at q over all of them. a, b: {round: (profile
+def frame_tests(tree: FrameTree, a: dict, b: dict, paired: bool, nodes) -> list[FrameTest]:
+    """The boxes `nodes` of tree tested across rounds, BH at FDR over all of them. a, b: {round: (profile
     key in the tree, its total weight, its samples, scale)}: a box's figure in a round is its share of
     the profile times scale (1 for shares, the round's CPU µs per request for µs per request)."""
     tests = []
@@ -218,7 +218,7 @@ def frame_tests(tree: FrameTree, a: dict, b: dict, paired: bool, nodes, q: float
         if g.p is not None:
             tests.append(FrameTest(node, g))
     for t, adjusted in zip(tests, bh_adjusted([t.gap.p for t in tests])):
-        t.discovery, t.q = adjusted <= q, adjusted
+        t.discovery, t.q = adjusted <= FDR, adjusted
     return tests
 
 

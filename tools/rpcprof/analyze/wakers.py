@@ -65,7 +65,7 @@ def syscall_after_entry(names: list[str]) -> str | None:
     return m.group(1) if m else None
 
 
-def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
+def waker_rows(folded: Path, rules: Rules) -> dict[str, dict]:
     """reason -> {us: paired µs off CPU, wakers: [{waker, us, share_pct}], top ones largest first}, in rules' order."""
     waits = rules.using(view="waits")
     by: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -77,7 +77,7 @@ def waker_rows(folded: Path, rules: Rules, top: int = TOP) -> dict[str, dict]:
         if reason not in by:
             continue
         total = sum(by[reason].values())
-        ranked = sorted(by[reason].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        ranked = sorted(by[reason].items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
         rows[reason] = {"us": total, "wakers": [{"waker": name, "us": us, "share_pct": 100 * us / total}
                                                 for name, us in ranked]}
     return rows
