@@ -97,9 +97,9 @@ def wait_answering(proc: subprocess.Popen, port: int, scenario: str = "helloworl
     """Until a server started by a test (proc) answers the scenario's gRPC call on port; fails the test
     if it exits or does not answer within timeout."""
     import time
-    from rpcprof.measure.scenario import SCENARIOS, probe
+    from rpcprof.measure.scenario import SCENARIOS, learn_reply
     deadline = time.monotonic() + timeout
-    while probe(SCENARIOS[scenario], port) is not None:
+    while learn_reply(SCENARIOS[scenario], port, calls=1)[1] is not None:
         assert proc.poll() is None and time.monotonic() < deadline, f"the server on port {port} did not answer"
         time.sleep(0.1)
 

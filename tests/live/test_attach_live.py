@@ -29,9 +29,9 @@ def start_server(name: str, port: int, cwd: Path, argv: list[str] | None = None)
     argv = argv or spec.argv(port)
     proc = subprocess.Popen(["taskset", "-c", "0", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    from rpcprof.measure.scenario import SCENARIOS, probe
+    from rpcprof.measure.scenario import SCENARIOS, learn_reply
     deadline = time.monotonic() + 60
-    while probe(SCENARIOS["helloworld"], port) is not None:
+    while learn_reply(SCENARIOS["helloworld"], port, calls=1)[1] is not None:
         assert proc.poll() is None, f"{name} exited at start"
         assert time.monotonic() < deadline, f"{name} did not answer within 60 s"
         time.sleep(0.2)

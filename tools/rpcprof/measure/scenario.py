@@ -119,8 +119,3 @@ def learn_reply(scenario: Scenario, port: int, timeout: float = 1.0, calls: int 
         return None, f"the reply is not a {scenario.package}.HelloReply ({e})"
     builtin = text == scenario.decode_reply(scenario.expected_reply_bytes())
     return Reply([len(r) for r in replies], text, builtin), None
-
-
-def probe(scenario: Scenario, port: int, timeout: float = 1.0) -> str | None:
-    """One real gRPC call: None when it ends with grpc-status 0 and a HelloReply, else what was wrong."""
-    return learn_reply(scenario, port, timeout, calls=1)[1]
