@@ -177,7 +177,7 @@ def test_schedstat_monitor_measures_cpu_burned_in_the_main_thread(child):
         assert monitor.method == "schedstat"
         assert BURN_S <= measured_s(monitor, child, f"burn {BURN_S}") < BURN_S + SLACK_S
     finally:
-        monitor.close()
+        monitor.stop()
 
 
 def test_schedstat_monitor_keeps_the_cpu_of_a_thread_that_exited_after_a_poll(child):
@@ -190,7 +190,7 @@ def test_schedstat_monitor_keeps_the_cpu_of_a_thread_that_exited_after_a_poll(ch
         assert tid not in thread_cpu_ns(child.pid)
         assert BURN_S <= (monitor.mark() - before) / 1e9 < BURN_S + SLACK_S
     finally:
-        monitor.close()
+        monitor.stop()
 
 
 def test_monitor_marks_never_decrease(child):
@@ -202,7 +202,7 @@ def test_monitor_marks_never_decrease(child):
             marks.append(monitor.mark())
         assert marks == sorted(marks)
     finally:
-        monitor.close()
+        monitor.stop()
 
 
 def test_cgroup_monitor_measures_cpu_burned_in_the_main_thread(cgroup, child):
@@ -212,7 +212,7 @@ def test_cgroup_monitor_measures_cpu_burned_in_the_main_thread(cgroup, child):
         assert monitor.method == f"cgroup-v{cgroup.version}"
         assert BURN_S <= measured_s(monitor, child, f"burn {BURN_S}") < BURN_S + SLACK_S
     finally:
-        monitor.close()
+        monitor.stop()
 
 
 def test_cgroup_monitor_counts_a_thread_that_exited_during_the_window(cgroup, child):
@@ -224,7 +224,7 @@ def test_cgroup_monitor_counts_a_thread_that_exited_during_the_window(cgroup, ch
         assert tid not in thread_cpu_ns(child.pid)
         assert BURN_S <= (monitor.mark() - before) / 1e9 < BURN_S + SLACK_S
     finally:
-        monitor.close()
+        monitor.stop()
 
 
 def test_cgroup_counts_only_the_processes_added_to_it(cgroup, child):
@@ -255,7 +255,7 @@ def test_rss_window_reports_the_memory_of_a_live_process(child):
         child.ask(f"burn {BURN_S / 3}")
         memory, _ = monitor.stop_window()
     finally:
-        monitor.close()
+        monitor.stop()
     rss_kib = procstat.rss_bytes(child.pid)[0] / 1024
     assert memory["rss_samples"] >= 1
     assert 0 < memory["rss_avg_mib"] <= memory["rss_peak_mib"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
 import time
 from contextlib import nullcontext, suppress
 from dataclasses import dataclass
@@ -44,12 +43,9 @@ _UNIT_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
 
 def pmu_event() -> str:
     """'cycles' when a hardware PMU counts, else 'cpu-clock' (software hrtimer)."""
-    try:
-        out = subprocess.run(["perf", "stat", "-x,", "-e", "cycles", "true"], capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "cpu-clock"
-    return "cpu-clock" if ("not supported" in out.stderr or "<not" in out.stderr or out.returncode) else "cycles"
+    out = children.output(["perf", "stat", "-x,", "-e", "cycles", "true"], timeout=10)
+    supported = out and out.returncode == 0 and "not supported" not in out.stderr and "<not" not in out.stderr
+    return "cycles" if supported else "cpu-clock"
 
 
 def max_sample_rate() -> int:
@@ -61,11 +57,8 @@ def max_sample_rate() -> int:
 def recorded_frequency(data: Path) -> int | None:
     """The sampling rate perf actually asked the kernel for, from perf.data's event attributes (perf
     lowers -F to kernel.perf_event_max_sample_rate); None if it cannot be read."""
-    try:
-        out = children.run(["perf", "evlist", "-F", "-i", str(data)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return min((int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout)), default=None)
+    out = children.output(["perf", "evlist", "-F", "-i", str(data)], timeout=30)
+    return min((int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout if out else "")), default=None)
 
 
 @dataclass

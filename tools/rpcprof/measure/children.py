@@ -48,6 +48,13 @@ def run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, **kwargs, **dies_with_us())
 
 
+def output(argv: list[str], timeout: float | None = None, **kwargs) -> subprocess.CompletedProcess | None:
+    """run() with its output captured as text; None if argv could not start or ran past timeout."""
+    with suppress(OSError, subprocess.TimeoutExpired):
+        return run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    return None
+
+
 def read_stripped(path: Path | str) -> str | None:
     """A /proc, /sys or log file's text, stripped; None if it cannot be read (a process or thread that exited,
     no permission, no such file)."""

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from rpcprof.measure.children import read_stripped
+from rpcprof.measure.children import output, read_stripped
 
 ESTABLISHED = "01"
 H2_INITIAL_WINDOW = 65_535      # RFC 9113 6.5.2 / 6.9.2: each stream's and the connection's window
@@ -112,10 +112,8 @@ def _nghttp(port: int, path: str, body: Path, timeout_s: float, requests: int = 
         return None
     argv = [nghttp, "-v", "-n", "-m", str(requests), "-H", "content-type: application/grpc", "-H", "te: trailers",
             "-d", str(body), f"http://127.0.0.1:{port}{path}"]
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    done = output(argv, timeout_s, stdin=subprocess.DEVNULL)
+    return done.stdout if done else None
 
 
 def h2_settings(port: int, path: str, body: Path, timeout_s: float = 5.0) -> dict | None:

@@ -158,8 +158,6 @@ def run_measured(argv: list[str], log_path: Path, on_start=None, on_end=None,
 
 
 class H2load:
-    name = "h2load"
-
     def __init__(self, scenario: Scenario, workdir: Path):
         self.scenario = scenario
         self.body = workdir / f"{scenario.package}.body"
@@ -232,8 +230,6 @@ def read_h2load_latency_log(path: Path, hist: LatencyHistogram, starts: Counter 
 
 
 class Ghz:
-    name = "ghz"
-
     def __init__(self, scenario: Scenario, workdir: Path):
         self.scenario = scenario
 

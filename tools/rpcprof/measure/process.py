@@ -30,11 +30,8 @@ def check_port_free(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            try:            # whatever listens there, from ss
-                out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
-            except OSError:
-                out = ""
-            m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', out)
+            ss = children.output(["ss", "-Hltnp", f"sport = :{port}"])       # whatever listens there
+            m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', ss.stdout if ss else "")
             who = f" by pid {m.group(2)} ({m.group(1)})" if m else ""
             raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
 
@@ -99,7 +96,7 @@ class ServerProcess:
             with suppress(ProcessLookupError, subprocess.TimeoutExpired):
                 os.killpg(self.pid, sig)
                 self.proc.wait(timeout=5.0)
-        self.monitor.close()
+        self.monitor.stop()
         if self.cgroup:
             self.cgroup.remove()
         self.log.close()

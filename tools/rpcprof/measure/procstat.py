@@ -23,7 +23,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from rpcprof.measure.children import read_stripped, stat_ints
+from rpcprof.measure.children import output, read_stripped, stat_ints
 from rpcprof.measure.threads import Window, status_fields, task_ids, thread_switches
 from rpcprof.paths import ROOT
 
@@ -244,11 +244,9 @@ class ProcessMonitor:
         return {"rss_avg_mib": (sum(samples) / len(samples) / mib) if samples else None,
                 "rss_peak_mib": hwm / mib if hwm else None, "rss_samples": len(samples)}, series
 
-    def close(self) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=1)
-
-    stop = close        # a Session stops what it owns
 
 
 def machine_specs() -> dict:
@@ -265,9 +263,7 @@ def machine_specs() -> dict:
 
 def command_version(argv: list[str]) -> str:
     """First line a tool prints for its version, or 'not found'."""
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+    if (out := output(argv, timeout=10)) is None:
         return "not found"
     text = (out.stdout or out.stderr).strip().splitlines()
     return text[0] if text else "unknown"
