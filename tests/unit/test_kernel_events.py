@@ -193,9 +193,10 @@ def test_every_perf_record_stops_without_the_bpf_side_band_thread(tmp_path, monk
     from rpcprof.capture import offcpu, profiler
     monkeypatch.setattr(profiler, "require", lambda *a, **k: "perf")
     monkeypatch.setattr(offcpu, "require", lambda *a, **k: "perf")
-    argvs = [syscalls.io_record_argv("perf", 42, tmp_path / "io.data", ["writev"]),
-             offcpu.offcpu_argv(42, tmp_path / "offcpu.data", "dwarf"), offcpu.offwake_argv(tmp_path / "w.data")]
+    monkeypatch.setattr(offcpu, "perf_recorder", lambda argv, *a, **k: argv)
     monkeypatch.setattr(profiler, "perf_recorder", lambda argv, *a, **k: argv)
+    argvs = [syscalls.io_record_argv("perf", 42, tmp_path / "io.data", ["writev"]),
+             offcpu.start_offcpu(42, tmp_path, "dwarf"), offcpu.start_offwake(tmp_path)]
     argvs.append(profiler.start_perf(42, tmp_path, 99, "fp", "cpu-clock", cpus=[0]))
     for argv in argvs:
         assert argv[:2] == ["perf", "record"] and "--no-bpf-event" in argv, argv

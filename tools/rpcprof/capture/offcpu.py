@@ -56,29 +56,21 @@ _NEXT = re.compile(rb"next_comm=(.*?) next_pid=(\d+)")
 _WAKEE = re.compile(rb"comm=.* pid=(\d+) prio=")
 
 
-def offcpu_argv(pid: int, data: Path, call_graph: str) -> list[str]:
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    # a JIT's stacks need its jitdump injected; off-CPU stacks stop at the JIT frames instead
-    graph = CALL_GRAPHS.get(call_graph if call_graph != "dwarf-jit" else "dwarf", CALL_GRAPHS["dwarf"])
-    return [perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", "sched:sched_switch", "-c", "1", "--switch-events", *graph,
-            "-p", str(pid), "-m", "1024", "-o", str(data)]
-
-
 def start_offcpu(pid: int, out_dir: Path, call_graph: str) -> Recorder:
     """Start recording pid's context switches into out_dir/offcpu.data (perf-offcpu.log)."""
-    data = out_dir / OFFCPU_DATA
-    return perf_recorder(offcpu_argv(pid, data, call_graph), data, out_dir / PERF_OFFCPU_LOG)
-
-
-def offwake_argv(data: Path) -> list[str]:
-    perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
-    return [perf, "record", *PERF_RECORD_OPTIONS, "-a", "-e", "sched:sched_waking", "-g", "-m", "256", "-o", str(data)]
+    perf, data = require("perf", "run tools/setup.sh (Debian package linux-perf)"), out_dir / OFFCPU_DATA
+    # a JIT's stacks need its jitdump injected; off-CPU stacks stop at the JIT frames instead
+    graph = CALL_GRAPHS.get(call_graph if call_graph != "dwarf-jit" else "dwarf", CALL_GRAPHS["dwarf"])
+    return perf_recorder([perf, "record", *PERF_RECORD_OPTIONS, *PERF_KEPT_OPTIONS, "-e", "sched:sched_switch", "-c",
+                          "1", "--switch-events", *graph, "-p", str(pid), "-m", "1024", "-o", str(data)],
+                         data, out_dir / PERF_OFFCPU_LOG)
 
 
 def start_offwake(out_dir: Path) -> Recorder:
     """Start recording every wake-up on the machine (module doc) into out_dir/offwake.data (perf-offwake.log)."""
-    data = out_dir / OFFWAKE_DATA
-    return perf_recorder(offwake_argv(data), data, out_dir / PERF_OFFWAKE_LOG)
+    perf, data = require("perf", "run tools/setup.sh (Debian package linux-perf)"), out_dir / OFFWAKE_DATA
+    return perf_recorder([perf, "record", *PERF_RECORD_OPTIONS, "-a", "-e", "sched:sched_waking", "-g", "-m", "256",
+                          "-o", str(data)], data, out_dir / PERF_OFFWAKE_LOG)
 
 
 def samples(lines):
