@@ -27,7 +27,6 @@ class ServerSpec:
     name: str
     folder: Path
     description: str
-    language: str
     profiler: str
     run: list[str]
     app: str
@@ -92,7 +91,7 @@ def load_server(name: str) -> ServerSpec:
     for key in ("app", "ruler"):
         if data.get(key) is not None:
             UserRegex(data[key], f"{path}: {key}")      # the guarded compilation the rules' regexes get
-    spec = ServerSpec(name=name, folder=folder, description=str(data["description"]), language=str(data["language"]),
+    spec = ServerSpec(name=name, folder=folder, description=str(data["description"]),
                       profiler=data["profiler"], run=data["run"], app=data["app"], params=data.get("params") or {},
                       warmup_s=float(data.get("warmup_s", ServerSpec.warmup_s)),      # else the dataclass's defaults
                       **{key: data[key] for key in ("call_graph", "workdir", "ruler", "after_profile") if key in data})
