@@ -151,11 +151,7 @@ class CpuWindow(Window):
     """A process's CPU between two instants (a Window of the monitor's marks)."""
 
     def __init__(self, monitor: "ProcessMonitor", on_start=None, on_end=None):
-        super().__init__(on_start, on_end)
-        self.monitor = monitor
-
-    def read(self) -> int:
-        return self.monitor.mark()
+        super().__init__(monitor.mark, on_start, on_end)
 
     def ns(self) -> int:
         start, end = self.ends()

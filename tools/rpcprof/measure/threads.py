@@ -109,12 +109,12 @@ def per_request(counts: dict, requests: int | None) -> dict:
 
 
 class Window:
-    """A window's two ends, each read (read(), a subclass's) once, when first marked: pass start and end to a
-    load driver as its on_start and on_end callbacks (called when the driver's timed window starts and
-    ends), then on_start() or on_end() is called too. An end never marked is taken when the window is read."""
+    """A window's two ends, each read (read()) once, when first marked: pass start and end to a load driver as
+    its on_start and on_end callbacks (called when the driver's timed window starts and ends), then on_start()
+    or on_end() is called too. An end never marked is taken when the window is read."""
 
-    def __init__(self, on_start=None, on_end=None):
-        self.marks: dict = {}
+    def __init__(self, read, on_start=None, on_end=None):
+        self.read, self.marks = read, {}
         self.hooks = {"start": on_start, "end": on_end}
 
     def _mark(self, key: str) -> None:
@@ -138,11 +138,7 @@ class ProcWindow(Window):
     """The counters' snapshots at a window's start and end; seen: as snapshot takes it."""
 
     def __init__(self, pid: int, seen: dict | None = None):
-        super().__init__()
-        self.pid, self.seen = pid, seen
-
-    def read(self) -> dict:
-        return snapshot(self.pid, self.seen)
+        super().__init__(lambda: snapshot(pid, seen))
 
     def counts(self) -> dict:
         return difference(*self.ends())
