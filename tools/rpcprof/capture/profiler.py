@@ -54,13 +54,6 @@ def max_sample_rate() -> int:
     return 10000
 
 
-def recorded_frequency(data: Path) -> int | None:
-    """The sampling rate perf actually asked the kernel for, from perf.data's event attributes (perf
-    lowers -F to kernel.perf_event_max_sample_rate); None if it cannot be read."""
-    out = children.output(["perf", "evlist", "-F", "-i", str(data)], timeout=30)
-    return min((int(m) for m in re.findall(r"sample_freq=(\d+)", out.stdout if out else "")), default=None)
-
-
 @dataclass
 class ProfilePlan:
     """Rate and duration chosen so that the profile should hold at least min_samples samples."""
@@ -131,7 +124,9 @@ def sampling_rate_used(name: str, asked: int, data: Path) -> dict:
     """The rate perf used (perf.data's event attributes) and the kernel's limit at the window's end (it
     lowers kernel.perf_event_max_sample_rate when sampling interrupts take too long); a warning when
     either is below the rate asked."""
-    used, limit = recorded_frequency(data), max_sample_rate()
+    evlist = children.output(["perf", "evlist", "-F", "-i", str(data)], timeout=30)
+    used = min((int(m) for m in re.findall(r"sample_freq=(\d+)", evlist.stdout if evlist else "")), default=None)
+    limit = max_sample_rate()
     if (used is not None and used < asked) or limit < asked:
         log(f"rpcprof: WARNING: {name}: asked perf for {asked} Hz; it used {used if used is not None else '?'} Hz "
             f"(kernel.perf_event_max_sample_rate is {limit}): fewer samples than planned")
