@@ -32,7 +32,6 @@ from __future__ import annotations
 import bisect
 import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -208,10 +207,7 @@ def fold_offwake(wakes: Path, spans: list, folded: Path) -> dict:
 
 def collapse_weighted(lines: list[bytes], out: Path) -> None:
     """inferno-collapse-perf --kernel on weigh_switches' lines (it sums each sample's period) into out."""
-    with tempfile.TemporaryDirectory(prefix="rpcprof-offcpu-") as scratch:
-        script = Path(scratch) / "script"
-        script.write_bytes(b"".join(lines))
-        collapse(script, out)
+    collapse(None, out, b"".join(lines))
 
 
 def perf_script(data: Path, *options: str, stdout=subprocess.PIPE) -> bytes | None:
@@ -224,10 +220,12 @@ def perf_script(data: Path, *options: str, stdout=subprocess.PIPE) -> bytes | No
     return proc.stdout
 
 
-def collapse(script: Path, folded: Path) -> None:
-    """inferno-collapse-perf --kernel on a perf script file into folded, which is written whole or not at all."""
+def collapse(script: Path | None, folded: Path, text: bytes | None = None) -> None:
+    """inferno-collapse-perf --kernel on a perf script file (or its text, on stdin) into folded, which is written
+    whole or not at all."""
     inferno = require("inferno-collapse-perf")
     with output_file(folded) as out:
-        done = children.run([inferno, "--kernel", str(script)], stdout=out, stderr=subprocess.PIPE)
+        done = children.run([inferno, "--kernel", *([str(script)] if script else [])], input=text, stdout=out,
+                            stderr=subprocess.PIPE)
         if done.returncode != 0:
             raise UserError(f"inferno-collapse-perf failed: {done.stderr.decode(errors='replace').strip()[:200]}")
