@@ -60,9 +60,9 @@ def tracepoint_exists(group: str, name: str) -> bool:
     return root is not None and (root / group / name).exists()
 
 
-def available_syscalls() -> list[str]:
-    """The SYSCALLS whose sys_enter tracepoint this kernel has."""
-    return [s for s in SYSCALLS if tracepoint_exists("syscalls", f"sys_enter_{s}")]
+def available_syscalls(names=SYSCALLS, point: str = "enter") -> list[str]:
+    """Those of names (default SYSCALLS) whose sys_POINT tracepoint this kernel has."""
+    return [s for s in names if tracepoint_exists("syscalls", f"sys_{point}_{s}")]
 
 
 # --- kernel events counted beside the syscalls ----------------------------------------------------
@@ -223,12 +223,8 @@ IO_SCRIPT_TIMEOUT = 300.0
 _EXIT = re.compile(r"syscalls:sys_exit_(\w+):\s+(0x[0-9a-fA-F]+|-?\d+)\s*$")
 _LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost\s+(\d+)")
 IO_COUNTS = ("calls", "bytes", "eagain", "errors", "zero")
+IO_SYSCALLS = IO_READS + IO_WRITES
 IO_FIGURES = ("reads_per_req", "eagain_reads_per_req", "bytes_per_read", "bytes_per_write", "req_per_write")
-
-
-def available_io_syscalls() -> list[str]:
-    """The read- and write-family syscalls whose sys_exit tracepoint this kernel has."""
-    return [s for s in IO_READS + IO_WRITES if tracepoint_exists("syscalls", f"sys_exit_{s}")]
 
 
 def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[str]:
@@ -240,7 +236,7 @@ def io_record_argv(perf: str, pid: int, data: Path, names: list[str]) -> list[st
 
 def start_io_record(pid: int, out: Path, name: str = "syscalls-io") -> Recorder | None:
     """perf record (io_record_argv) of pid into out/NAME.data until stopped; None without the tracepoints."""
-    if not (names := available_io_syscalls()):
+    if not (names := available_syscalls(IO_SYSCALLS, "exit")):
         return None
     perf = require("perf", "run tools/setup.sh (Debian package linux-perf)")
     data = out / window_file(name, "recording")
@@ -267,7 +263,7 @@ def summarise_io(session: Session, recorder: Recorder) -> dict | None:
                 "no bytes per read/write")
             return None
         with open(text, errors="replace") as lines:
-            summary = summarise_io_script(lines, available_io_syscalls() or IO_READS + IO_WRITES)
+            summary = summarise_io_script(lines, available_syscalls(IO_SYSCALLS, "exit") or IO_SYSCALLS)
     finally:
         text.unlink(missing_ok=True)
         if data.exists() and data.stat().st_size > IO_KEEP_BYTES:
@@ -284,7 +280,7 @@ def _signed(word: str) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def summarise_io_script(lines, names=IO_READS + IO_WRITES) -> dict:
+def summarise_io_script(lines, names=IO_SYSCALLS) -> dict:
     """{'io': {name: {calls, bytes, eagain, errors, zero}}, 'lost': N} from perf script -F event,trace
     output: bytes sums the positive returns, eagain counts -EAGAIN, errors the other negative returns,
     zero the returns of 0. Every name watched is listed, with 0 calls if it had none; lines that are
