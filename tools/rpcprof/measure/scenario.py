@@ -9,13 +9,13 @@ generated code is needed: h2load gets the gRPC-framed bytes, ghz the JSON, the p
 """
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.errors import UserError
+from rpcprof.measure.recorder import require
 from rpcprof.paths import PROTO_DIR
 
 
@@ -43,9 +43,8 @@ class Scenario:
         return PROTO_DIR / f"{self.package}.json"
 
     def _protoc(self, args: list[str], data: bytes) -> bytes:
-        if not shutil.which("protoc"):
-            raise UserError("protoc not found: run tools/setup.sh (Debian package protobuf-compiler)")
-        proc = subprocess.run(["protoc", f"-I{PROTO_DIR}", *args, self.proto], input=data,
+        protoc = require("protoc", "run tools/setup.sh (Debian package protobuf-compiler)")
+        proc = subprocess.run([protoc, f"-I{PROTO_DIR}", *args, self.proto], input=data,
                               capture_output=True, cwd=PROTO_DIR)
         if proc.returncode != 0:
             raise UserError(f"protoc {' '.join(args)} failed: {proc.stderr.decode(errors='replace').strip()}")
