@@ -33,10 +33,8 @@ UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a war
 
 def jitdumps(pid: int) -> list[Path]:
     """The jitdump files (jit-PID.dump) the process has mapped: V8 maps its dump so perf records where it is."""
-    lines = (children.read_stripped(f"/proc/{pid}/maps") or "").splitlines()
-    found = {line.split(None, 5)[5] for line in lines if len(line.split(None, 5)) == 6
-             and re.search(r"/jit-\d+\.dump$", line)}
-    return sorted(Path(p) for p in found)
+    maps = children.read_stripped(f"/proc/{pid}/maps") or ""     # a mapping's path is its sixth field
+    return sorted({Path(p) for p in re.findall(r"^(?:\S+[ \t]+){5}(.*/jit-\d+\.dump)$", maps, re.M)})
 
 
 def inject_jit(data: Path, dumps: list[Path]) -> dict:
