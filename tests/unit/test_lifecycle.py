@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from rpcprof.errors import UserError
+from rpcprof.measure.recorder import Recorder
+
 
 def manifest_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "manifest.json").read_text())
@@ -125,3 +128,27 @@ def test_one_lifecycle_writes_running_then_the_status_every_job_means_alike(rais
     except (KeyboardInterrupt, RuntimeError):
         pass
     assert written == ["running", status]
+
+
+def test_a_deferred_recorder_starts_at_its_window_and_stops_by_pid(tmp_path):
+    """py-spy's recorder in a window with a lead (capture/profiler.py): no process until the window's start,
+    and one stopped at the end like any other."""
+    never = Recorder(["sleep", "30"], tmp_path / "never.out", tmp_path / "never.log", deferred=True)
+    never.wait_attached()                   # nothing to wait for yet
+    never.check()
+    assert never.proc is None and never.stop() is None
+    rec = Recorder(["sleep", "30"], tmp_path / "out", tmp_path / "log", deferred=True)
+    assert rec.proc is None
+    rec.start()
+    assert rec.proc.poll() is None
+    rec.check()
+    assert rec.stop() is not None and rec.proc.poll() is not None
+
+
+def test_a_deferred_recorder_that_exits_in_its_window_is_one_line(tmp_path):
+    rec = Recorder(["false"], tmp_path / "out", tmp_path / "log", deferred=True)
+    rec.start()
+    rec.proc.wait()
+    with pytest.raises(UserError, match=r"^false exited during the window \(status 1\)"):
+        rec.check()
+    assert rec.stop() == 1

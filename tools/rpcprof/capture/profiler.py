@@ -95,12 +95,13 @@ def start_perf(pid: int, out_dir: Path, frequency: int, call_graph: str, event: 
     return perf_recorder(argv, data, out_dir / PERF_RECORD_LOG)
 
 
-def start_pyspy(pid: int, folded: Path, frequency: int) -> Recorder:
+def start_pyspy(pid: int, folded: Path, frequency: int, deferred: bool = False) -> Recorder:
+    """py-spy record on pid; deferred: started by the Recorder's start(), at the window's start."""
     pyspy = require("py-spy", "run tools/setup.sh (py-spy is in the project's virtualenv)")
     # --nonblocking: don't pause the interpreter to sample it (~4 % cost instead of ~18 %)
     argv = [pyspy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking", "--gil", "--rate", str(frequency),
             "--output", str(folded)]
-    return Recorder(argv, folded, folded.with_name(PYSPY_LOG))
+    return Recorder(argv, folded, folded.with_name(PYSPY_LOG), deferred=deferred)
 
 
 @dataclass
@@ -163,8 +164,9 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     """Profile target.pid while drive(window) runs; returns the profile record (also profile.json).
 
     drive calls window.start() and window.end() when its window begins and ends (an end not marked is
-    taken when drive returns) and returns the OK requests it saw, or None when unknown. late (perf only):
-    the samples begin at window.start(), not before drive (a driver's lead is not profiled). The session
+    taken when drive returns) and returns the OK requests it saw, or None when unknown. late:
+    the samples begin at window.start(), not before drive (a driver's lead is not profiled: perf's events
+    are enabled then, and py-spy, which cannot be attached with its sampling off, is started then). The session
     owns the profiler while it runs, so it is stopped on any exit path.
     """
     perf = target.profiler == "perf"
@@ -177,15 +179,15 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
     folded, data, raw = target.out / PROFILE_FOLDED, target.out / PERF_DATA, target.out / PYSPY_RAW
     maps = JitMaps(target.name, target.pid, target.after, target.out) if perf else None
     recorder = session.own(start_perf(target.pid, target.out, plan.frequency, target.call_graph, target.event, cpus)
-                           if perf else start_pyspy(target.pid, raw, plan.frequency))
-    late = late and perf
+                           if perf else start_pyspy(target.pid, raw, plan.frequency, deferred=late))
     recorder.wait_attached(enable=not late)
     started = [time.time_ns()]
 
     def begin() -> None:        # the driver's timed window begins, after its lead: the samples with it
         started[0] = time.time_ns()
         recorder.start()
-        maps.start()
+        if maps:
+            maps.start()
     window = CpuWindow(monitor, on_start=begin if late else None)
     with maps.during(late) if maps else nullcontext():
         requests = drive(window)

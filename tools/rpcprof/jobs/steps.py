@@ -222,8 +222,8 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     cpu_us_per_req), goes in figures['profile'] and is returned."""
     unprofiled_us = figures.get("cpu_us_per_req")
     seen = {}
-    # the subject's lead where perf can begin its samples after it (py-spy cannot: no lead)
-    lead = subject.lead if drive is None and target.profiler == "perf" else 0.0
+    # the subject's lead, after which the samples begin (perf's events are enabled, py-spy is started)
+    lead = subject.lead if drive is None else 0.0
     if drive is None:
         def drive(window):
             if count:

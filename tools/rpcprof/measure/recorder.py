@@ -105,22 +105,31 @@ class Recorder:
     """A profiler attached to one PID until stop(); stop() always leaves no process behind.
     control: the Control whose fifos argv names (perf stat -D -1 --control ...)."""
 
-    def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None):
+    def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None,
+                 deferred: bool = False):
         self.argv, self.control, self.out_path, self.log_path = argv, control, out_path, log_path
+        self.deferred = deferred
         # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
         # still answering the disable command ends it without a print, so interrupt() waits for the poll
         self.signal_in_poll = control is not None and "-I" in argv
         self.signalled = False
         self.late_error: str | None = None
         self.log = open(log_path, "wb")
-        self.proc = children.popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc: subprocess.Popen | None = None
+        if not deferred:
+            self.launch()
+
+    def launch(self) -> None:
+        self.proc = children.popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
 
     def wait_attached(self, timeout: float = 10.0, enable: bool = True) -> None:
         """With a control (perf), wait until perf acknowledges that its events are enabled (enable False:
         that it answers, its events still off, for start() to enable; `ping`, not `disable`: a disable turns
         off perf record's side-band events too, and a process started before start() is then unnamed in
-        the recording); without one (py-spy), until the profiler has run for 0.5 s."""
+        the recording); without one (py-spy), until the profiler has run for 0.5 s; deferred, not at all."""
+        if self.proc is None:
+            return
         t0 = time.monotonic()
         if self.control is not None:
             if self.control.command("enable" if enable else "ping", self.proc, timeout):
@@ -137,21 +146,27 @@ class Recorder:
 
     def start(self, _pid: int | None = None) -> None:
         """A window's start (a marker of measure/procstat.Marks, called when the load driver's timed window
-        begins, after its lead): enable the events attached disabled; check() says if they were not."""
-        if not self.control.command("enable", self.proc, 2.0):
+        begins, after its lead): enable the events attached disabled, or start a deferred profiler (py-spy,
+        which cannot be attached with its sampling off: it samples once it has attached); check() says if
+        either failed."""
+        if self.control is None:
+            self.launch()
+        elif not self.control.command("enable", self.proc, 2.0):
             self.late_error = f"{Path(self.argv[0]).name} did not enable its events at the window's start"
 
     def end(self, _pid: int | None = None) -> None:
         """The events are disabled when the recording is interrupted, after the driver exits."""
 
     def check(self) -> None:
+        if self.deferred and self.proc is not None and self.proc.poll() is not None and not self.signalled:
+            self.late_error = f"{Path(self.argv[0]).name} exited during the window (status {self.proc.returncode})"
         if self.late_error:
             raise UserError(f"{self.late_error} ({log_tail(self.log_path, 3)})")
 
     def interrupt(self) -> None:
         """End the recording now (with a control: disable its events first) and let it exit while other
         work goes on; stop() then waits for it."""
-        if self.signalled or self.proc.poll() is not None:
+        if self.signalled or self.proc is None or self.proc.poll() is not None:
             return
         if self.control is not None:
             self.control.command("disable", self.proc, 2.0)
@@ -165,8 +180,8 @@ class Recorder:
             os.killpg(self.proc.pid, signal.SIGINT)
         self.signalled = True
 
-    def stop(self, timeout: float = 120.0) -> int:
-        if self.proc.poll() is None:
+    def stop(self, timeout: float = 120.0) -> int | None:
+        if self.proc is not None and self.proc.poll() is None:
             try:
                 self.interrupt()
                 self.proc.wait(timeout=timeout)
@@ -178,4 +193,4 @@ class Recorder:
         self.log.close()
         if self.control is not None:
             self.control.close()
-        return self.proc.returncode
+        return self.proc.returncode if self.proc is not None else None
