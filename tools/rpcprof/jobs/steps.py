@@ -312,10 +312,12 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     threads_before = thread_snapshot(subject.pid)
     wakes = attached(session, session.own(start_offwake(subject.out)),
                      lambda e: f"rpcprof: {subject.name}: WARNING: no record of who woke its threads: {e}", enable=not lead)
-    sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus)) if ports else None
+    sampler = session.own(SocketSampler(subject.out / rundir.SOCKETS_LOG, ports, subject.load_cpus,
+                                        late=bool(lead))) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
-        load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, *((recorder, wakes) if lead else ())), lead)
+        load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, *((recorder, wakes, sampler) if lead else ())),
+                             lead)
         for started in filter(None, (recorder, wakes)):
             started.check()
         requests, wall = load.ok, load.wall_s

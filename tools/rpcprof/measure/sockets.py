@@ -35,9 +35,12 @@ def listening_ports(pid: int) -> list[int]:
 
 
 class SocketSampler:
-    """Samples the connections of ports into log every interval seconds until stopped (the session owns it)."""
+    """Samples the connections of ports into log every interval seconds until stopped (the session owns it);
+    late: from start() on, a marker of procstat.Marks called when the driver's timed window begins, after its
+    lead (the samples' times count from there)."""
 
-    def __init__(self, log: Path, ports: list[int], cpus: tuple[int, ...] | list[int] = (), interval: float = INTERVAL):
+    def __init__(self, log: Path, ports: list[int], cpus: tuple[int, ...] | list[int] = (), interval: float = INTERVAL,
+                 late: bool = False):
         self.log, self.ports, self.interval = Path(log), list(ports), interval
         ss = require("ss", "run tools/setup.sh (Debian package iproute2)")
         pin = ["taskset", "-c", ",".join(map(str, cpus))] if cpus else []
@@ -46,7 +49,15 @@ class SocketSampler:
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rpcprof-ss", daemon=True)
-        self._thread.start()
+        if not late:
+            self.start()
+
+    def start(self, _pid: int | None = None) -> None:
+        if self._thread.ident is None:
+            self._thread.start()
+
+    def end(self, _pid: int | None = None) -> None:
+        """The sampling ends when the session stops it."""
 
     def _loop(self) -> None:
         t0 = time.monotonic()
@@ -60,5 +71,6 @@ class SocketSampler:
 
     def stop(self) -> int:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:
+            self._thread.join(timeout=10)
         return self.samples
