@@ -150,7 +150,8 @@ class Recorder:
         which cannot be attached with its sampling off: it samples once it has attached); check() says if
         either failed."""
         if self.control is None:
-            self.launch()
+            if self.proc is None:
+                self.launch()
         elif not self.control.command("enable", self.proc, 2.0):
             self.late_error = f"{Path(self.argv[0]).name} did not enable its events at the window's start"
 
