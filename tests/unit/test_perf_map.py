@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from rpcprof.capture import jit_maps
+from rpcprof.capture.fold import prune_jitted
 from rpcprof.capture.jit_maps import InWindowMaps, SavedMaps, jcmd_socket, keep_freed_code, save_jit_map
 
 
@@ -131,3 +132,18 @@ def test_a_jcmd_after_command_is_taken_over_the_jvms_socket_once_jcmd_opened_it(
     finally:
         server.close()
         sock.unlink()
+
+
+def test_the_jit_elf_files_no_sample_runs_in_go_from_the_runs_own_folder_only(tmp_path):
+    run, elsewhere = tmp_path / "run" / "node_grpcjs", tmp_path / "cwd"
+    for folder in (run / "workdir", elsewhere):
+        folder.mkdir(parents=True)
+        (folder / "jit-7.dump").write_bytes(b"")
+        for n in range(4):
+            (folder / f"jitted-7-{n}.so").write_bytes(b"")
+        (folder / "jitted-8-0.so").write_bytes(b"")       # another process's: not this dump's
+    kept = {"jitted-7-1.so", "jitted-7-3.so"}
+    assert prune_jitted([run / "workdir" / "jit-7.dump"], kept, run) == 2
+    assert sorted(p.name for p in (run / "workdir").glob("jitted-*")) == ["jitted-7-1.so", "jitted-7-3.so", "jitted-8-0.so"]
+    assert prune_jitted([elsewhere / "jit-7.dump"], kept, run) == 4
+    assert len(list(elsewhere.glob("jitted-*"))) == 5

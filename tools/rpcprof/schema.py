@@ -34,7 +34,7 @@ PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
                            "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds", "pyspy_kept",
                            "pyspy_errors", "pyspy_behind_s", "pyspy_error_share", "pid_filter", "started_unix_ns", "lead_s",
-                           "unnamed_jit_share")},
+                           "unnamed_jit_share", "jit_elf_files", "jit_elf_kept")},
     **{k: TEXT for k in ("event", "profiler", "weight", "call_graph", "plan", "scope")},
     "too_few_samples": FLAG,
     "syscalls": {"type": ["object", "null"], "properties": {

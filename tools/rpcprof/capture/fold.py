@@ -28,6 +28,7 @@ from rpcprof.rundir import PERF_DATA, CannotWrite, check_not_input, read_profile
 _HEADER = re.compile(rb"^\S.*\s\d+\.\d+:\s+\d+\s+\S+:")
 _COUNTED = re.compile(rb" [0-9]+\r?$")
 _UNNAMED_FRAME = re.compile(r"\[perf-\d+\.map\]")
+_JITTED = re.compile(rb"/(jitted-\d+-\d+\.so)\)")       # a frame's DSO in perf script: (/path/jitted-PID-N.so)
 UNNAMED_JIT_WARN = 0.01     # a share of samples in JIT code no map names (a warm JVM's runs: under 1 %)
 
 
@@ -55,16 +56,39 @@ def inject_jit(data: Path, dumps: list[Path]) -> dict:
         return {"jit_error": f"perf inject --jit exited {proc.returncode}: "
                              f"{proc.stderr.decode(errors='replace').strip()[-200:]}"}
     os.replace(injected, data)
-    elves = sum(len(list(d.parent.glob(f"jitted-{d.stem.split('-', 1)[1]}-*.so"))) for d in dumps)
+    elves = sum(len(jitted_beside(d)) for d in dumps)
     return {"jitdumps": [str(d) for d in dumps], "jit_elf_files": elves}
 
 
-def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None) -> dict:
+def jitted_beside(dump: Path) -> list[Path]:
+    """The ELF files perf inject --jit wrote for a jitdump (jit-PID.dump: jitted-PID-N.so beside it)."""
+    return list(dump.parent.glob(f"jitted-{dump.stem.split('-', 1)[1]}-*.so"))
+
+
+def prune_jitted(dumps: list[Path], kept: set[str], within: Path) -> int:
+    """Delete the ELF files perf inject --jit wrote beside dumps under `within` (a run's own server folder) that
+    no sample runs in (kept: fold_perf's elves): report.py fold reads no other, and a Node round writes
+    thousands. Beside a dump elsewhere (attach: the process's working directory, where an earlier recording
+    may need them) none is deleted. Returns the ELF files left beside the dumps."""
+    left = 0
+    for dump in dumps:
+        ours = dump.resolve().is_relative_to(within.resolve())
+        for elf in jitted_beside(dump):
+            if ours and elf.name not in kept:
+                elf.unlink(missing_ok=True)
+            else:
+                left += 1
+    return left
+
+
+def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None = None,
+              elves: set[str] | None = None) -> dict:
     """perf script | inferno-collapse-perf --kernel -> folded. Returns {'samples': N, 'fold_seconds': s,
     'unnamed_jit_share': the share of the samples' weight in JIT code no perf map named (None when folded is
     no file to read back)}. pid: keep only that process's samples (a recording of whole CPUs holds every task
     that ran there). JIT frames are named from the process's map (/tmp/perf-PID.map), by perf, else from its
-    copy saved beside data. Over 1 % left unnamed is a warning naming why (name: what it is said of)."""
+    copy saved beside data. Over 1 % left unnamed is a warning naming why (name: what it is said of). elves: the
+    names of the jitted-PID-N.so files (perf inject --jit's) that the samples' frames run in are added to it."""
     saved = SavedMaps(data.parent) if any(data.parent.glob("perf-*.map")) else None
     t0 = time.monotonic()
     # perf script's text beside the output (it can take GBs), under names of its own; a device or FIFO's in /tmp
@@ -77,8 +101,13 @@ def fold_perf(data: Path, folded: Path, pid: int | None = None, name: str | None
         script, named = Path(scratch) / "script", Path(scratch) / "named"
         with open(script, "wb") as out:
             perf_script(data, *([f"--pid={pid}"] if pid is not None else []), stdout=out)
+        samples = 0
         with open(script, "rb") as f:
-            samples = sum(1 for line in f if line[:1] not in (b"\t", b" ", b"\n") and _HEADER.match(line))
+            for line in f:
+                if line[:1] not in (b"\t", b" ", b"\n"):
+                    samples += _HEADER.match(line) is not None
+                elif elves is not None and b"/jitted-" in line:
+                    elves.update(m.decode() for m in _JITTED.findall(line))
         if saved:
             with open(script, "rb") as f, open(named, "wb") as out:
                 out.writelines(saved.named(line) for line in f)

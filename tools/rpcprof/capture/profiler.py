@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps
+from rpcprof.capture.fold import fold_perf, fold_pyspy, inject_jit, jitdumps, prune_jitted
 from rpcprof.capture.jit_maps import JitMaps
 from rpcprof.measure import children
 from rpcprof.measure.procstat import CpuWindow, ProcessMonitor
@@ -209,11 +209,14 @@ def capture_profile(target: ProfileTarget, plan: ProfilePlan, monitor: ProcessMo
             record.update(inject_jit(data, dumps))
             if "jit_error" in record:
                 log(f"rpcprof: WARNING: {target.name}: {record['jit_error']}")
-            else:
-                log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']:,} ELF files beside "
-                    f"{', '.join(record['jitdumps'])} (perf.data names them)")
         record.update(sampling_rate_used(target.name, plan.frequency, data))
-        record.update(fold_perf(data, folded, target.pid if cpus else None, target.name))
+        elves = set() if "jitdumps" in record else None
+        record.update(fold_perf(data, folded, target.pid if cpus else None, target.name, elves))
+        if elves is not None:
+            record["jit_elf_kept"] = prune_jitted(dumps, elves, target.out)
+            log(f"rpcprof: {target.name}: perf inject --jit wrote {record['jit_elf_files']:,} ELF files beside "
+                f"{', '.join(record['jitdumps'])} (perf.data names them); {record['jit_elf_kept']:,} kept, those "
+                "the samples run in, or all where the dump is not the run's")
         if record["samples"]:
             maps.cost(folded, record)
     elif not perf and raw.exists():
