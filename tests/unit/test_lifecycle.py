@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rpcprof.errors import UserError
+from rpcprof.measure import children
 from rpcprof.measure.recorder import Recorder
 
 
@@ -130,19 +131,52 @@ def test_one_lifecycle_writes_running_then_the_status_every_job_means_alike(rais
     assert written == ["running", status]
 
 
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+
+
+def _exec_seen(pid: int, want: bytes, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _cmdline(pid)[:1] == [want]:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def test_a_deferred_recorder_starts_at_its_window_and_stops_by_pid(tmp_path):
-    """py-spy's recorder in a window with a lead (capture/profiler.py): no process until the window's start,
-    and one stopped at the end like any other."""
+    """py-spy's recorder in a window with a lead (capture/profiler.py): a gate until the window's start, the
+    profiler itself from then on, and stopped at the end like any other; never started, stop() says None."""
     never = Recorder(["sleep", "30"], tmp_path / "never.out", tmp_path / "never.log", deferred=True)
     never.wait_attached()                   # nothing to wait for yet
     never.check()
-    assert never.proc is None and never.stop() is None
+    assert _cmdline(never.proc.pid)[0] == b"sh"
+    assert never.stop() is None and never.proc.poll() is not None
     rec = Recorder(["sleep", "30"], tmp_path / "out", tmp_path / "log", deferred=True)
-    assert rec.proc is None
+    assert _cmdline(rec.proc.pid)[0] == b"sh"
     rec.start()
-    assert rec.proc.poll() is None
+    assert _exec_seen(rec.proc.pid, b"sleep")
     rec.check()
     assert rec.stop() is not None and rec.proc.poll() is not None
+
+
+def test_a_deferred_profiler_dies_with_rpcprof_when_rpcprof_is_sigkilled(tmp_path):
+    """Started by the driver's reader thread, which has ended by then, the profiler keeps the death signal: its
+    gate was forked from the main thread (children.py)."""
+    code = ("import sys, threading, time; from pathlib import Path; from rpcprof.measure.recorder import Recorder; "
+            "r = Recorder(['sleep', '60'], Path(sys.argv[1]) / 'out', Path(sys.argv[1]) / 'log', deferred=True); "
+            "t = threading.Thread(target=r.start); t.start(); t.join(); print(r.proc.pid, flush=True); time.sleep(60)")
+    owner = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(owner.stdout.readline())
+        assert _exec_seen(pid, b"sleep")
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 10
+    while (children.stat_fields(pid) or ["Z"])[0] != "Z":         # gone, or a zombie of the reaper's
+        assert time.monotonic() < deadline, "the profiler outlived rpcprof"
+        time.sleep(0.01)
 
 
 def test_a_deferred_recorder_that_exits_in_its_window_is_one_line(tmp_path):

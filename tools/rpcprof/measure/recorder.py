@@ -31,6 +31,7 @@ PERF_RECORD_OPTIONS = ["--no-bpf-event"]
 # pajamax's rounds took 105-341 MB, 1.2 GB the run. Compressed, on the same host: tonic_mt's 3.0-4.0 MB,
 # pajamax's 4.2-9.0 MB, 56 MB the run.
 PERF_KEPT_OPTIONS = ["-z"]
+GATE = ["sh", "-c", 'read -r _ && exec "$@" </dev/null', "sh"]      # a deferred Recorder's: Recorder.__init__
 POLL_SYSCALLS = {"7", "271"}      # x86-64 poll and ppoll: the first field of /proc/PID/syscall while blocked in one
 
 
@@ -108,27 +109,25 @@ class Recorder:
     def __init__(self, argv: list[str], out_path: Path, log_path: Path, control: Control | None = None,
                  deferred: bool = False):
         self.argv, self.control, self.out_path, self.log_path = argv, control, out_path, log_path
-        self.deferred = deferred
+        self.deferred, self.released = deferred, not deferred
         # perf stat -I prints its counts when a signal interrupts its poll(); one that comes while it is
         # still answering the disable command ends it without a print, so interrupt() waits for the poll
         self.signal_in_poll = control is not None and "-I" in argv
         self.signalled = False
         self.late_error: str | None = None
         self.log = open(log_path, "wb")
-        self.proc: subprocess.Popen | None = None
-        if not deferred:
-            self.launch()
-
-    def launch(self) -> None:
-        self.proc = children.popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+        # deferred: started now behind a gate, a shell that execs the profiler once start() writes a line to it,
+        # so that it is a child of this thread (its death signal, children.py) and the window's start pays a
+        # pipe write, not a fork and exec (7-14 ms for py-spy here, which delayed the window's later markers)
+        self.proc = children.popen(GATE + argv if deferred else argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.PIPE if deferred else subprocess.DEVNULL, start_new_session=True)
 
     def wait_attached(self, timeout: float = 10.0, enable: bool = True) -> None:
         """With a control (perf), wait until perf acknowledges that its events are enabled (enable False:
         that it answers, its events still off, for start() to enable; `ping`, not `disable`: a disable turns
         off perf record's side-band events too, and a process started before start() is then unnamed in
         the recording); without one (py-spy), until the profiler has run for 0.5 s; deferred, not at all."""
-        if self.proc is None:
+        if self.deferred:
             return
         t0 = time.monotonic()
         if self.control is not None:
@@ -150,8 +149,11 @@ class Recorder:
         which cannot be attached with its sampling off: it samples once it has attached); check() says if
         either failed."""
         if self.control is None:
-            if self.proc is None:
-                self.launch()
+            if not self.released:
+                self.released = True
+                with suppress(OSError):         # a gate that is gone: check() says so
+                    self.proc.stdin.write(b"go\n")
+                    self.proc.stdin.close()
         elif not self.control.command("enable", self.proc, 2.0):
             self.late_error = f"{Path(self.argv[0]).name} did not enable its events at the window's start"
 
@@ -159,7 +161,7 @@ class Recorder:
         """The events are disabled when the recording is interrupted, after the driver exits."""
 
     def check(self) -> None:
-        if self.deferred and self.proc is not None and self.proc.poll() is not None and not self.signalled:
+        if self.deferred and self.released and self.proc.poll() is not None and not self.signalled:
             self.late_error = f"{Path(self.argv[0]).name} exited during the window (status {self.proc.returncode})"
         if self.late_error:
             raise UserError(f"{self.late_error} ({log_tail(self.log_path, 3)})")
@@ -167,7 +169,7 @@ class Recorder:
     def interrupt(self) -> None:
         """End the recording now (with a control: disable its events first) and let it exit while other
         work goes on; stop() then waits for it."""
-        if self.signalled or self.proc is None or self.proc.poll() is not None:
+        if self.signalled or self.proc.poll() is not None:
             return
         if self.control is not None:
             self.control.command("disable", self.proc, 2.0)
@@ -182,7 +184,7 @@ class Recorder:
         self.signalled = True
 
     def stop(self, timeout: float = 120.0) -> int | None:
-        if self.proc is not None and self.proc.poll() is None:
+        if self.proc.poll() is None:
             try:
                 self.interrupt()
                 self.proc.wait(timeout=timeout)
@@ -194,4 +196,7 @@ class Recorder:
         self.log.close()
         if self.control is not None:
             self.control.close()
-        return self.proc.returncode if self.proc is not None else None
+        if self.proc.stdin:
+            with suppress(OSError):
+                self.proc.stdin.close()
+        return self.proc.returncode if self.released else None
