@@ -228,6 +228,21 @@ def test_a_category_that_scales_as_a_power_of_its_unit_is_fitted_exactly_from_th
     assert TARGET_PCT == 15 and HOSTS_TO_SCORE == 4
 
 
+def test_a_cheaper_unit_never_predicts_a_dearer_category():
+    # send follows the syscall and, taken alone, falls as the write grows dearer (host c): left free, the fit
+    # would take a slope of -1 on the write and predict host d, its write 4x cheaper, at 4x host a's send
+    line = LEDGER_LINES[0]
+    factors = {"a": (1, 1, 1), "b": (1, 2, 2), "c": (2, 2, 1), "d": (0.25, 1, 1)}
+    hosts = [host_like(line, name, {"write_us": w, "syscall_ns": sc}, {"send": send})
+             for name, (w, sc, send) in factors.items()]
+    misses = [m for m in leave_one_out(hosts) if m.host == "d"]
+    assert misses and all(m.units["send"] == ("write_us", "syscall_ns") for m in misses)
+    for m in misses:
+        send = hosts[0].servers[m.server]["send"]
+        predicted = m.predicted - (sum(hosts[0].servers[m.server].values()) - send)     # the other categories as a's
+        assert send * 0.999 <= predicted <= 2 * send * 1.001        # within the sends fitted on, not 4x
+
+
 def test_a_host_whose_card_lacks_the_new_units_counts_with_the_units_it_has():
     line = LEDGER_LINES[0]          # the published host: a card made before the user-code units
     hosts = ledger_hosts([line]) + [host_like(line, f"h{i}", {"loop_ns": f, "mem_l2_ns": f}, {"protocol": f})

@@ -168,6 +168,7 @@ def category_prediction(train: list[LedgerHost], target: dict[str, float], serve
                         category: str) -> tuple[float, tuple[str, ...]]:
     """(server's CPU µs/req in category on a host with unit costs target, the units used) fitted on train."""
     import numpy as np
+    from scipy.optimize import lsq_linear
     points = [(h, s, h.servers[s][category]) for h in train for s in h.servers if category in h.servers[s]]
     mine = [y for h, s, y in points if s == server]
     if not mine:
@@ -182,7 +183,11 @@ def category_prediction(train: list[LedgerHost], target: dict[str, float], serve
               if u in target and all(u in h.units and h.units[u] > 0 for h in train) and apart(train, u)]
     units = tuple(usable[:min(MAX_SLOPES, len(train) - 1)])
     x = np.array([[float(s == t) for t in servers] + [np.log(h.units[u]) for u in units] for h, s, _ in points])
-    coef = np.linalg.lstsq(x, np.log([y for _, _, y in points]), rcond=None)[0]
+    # no slope below 0: a cost does not fall as a unit it is made of grows dearer (left free, a fit on 3 hosts
+    # took a negative one on the loopback write, and a 4th host whose write was 3x cheaper was predicted 8x
+    # dearer in send than measured)
+    coef = lsq_linear(x, np.log([y for _, _, y in points]), method="bvls",
+                      bounds=([-np.inf] * len(servers) + [0.0] * len(units), np.inf)).x
     row = [float(s == server) for s in servers] + [np.log(target[u]) for u in units]
     return float(np.exp(np.dot(row, coef))), units
 
