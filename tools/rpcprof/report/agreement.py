@@ -37,8 +37,8 @@ def _pct(sd: float | None) -> str:
     return "-" if sd is None else f"{100 * (math.exp(sd) - 1):.1f} %"
 
 
-def agreement_lines(name: str, a: Agreement) -> list[str]:
-    """What the figures say, each sentence only when its condition holds."""
+def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False) -> list[str]:
+    """What the figures say, each sentence only when its condition holds (hosts_differ: the runs' hosts do)."""
     lines = []
     if a.checks:
         if a.misses:
@@ -63,9 +63,10 @@ def agreement_lines(name: str, a: Agreement) -> list[str]:
         line = (f"{name}: the runs' ratios spread by {_pct(a.runs_sd)} (sd); their rounds alone would spread them by "
                 f"{_pct(a.expected_sd)}")
         if a.between_sd:
-            line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict (the machine "
-                     "drifting between runs, or a round that ran apart), so the interval over runs below is the one "
-                     "to quote")
+            why = ("the runs ran on different hosts, below" if hosts_differ else
+                   "the machine drifting between runs, or a round that ran apart")
+            line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict ({why}), so "
+                     "the interval over runs below is the one to quote")
         lines.append(line + ".")
     if a.over_runs is not None and a.over_runs.low is not None:
         low, high = a.next_run
@@ -137,7 +138,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({setup_text(setup, setup['scenario'], 'windows')}):"
-                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a)) + "\n")
+                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a, bool(host_record))) + "\n")
     return ("".join(blocks) if fmt == "csv" else "\n".join([*blocks, took_line(took)])) + hosts
 
 
