@@ -46,17 +46,6 @@ def moved_units(card: dict, other: dict) -> dict[str, float]:
     return {key: b / a for key, (a, b) in costs.items() if a and b and max(a / b, b / a) >= MOVED_FACTOR}
 
 
-def host_key(manifest: dict) -> tuple:
-    """The boot (a new host, or the same host rebooted) and the kernel: what tells two hosts apart, with the card."""
-    return ((manifest.get("owner") or {}).get("boot_id"), (manifest.get("machine") or {}).get("kernel"))
-
-
-def same_host(a: dict, b: dict) -> bool:
-    """Whether two runs' manifests are of one host: one boot and kernel, and cards no unit of which lies apart
-    (a machine moved to other hardware keeps its boot: MOVED_FACTOR)."""
-    return host_key(a) == host_key(b) and not moved_units(a.get("host") or {}, b.get("host") or {})
-
-
 def _counts(m: dict) -> dict | None:
     """A server's per-request counts and mean CPU µs per request over its rounds, from its result."""
     sc, proc = m.get("syscalls") or {}, m.get("proc_per_req") or {}

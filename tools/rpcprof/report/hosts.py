@@ -9,8 +9,8 @@ import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, host_key, leave_one_out,
-                                   moved_units, predictions, same_host, unit_cost)
+from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, leave_one_out, moved_units,
+                                   predictions, unit_cost)
 from rpcprof.analyze.waits import contention
 from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
@@ -20,6 +20,17 @@ from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_run
 
 UNITS = [(key, f"{name} [{unit}]") for key, name, unit, _ in HOST_UNITS]
+
+
+def host_key(manifest: dict) -> tuple:
+    """The boot (a new host, or the same host rebooted) and the kernel: what tells two hosts apart, with the card."""
+    return ((manifest.get("owner") or {}).get("boot_id"), (manifest.get("machine") or {}).get("kernel"))
+
+
+def same_host(a: dict, b: dict) -> bool:
+    """Whether two runs' manifests are of one host: one boot and kernel, and cards no unit of which lies apart
+    (a machine moved to other hardware keeps its boot, analyze/hosts.py's MOVED_FACTOR)."""
+    return host_key(a) == host_key(b) and not moved_units(a.get("host") or {}, b.get("host") or {})
 
 
 def short_host(name: str) -> str:
