@@ -32,7 +32,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Iterable
 
-from rpcprof.analyze.hosts import moved_units
 from rpcprof.analyze.intervals import RatioInterval, log_ratios, pilot_of, server_ratio, t975
 from rpcprof.errors import UserError
 from rpcprof.status import Status
@@ -151,14 +150,11 @@ EARLIER_MAX = 9             # at most this many, the latest
 
 
 def _same_bench(a: dict, b: dict) -> bool:
-    """Same setup, servers, machine and code (commit and uncommitted changes); the machine: its specs, its boot
-    and, where both runs have a host card, cards no unit of which lies apart (it moved, analyze/hosts.py)."""
+    """Same setup, servers, machine and code (commit and uncommitted changes)."""
     pa, pb = a["parameters"], b["parameters"]
     machine = ("hostname", "cpu_model", "cpus", "kernel")
     return (all(setup_value(pa, k) == setup_value(pb, k) for k in SETUP) and pa.get("servers") == pb.get("servers")
             and all((a.get("machine") or {}).get(k) == (b.get("machine") or {}).get(k) for k in machine)
-            and (a.get("owner") or {}).get("boot_id") == (b.get("owner") or {}).get("boot_id")
-            and not moved_units(a.get("host") or {}, b.get("host") or {})
             and a.get("git") == b.get("git") and a.get("mode") == b.get("mode") == "run")
 
 
