@@ -75,40 +75,6 @@ def test_runs_of_one_host_print_no_hosts_section(tmp_path):
     assert "hosts" not in json.loads(render_runs([a, b], "json"))
 
 
-def test_a_run_in_one_boot_whose_card_moved_is_another_hosts_and_said_so(tmp_path):
-    # a virtual machine moved to other hardware keeps its boot: its write 3x cheaper and its wake-up 3x dearer
-    a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
-    near = copy_run(tmp_path, "20261126-000100-b", card(write_us=1.9, wake_cpu_us=0.55), "boot-a")
-    moved = copy_run(tmp_path, "20261126-000200-c", card(write_us=1 / 3, wake_us=3.0), "boot-a")
-    assert "different hosts" not in render_runs([a, near])         # within MOVED_FACTOR: the same host's noise
-    text = render_runs([a, moved])
-    assert "The runs ran on different hosts" in text and "rust_tonic_mt on #2: " in text
-    assert ("Run #2 ran in run #1's boot, on other hardware by its card: its 100 B loopback write x0.33, "
-            "cross-CPU wake-up x3.00 (a machine moved elsewhere keeps its boot).") in text
-
-
-def test_the_ledger_takes_a_boot_it_has_as_a_new_host_where_the_card_moved(tmp_path):
-    ledger = tmp_path / "hosts.jsonl"
-    ledger.write_text((ROOT / "docs" / "data" / "hosts.jsonl").read_text())
-    published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
-    run = tmp_path / published.name
-    shutil.copytree(published, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    boot = manifest["owner"]["boot_id"]
-    for key, factor in (("write_us", 0.4), ("wake_cpu_us", 4.0)):
-        manifest["host"][key].update({k: manifest["host"][key][k] * factor for k in ("median", "min", "max")})
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(UserError, match=f"^{published.name}: not the host of {published.name} .*a card apart"):
-        add_hosts([published, run], load_rules(), ledger)
-    line = add_hosts([run], load_rules(), ledger)
-    assert line["host"] == f"{boot}+2"
-    assert line["card"]["write_us"]["median"] == pytest.approx(manifest["host"]["write_us"]["median"], rel=1e-3)
-    with pytest.raises(UserError, match=rf"its host \({boot[:8]}\+2: boot {boot}, .*\) is in .* already"):
-        add_hosts([run], load_rules(), ledger)
-    text = render_model(read_ledger(ledger), ledger)
-    assert f"{boot[:8]}+2 " in text and f"{boot[:8]} " in text       # two hosts of one boot, told apart
-
-
 def test_a_run_made_before_host_cards_is_named_and_nothing_is_predicted_for_it(tmp_path):
     a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
     b = copy_run(tmp_path, "20261126-000100-b", None, "boot-b")

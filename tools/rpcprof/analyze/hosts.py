@@ -24,26 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.analyze.intervals import figure_by_round, t975
-from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
-
-# A machine of this kind can move to other hardware and keep its boot (a virtual machine restored or migrated
-# elsewhere): its card tells. On one boot here, 29 runs' cards put each unit within 1.6x of the runs' median
-# (a loopback write 4.84-7.08 µs, a wake-up's CPU 3.1-5.6 µs); the 8 runs after a move put the write at
-# 1.63-1.70 µs and the wake-up's CPU at 13.6-19.2 µs, the syscall, the loop and the loads where they were.
-MOVED_FACTOR = 2.0
+from rpcprof.host_units import FIRST_UNITS
 
 
 def unit_cost(card: dict, key: str) -> float | None:
     """A host card's unit cost (its median), or None."""
     f = (card or {}).get(key)
     return f.get("median") if isinstance(f, dict) else None
-
-
-def moved_units(card: dict, other: dict) -> dict[str, float]:
-    """The units whose costs lie MOVED_FACTOR or more apart between two cards, each other's cost over card's: two
-    cards of one boot so far apart are two hosts'."""
-    costs = {key: (unit_cost(card, key), unit_cost(other, key)) for key, *_ in HOST_UNITS}
-    return {key: b / a for key, (a, b) in costs.items() if a and b and max(a / b, b / a) >= MOVED_FACTOR}
 
 
 def _counts(m: dict) -> dict | None:

@@ -9,8 +9,8 @@ import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, leave_one_out, moved_units,
-                                   predictions, unit_cost)
+from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, leave_one_out, predictions,
+                                   unit_cost)
 from rpcprof.analyze.waits import contention
 from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
@@ -23,20 +23,8 @@ UNITS = [(key, f"{name} [{unit}]") for key, name, unit, _ in HOST_UNITS]
 
 
 def host_key(manifest: dict) -> tuple:
-    """The boot (a new host, or the same host rebooted) and the kernel: what tells two hosts apart, with the card."""
+    """What tells two hosts apart: the boot (a new host, or the same host rebooted) and the kernel."""
     return ((manifest.get("owner") or {}).get("boot_id"), (manifest.get("machine") or {}).get("kernel"))
-
-
-def same_host(a: dict, b: dict) -> bool:
-    """Whether two runs' manifests are of one host: one boot and kernel, and cards no unit of which lies apart
-    (a machine moved to other hardware keeps its boot, analyze/hosts.py's MOVED_FACTOR)."""
-    return host_key(a) == host_key(b) and not moved_units(a.get("host") or {}, b.get("host") or {})
-
-
-def short_host(name: str) -> str:
-    """A ledger host's name as tables show it: its boot's first 8 characters, and `+N` for the boot's Nth host."""
-    boot, _, n = name.partition("+")
-    return boot[:8] + (f"+{n}" if n else "")
 
 
 def host_rows(loaded: list[tuple[Path, dict, dict]]) -> list[dict]:
@@ -94,8 +82,7 @@ def prediction_line(p: dict) -> str:
 
 def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt: str) -> tuple[str, dict]:
     """(text, record) of the hosts' section; ('', {}) when every run ran on one host."""
-    first = loaded[0][1]
-    if all(same_host(first, m) for _, m, _ in loaded[1:]):
+    if len({host_key(m) for _, m, _ in loaded}) < 2:
         return "", {}
     rows, preds = host_rows(loaded), predictions(loaded, servers)
     record = {"hosts": rows, "predictions": preds}
@@ -104,11 +91,6 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     columns = [(k, h) for k, h in HOST_COLUMNS if k not in UNIT_CELLS or any(r[k] is not None for r in rows)]
     text = ("\nThe runs ran on different hosts; each host's unit costs (its host card: median of 7 batches, x: over "
             "run #1's):\n\n" + render(rows, columns, fmt, UNIT_CELLS))
-    for r, (_, m, _) in zip(rows[1:], loaded[1:]):
-        if host_key(m) == host_key(first) and (moved := moved_units(first.get("host") or {}, m.get("host") or {})):
-            text += (f"Run #{r['#']} ran in run #1's boot, on other hardware by its card: its "
-                     + ", ".join(f"{name} x{moved[key]:.2f}" for key, name, *_ in HOST_UNITS if key in moved)
-                     + " (a machine moved elsewhere keeps its boot).\n")
     if missing := [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
@@ -163,8 +145,8 @@ def figure(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def ledger_line(runs: list[tuple[Path, dict, dict]], host: str) -> dict:
-    """The ledger's line for runs of one host ((folder, manifest, categories) each), named host: each figure the median
+def ledger_line(runs: list[tuple[Path, dict, dict]]) -> dict:
+    """The ledger's line for runs of one host ((folder, manifest, categories) each): each figure the median
     over the runs (a unit's min and max: the runs' lowest and highest), and each server's total CPU µs/req in
     each run (`totals`: how far the host's own runs spread)."""
     manifests = [m for _, m, _ in runs]
@@ -179,8 +161,9 @@ def ledger_line(runs: list[tuple[Path, dict, dict]], host: str) -> dict:
     card.update({k: cards[0][k] for k in ("caches_kib", "cpuidle_driver", "idle") if cards[0].get(k) is not None})
     servers = {s: {c: figure(statistics.median(cats[s][c] for _, _, cats in runs)) for c in runs[0][2][s]}
                for s in README_SETUP["servers"]}
+    key = host_key(manifests[0])
     totals = {s: [figure(sum(cats[s].values())) for _, _, cats in runs] for s in README_SETUP["servers"]}
-    return {"host": host, "kernel": host_key(manifests[0])[1], "date": (manifests[0].get("finished") or "")[:10],
+    return {"host": key[0], "kernel": key[1], "date": (manifests[0].get("finished") or "")[:10],
             "runs": [d.name for d, _, _ in runs], "card": card, "servers": servers, "totals": totals}
 
 
@@ -211,23 +194,20 @@ def read_ledger(path: Path = LEDGER, missing_ok: bool = False) -> list[dict]:
 
 def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
     """Appends the line of one host made of run_dirs (one or more runs of it) to the ledger; UserError for
-    runs of several hosts, not the README's setup, or of a host the ledger has. A boot the ledger has, its card
-    apart from each of that boot's lines (same_host), is a new host: `BOOT+N`, the boot's Nth."""
+    runs of several hosts, not the README's setup, or of a host the ledger has."""
     runs = [(d, *run_entry(d, rules)) for d in run_dirs]
-    first = runs[0][1]
-    if others := [d.name for d, m, _ in runs[1:] if not same_host(first, m)]:
-        raise UserError(f"{', '.join(others)}: not the host of {run_dirs[0].name} (another boot or kernel, or a card "
-                        "apart): add one host at a time")
-    host, kernel = host_key(first)
+    keys = {host_key(m) for _, m, _ in runs}
+    if len(keys) > 1:
+        raise UserError(f"{', '.join(map(str, run_dirs))}: runs of {len(keys)} hosts (boot and kernel): "
+                        "add one host at a time")
+    (host, kernel), = keys
     if not host or not kernel:
         raise UserError(f"{run_dirs[0]}: its manifest names no boot or no kernel: which host it ran on is not known")
-    mine = [line for line in read_ledger(path, missing_ok=True)
-            if (line["host"].partition("+")[0], line["kernel"]) == (host, kernel)]
-    for line in mine:
-        if not moved_units(line["card"], first["host"]):
-            raise UserError(f"{run_dirs[0]}: its host ({short_host(line['host'])}: boot {host}, kernel {kernel}, its "
-                            f"card) is in {path} already, from {', '.join(line['runs'])}")
-    line = ledger_line(runs, f"{host}+{len(mine) + 1}" if mine else host)
+    for line in read_ledger(path, missing_ok=True):
+        if (line["host"], line["kernel"]) == (host, kernel):
+            raise UserError(f"{run_dirs[0]}: its host (boot {host}, kernel {kernel}) is in {path} already, from "
+                            f"{', '.join(line['runs'])}")
+    line = ledger_line(runs)
     with path.open("a") as f:
         f.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
     return line
@@ -258,7 +238,7 @@ def runs_spread(line: dict, server: str) -> list[float] | None:
 
 def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     """(rows, columns) of the ledger as a table: a row per unit cost and per server's CPU µs/req, a column per host."""
-    hosts = [(f"h{i}", f"{short_host(line['host'])} {line['kernel']} {line['date']}") for i, line in enumerate(lines, 1)]
+    hosts = [(f"h{i}", f"{line['host'][:8]} {line['kernel']} {line['date']}") for i, line in enumerate(lines, 1)]
     rows = [{"figure": f"{name} [{unit}]", **{h: unit_cost(line["card"], key) for (h, _), line in zip(hosts, lines)}}
             for key, name, unit, _ in HOST_UNITS]
     rows += [{"figure": f"{s} [µs/req]", **{h: sum(line["servers"].get(s, {}).values()) or None
@@ -278,7 +258,7 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     """The ledger's hosts and the host model's leave-one-host-out error per server (analyze/hosts.py)."""
     misses = leave_one_out(ledger_hosts(lines))
     by_host = {line["host"]: line for line in lines}
-    rows = [{**m.__dict__, "host": short_host(m.host), "units": {c: list(u) for c, u in m.units.items()},
+    rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()},
              **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None)))}
             for m in misses]
     if fmt in ("json", "csv"):
@@ -299,7 +279,7 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
         verdict = (("within" if met else "outside") + f" the {TARGET_PCT:.0f} % target"
                    + f" (scored from {HOSTS_TO_SCORE} hosts)" * (len(lines) < HOSTS_TO_SCORE))
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
-                 + ("" if met else f"; it missed most in {worst.category} on {short_host(worst.host)} ({worst.category_measured:.3g} "
+                 + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
                  + ".\n")
     fitted = len(lines) - 1
