@@ -126,14 +126,13 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     other_load = copy_run(TODAY[1], tmp_path, "20261125-172200-other-load", **{"parameters.streams": 100})
     other_code = copy_run(TODAY[1], tmp_path, "20261125-172201-other-code", **{"git.commit": "0" * 40})
     other_host = copy_run(TODAY[1], tmp_path, "20261125-172202-other-host", **{"machine.hostname": "elsewhere"})
-    other_boot = copy_run(TODAY[1], tmp_path, "20261125-172207-other-boot", **{"owner.boot_id": "another-boot"})
     polled = copy_run(TODAY[1], tmp_path, "20261125-172205-polled", **{"parameters.idle": "poll"})
     interrupted = copy_run(TODAY[1], tmp_path, "20261125-172203-interrupted", status="interrupted")
     a_day_before = copy_run(TODAY[0], tmp_path, "20261124-171838-a-day-before", started="2026-11-24T17:18:37")
     (tmp_path / "20261125-172204-not-a-run").mkdir()
     found = earlier_runs(third, tmp_path)
     assert found == [first, second]
-    assert not {other_load, other_code, other_host, other_boot, interrupted, a_day_before, polled} & set(found)
+    assert not {other_load, other_code, other_host, interrupted, a_day_before, polled} & set(found)
     assert earlier_runs(first, tmp_path) == [] and earlier_lines(first, tmp_path) == []
     # the line is report.py runs' interval over the three
     over = json.loads(report("runs", str(first), str(second), str(third), "--format", "json").stdout)
@@ -142,20 +141,6 @@ def test_a_new_run_is_given_the_earlier_runs_of_its_setup_machine_and_code_only(
     text = f"^{interval['ratio']:.1f} [{interval['low']:.1f}-{interval['high']:.1f}]"
     assert line.startswith(f"{PAIR} over this run and 2 earlier ones of this setup here: {text} (95 %")
     assert ("beyond what their rounds predict" in line) == (over["pairs"][PAIR]["between_sd"] > 0)
-
-
-@pytest.mark.slow
-def test_an_earlier_run_of_the_boot_whose_card_moved_is_not_a_peer(tmp_path):
-    """A machine moved to other hardware keeps its boot; its card tells (analyze/hosts.py's moved_units)."""
-    from rpcprof.report.agreement import earlier_runs
-    card = {k: {"median": v, "min": v, "max": v} for k, v in (("syscall_ns", 188.0), ("write_us", 5.2), ("wake_us", 9.0))}
-    moved = {**card, "write_us": {"median": 1.7, "min": 1.7, "max": 1.7}}
-    near = {**card, "write_us": {"median": 6.5, "min": 6.5, "max": 6.5}}
-    before = copy_run(TODAY[0], tmp_path, host=card)
-    on_other_hardware = copy_run(TODAY[1], tmp_path, host=moved)
-    this = copy_run(TODAY[2], tmp_path, host=near)
-    assert earlier_runs(this, tmp_path) == [before]
-    assert on_other_hardware.exists()
 
 
 @pytest.mark.slow

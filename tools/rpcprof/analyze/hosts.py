@@ -170,9 +170,9 @@ def category_prediction(train: list[LedgerHost], target: dict[str, float], serve
               if u in target and all(u in h.units and h.units[u] > 0 for h in train) and apart(train, u)]
     units = tuple(usable[:min(MAX_SLOPES, len(train) - 1)])
     x = np.array([[float(s == t) for t in servers] + [np.log(h.units[u]) for u in units] for h, s, _ in points])
-    # no slope below 0: a cost does not fall as a unit it is made of grows dearer (left free, a fit on 3 hosts
-    # took a negative one on the loopback write, and a 4th host whose write was 3x cheaper was predicted 8x
-    # dearer in send than measured)
+    # no slope below 0: a cost does not fall as a unit it is made of grows dearer (left free, a fit can take a
+    # negative one where its hosts' noise points that way, and predict a host whose unit lies beyond theirs the
+    # wrong way round: tests/unit/test_hosts.py)
     coef = lsq_linear(x, np.log([y for _, _, y in points]), method="bvls",
                       bounds=([-np.inf] * len(servers) + [0.0] * len(units), np.inf)).x
     row = [float(s == server) for s in servers] + [np.log(target[u]) for u in units]
