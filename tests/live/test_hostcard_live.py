@@ -2,6 +2,10 @@
 working sets sized from this machine's caches, within their time budget."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from rpcprof.host_units import HOST_UNITS
@@ -29,3 +33,16 @@ def test_the_card_carries_every_unit_and_records_what_the_user_code_units_took()
     assert card["mem_dram_ns"]["min"] > card["mem_l1_ns"]["median"]
     assert card["user_units_s"] > 0      # recorded, not bounded here: a test asserts no timing (docs/hosts.md: the budget)
     assert "load in DRAM" in hostcard.card_line(card) and f"({sets[3]:,} KiB)" in hostcard.card_line(card)
+    assert card["neighbours"] == []       # the card's program is the run's own
+
+
+def test_a_card_measured_beside_a_busy_program_names_it():
+    # the loop is started by a shell that exits at once: not below this process (which stands for rpcprof)
+    started = subprocess.run(["sh", "-c", f"taskset -c 0 {sys.executable} -c 'while True: pass' >/dev/null 2>&1 & "
+                              "echo $!"], capture_output=True, text=True, check=True)
+    pid = int(started.stdout)
+    try:
+        card = hostcard.measure(0, 1, "halt")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert pid in {n["pid"] for n in card["neighbours"]}, card["neighbours"]

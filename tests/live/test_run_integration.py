@@ -12,6 +12,7 @@ import math
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,27 @@ def test_two_runs_get_two_distinct_folders_and_the_second_its_ratio_over_both(pr
               for d in (first.run_dir, second.run_dir)]
     assert float(over[1]) == pytest.approx(math.sqrt(ratios[0] * ratios[1]), abs=0.06)
     assert float(over[2]) <= min(ratios) and max(ratios) <= float(over[3])
+
+
+def test_the_run_s_own_processes_are_never_named_neighbours(metrics):
+    # the load driver, perf and rpcprof itself are the run's: on a machine otherwise idle, nothing is named
+    assert {name: m.get("neighbours") for name, m in metrics.items()} == {name: [] for name in SERVERS}
+
+
+def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(profile, port):
+    loop = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
+    try:
+        done = profile.run("run", "rust_pajamax", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls",
+                           "--port", str(port), "--label", "pytest-busy")
+    finally:
+        loop.kill()
+        loop.wait()
+    assert done.returncode == 0, done.stderr
+    found = json.loads((done.run_dir / "metrics.json").read_text())["rust_pajamax"]["neighbours"]
+    mine = [n for n in found if n["pid"] == loop.pid]
+    assert mine and mine[0]["cores"] >= 0.3, found
+    assert f"WARNING: rust_pajamax: other programs were busy in the measured window (pid {loop.pid} " in done.stderr
+    assert f"BUSY-HOST: pid {loop.pid} " in done.stdout
 
 
 # ----- the runtime's write pattern: invariants of tokio's scheduler, not timings ---------------------

@@ -264,6 +264,26 @@ def test_a_ledger_line_that_is_not_a_hosts_is_refused_in_one_line(tmp_path):
         read_ledger(tmp_path / "none.jsonl")
 
 
+def test_a_run_beside_a_busy_program_is_refused(tmp_path):
+    # a published run, its rust_tonic_mt's measured window given a busy process outside the run
+    published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
+    run = tmp_path / published.name
+    shutil.copytree(published, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["rust_tonic_mt"]["neighbours"] = [{"pid": 4242, "name": "python", "cores": 0.83}]
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(UserError, match="rust_tonic_mt BUSY-HOST .*run again with the machine otherwise idle"):
+        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
+    # ... or its host card measured beside one
+    shutil.copy(published / "metrics.json", run / "metrics.json")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["host"]["neighbours"] = [{"pid": 4242, "name": "python", "cores": 0.83}]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="its host card BUSY-HOST"):
+        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
+    assert not (tmp_path / "hosts.jsonl").exists()
+
+
 def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):
     # a published run, its rust_tonic_mt given an off-CPU window in which other programs held its CPU for
     # a third of its time off CPU (what the window of a run on a loaded machine records)

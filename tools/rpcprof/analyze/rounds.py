@@ -29,7 +29,7 @@ def aggregate_rounds(rounds: list[ServerResult]) -> ServerResult:
     out = dict(rounds[0].figures)
     out.update({k: median.figures[k] for k in FIGURES if k in median.figures})
     out["median_of_repeats"] = {"n": len(rounds), "chosen": median.round}
-    for flag in ("stalled", "too_short"):       # a round's flag stands for the server, whichever round is the median
+    for flag in ("stalled", "too_short", "neighbours"):     # a round's flag stands for the server, whichever is the median
         flagged = [r for r in rounds if r.figures.get(flag)]
         if flagged:
             out[flag] = flagged[0].figures[flag]

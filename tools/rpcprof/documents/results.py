@@ -235,7 +235,7 @@ def flags_of(row: dict) -> list[str]:
     """A measured row's flags: what makes its figures describe something else than the server's capacity."""
     named = [k.upper().replace("_", "-") for k in ("stalled", "too_short", "client_bound", "latency_bound", "unsaturated",
                                                    "in_flight_flag") if row.get(k)]
-    return named + list(row.get("regime_flags") or [])
+    return named + list(row.get("regime_flags") or []) + ["BUSY-HOST"] * bool(row.get("neighbours"))
 
 
 def headline_cell(pairs: list) -> tuple:

@@ -21,6 +21,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
 from rpcprof.progress import log
+from rpcprof.report.summary import busy_host
 from rpcprof.rundir import OFFCPU_LOAD_LOG, PROFILE_LOAD_LOG, WARMUP_LOG, RunFolder
 
 # a JIT server's warm-up (server.yaml warmup_s) is driven as windows of at most this many seconds, each on a
@@ -102,7 +103,7 @@ def measure(subject: Subject) -> dict:
     after = f", after {lead:g} s of load on its connections" if lead else ""
     log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached{after})")
     settings = replace(subject.settings, lead=lead)
-    load, cpu_ns, memory, proc = measured_window(subject.driver, settings, subject.port, subject.out, subject.monitor)
+    load, cpu_ns, memory, proc, neighbours = measured_window(subject.driver, settings, subject.port, subject.out, subject.monitor)
     if lead and not load.ok:
         # the connections ended in the lead (a server that closes a connection, as rust_pajamax does on a
         # message split across DATA frames): the window is measured again on connections of its own
@@ -111,9 +112,12 @@ def measure(subject: Subject) -> dict:
         (subject.out / rundir.LOAD_LOG).replace(subject.out / rundir.LEAD_ENDED_LOG)
         subject.lead = 0.0          # and every later window likewise
         return measure(subject)
+    if neighbours:
+        log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the measured window ("
+            + busy_host(neighbours) + "): its figures are not this host's alone; stop them and run again")
     return {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
                              list(subject.load_cpus), proc, lead),
-            "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead}
+            "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead, "neighbours": neighbours}
 
 
 def attached(session: Session, recorder, warning: Callable[[UserError], str], enable: bool = True):

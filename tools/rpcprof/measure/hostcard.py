@@ -9,7 +9,8 @@ it), a cross-CPU wake-up over a pipe (its latency, and the server CPU's own CPU 
 user-space loop, and what user code spends on: a dependent load in working sets that sit in L1, L2, L3
 and DRAM (sized from the CPU's caches in sysfs), a malloc/free pair of mixed sizes and an indirect call to
 an unpredictable target. Each is the median of 7 batches, with their min and max. The program is built
-with cc on first use and kept, by its source's hash, in the user's cache folder.
+with cc on first use and kept, by its source's hash, in the user's cache folder. The other programs busy
+while it ran are named in it (measure/neighbours.py): a card taken beside them is not the host's.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from rpcprof.host_units import HOST_UNITS
 from rpcprof.measure.children import boot_id
 from rpcprof.measure.idle import idle_driver
+from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.paths import ROOT
 
 SOURCE = ROOT / "tools" / "hostcard.c"
@@ -54,7 +56,8 @@ def build(source: Path = SOURCE) -> Path:
 def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     """The host card: each figure of tools/hostcard.c, and where and how it was taken."""
     exe = build()
-    started = time.monotonic()
+    started, others = time.monotonic(), NeighbourWindow()
+    others.start()
     try:
         r = subprocess.run([str(exe), str(server_cpu), str(load_cpu)], capture_output=True, text=True,
                            timeout=TIMEOUT_S)
@@ -67,7 +70,7 @@ def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     except json.JSONDecodeError:
         raise HostCardError("tools/hostcard.c printed no JSON") from None
     return {**card, "seconds": round(time.monotonic() - started, 2), "server_cpu": server_cpu, "load_cpu": load_cpu,
-            "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id()}
+            "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id(), "neighbours": others.found()}
 
 
 def card_line(card: dict | None) -> str:

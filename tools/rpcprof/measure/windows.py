@@ -9,6 +9,7 @@ from pathlib import Path
 from rpcprof.analyze.timeline import SLICE_S, timeline
 from rpcprof.measure.connections import established
 from rpcprof.measure.load import LoadSettings
+from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.measure.threads import ProcWindow, per_request
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor, cpu_seconds_per_second
 from rpcprof.rundir import LOAD_LOG
@@ -42,7 +43,8 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     With a driver that marks its timed window (h2load), the server's established connections are
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
-    Returns (load result, CPU ns, memory figures, counters)."""
+    The other programs' CPU over it is taken at its ends too (measure/neighbours.py).
+    Returns (load result, CPU ns, memory figures, counters, the busy processes outside the run)."""
     memory, conns = {}, {}
     late = threading.Timer(max(0.0, settings.duration - END_EARLY_S), lambda: conns.update(end=established(port)))
     late.daemon = True
@@ -57,14 +59,14 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
         rss, points = monitor.stop_window()
         memory.update(rss, series=points)
     window = CpuWindow(monitor, on_start=start, on_end=end)
-    own = ProcWindow(monitor.pid, monitor.switches)
-    both = Marks(window, own)
-    load = driver.run(settings, port, out / LOAD_LOG, on_start=both.start, on_end=both.end)
+    own, others = ProcWindow(monitor.pid, monitor.switches), NeighbourWindow(monitor.pid)
+    marks = Marks(window, own, others)
+    load = driver.run(settings, port, out / LOAD_LOG, on_start=marks.start, on_end=marks.end)
     cpu_ns = window.ns()
     late.cancel()
     if conns:
         memory["connections"] = conns
-    return load, cpu_ns, memory, own.counts()
+    return load, cpu_ns, memory, own.counts(), others.found()
 
 
 def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int],

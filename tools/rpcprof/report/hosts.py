@@ -135,6 +135,10 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
     if contended:
         raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
                         "figures are not the host's; run again with the machine otherwise idle")
+    if busy := [s for s, m in metrics.items() if m.get("neighbours")] + ["its host card"] * bool(
+            (manifest.get("host") or {}).get("neighbours")):
+        raise UserError(f"{run_dir}: {', '.join(busy)} BUSY-HOST (other programs used the CPUs in the measured window): "
+                        "its figures are not the host's; run again with the machine otherwise idle")
     rows = compare_rows(run_dir, rules)[0]
     return manifest, {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"}
                       for s in README_SETUP["servers"]}

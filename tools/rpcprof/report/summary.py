@@ -73,8 +73,14 @@ def notes_for(m: dict) -> str:
         notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
         notes.append(f"{m['requests_non_ok']} non-OK")
-    notes += regime_flags(m)
+    notes += regime_flags(m) + ([f"BUSY-HOST: {busy_host(m['neighbours'])}"] if m.get("neighbours") else [])
     return ", ".join(notes)
+
+
+def busy_host(neighbours: list[dict]) -> str:
+    """`pid 1234 python 0.83 CPU`: the busy processes outside a run's measured window (measure/neighbours.py)."""
+    return ", ".join(f"pid {n['pid']} {n['name']} {n['cores']:.2f} CPU" for n in neighbours[:3]) + (
+        f" and {len(neighbours) - 3} more" if len(neighbours) > 3 else "")
 
 
 def syscalls_per_request(sc: dict | None) -> float | None:
@@ -86,7 +92,7 @@ def syscalls_per_request(sc: dict | None) -> float | None:
 # the figures of a server's result that its row keeps as they are
 PASSED_ON = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "client_bound", "latency_bound", "unsaturated",
              "in_flight_share", "in_flight_ends", "in_flight_flag", "stalled", "too_short", "server_cpu_share",
-             "client_cpu_share")
+             "client_cpu_share", "neighbours")
 
 
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
