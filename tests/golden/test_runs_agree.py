@@ -164,3 +164,25 @@ def test_how_long_each_run_took_is_its_manifests_end_less_its_start(doc):
     low, high = min(took), max(took)
     assert (f"The 5 runs took {int(low) // 60} min {int(low) % 60:02d} s to {int(high) // 60} min "
             f"{int(high) % 60:02d} s each from start to end, as their manifests record") in text
+
+
+def busy_copy(src, runs, server="rust_tonic_mt"):
+    """A copy of a published run whose server's measured window had a busy program beside it (BUSY-HOST)."""
+    to = copy_run(src, runs)
+    metrics = json.loads((to / "metrics.json").read_text())
+    metrics[server]["neighbours"] = [{"pid": 4242, "name": "python", "cores": 0.83}]
+    (to / "metrics.json").write_text(json.dumps(metrics))
+    return to
+
+
+@pytest.mark.slow
+def test_a_run_beside_busy_programs_is_named_as_the_drift_and_never_pooled(tmp_path):
+    from rpcprof.report.agreement import earlier_lines
+    first, busy, third = copy_run(TODAY[0], tmp_path), busy_copy(TODAY[1], tmp_path), copy_run(TODAY[2], tmp_path)
+    out = report("runs", str(first), str(busy), str(third)).stdout
+    assert "beyond what their rounds predict (#2 ran beside busy programs, BUSY-HOST)" in out, out
+    # the new run's interval over earlier runs leaves the busy one out: it is the interval over the other two
+    line, = earlier_lines(third, tmp_path)
+    over = json.loads(report("runs", str(first), str(third), "--format", "json").stdout)["pairs"][PAIR]["over_runs"]
+    assert line.startswith(f"{PAIR} over this run and 1 earlier one of this setup here: "
+                           f"^{over['ratio']:.1f} [{over['low']:.1f}-{over['high']:.1f}] (95 %")

@@ -37,8 +37,15 @@ def _pct(sd: float | None) -> str:
     return "-" if sd is None else f"{100 * (math.exp(sd) - 1):.1f} %"
 
 
-def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False) -> list[str]:
-    """What the figures say, each sentence only when its condition holds (hosts_differ: the runs' hosts do)."""
+def busy_run(manifest: dict, metrics: dict) -> bool:
+    """True when other programs were busy beside a run's card or one of its measured windows (BUSY-HOST)."""
+    return bool((manifest.get("host") or {}).get("neighbours")) or any(
+        isinstance(m, dict) and m.get("neighbours") for m in metrics.values())
+
+
+def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False, busy: tuple[str, ...] = ()) -> list[str]:
+    """What the figures say, each sentence only when its condition holds (hosts_differ: the runs' hosts do;
+    busy: the labels of the runs flagged BUSY-HOST)."""
     lines = []
     if a.checks:
         if a.misses:
@@ -63,7 +70,9 @@ def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False) -> list
         line = (f"{name}: the runs' ratios spread by {_pct(a.runs_sd)} (sd); their rounds alone would spread them by "
                 f"{_pct(a.expected_sd)}")
         if a.between_sd:
-            why = ("the runs ran on different hosts, below" if hosts_differ else
+            flagged = [f"#{i}" for i, r in enumerate(a.runs, 1) if r.label in busy]
+            why = (f"{' and '.join(flagged)} ran beside busy programs, BUSY-HOST" if flagged else
+                   "the runs ran on different hosts, below" if hosts_differ else
                    "the machine drifting between runs, or a round that ran apart")
             line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict ({why}), so "
                      "the interval over runs below is the one to quote")
@@ -118,6 +127,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     loaded = [(Path(d), *load_run(d)) for d in run_dirs] if len(run_dirs) >= 2 else []
     setup, pairs, started = setup_agreement([(d.name, manifest, metrics) for d, manifest, metrics in loaded])
     took = {d.name: took_s(manifest) for d, manifest, _ in loaded}
+    busy = tuple(d.name for d, manifest, metrics in loaded if busy_run(manifest, metrics))
     hosts, host_record = render_hosts(loaded, setup["servers"], fmt)
     if fmt == "json":
         return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, "took_s": took,
@@ -138,17 +148,22 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
             blocks.append(table if not blocks else table.split("\n", 1)[1])
             continue
         blocks.append(f"{name}, {len(a.runs)} runs of one setup ({setup_text(setup, setup['scenario'], 'windows')}):"
-                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a, bool(host_record))) + "\n")
+                      f"\n\n{table}\n" + "\n".join(agreement_lines(name, a, bool(host_record), busy)) + "\n")
     return ("".join(blocks) if fmt == "csv" else "\n".join([*blocks, took_line(took)])) + hosts
 
 
 def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
     """Beside a new run's ratios: the interval over it and the earlier runs of its setup here, a line per ratio."""
-    earlier = earlier_runs(run_dir, runs_base)
+    try:
+        runs = [(Path(d).name, *load_run(d)) for d in [*earlier_runs(run_dir, runs_base), run_dir]]
+    except UserError:
+        return []
+    # an earlier run beside busy programs is not pooled: its figures are not this host's alone
+    earlier = [run for run in runs[:-1] if not busy_run(*run[1:])]
     if not earlier:
         return []
     try:
-        _, pairs, _ = setup_agreement([(Path(d).name, *load_run(d)) for d in [*earlier, run_dir]])
+        _, pairs, _ = setup_agreement([*earlier, runs[-1]])
     except UserError:
         return []
     return [f"{name} over this run and {len(earlier)} earlier one{'s' * (len(earlier) > 1)} of this setup here: "
