@@ -12,7 +12,7 @@ from rpcprof.analyze.agreement import Agreement, earlier_peers, setup_agreement
 from rpcprof.analyze.intervals import RatioInterval
 from rpcprof.errors import UserError
 from rpcprof.report.hosts import render_hosts
-from rpcprof.report.summary import RATIO_CELL, ratio_text, setup_text
+from rpcprof.report.summary import RATIO_CELL, busy_parts, ratio_text, setup_text
 from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_manifest, load_run
 
@@ -35,12 +35,6 @@ def earlier_runs(run_dir: Path, runs_base: Path) -> list[Path]:
 
 def _pct(sd: float | None) -> str:
     return "-" if sd is None else f"{100 * (math.exp(sd) - 1):.1f} %"
-
-
-def busy_run(manifest: dict, metrics: dict) -> bool:
-    """True when other programs were busy beside a run's card or one of its measured windows (BUSY-HOST)."""
-    return bool((manifest.get("host") or {}).get("neighbours")) or any(
-        isinstance(m, dict) and m.get("neighbours") for m in metrics.values())
 
 
 def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False, busy: tuple[str, ...] = ()) -> list[str]:
@@ -127,7 +121,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     loaded = [(Path(d), *load_run(d)) for d in run_dirs] if len(run_dirs) >= 2 else []
     setup, pairs, started = setup_agreement([(d.name, manifest, metrics) for d, manifest, metrics in loaded])
     took = {d.name: took_s(manifest) for d, manifest, _ in loaded}
-    busy = tuple(d.name for d, manifest, metrics in loaded if busy_run(manifest, metrics))
+    busy = tuple(d.name for d, manifest, metrics in loaded if busy_parts(manifest, metrics))
     hosts, host_record = render_hosts(loaded, setup["servers"], fmt)
     if fmt == "json":
         return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, "took_s": took,
@@ -159,7 +153,7 @@ def earlier_lines(run_dir: Path, runs_base: Path) -> list[str]:
     except UserError:
         return []
     # an earlier run beside busy programs is not pooled: its figures are not this host's alone
-    earlier = [run for run in runs[:-1] if not busy_run(*run[1:])]
+    earlier = [run for run in runs[:-1] if not busy_parts(*run[1:])]
     if not earlier:
         return []
     try:

@@ -16,6 +16,7 @@ from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
 from rpcprof.paths import ROOT
 from rpcprof.report.compare import compare_rows
+from rpcprof.report.summary import busy_parts
 from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_run
 
@@ -135,8 +136,7 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
     if contended:
         raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
                         "figures are not the host's; run again with the machine otherwise idle")
-    if busy := [s for s, m in metrics.items() if m.get("neighbours")] + ["its host card"] * bool(
-            (manifest.get("host") or {}).get("neighbours")):
+    if busy := busy_parts(manifest, metrics):
         raise UserError(f"{run_dir}: {', '.join(busy)} BUSY-HOST (other programs used the CPUs in the measured window): "
                         "its figures are not the host's; run again with the machine otherwise idle")
     rows = compare_rows(run_dir, rules)[0]

@@ -77,6 +77,12 @@ def notes_for(m: dict) -> str:
     return ", ".join(notes)
 
 
+def busy_parts(manifest: dict, metrics: dict) -> list[str]:
+    """What of a run had other programs busy beside it (BUSY-HOST): its servers' measured windows, and its host card."""
+    return [s for s, m in metrics.items() if isinstance(m, dict) and m.get("neighbours")] + \
+        ["its host card"] * bool((manifest.get("host") or {}).get("neighbours"))
+
+
 def busy_host(neighbours: list[dict]) -> str:
     """`pid 1234 python 0.83 CPU`: the busy processes outside a run's measured window (measure/neighbours.py)."""
     return ", ".join(f"pid {n['pid']} {n['name']} {n['cores']:.2f} CPU" for n in neighbours[:3]) + (
