@@ -180,7 +180,12 @@ def test_a_run_beside_busy_programs_is_named_as_the_drift_and_never_pooled(tmp_p
     from rpcprof.report.agreement import earlier_lines
     first, busy, third = copy_run(TODAY[0], tmp_path), busy_copy(TODAY[1], tmp_path), copy_run(TODAY[2], tmp_path)
     out = report("runs", str(first), str(busy), str(third)).stdout
-    assert "beyond what their rounds predict (#2 ran beside busy programs, BUSY-HOST)" in out, out
+    assert "beyond what their rounds predict (#2 ran beside busy programs, below)." in out, out
+    assert (f"{PAIR}: #2 ran beside busy programs (BUSY-HOST): no interval over runs with it; give report.py runs "
+            "the others alone.") in out
+    assert "over the 3 runs" not in out
+    got = json.loads(report("runs", str(first), str(busy), str(third), "--format", "json").stdout)
+    assert got["busy"] == [busy.name]
     # the new run's interval over earlier runs leaves the busy one out: it is the interval over the other two
     line, = earlier_lines(third, tmp_path)
     over = json.loads(report("runs", str(first), str(third), "--format", "json").stdout)["pairs"][PAIR]["over_runs"]

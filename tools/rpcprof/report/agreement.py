@@ -60,18 +60,21 @@ def agreement_lines(name: str, a: Agreement, hosts_differ: bool = False, busy: t
                          f"{shown}{more}.")
         else:
             lines.append(f"{name}: the runs agree: every run's interval holds every other run's ratio.")
+    flagged = " and ".join(f"#{i}" for i, r in enumerate(a.runs, 1) if r.label in busy)
     if a.runs_sd is not None and a.expected_sd is not None:
         line = (f"{name}: the runs' ratios spread by {_pct(a.runs_sd)} (sd); their rounds alone would spread them by "
                 f"{_pct(a.expected_sd)}")
         if a.between_sd:
-            flagged = [f"#{i}" for i, r in enumerate(a.runs, 1) if r.label in busy]
-            why = (f"{' and '.join(flagged)} ran beside busy programs, BUSY-HOST" if flagged else
+            why = (f"{flagged} ran beside busy programs, below" if flagged else
                    "the runs ran on different hosts, below" if hosts_differ else
                    "the machine drifting between runs, or a round that ran apart")
-            line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict ({why}), so "
-                     "the interval over runs below is the one to quote")
+            line += (f": the runs differ by about {_pct(a.between_sd)} beyond what their rounds predict ({why})"
+                     + ("" if flagged else ", so the interval over runs below is the one to quote"))
         lines.append(line + ".")
-    if a.over_runs is not None and a.over_runs.low is not None:
+    if flagged:
+        lines.append(f"{name}: {flagged} ran beside busy programs (BUSY-HOST): no interval over runs with "
+                     f"{'them' if ' and ' in flagged else 'it'}; give report.py runs the others alone.")
+    elif a.over_runs is not None and a.over_runs.low is not None:
         low, high = a.next_run
         lines.append(f"{name}: over the {len(a.runs)} runs (each run one estimate): {a.over_runs.text()} (95 %); "
                      f"a next run's ratio should land in [{ratio_text(low)}-{ratio_text(high)}] (95 % prediction).")
@@ -125,7 +128,7 @@ def render_runs(run_dirs: list[Path], fmt: str = "table") -> str:
     hosts, host_record = render_hosts(loaded, setup["servers"], fmt)
     if fmt == "json":
         return json.dumps({"setup": setup, "pairs": {k: v.as_dict() for k, v in pairs.items()}, "took_s": took,
-                           **host_record}, indent=2, sort_keys=True) + "\n"
+                           "busy": list(busy), **host_record}, indent=2, sort_keys=True) + "\n"
     columns = [("#", "#"), ("run", "run"), ("started", "started"), ("took", "took"), ("pairs", "pairs"),
                ("ratio_text", "ratio [95 % interval]"), ("half_width_pct", "± [%]"), ("holds", "holds the others' ratios")]
     blocks = []

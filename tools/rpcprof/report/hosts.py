@@ -137,7 +137,8 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
         raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
                         "figures are not the host's; run again with the machine otherwise idle")
     if busy := busy_parts(manifest, metrics):
-        raise UserError(f"{run_dir}: {', '.join(busy)} BUSY-HOST (other programs used the CPUs in the measured window): "
+        raise UserError(f"{run_dir}: {', '.join(busy)} BUSY-HOST (other programs were busy beside them; "
+                        "report.py run names them): "
                         "its figures are not the host's; run again with the machine otherwise idle")
     rows = compare_rows(run_dir, rules)[0]
     return manifest, {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"}
