@@ -69,6 +69,11 @@ RUN_FILE_CASES = {
                          "metrics.json: key 'rust_tonic_mt.latency' must be a mapping, got a number"),
     "a server a string": ("metrics.json", lambda d: d.update(rust_tonic_st="ok"),
                           "metrics.json: key 'rust_tonic_st' must be a mapping, got a string"),
+    "neighbours a number": ("metrics.json", lambda d: d["rust_tonic_mt"].update(neighbours=5),
+                            "metrics.json: key 'rust_tonic_mt.neighbours' must be a list, got a number"),
+    "a card's neighbour without a pid": ("manifest.json", lambda d: d.update(host={"neighbours": [{"name": "x",
+                                                                                                    "cores": 1.0}]}),
+                                         "manifest.json: key 'host.neighbours[x]' has no key 'pid'"),
     "sweep without cells": ("manifest.json", lambda d: d.update(mode="sweep", cells=None),
                             "manifest.json: key 'cells' must be a mapping, got null"),
 }

@@ -30,6 +30,10 @@ TEXT = {"type": ["string", "null"]}
 NUMBERS = {"type": ["object", "null"], "additionalProperties": NUMBER}
 COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a colour like #4caf50"}
 
+# the busy processes outside a run beside a measured window or the host card (measure/neighbours.py)
+NEIGHBOURS = {"type": ["array", "null"], "items": {"type": "object", "required": ["pid", "name", "cores"], "properties": {
+    "pid": {"type": "integer"}, "name": {"type": "string"}, "cores": {"type": "number"}}}}
+
 PROFILE = {"type": "object", "properties": {
     **{k: NUMBER for k in ("samples", "overhead_pct", "cpu_us_per_req_profiled", "req_per_s", "requests_ok",
                            "server_cpu_s", "window_s", "duration_s", "frequency_hz", "fold_seconds", "pyspy_kept",
@@ -64,7 +68,7 @@ RESULT = {"type": "object", "properties": {
     **{k: TEXT for k in ("app", "ruler", "cpu_note", "error", "server", "description", "profiler")},
     "latency": NUMBERS, "memory": NUMBERS, "proc": NUMBERS, "proc_per_req": NUMBERS, "offcpu": OFFCPU,
     "profile": {"anyOf": [{"type": "null"}, PROFILE]},
-    "spread": {"type": ["object", "null"]},
+    "spread": {"type": ["object", "null"]}, "neighbours": NEIGHBOURS,
     "syscalls": {"type": ["object", "null"], "properties": {
         **{k: NUMBER for k in ("per_req", "named_per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
                                "req_per_write", "eagain_reads_per_req", "req_per_s", "window_s", "total")},
@@ -91,6 +95,7 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
         "type": "object", "required": ["connections", "streams", "run"], "properties": {
             "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},
     "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
+    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS}},
 }, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
 
 # categorize.yaml: every mapping closed (additionalProperties: false), so a misspelt key is refused. What a
