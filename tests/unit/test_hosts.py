@@ -68,6 +68,14 @@ def test_the_unit_costs_predict_what_a_dearer_write_costs_each_server(tmp_path):
     assert "rust_tonic_mt on #2: " in text and "predicted by the unit costs (writes 1.00/req" in text
 
 
+def test_a_card_measured_beside_busy_programs_is_named_in_the_hosts_section(tmp_path):
+    a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
+    b = copy_run(tmp_path, "20261126-000100-b", {**card(write_us=2.0), "neighbours": [
+        {"pid": 4242, "name": "python", "cores": 0.83}]}, "boot-b")
+    assert "Run #2: the host card was measured beside busy programs (BUSY-HOST)" in render_runs([a, b])
+    assert "BUSY-HOST" not in render_runs([a, copy_run(tmp_path, "20261126-000200-c", card(), "boot-c")])
+
+
 def test_runs_of_one_host_print_no_hosts_section(tmp_path):
     a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
     b = copy_run(tmp_path, "20261126-000100-b", card(), "boot-a")

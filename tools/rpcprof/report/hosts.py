@@ -95,6 +95,9 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     if missing := [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
+    if busy := [r["#"] for r, (_, m, _) in zip(rows, loaded) if (m.get("host") or {}).get("neighbours")]:
+        text += (f"Run{'s' * (len(busy) > 1)} #{', #'.join(map(str, busy))}: the host card was measured beside busy "
+                 "programs (BUSY-HOST): its unit costs are not its host's alone.\n")
     if preds:
         text += ("\nWhat the unit costs predict from run #1's counts (writes, other syscalls and sleeps per request, "
                  "the rest scaled by the loop), against what was measured:\n\n"
