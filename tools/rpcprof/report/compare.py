@@ -20,7 +20,7 @@ from rpcprof.analyze.regime import regime_flags
 from rpcprof.analyze.significance import paired_gap, sampling_variance
 from rpcprof.analyze.whatif import estimate
 from rpcprof.report.mechanism import FIGURE_NAMES, explain_gap, ruler_verdict
-from rpcprof.report.summary import busy_host, run_pace_findings, syscalls_per_request
+from rpcprof.report.summary import busy_flags, run_pace_findings, syscalls_per_request
 from rpcprof.report.tables import render
 from rpcprof.records import ROUND_KEY, ROUNDS_KEY, kernel_blind, round_of, round_rows, view_of
 from rpcprof.rundir import RESULT_FILE, load_run, profile_folded
@@ -88,8 +88,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
         ratio = None if view else interval.ratio if interval else m["req_per_cpu_s"] / metrics[base]["req_per_cpu_s"]
         samples = sum(b.samples for _, b in rounds[s].values()) if by_rounds else breakdowns[s].samples
         few = samples < min_samples if by_rounds and min_samples else prof.get("too_few_samples")
-        note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m)) + (
-            f"  BUSY-HOST: {busy_host(m['neighbours'])}" if m.get("neighbours") else "")
+        note = "  TOO FEW SAMPLES" * bool(few) + "".join(f"  {flag}" for flag in regime_flags(m) + busy_flags(m))
         overhead, cost = prof.get("overhead_pct"), prof.get("overhead_interval_pct")
         relation = f"the process of {view} again, profiled by {prof.get('profiler')}" if view else f"x{ratio:.2f} of {base}"
         # the run's figures are its median round's; the table's total is the profiled rounds' mean

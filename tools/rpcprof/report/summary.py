@@ -73,7 +73,7 @@ def notes_for(m: dict) -> str:
         notes.append(f"IN-FLIGHT {100 * m['in_flight_share']:.0f} %")
     if m.get("requests_non_ok"):
         notes.append(f"{m['requests_non_ok']} non-OK")
-    notes += regime_flags(m) + ([f"BUSY-HOST: {busy_host(m['neighbours'])}"] if m.get("neighbours") else [])
+    notes += regime_flags(m) + busy_flags(m)
     return ", ".join(notes)
 
 
@@ -81,6 +81,11 @@ def busy_parts(manifest: dict, metrics: dict) -> list[str]:
     """What of a run had other programs busy beside it (BUSY-HOST): its servers' measured windows, and its host card."""
     return [s for s, m in metrics.items() if isinstance(m, dict) and m.get("neighbours")] + \
         ["its host card"] * bool((manifest.get("host") or {}).get("neighbours"))
+
+
+def busy_flags(m: dict) -> list[str]:
+    """`BUSY-HOST: pid 1234 python 0.83 CPU` for a result whose measured window had busy programs beside it, else none."""
+    return [f"BUSY-HOST: {busy_host(m['neighbours'])}"] if m.get("neighbours") else []
 
 
 def busy_host(neighbours: list[dict]) -> str:
