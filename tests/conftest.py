@@ -5,7 +5,9 @@ test writes into flamegraphs/ or finds another run's folder. A command that name
 add seconds to every latency-bound or unsaturated test run; a `run` that names no --rounds (--repeat) or --precision
 gets --rounds 1 (the default of 3 rounds would triple every live test).
 
-Ports start at 50151; 50051 belongs to someone else on this machine.
+Ports start at 30151, below the kernel's range of ephemeral ports (net.ipv4.ip_local_port_range, 32768-60999
+here): a client connection's local port never takes one of them (at 50652, one did, and the run said the
+port was in use). 50051 belongs to someone else on this machine.
 
 Tiers, by folder (every test lives in one; a test file anywhere else stops the collection):
     tests/unit/    the modules' own tests: no server, no load driver, no measuring profiler
@@ -43,13 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 DATA = TESTS / "data"
 PROFILE_SH = ROOT / "profile.sh"
-FIRST_PORT = 50151
-LAST_PORT = 50299
+FIRST_PORT = 30151
+LAST_PORT = 30299
 
 # A whole run (build included, if the servers are not built yet) must end within this.
 RUN_TIMEOUT_S = 600
 
-_next_port = FIRST_PORT + 1     # 50151 itself is reserved for the integration run
+_next_port = FIRST_PORT + 1     # 30151 itself is reserved for the integration run
 
 
 def fleet_folded(path: Path, n: int, stacks: list[list[str]], odd: list[str] = ()) -> Path:

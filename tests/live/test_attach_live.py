@@ -103,7 +103,7 @@ SAMPLED_HANDLER = ["rust_tonic_mt", "go_grpc", "node_grpcjs"]
 
 @pytest.mark.parametrize("server", SERVERS)
 def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
-    port = 50600 + SERVERS.index(server)
+    port = 30600 + SERVERS.index(server)
     spec = load_server(server)
     # from the server's folder (relative paths in its argv), but node from a folder of the test's own:
     # it writes its jitdump into its working directory, and perf inject the JIT functions' ELF files beside it
@@ -179,7 +179,7 @@ def test_attach_with_load_gives_a_complete_run_folder(server, tmp_path):
 
 def test_node_with_the_jit_map_only_is_profiled_with_frame_pointers(tmp_path):
     """The other Node path: started with --perf-basic-prof alone, JS frames are named from /tmp/perf-PID.map."""
-    port = 50609
+    port = 30609
     spec = load_server("node_grpcjs")
     argv = ["node", "--perf-basic-prof", "--no-logfile-per-isolate", "--logfile=+", "--allow-natives-syntax",
             str(spec.folder / "server.js"), "--port", str(port)]
@@ -256,7 +256,7 @@ server.wait_for_termination()
 def test_attach_learns_any_servers_reply(tmp_path, sizes):
     """A server replying in its own words (and, in one case, with replies of two sizes) is measured, not
     refused: its reply is learned from the probe and OK responses are counted by it."""
-    port = 50620 + (sizes == "vary")
+    port = 30620 + (sizes == "vary")
     script = tmp_path / "server.py"
     script.write_text(OTHER_REPLY_SERVER)
     proc = subprocess.Popen(["taskset", "-c", "0", str(ROOT / ".venv" / "bin" / "python"), str(script), str(port), sizes],

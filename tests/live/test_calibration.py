@@ -57,7 +57,7 @@ def calibration_runs(tmp_path_factory):
         label = f"pytest-calibration-{burn}"
         proc = subprocess.run(
             [str(ROOT / "profile.sh"), "run", "calibration", "--param", f"burn_us={burn}", "-d", "1.5", "-w", "0.5",
-             "--profile-duration", "1.5", "--no-off-cpu", "-S", str(STREAMS), "--rounds", str(ROUNDS), "--port", "50551", "--label", label,
+             "--profile-duration", "1.5", "--no-off-cpu", "-S", str(STREAMS), "--rounds", str(ROUNDS), "--port", "30551", "--label", label,
              "--no-pictures", "--format", "json", "--runs-dir", str(runs_dir), "--host-card", str(card_run())],
             capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -68,7 +68,7 @@ from conftest import LinearFit, card_run, category_shares, linear_fit, port_is_f
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "calibration"
-PORT = 50571                           # the first free one from here on (not conftest's 50151-50299)
+PORT = 30571                           # the first free one from here on (not conftest's 30151-30299)
 STREAMS = 100                          # S, given to every run: streams in flight, cut off at the end of a window
 TEST_WINDOWS = {"duration": 2, "warmup": 1, "profile_duration": 4, "syscall_duration": 2}
 WRITES = (1, 2, 4)                     # bench/perturb.sh's sweep (and the fits' docstring above)

@@ -24,7 +24,7 @@ from rpcprof.measure.syscalls import EVENT_KEYS, IO_KEEP_BYTES, IO_READS, IO_WRI
 from rpcprof.measure.windows import CLIENT_BOUND_SHARE, LATENCY_BOUND_SHARE
 
 SERVERS = ["rust_tonic_mt", "rust_pajamax", "rust_tonic_st"]
-PORT = 50151
+PORT = 30151
 # -S 100: the figures below were chosen for it; --io-sizes: the read/write size window is tested here
 # (2 s: --syscall-duration, the length of that window of its own); 3 s profiles and --min-samples 1000:
 # the tonic builds' send shares below need ~3,000 samples (999 Hz), and client-bound pajamax, whose

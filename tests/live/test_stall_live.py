@@ -17,7 +17,7 @@ def run(runs: Path, streams: int, label: str) -> tuple[subprocess.CompletedProce
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "run", "rust_pajamax", "--scenario", "complex_proto", "-C", "1", "-S", str(streams),
          "-d", "2", "-w", "0.5", "--rounds", "1", "--profile-duration", "1", "--min-samples", "200",
-         "--syscall-duration", "1", "--no-off-cpu", "--no-pictures", "--port", "50661", "--label", label, "--runs-dir", str(runs),
+         "--syscall-duration", "1", "--no-off-cpu", "--no-pictures", "--port", "30661", "--label", label, "--runs-dir", str(runs),
          "--host-card", str(card_run())],
         capture_output=True, text=True, timeout=300)
     folder = next(runs.glob(f"*-{label}"))

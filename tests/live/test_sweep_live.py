@@ -15,7 +15,7 @@ def sweep(tmp_path_factory):
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "sweep", "rust_tonic_mt", "rust_pajamax", "-C", "1", "-S", "1,10", "-d", "1",
          "-w", "0.5", "--rounds", "2", "--profile-duration", "1", "--min-samples", "500", "--syscall-duration", "1",
-         "--no-off-cpu", "--no-pictures", "--port", "50651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
+         "--no-off-cpu", "--no-pictures", "--port", "30651", "--label", "pytest-sweep", "--runs-dir", str(runs)],
         capture_output=True, text=True, timeout=900)
     folders = list(runs.iterdir())
     assert len(folders) == 1, proc.stderr[-2000:]
@@ -87,7 +87,7 @@ def test_sweep_json_is_one_document(tmp_path):
     """profile.sh sweep --format json prints exactly one JSON document (json.loads, jq)."""
     proc = subprocess.run(
         [str(ROOT / "profile.sh"), "sweep", "rust_pajamax", "-C", "1", "-S", "1", "-d", "1", "-w", "0",
-         "--no-profile", "--no-syscalls", "--no-off-cpu", "--port", "50652", "--label", "pytest-sweep-json",
+         "--no-profile", "--no-syscalls", "--no-off-cpu", "--port", "30652", "--label", "pytest-sweep-json",
          "--runs-dir", str(tmp_path), "--format", "json"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)

@@ -30,3 +30,25 @@ def test_port_check_ignores_connections_left_in_time_wait(port):
         like_a_server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         like_a_server.bind(("127.0.0.1", port))
     check_port_free(port)
+
+
+def test_a_port_held_by_a_client_connection_is_named_as_such_with_the_range_to_avoid(port):
+    """A client connection whose local port is the one asked (as the kernel gives ports of its ephemeral
+    range to connections) blocks the server's bind: one line says so and which ports to pass instead."""
+    import os
+    import pytest
+    from rpcprof.errors import UserError
+    from rpcprof.measure.process import check_port_free
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as client:
+            client.bind(("127.0.0.1", port))
+            client.connect(listener.getsockname())
+            with pytest.raises(UserError) as refused:
+                check_port_free(port)
+    low, high = open("/proc/sys/net/ipv4/ip_local_port_range").read().split()
+    name = open("/proc/self/comm").read().strip()
+    assert str(refused.value) == (f"port {port} is the local end of a connection by pid {os.getpid()} ({name}) "
+                                  f"(ports {low}-{high} are given to client connections): pass --port with one "
+                                  f"below {low}")

@@ -30,10 +30,17 @@ def check_port_free(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            ss = children.output(["ss", "-Hltnp", f"sport = :{port}"])       # whatever listens there
-            m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', ss.stdout if ss else "")
+            ss = children.output(["ss", "-Htanp", f"sport = :{port}"])       # whatever holds it: a listener ...
+            held = [x for x in (ss.stdout if ss else "").splitlines() if "users:" in x]
+            line = next((x for x in held if x.startswith("LISTEN")), held[0] if held else "")
+            m = re.search(r'users:\(\("([^"]+)",pid=(\d+)', line)
             who = f" by pid {m.group(2)} ({m.group(1)})" if m else ""
-            raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
+            if not line or line.startswith("LISTEN"):
+                raise UserError(f"port {port} is in use{who}: stop it or pass --port with a free port") from None
+            # ... or a client connection given it as its local port, from the ephemeral range
+            low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+            raise UserError(f"port {port} is the local end of a connection{who} (ports {low}-{high} are given to "
+                            f"client connections): pass --port with one below {low}") from None
 
 
 class ServerFailed(Exception):
