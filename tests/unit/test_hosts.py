@@ -68,12 +68,18 @@ def test_the_unit_costs_predict_what_a_dearer_write_costs_each_server(tmp_path):
     assert "rust_tonic_mt on #2: " in text and "predicted by the unit costs (writes 1.00/req" in text
 
 
-def test_a_card_measured_beside_busy_programs_is_named_in_the_hosts_section(tmp_path):
+def test_a_card_measured_beside_busy_programs_is_named_in_the_hosts_section_and_predicts_nothing(tmp_path):
     a = copy_run(tmp_path, "20261126-000000-a", card(), "boot-a")
     b = copy_run(tmp_path, "20261126-000100-b", {**card(write_us=2.0), "neighbours": [
         {"pid": 4242, "name": "python", "cores": 0.83}]}, "boot-b")
-    assert "Run #2: the host card was measured beside busy programs (BUSY-HOST)" in render_runs([a, b])
-    assert "BUSY-HOST" not in render_runs([a, copy_run(tmp_path, "20261126-000200-c", card(), "boot-c")])
+    c = copy_run(tmp_path, "20261126-000200-c", card(), "boot-c")
+    text = render_runs([a, b, c])
+    assert ("Run #2: the host card was measured beside busy programs (BUSY-HOST): its unit costs are not its host's "
+            "alone, and nothing is predicted with them.") in text
+    assert " on #2: " not in text and " on #3: " in text           # the clean card still predicts
+    assert {p["run"] for p in json.loads(render_runs([a, b, c], "json"))["predictions"]} == {"#3"}
+    assert json.loads(render_runs([b, a, c], "json"))["predictions"] == []     # nor from a busy first card
+    assert "BUSY-HOST" not in render_runs([a, c])
 
 
 def test_runs_of_one_host_print_no_hosts_section(tmp_path):

@@ -55,17 +55,23 @@ def _costs(c: dict, card: dict, rest: float | None = None, loop_factor: float = 
     return terms
 
 
+def usable_card(card: dict) -> bool:
+    """A card to predict with: every unit the model takes, and no busy program beside it (its neighbours)."""
+    return all(unit_cost(card, k) is not None for k in FIRST_UNITS) and not card.get("neighbours")
+
+
 def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> list[dict]:
-    """For each server and each run after the first whose host card and the first's are both there: the
-    CPU µs per request measured on each host and the one the unit costs predict (module docstring)."""
+    """For each server and each run after the first whose host card and the first's are both there, and
+    neither measured beside busy programs: the CPU µs per request measured on each host and the one the
+    unit costs predict (module docstring)."""
     (_, m0, metrics0) = loaded[0]
     card0 = m0.get("host") or {}
-    if any(unit_cost(card0, k) is None for k in FIRST_UNITS):
+    if not usable_card(card0):
         return []
     out = []
     for i, (d, manifest, metrics) in enumerate(loaded[1:], 2):
         card = manifest.get("host") or {}
-        if any(unit_cost(card, k) is None for k in FIRST_UNITS):
+        if not usable_card(card):
             continue
         loop = unit_cost(card, "loop_ns") / unit_cost(card0, "loop_ns")
         for s in servers:

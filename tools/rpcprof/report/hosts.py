@@ -97,7 +97,7 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
     if busy := [r["#"] for r, (_, m, _) in zip(rows, loaded) if (m.get("host") or {}).get("neighbours")]:
         text += (f"Run{'s' * (len(busy) > 1)} #{', #'.join(map(str, busy))}: the host card was measured beside busy "
-                 "programs (BUSY-HOST): its unit costs are not its host's alone.\n")
+                 "programs (BUSY-HOST): its unit costs are not its host's alone, and nothing is predicted with them.\n")
     if preds:
         text += ("\nWhat the unit costs predict from run #1's counts (writes, other syscalls and sleeps per request, "
                  "the rest scaled by the loop), against what was measured:\n\n"
