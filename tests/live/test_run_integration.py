@@ -270,9 +270,11 @@ def test_the_run_s_own_processes_are_never_named_neighbours(metrics):
 
 
 def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(profile, port):
+    # beside each window the server's own load drives: measured, profile and off-CPU
     loop = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
     try:
-        done = profile.run("run", "rust_pajamax", "-d", "1", "-w", "0", "--no-profile", "--no-syscalls",
+        done = profile.run("run", "rust_pajamax", "-d", "1", "-w", "0", "--profile-duration", "1", "--min-samples",
+                           "100", "--no-syscalls", "--off-cpu", "--off-cpu-duration", "1", "--no-pictures",
                            "--port", str(port), "--label", "pytest-busy")
     finally:
         loop.kill()
@@ -281,7 +283,8 @@ def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(p
     found = json.loads((done.run_dir / "metrics.json").read_text())["rust_pajamax"]["neighbours"]
     mine = [n for n in found if n["pid"] == loop.pid]
     assert mine and mine[0]["cores"] >= 0.3, found
-    assert f"WARNING: rust_pajamax: other programs were busy in the measured window (pid {loop.pid} " in done.stderr
+    for window in ("measured", "profile", "off-CPU"):
+        assert f"WARNING: rust_pajamax: other programs were busy in the {window} window (pid {loop.pid} " in done.stderr
     assert f"BUSY-HOST: pid {loop.pid} " in done.stdout
 
 

@@ -79,3 +79,20 @@ def test_the_run_table_flags_a_busy_host():
     many = [{"pid": p, "name": "x", "cores": 0.1} for p in range(5)]
     assert busy_host(many).endswith(" and 2 more")
 
+
+
+def test_each_window_adds_its_busy_programs_to_the_result_each_pid_once_at_its_most(capsys):
+    from pathlib import Path
+    from rpcprof.jobs.steps import Subject, busy_beside
+    subject = Subject("s", 1, None, Path("."))
+    figures = {"neighbours": []}
+    busy_beside(subject, figures, [], "measured")
+    assert figures == {"neighbours": []} and capsys.readouterr().err == ""       # nothing said of a quiet window
+    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.2}], "measured")
+    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.6}, {"pid": 9, "name": "b", "cores": 0.4}],
+                "profile")
+    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.1}], "off-CPU")
+    assert figures["neighbours"] == [{"pid": 7, "name": "a", "cores": 0.6}, {"pid": 9, "name": "b", "cores": 0.4}]
+    err = capsys.readouterr().err
+    assert [line.split(" window")[0] for line in err.splitlines()] == [
+        f"rpcprof: WARNING: s: other programs were busy in the {w}" for w in ("measured", "profile", "off-CPU")]

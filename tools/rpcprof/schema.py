@@ -30,7 +30,7 @@ TEXT = {"type": ["string", "null"]}
 NUMBERS = {"type": ["object", "null"], "additionalProperties": NUMBER}
 COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a colour like #4caf50"}
 
-# the busy processes outside a run beside a measured window or the host card (measure/neighbours.py)
+# the busy processes outside a run beside its windows or the host card (measure/neighbours.py)
 NEIGHBOURS = {"type": ["array", "null"], "items": {"type": "object", "required": ["pid", "name", "cores"], "properties": {
     "pid": {"type": "integer"}, "name": {"type": "string"}, "cores": {"type": "number"}}}}
 

@@ -200,7 +200,8 @@ class Attach(Job):
                 ports = [self.port] if self.port else listening_ports(self.info.pid)
                 if not ports:
                     log(f"rpcprof: NOTE: pid {self.info.pid} listens on no TCP port: no socket state is sampled")
-                figures["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports)
+                figures["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, call_graph, self.rules, ports,
+                                                    figures)
             return result.end(Status.OK)
         except KeyboardInterrupt:
             result.end(Status.INTERRUPTED, "interrupted by the user; what was captured is kept")

@@ -143,7 +143,7 @@ class ServerRound:
             self._check_alive(server, "during the read/write size window")
         if first and steps.wants_off_cpu(opts.off_cpu, figures):
             figures["offcpu"] = steps.off_cpu(session, subject, opts.off_cpu_duration, opts.call_graph or spec.call_graph,
-                                              self.run.rules or load_rules(), [opts.port])
+                                              self.run.rules or load_rules(), [opts.port], figures)
             self._check_alive(server, "during the off-CPU window")
 
     def _profile(self, session: Session, spec: ServerSpec, server: ServerProcess, subject: steps.Subject,

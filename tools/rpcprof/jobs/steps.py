@@ -15,6 +15,7 @@ from rpcprof.capture.profiler import ProfilePlan, ProfileTarget, capture_profile
 from rpcprof.errors import EXIT_FAILED, UserError
 from rpcprof.measure import syscalls
 from rpcprof.measure.load import LoadSettings
+from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.measure.threads import ProcWindow, per_request, thread_snapshot
 from rpcprof.measure.procstat import CpuWindow, Marks, ProcessMonitor
 from rpcprof.measure.session import Session
@@ -112,12 +113,25 @@ def measure(subject: Subject) -> dict:
         (subject.out / rundir.LOAD_LOG).replace(subject.out / rundir.LEAD_ENDED_LOG)
         subject.lead = 0.0          # and every later window likewise
         return measure(subject)
-    if neighbours:
-        log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the measured window ("
-            + busy_host(neighbours) + "): its figures are not this host's alone; stop them and run again")
-    return {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
-                             list(subject.load_cpus), proc, lead),
-            "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead, "neighbours": neighbours}
+    figures = {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
+                                list(subject.load_cpus), proc, lead),
+               "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead, "neighbours": []}
+    busy_beside(subject, figures, neighbours, "measured")
+    return figures
+
+
+def busy_beside(subject: Subject, figures: dict, found: list[dict], window: str) -> None:
+    """Programs outside the run found busy beside one of the subject's windows (measure/neighbours.py): a
+    WARNING naming them, and the result's neighbours (its BUSY-HOST flag) take them in, each pid once at the
+    most CPU it used in a window."""
+    if not found:
+        return
+    log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the {window} window ("
+        + busy_host(found) + "): its figures are not this host's alone; stop them and run again")
+    known = {n["pid"]: n for n in figures.get("neighbours") or []}
+    for n in found:
+        known[n["pid"]] = max(known.get(n["pid"], n), n, key=lambda x: x["cores"])
+    figures["neighbours"] = sorted(known.values(), key=lambda x: -x["cores"])
 
 
 def attached(session: Session, recorder, warning: Callable[[UserError], str], enable: bool = True):
@@ -228,8 +242,11 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     seen = {}
     # the subject's lead, after which the samples begin (perf's events are enabled, py-spy is started)
     lead = subject.lead if drive is None else 0.0
+    # beside the subject's own load, the other programs' CPU too (beside someone else's load, that load is theirs)
+    others = NeighbourWindow(subject.pid) if drive is None else None
     if drive is None:
         def drive(window):
+            window = Marks(window, others)
             if count:
                 seen["load"], seen["finish"] = counted_window(session, subject, plan.duration, rundir.PROFILE_SYSCALLS,
                                                               window, lead, cpus=count_cpus, reap=reap)
@@ -238,6 +255,8 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
             return seen["load"].ok
     record = capture_profile(target, plan, subject.monitor, drive, session, late=lead > 0)
     record["lead_s"] = lead
+    if others is not None:
+        busy_beside(subject, figures, others.found(), "profile")
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
@@ -298,11 +317,13 @@ def wants_off_cpu(asked: bool | None, result: dict) -> bool:
     return asked if asked is not None else bool(result.get("latency_bound") or result.get("unsaturated"))
 
 
-def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str, rules, ports: list[int]) -> dict:
+def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str, rules, ports: list[int],
+            figures: dict) -> dict:
     """A window recording where the subject's threads wait (every context switch, with its stack and
     how long until the thread ran again) while its connections' TCP state is sampled (ss -tin), with the
     same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
-    sockets.log; returns the summary (report/waits.py's, of analyze/waits.py's figures) with the window's own req/s."""
+    sockets.log; returns the summary (report/waits.py's, of analyze/waits.py's figures) with the window's own
+    req/s. Programs busy beside the load go in figures' neighbours (busy_beside)."""
     from rpcprof.analyze.waits import asleep_whole_window
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
@@ -320,8 +341,10 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
                                         late=bool(lead))) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
-        load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, *((recorder, wakes, sampler) if lead else ())),
+        others = NeighbourWindow(subject.pid)
+        load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, others, *((recorder, wakes, sampler) if lead else ())),
                              lead)
+        busy_beside(subject, figures, others.found(), "off-CPU")
         for started in filter(None, (recorder, wakes)):
             started.check()
         requests, wall = load.ok, load.wall_s

@@ -1,10 +1,11 @@
-"""Other programs on the machine during a measured window: the CPU each process outside the run used over it.
+"""Other programs on the machine during a window: the CPU each process outside the run used over it.
 
 A run's figures hold only if the server and the load driver had their CPUs to themselves. Another busy
 program takes time from one of them and shares their caches, and nothing else in the figures shows it:
 the server's CPU per request rises, or the client becomes the bottleneck, for a reason the run cannot name.
-So /proc is scanned at the window's two ends (every process's utime + stime, /proc/PID/stat, in clock
-ticks), from rpcprof's own process on the load CPUs: the server pays nothing for it.
+So /proc is scanned at the two ends of each window the run's own load drives (measured, profile, off-CPU:
+every process's utime + stime, /proc/PID/stat, in clock ticks), from rpcprof's own process on the load
+CPUs: the server pays nothing for it.
 
 A process outside the run (rpcprof and what it started, the process measured and its children) that used
 NEIGHBOUR_CORES of a CPU or more over the window is named in the result (`neighbours`: pid, name, CPUs used

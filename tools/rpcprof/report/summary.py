@@ -78,18 +78,18 @@ def notes_for(m: dict) -> str:
 
 
 def busy_parts(manifest: dict, metrics: dict) -> list[str]:
-    """What of a run had other programs busy beside it (BUSY-HOST): its servers' measured windows, and its host card."""
+    """What of a run had other programs busy beside it (BUSY-HOST): its servers' windows, and its host card."""
     return [s for s, m in metrics.items() if isinstance(m, dict) and m.get("neighbours")] + \
         ["its host card"] * bool((manifest.get("host") or {}).get("neighbours"))
 
 
 def busy_flags(m: dict) -> list[str]:
-    """`BUSY-HOST: pid 1234 python 0.83 CPU` for a result whose measured window had busy programs beside it, else none."""
+    """`BUSY-HOST: pid 1234 python 0.83 CPU` for a result whose windows had busy programs beside them, else none."""
     return [f"BUSY-HOST: {busy_host(m['neighbours'])}"] if m.get("neighbours") else []
 
 
 def busy_host(neighbours: list[dict]) -> str:
-    """`pid 1234 python 0.83 CPU`: the busy processes outside a run's measured window (measure/neighbours.py)."""
+    """`pid 1234 python 0.83 CPU`: the busy processes outside a run beside its windows (measure/neighbours.py)."""
     return ", ".join(f"pid {n['pid']} {n['name']} {n['cores']:.2f} CPU" for n in neighbours[:3]) + (
         f" and {len(neighbours) - 3} more" if len(neighbours) > 3 else "")
 
