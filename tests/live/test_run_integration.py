@@ -270,12 +270,13 @@ def test_the_run_s_own_processes_are_never_named_neighbours(metrics):
 
 
 def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(profile, port):
-    # beside each window the server's own load drives: measured, profile and off-CPU
+    # beside each window the server's own load drives: measured, profile, read/write size (count_syscalls, as the
+    # syscall-count window) and off-CPU
     loop = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
     try:
-        done = profile.run("run", "rust_pajamax", "-d", "1", "-w", "0", "--profile-duration", "1", "--min-samples",
-                           "100", "--no-syscalls", "--off-cpu", "--off-cpu-duration", "1", "--no-pictures",
-                           "--port", str(port), "--label", "pytest-busy")
+        done = profile.run("run", "rust_pajamax", "-d", "0.5", "-w", "0", "--profile-duration", "0.5", "--min-samples",
+                           "100", "--no-syscalls", "--io-sizes", "--syscall-duration", "0.5", "--off-cpu",
+                           "--off-cpu-duration", "0.5", "--no-pictures", "--port", str(port), "--label", "pytest-busy")
     finally:
         loop.kill()
         loop.wait()
@@ -283,7 +284,7 @@ def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(p
     found = json.loads((done.run_dir / "metrics.json").read_text())["rust_pajamax"]["neighbours"]
     mine = [n for n in found if n["pid"] == loop.pid]
     assert mine and mine[0]["cores"] >= 0.3, found
-    for window in ("measured", "profile", "off-CPU"):
+    for window in ("measured", "profile", "read/write size", "off-CPU"):
         assert f"WARNING: rust_pajamax: other programs were busy in the {window} window (pid {loop.pid} " in done.stderr
     assert f"BUSY-HOST: pid {loop.pid} " in done.stdout
 

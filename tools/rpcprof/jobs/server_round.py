@@ -128,7 +128,7 @@ class ServerRound:
             self._profile(session, spec, server, subject, figures)
             self._check_alive(server, "during the profile window")
         elif opts.syscalls:
-            figures["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, figures["cpu_us_per_req"],
+            figures["syscalls"] = steps.count_syscalls(session, subject, opts.syscall_duration, figures,
                                                        cpus=opts.server_cpus, reap=self.run.exiting)
             self._check_alive(server, "during the syscall-count window")
         if first and (opts.io_sizes or steps.wants_off_cpu(opts.off_cpu, figures)):
@@ -137,7 +137,7 @@ class ServerRound:
             # counted on the server's threads, as the sizes are recorded: counts of its whole CPUs would take in
             # any other process's reads and writes there, rpcprof's own and perf's among them
             figures["io_sizes"] = sizes = steps.count_syscalls(session, subject, opts.syscall_duration,
-                                                               figures["cpu_us_per_req"], record_io=True)
+                                                               figures, record_io=True)
             if figures.get("syscalls"):
                 figures["syscalls"].update({k: sizes.get(k) for k in IO_FIGURES})
             self._check_alive(server, "during the read/write size window")

@@ -147,7 +147,7 @@ def attached(session: Session, recorder, warning: Callable[[UserError], str], en
     return recorder
 
 
-def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow, lead: float,
+def counted_window(session: Session, subject: Subject, seconds: float, name: str, window: CpuWindow | Marks, lead: float,
                    record_io: bool = False, cpus: list[int] | None = None, reap: Session | None = None):
     """Load for seconds while perf stat counts syscalls into out/NAME.csv: on the whole CPUs cpus (the
     server is pinned there; no per-thread event to switch), else on every thread of the subject with its
@@ -215,19 +215,22 @@ def syscall_record(load, counts: dict, cpu_ns: int, unprofiled_us: float | None,
     return record
 
 
-def count_syscalls(session: Session, subject: Subject, seconds: float, unprofiled_us: float | None,
+def count_syscalls(session: Session, subject: Subject, seconds: float, figures: dict,
                    cpus: list[int] | None = None, record_io: bool = False, reap: Session | None = None) -> dict:
     """A window of its own with the same load, counting syscalls (and with record_io taking each
     read/write's return value: bytes per read and per write, EAGAIN reads, requests per write); its own
-    CPU per request shows what counting and recording cost. Used when no profile window carries the
-    counters, and for the read/write sizes, whose recording costs a sample per call."""
+    CPU per request, against the unprofiled window's in figures, shows what counting and recording cost.
+    Used when no profile window carries the counters, and for the read/write sizes, whose recording costs a
+    sample per call. Programs busy beside it go in figures' neighbours (busy_beside)."""
     what = "counting syscalls" + (" and recording read/write sizes" if record_io else "")
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
-    window = CpuWindow(subject.monitor)
-    load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, window, subject.lead, record_io=record_io,
-                                  cpus=cpus, reap=reap)
-    return syscall_record(load, finish(), window.ns(), unprofiled_us, "io-sizes" if record_io else "own", cpus)
+    window, others = CpuWindow(subject.monitor), NeighbourWindow(subject.pid)
+    load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, Marks(window, others), subject.lead,
+                                  record_io=record_io, cpus=cpus, reap=reap)
+    busy_beside(subject, figures, others.found(), "read/write size" if record_io else "syscall-count")
+    return syscall_record(load, finish(), window.ns(), figures.get("cpu_us_per_req"), "io-sizes" if record_io else "own",
+                          cpus)
 
 
 def profile(session: Session, subject: Subject, target: ProfileTarget, plan: ProfilePlan, figures: dict,

@@ -3,9 +3,9 @@
 A run's figures hold only if the server and the load driver had their CPUs to themselves. Another busy
 program takes time from one of them and shares their caches, and nothing else in the figures shows it:
 the server's CPU per request rises, or the client becomes the bottleneck, for a reason the run cannot name.
-So /proc is scanned at the two ends of each window the run's own load drives (measured, profile, off-CPU:
-every process's utime + stime, /proc/PID/stat, in clock ticks), from rpcprof's own process on the load
-CPUs: the server pays nothing for it.
+So /proc is scanned at the two ends of each window the run's own load drives (measured, profile,
+syscall-count, read/write size, off-CPU: every process's utime + stime, /proc/PID/stat, in clock ticks),
+from rpcprof's own process on the load CPUs: the server pays nothing for it.
 
 A process outside the run (rpcprof and what it started, the process measured and its children) that used
 NEIGHBOUR_CORES of a CPU or more over the window is named in the result (`neighbours`: pid, name, CPUs used
