@@ -269,6 +269,13 @@ def test_the_run_s_own_processes_are_never_named_neighbours(metrics):
     assert {name: m.get("neighbours") for name, m in metrics.items()} == {name: [] for name in SERVERS}
 
 
+def test_each_cpus_steal_is_recorded_as_its_share_of_the_windows(metrics, manifest):
+    # what the hypervisor took from each CPU (/proc/stat), for each server's windows and for the host card
+    for steal in [metrics[name]["steal"] for name in SERVERS] + [manifest["host"]["steal"]]:
+        assert sorted(steal) == [str(cpu) for cpu in range(os.cpu_count())], steal
+        assert all(0.0 <= share <= 1.0 for share in steal.values()), steal
+
+
 def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(profile, port):
     # beside each window the server's own load drives: measured, profile, read/write size (count_syscalls, as the
     # syscall-count window) and off-CPU

@@ -295,6 +295,12 @@ def test_a_run_beside_a_busy_program_is_refused(tmp_path):
     (run / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(UserError, match="its host card BUSY-HOST"):
         add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
+    # ... or its server's CPU stolen by the hypervisor while a window was measured
+    shutil.copy(published / "manifest.json", run / "manifest.json")
+    metrics["rust_tonic_mt"]["neighbours"], metrics["rust_pajamax"]["steal"] = [], {"0": 0.12, "1": 0.0}
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(UserError, match="rust_pajamax BUSY-HOST"):
+        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
     assert not (tmp_path / "hosts.jsonl").exists()
 
 

@@ -5,7 +5,8 @@ import subprocess
 import sys
 import time
 
-from rpcprof.measure.neighbours import NEIGHBOUR_CORES, NeighbourWindow, busy_outside, outside, scan
+from rpcprof.measure.neighbours import NEIGHBOUR_CORES, NeighbourWindow, busy_outside, cpu_steal, outside, scan, stolen
+from rpcprof.records import STEAL_SHARE, beside_busy
 from rpcprof.report.summary import busy_host, notes_for
 
 BUSY = [sys.executable, "-c", "while True: pass"]
@@ -73,11 +74,29 @@ def test_a_reused_pid_counts_from_zero():
 
 def test_the_run_table_flags_a_busy_host():
     neighbours = [{"pid": 4242, "name": "python", "cores": 0.83}]
-    assert busy_host(neighbours) == "pid 4242 python 0.83 CPU"
+    assert busy_host({"neighbours": neighbours}) == "pid 4242 python 0.83 CPU"
     assert "BUSY-HOST: pid 4242 python 0.83 CPU" in notes_for({"status": "ok", "neighbours": neighbours})
     assert "BUSY-HOST" not in notes_for({"status": "ok", "neighbours": []})
     many = [{"pid": p, "name": "x", "cores": 0.1} for p in range(5)]
-    assert busy_host(many).endswith(" and 2 more")
+    assert busy_host({"neighbours": many}).endswith(" and 2 more")
+
+
+def test_each_cpus_steal_is_read_from_proc_stat_and_its_share_of_the_window_taken():
+    now = cpu_steal()
+    assert sorted(now) == list(range(os.cpu_count()))
+    assert all(0 <= steal <= ticks for steal, ticks in now.values())
+    # CPU 0: 30 of its 400 ticks stolen; CPU 1: none; a CPU found at one end only is left out
+    assert stolen({0: (10, 1000), 1: (0, 1000)}, {0: (40, 1400), 1: (0, 1400), 2: (5, 10)}) == {"0": 0.075, "1": 0.0}
+
+
+def test_a_cpu_stolen_from_flags_the_window_busy_host_as_a_neighbour_does():
+    just_below, at = {"0": round(STEAL_SHARE - 0.001, 4), "1": 0.0}, {"0": STEAL_SHARE, "1": 0.01}
+    assert not beside_busy({"neighbours": [], "steal": just_below})
+    assert beside_busy({"neighbours": [], "steal": at})
+    assert busy_host({"neighbours": [], "steal": at}) == f"CPU 0 {100 * STEAL_SHARE:.0f} % stolen"
+    assert f"BUSY-HOST: CPU 0 {100 * STEAL_SHARE:.0f} % stolen" in notes_for({"status": "ok", "neighbours": [], "steal": at})
+    both = {"neighbours": [{"pid": 7, "name": "a", "cores": 0.6}], "steal": {"1": 0.2}}
+    assert busy_host(both) == "pid 7 a 0.60 CPU, CPU 1 20 % stolen"
 
 
 
@@ -85,14 +104,18 @@ def test_each_window_adds_its_busy_programs_to_the_result_each_pid_once_at_its_m
     from pathlib import Path
     from rpcprof.jobs.steps import Subject, busy_beside
     subject = Subject("s", 1, None, Path("."))
-    figures = {"neighbours": []}
-    busy_beside(subject, figures, [], "measured")
-    assert figures == {"neighbours": []} and capsys.readouterr().err == ""       # nothing said of a quiet window
-    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.2}], "measured")
-    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.6}, {"pid": 9, "name": "b", "cores": 0.4}],
-                "profile")
-    busy_beside(subject, figures, [{"pid": 7, "name": "a", "cores": 0.1}], "off-CPU")
+    figures = {"neighbours": [], "steal": {}}
+    busy_beside(subject, figures, {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}}, "measured")
+    assert figures == {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}}      # a figure, kept
+    assert capsys.readouterr().err == ""                                      # and nothing said of a quiet window
+    busy_beside(subject, figures, {"neighbours": [{"pid": 7, "name": "a", "cores": 0.2}], "steal": {"0": 0.0, "1": 0.0}},
+                "measured")
+    busy_beside(subject, figures, {"neighbours": [{"pid": 7, "name": "a", "cores": 0.6}, {"pid": 9, "name": "b", "cores": 0.4}],
+                                   "steal": {"0": 0.0, "1": 0.02}}, "profile")
+    busy_beside(subject, figures, {"neighbours": [], "steal": {"0": 0.09, "1": 0.0}}, "off-CPU")
     assert figures["neighbours"] == [{"pid": 7, "name": "a", "cores": 0.6}, {"pid": 9, "name": "b", "cores": 0.4}]
+    assert figures["steal"] == {"0": 0.09, "1": 0.02}                         # each CPU at its most
     err = capsys.readouterr().err
     assert [line.split(" window")[0] for line in err.splitlines()] == [
         f"rpcprof: WARNING: s: other programs were busy in the {w}" for w in ("measured", "profile", "off-CPU")]
+    assert "(CPU 0 9 % stolen)" in err.splitlines()[-1]

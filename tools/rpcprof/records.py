@@ -16,6 +16,21 @@ from dataclasses import dataclass, field
 from rpcprof.status import Status, read_statuses
 
 
+# a CPU whose time the hypervisor gave another guest for 5 % of a window or more (its steal) flags the window
+# BUSY-HOST, as a program outside the run at 5 % of a CPU does (measure/neighbours.py)
+STEAL_SHARE = 0.05
+
+
+def stolen_cpus(record: dict) -> dict[str, float]:
+    """{cpu: share} of the CPUs stolen STEAL_SHARE or more in a result's windows or a host card (its `steal`)."""
+    return {cpu: share for cpu, share in (record.get("steal") or {}).items() if share >= STEAL_SHARE}
+
+
+def beside_busy(record: dict) -> bool:
+    """A result or a host card measured beside busy programs (BUSY-HOST): its neighbours, or a CPU stolen."""
+    return bool(record.get("neighbours") or stolen_cpus(record))
+
+
 @dataclass
 class Manifest:
     """What a run folder is: written when it starts, rewritten as it goes and when it ends."""

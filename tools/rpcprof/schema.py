@@ -68,7 +68,7 @@ RESULT = {"type": "object", "properties": {
     **{k: TEXT for k in ("app", "ruler", "cpu_note", "error", "server", "description", "profiler")},
     "latency": NUMBERS, "memory": NUMBERS, "proc": NUMBERS, "proc_per_req": NUMBERS, "offcpu": OFFCPU,
     "profile": {"anyOf": [{"type": "null"}, PROFILE]},
-    "spread": {"type": ["object", "null"]}, "neighbours": NEIGHBOURS,
+    "spread": {"type": ["object", "null"]}, "neighbours": NEIGHBOURS, "steal": NUMBERS,
     "syscalls": {"type": ["object", "null"], "properties": {
         **{k: NUMBER for k in ("per_req", "named_per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
                                "req_per_write", "eagain_reads_per_req", "req_per_s", "window_s", "total")},
@@ -95,7 +95,7 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
         "type": "object", "required": ["connections", "streams", "run"], "properties": {
             "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},
     "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
-    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS}},
+    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS, "steal": NUMBERS}},
 }, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
 
 # categorize.yaml: every mapping closed (additionalProperties: false), so a misspelt key is refused. What a

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rpcprof.analyze.intervals import figure_by_round, t975
 from rpcprof.host_units import FIRST_UNITS
+from rpcprof.records import beside_busy
 
 
 def unit_cost(card: dict, key: str) -> float | None:
@@ -56,8 +57,8 @@ def _costs(c: dict, card: dict, rest: float | None = None, loop_factor: float = 
 
 
 def usable_card(card: dict) -> bool:
-    """A card to predict with: every unit the model takes, and no busy program beside it (its neighbours)."""
-    return all(unit_cost(card, k) is not None for k in FIRST_UNITS) and not card.get("neighbours")
+    """A card to predict with: every unit the model takes, and nothing busy beside it (records.beside_busy)."""
+    return all(unit_cost(card, k) is not None for k in FIRST_UNITS) and not beside_busy(card)
 
 
 def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> list[dict]:

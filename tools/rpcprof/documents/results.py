@@ -20,7 +20,7 @@ from rpcprof.documents.provenance import header, machine_text, stall_cause_lines
 from rpcprof.documents.seed_figures import SEED_000_RATIOS, SEED_CLIENT_CPUS, SEED_RATIO_QUOTED
 from rpcprof.documents.seed_gaps import GAP
 from rpcprof.report.summary import ratio_text
-from rpcprof.records import round_rows, rounds_asked
+from rpcprof.records import beside_busy, round_rows, rounds_asked
 from rpcprof.report.sweep_table import render_sweep, sweep_rows
 from rpcprof.rundir import load_sweep
 from rpcprof.status import Status
@@ -235,7 +235,7 @@ def flags_of(row: dict) -> list[str]:
     """A measured row's flags: what makes its figures describe something else than the server's capacity."""
     named = [k.upper().replace("_", "-") for k in ("stalled", "too_short", "client_bound", "latency_bound", "unsaturated",
                                                    "in_flight_flag") if row.get(k)]
-    return named + list(row.get("regime_flags") or []) + ["BUSY-HOST"] * bool(row.get("neighbours"))
+    return named + list(row.get("regime_flags") or []) + ["BUSY-HOST"] * beside_busy(row)
 
 
 def headline_cell(pairs: list) -> tuple:

@@ -34,7 +34,7 @@ from rpcprof.measure.servers import ServerSpec, load_server
 from rpcprof.measure.session import Session
 from rpcprof.paths import RUNS_DIR
 from rpcprof.progress import log, progress_bar
-from rpcprof.records import ServerResult, parameters_json
+from rpcprof.records import ServerResult, beside_busy, parameters_json
 from rpcprof.report.summary import busy_host
 from rpcprof.rundir import load_manifest
 from rpcprof.status import Status
@@ -85,9 +85,9 @@ def host_card(card: dict | None, server_cpu: int, load_cpu: int, idle: str) -> d
             log(f"rpcprof: WARNING: no host card: {e}")
             card = {"error": str(e)}
     log(f"rpcprof: {hostcard.card_line(card)}")
-    if card.get("neighbours") and not card.get("taken_from"):
-        log(f"rpcprof: WARNING: other programs were busy while the host card was measured ({busy_host(card['neighbours'])})"
-            ": its unit costs are not this host's alone; stop them and run again")
+    if beside_busy(card) and not card.get("taken_from"):
+        log(f"rpcprof: WARNING: other programs were busy while the host card was measured ({busy_host(card)})"
+            ": its unit costs are not this host's alone; run again with the machine otherwise idle")
     return card
 
 

@@ -22,6 +22,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
 from rpcprof.progress import log
+from rpcprof.records import beside_busy
 from rpcprof.report.summary import busy_host
 from rpcprof.rundir import OFFCPU_LOAD_LOG, PROFILE_LOAD_LOG, WARMUP_LOG, RunFolder
 
@@ -104,7 +105,7 @@ def measure(subject: Subject) -> dict:
     after = f", after {lead:g} s of load on its connections" if lead else ""
     log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached{after})")
     settings = replace(subject.settings, lead=lead)
-    load, cpu_ns, memory, proc, neighbours = measured_window(subject.driver, settings, subject.port, subject.out, subject.monitor)
+    load, cpu_ns, memory, proc, busy = measured_window(subject.driver, settings, subject.port, subject.out, subject.monitor)
     if lead and not load.ok:
         # the connections ended in the lead (a server that closes a connection, as rust_pajamax does on a
         # message split across DATA frames): the window is measured again on connections of its own
@@ -115,23 +116,24 @@ def measure(subject: Subject) -> dict:
         return measure(subject)
     figures = {**window_metrics(load, cpu_ns, memory, settings.streams, subject.server_cpu_count,
                                 list(subject.load_cpus), proc, lead),
-               "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead, "neighbours": []}
-    busy_beside(subject, figures, neighbours, "measured")
+               "cpu_method": subject.monitor.method, "load_argv": load.argv, "lead_s": lead, "neighbours": [], "steal": {}}
+    busy_beside(subject, figures, busy, "measured")
     return figures
 
 
-def busy_beside(subject: Subject, figures: dict, found: list[dict], window: str) -> None:
-    """Programs outside the run found busy beside one of the subject's windows (measure/neighbours.py): a
-    WARNING naming them, and the result's neighbours (its BUSY-HOST flag) take them in, each pid once at the
-    most CPU it used in a window."""
-    if not found:
-        return
-    log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the {window} window ("
-        + busy_host(found) + "): its figures are not this host's alone; stop them and run again")
+def busy_beside(subject: Subject, figures: dict, seen: dict, window: str) -> None:
+    """What was busy beside one of the subject's windows (seen: NeighbourWindow.busy(), measure/neighbours.py)
+    goes in the result: its neighbours, each pid once at the most CPU it used in a window, and each CPU's
+    steal at its most; a WARNING names what flags it BUSY-HOST."""
     known = {n["pid"]: n for n in figures.get("neighbours") or []}
-    for n in found:
+    for n in seen["neighbours"]:
         known[n["pid"]] = max(known.get(n["pid"], n), n, key=lambda x: x["cores"])
     figures["neighbours"] = sorted(known.values(), key=lambda x: -x["cores"])
+    steal = figures.get("steal") or {}
+    figures["steal"] = {cpu: max(share, steal.get(cpu, 0.0)) for cpu, share in seen["steal"].items()}
+    if beside_busy(seen):
+        log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the {window} window ({busy_host(seen)}): "
+            "its figures are not this host's alone; run again with the machine otherwise idle")
 
 
 def attached(session: Session, recorder, warning: Callable[[UserError], str], enable: bool = True):
@@ -228,7 +230,7 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, figures: 
     window, others = CpuWindow(subject.monitor), NeighbourWindow(subject.pid)
     load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, Marks(window, others), subject.lead,
                                   record_io=record_io, cpus=cpus, reap=reap)
-    busy_beside(subject, figures, others.found(), "read/write size" if record_io else "syscall-count")
+    busy_beside(subject, figures, others.busy(), "read/write size" if record_io else "syscall-count")
     return syscall_record(load, finish(), window.ns(), figures.get("cpu_us_per_req"), "io-sizes" if record_io else "own",
                           cpus)
 
@@ -259,7 +261,7 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     record = capture_profile(target, plan, subject.monitor, drive, session, late=lead > 0)
     record["lead_s"] = lead
     if others is not None:
-        busy_beside(subject, figures, others.found(), "profile")
+        busy_beside(subject, figures, others.busy(), "profile")
     if "load" in seen:
         load = seen["load"]
         record.update(window_s=load.wall_s, req_per_s=load.ok / load.wall_s if load.wall_s else None)
@@ -347,7 +349,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
         others = NeighbourWindow(subject.pid)
         load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, others, *((recorder, wakes, sampler) if lead else ())),
                              lead)
-        busy_beside(subject, figures, others.found(), "off-CPU")
+        busy_beside(subject, figures, others.busy(), "off-CPU")
         for started in filter(None, (recorder, wakes)):
             started.check()
         requests, wall = load.ok, load.wall_s

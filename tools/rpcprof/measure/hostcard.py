@@ -70,7 +70,7 @@ def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     except json.JSONDecodeError:
         raise HostCardError("tools/hostcard.c printed no JSON") from None
     return {**card, "seconds": round(time.monotonic() - started, 2), "server_cpu": server_cpu, "load_cpu": load_cpu,
-            "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id(), "neighbours": others.found()}
+            "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id(), **others.busy()}
 
 
 def card_line(card: dict | None) -> str:

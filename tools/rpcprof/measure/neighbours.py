@@ -11,6 +11,11 @@ A process outside the run (rpcprof and what it started, the process measured and
 NEIGHBOUR_CORES of a CPU or more over the window is named in the result (`neighbours`: pid, name, CPUs used
 per second), and the reports flag the server BUSY-HOST. Kernel threads are left out: their work (softirqs,
 writeback, RCU) is the run's own as often as not.
+
+In a virtual machine the other programs may be another guest's: the hypervisor runs them on the physical
+CPU and the guest's CPU waits, its steal time (/proc/stat). The same two readings take each CPU's share of
+the window stolen (`steal`, as top's st); a CPU stolen STEAL_SHARE of the window or more flags it BUSY-HOST
+too (records.py).
 """
 from __future__ import annotations
 
@@ -37,6 +42,24 @@ def scan() -> dict[int, tuple[int, str, int]]:
                 if not int(fields[6]) & PF_KTHREAD:
                     out[int(entry.name)] = (int(fields[1]), head.partition("(")[2], int(fields[11]) + int(fields[12]))
     return out
+
+
+def cpu_steal() -> dict[int, tuple[int, int]]:
+    """{cpu: (steal ticks, all ticks)} now, from /proc/stat: of each CPU's time, what the hypervisor gave elsewhere."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3:4].isdigit():
+                name, *ticks = line.split()
+                counted = [int(t) for t in ticks[:8]]     # user nice system idle iowait irq softirq steal
+                out[int(name[3:])] = (counted[7], sum(counted))
+    return out
+
+
+def stolen(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> dict[str, float]:
+    """{cpu: the share of its time stolen} between two cpu_steal() readings (JSON's keys: strings)."""
+    return {str(c): round((after[c][0] - before[c][0]) / max(after[c][1] - before[c][1], 1), 4)
+            for c in sorted(after) if c in before}
 
 
 def outside(processes: dict[int, tuple[int, str, int]], roots: set[int]) -> set[int]:
@@ -68,11 +91,21 @@ def busy_outside(before: tuple[float, dict], after: tuple[float, dict], roots: s
 
 
 class NeighbourWindow(Window):
-    """The other programs' CPU between a window's start and end (a Window: a load driver marks it)."""
+    """The other programs' CPU, and each CPU's steal, between a window's start and end (a Window: a load
+    driver marks it)."""
 
     def __init__(self, *measured: int):
-        super().__init__(lambda: (time.monotonic(), scan()))
+        super().__init__(lambda: (time.monotonic(), scan(), cpu_steal()))
         self.roots = {os.getpid(), *measured}
 
     def found(self) -> list[dict]:
-        return busy_outside(*self.ends(), self.roots)
+        (t0, old, _), (t1, new, _) = self.ends()
+        return busy_outside((t0, old), (t1, new), self.roots)
+
+    def steal(self) -> dict[str, float]:
+        (_, _, old), (_, _, new) = self.ends()
+        return stolen(old, new)
+
+    def busy(self) -> dict:
+        """{"neighbours": [...], "steal": {cpu: share}}: what a result or a host card records of it."""
+        return {"neighbours": self.found(), "steal": self.steal()}

@@ -43,8 +43,8 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     With a driver that marks its timed window (h2load), the server's established connections are
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
-    The other programs' CPU over it is taken at its ends too (measure/neighbours.py).
-    Returns (load result, CPU ns, memory figures, counters, the busy processes outside the run)."""
+    The other programs' CPU and each CPU's steal over it are taken at its ends too (measure/neighbours.py).
+    Returns (load result, CPU ns, memory figures, counters, what was busy beside it: NeighbourWindow.busy())."""
     memory, conns = {}, {}
     late = threading.Timer(max(0.0, settings.duration - END_EARLY_S), lambda: conns.update(end=established(port)))
     late.daemon = True
@@ -66,7 +66,7 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
     late.cancel()
     if conns:
         memory["connections"] = conns
-    return load, cpu_ns, memory, own.counts(), others.found()
+    return load, cpu_ns, memory, own.counts(), others.busy()
 
 
 def window_metrics(result, cpu_ns: int, memory: dict, streams: int, server_cpu_count: int, load_cpus: list[int],

@@ -107,7 +107,7 @@ def compare_rows(run_dir: Path, rules: Rules, app_override: str | None = None
                         "overhead_pct": overhead, "overhead_low_pct": cost[0] if cost else None,
                         "overhead_high_pct": cost[1] if cost else None, "samples": samples,
                         "rounds": len(rounds[s]) if by_rounds else None, "too_few_samples": bool(few),
-                        "regime_flags": regime_flags(m), "neighbours": m.get("neighbours")})
+                        "regime_flags": regime_flags(m), "neighbours": m.get("neighbours"), "steal": m.get("steal")})
     # a profiler that sees no kernel time (py-spy) puts nothing in the socket categories: a gap there is unseen
     blind = {s: p for s in servers if (p := kernel_blind(metrics[s]))}
     head += [f"{s}: profiled by {p}, which sees no kernel time: {' and '.join(rules.groups.socket)} are not in its "

@@ -16,6 +16,7 @@ from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
 from rpcprof.paths import ROOT
 from rpcprof.report.compare import compare_rows
+from rpcprof.records import beside_busy
 from rpcprof.report.summary import busy_parts
 from rpcprof.report.tables import Shown, render
 from rpcprof.rundir import load_run
@@ -95,7 +96,7 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
     if missing := [r["#"] for r, (_, m, _) in zip(rows, loaded) if not unit_cost(m.get("host") or {}, "write_us")]:
         text += (f"Run{'s' * (len(missing) > 1)} #{', #'.join(map(str, missing))} carr{'y' if len(missing) > 1 else 'ies'}"
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
-    if busy := [r["#"] for r, (_, m, _) in zip(rows, loaded) if (m.get("host") or {}).get("neighbours")]:
+    if busy := [r["#"] for r, (_, m, _) in zip(rows, loaded) if beside_busy(m.get("host") or {})]:
         text += (f"Run{'s' * (len(busy) > 1)} #{', #'.join(map(str, busy))}: the host card was measured beside busy "
                  "programs (BUSY-HOST): its unit costs are not its host's alone, and nothing is predicted with them.\n")
     if preds:

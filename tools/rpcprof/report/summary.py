@@ -17,7 +17,7 @@ from rpcprof.analyze.paces import pace_categories, pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, profiler_paced, regime_flags
 from rpcprof.report.mechanism import describe
 from rpcprof.report.tables import Shown, render
-from rpcprof.records import round_rows, rounds_asked, view_of
+from rpcprof.records import beside_busy, round_rows, rounds_asked, stolen_cpus, view_of
 from rpcprof.rundir import load_run, profile_folded
 from rpcprof.status import Status
 
@@ -79,19 +79,22 @@ def notes_for(m: dict) -> str:
 
 def busy_parts(manifest: dict, metrics: dict) -> list[str]:
     """What of a run had other programs busy beside it (BUSY-HOST): its servers' windows, and its host card."""
-    return [s for s, m in metrics.items() if isinstance(m, dict) and m.get("neighbours")] + \
-        ["its host card"] * bool((manifest.get("host") or {}).get("neighbours"))
+    return [s for s, m in metrics.items() if isinstance(m, dict) and beside_busy(m)] + \
+        ["its host card"] * beside_busy(manifest.get("host") or {})
 
 
 def busy_flags(m: dict) -> list[str]:
     """`BUSY-HOST: pid 1234 python 0.83 CPU` for a result whose windows had busy programs beside them, else none."""
-    return [f"BUSY-HOST: {busy_host(m['neighbours'])}"] if m.get("neighbours") else []
+    return [f"BUSY-HOST: {busy_host(m)}"] if beside_busy(m) else []
 
 
-def busy_host(neighbours: list[dict]) -> str:
-    """`pid 1234 python 0.83 CPU`: the busy processes outside a run beside its windows (measure/neighbours.py)."""
-    return ", ".join(f"pid {n['pid']} {n['name']} {n['cores']:.2f} CPU" for n in neighbours[:3]) + (
-        f" and {len(neighbours) - 3} more" if len(neighbours) > 3 else "")
+def busy_host(record: dict) -> str:
+    """`pid 1234 python 0.83 CPU, CPU 0 7 % stolen`: the busy processes outside a run beside its windows or its
+    host card (record: a result or a card), and the CPUs the hypervisor stole from (measure/neighbours.py)."""
+    neighbours = record.get("neighbours") or []
+    return ", ".join([f"pid {n['pid']} {n['name']} {n['cores']:.2f} CPU" for n in neighbours[:3]]
+                     + [f"and {len(neighbours) - 3} more"] * (len(neighbours) > 3)
+                     + [f"CPU {cpu} {100 * share:.0f} % stolen" for cpu, share in stolen_cpus(record).items()])
 
 
 def syscalls_per_request(sc: dict | None) -> float | None:
@@ -103,7 +106,7 @@ def syscalls_per_request(sc: dict | None) -> float | None:
 # the figures of a server's result that its row keeps as they are
 PASSED_ON = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "client_bound", "latency_bound", "unsaturated",
              "in_flight_share", "in_flight_ends", "in_flight_flag", "stalled", "too_short", "server_cpu_share",
-             "client_cpu_share", "neighbours")
+             "client_cpu_share", "neighbours", "steal")
 
 
 def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
