@@ -74,6 +74,10 @@ RUN_FILE_CASES = {
     "a card's neighbour without a pid": ("manifest.json", lambda d: d.update(host={"neighbours": [{"name": "x",
                                                                                                     "cores": 1.0}]}),
                                          "manifest.json: key 'host.neighbours[x]' has no key 'pid'"),
+    "steal a list": ("metrics.json", lambda d: d["rust_tonic_mt"].update(steal=[0.5]),
+                     "metrics.json: key 'rust_tonic_mt.steal' must be a mapping, got a list"),
+    "a card's steal a word": ("manifest.json", lambda d: d.update(host={"steal": {"0": "much"}}),
+                              "manifest.json: key 'host.steal.0' must be a number, got a string"),
     "sweep without cells": ("manifest.json", lambda d: d.update(mode="sweep", cells=None),
                             "manifest.json: key 'cells' must be a mapping, got null"),
 }
