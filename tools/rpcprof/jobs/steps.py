@@ -223,7 +223,7 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, figures: 
     read/write's return value: bytes per read and per write, EAGAIN reads, requests per write); its own
     CPU per request, against the unprofiled window's in figures, shows what counting and recording cost.
     Used when no profile window carries the counters, and for the read/write sizes, whose recording costs a
-    sample per call. Programs busy beside it go in figures' neighbours (busy_beside)."""
+    sample per call. What was busy beside it goes in figures (busy_beside)."""
     what = "counting syscalls" + (" and recording read/write sizes" if record_io else "")
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
@@ -328,7 +328,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
     how long until the thread ran again) while its connections' TCP state is sampled (ss -tin), with the
     same load (or none: attach without --load waits). Writes offcpu.folded (µs), offcpu.folded.count,
     sockets.log; returns the summary (report/waits.py's, of analyze/waits.py's figures) with the window's own
-    req/s. Programs busy beside the load go in figures' neighbours (busy_beside)."""
+    req/s. What was busy beside the load goes in figures (busy_beside)."""
     from rpcprof.analyze.waits import asleep_whole_window
     from rpcprof.capture.offcpu import fold_offcpu, start_offcpu, start_offwake
     from rpcprof.measure.sockets import SocketSampler
