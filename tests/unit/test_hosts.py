@@ -278,28 +278,26 @@ def test_a_ledger_line_that_is_not_a_hosts_is_refused_in_one_line(tmp_path):
         read_ledger(tmp_path / "none.jsonl")
 
 
-def test_a_run_beside_a_busy_program_is_refused(tmp_path):
-    # a published run, its rust_tonic_mt's measured window given a busy process outside the run
+BUSY = [{"pid": 4242, "name": "python", "cores": 0.83}]
+
+
+@pytest.mark.parametrize("name, busy, refusal", [
+    # a published run, its rust_tonic_mt's measured window given a busy process outside the run ...
+    ("metrics.json", lambda d: d["rust_tonic_mt"].update(neighbours=BUSY),
+     "rust_tonic_mt BUSY-HOST .*run again with the machine otherwise idle"),
+    # ... or its host card measured beside one
+    ("manifest.json", lambda d: d["host"].update(neighbours=BUSY), "its host card BUSY-HOST"),
+    # ... or its server's CPU stolen by the hypervisor while a window was measured
+    ("metrics.json", lambda d: d["rust_pajamax"].update(steal={"0": 0.12, "1": 0.0}), "rust_pajamax BUSY-HOST"),
+], ids=["a window's neighbour", "the card's neighbour", "a window's steal"])
+def test_a_run_beside_a_busy_program_is_refused(tmp_path, name, busy, refusal):
     published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
     run = tmp_path / published.name
     shutil.copytree(published, run)
-    metrics = json.loads((run / "metrics.json").read_text())
-    metrics["rust_tonic_mt"]["neighbours"] = [{"pid": 4242, "name": "python", "cores": 0.83}]
-    (run / "metrics.json").write_text(json.dumps(metrics))
-    with pytest.raises(UserError, match="rust_tonic_mt BUSY-HOST .*run again with the machine otherwise idle"):
-        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
-    # ... or its host card measured beside one
-    shutil.copy(published / "metrics.json", run / "metrics.json")
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["host"]["neighbours"] = [{"pid": 4242, "name": "python", "cores": 0.83}]
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(UserError, match="its host card BUSY-HOST"):
-        add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
-    # ... or its server's CPU stolen by the hypervisor while a window was measured
-    shutil.copy(published / "manifest.json", run / "manifest.json")
-    metrics["rust_tonic_mt"]["neighbours"], metrics["rust_pajamax"]["steal"] = [], {"0": 0.12, "1": 0.0}
-    (run / "metrics.json").write_text(json.dumps(metrics))
-    with pytest.raises(UserError, match="rust_pajamax BUSY-HOST"):
+    doc = json.loads((run / name).read_text())
+    busy(doc)
+    (run / name).write_text(json.dumps(doc))
+    with pytest.raises(UserError, match=refusal):
         add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
     assert not (tmp_path / "hosts.jsonl").exists()
 
