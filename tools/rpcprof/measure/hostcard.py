@@ -9,8 +9,9 @@ it), a cross-CPU wake-up over a pipe (its latency, and the server CPU's own CPU 
 user-space loop, and what user code spends on: a dependent load in working sets that sit in L1, L2, L3
 and DRAM (sized from the CPU's caches in sysfs), a malloc/free pair of mixed sizes and an indirect call to
 an unpredictable target. Each is the median of 7 batches, with their min and max. The program is built
-with cc on first use and kept, by its source's hash, in the user's cache folder. The other programs busy
-while it ran are named in it (measure/neighbours.py): a card taken beside them is not the host's.
+with cc on first use and kept, by its source's hash, in the user's cache folder. What was busy beside it
+while it ran (other programs, each CPU's steal) is recorded in it (measure/neighbours.py): a card taken
+beside them is not the host's.
 """
 from __future__ import annotations
 
