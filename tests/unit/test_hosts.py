@@ -328,3 +328,18 @@ def test_a_unit_whose_costs_lie_within_their_batches_spread_on_the_hosts_fitted_
     assert tonic.units["runtime"] == ()
     runtime = line["servers"]["rust_tonic_mt"]["runtime"]
     assert tonic.category_predicted == pytest.approx(2 ** 0.5 * runtime)      # the geometric mean of a and b
+
+
+@pytest.mark.parametrize("where", ["before add", "after add"])
+def test_hosts_add_writes_the_ledger_its_ledger_option_names_before_or_after_add(tmp_path, where):
+    from click.testing import CliRunner
+    from rpcprof.cli.report import main
+    ledger, published = tmp_path / "hosts.jsonl", ROOT / "docs" / "data" / "hosts.jsonl"
+    before = published.read_text()
+    run = str(ROOT / "docs" / "data" / LEDGER_LINES[0]["runs"][0])
+    args = ["hosts", "--ledger", str(ledger), "add", run] if where == "before add" else \
+        ["hosts", "add", run, "--ledger", str(ledger)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [json.loads(x)["host"] for x in ledger.read_text().splitlines()] == [LEDGER_LINES[0]["host"]]
+    assert published.read_text() == before

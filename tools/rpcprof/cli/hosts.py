@@ -18,7 +18,8 @@ def shown(path: Path) -> Path:
         return path
 
 
-ledger_option = click.option("--ledger", type=click.Path(dir_okay=False, path_type=Path), default=LEDGER,
+# given before or after `add`, the same option: `hosts --ledger F add RUN` adds to F
+ledger_option = click.option("--ledger", type=click.Path(dir_okay=False, path_type=Path), default=None,
                              show_default="docs/data/hosts.jsonl", help="The ledger of hosts.")
 
 
@@ -34,6 +35,7 @@ def hosts(ctx, ledger, fmt):
     \b
     eg, ./report.py hosts
     """
+    ctx.obj = ledger = ledger or LEDGER
     if ctx.invoked_subcommand is None:
         show(render_model(read_ledger(ledger), shown(ledger), fmt), fmt)
 
@@ -42,7 +44,8 @@ def hosts(ctx, ledger, fmt):
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @ledger_option
 @runs_dir_option
-def add(run_dirs, ledger, runs_dir):
+@click.pass_context
+def add(ctx, run_dirs, ledger, runs_dir):
     """Adds the host of a run of the README's setup (./profile.sh run rust_tonic_mt rust_pajamax) to the
     ledger: its card, kernel, date and each server's CPU µs/req by category (several runs of one host: the
     median of each figure). Refuses another setup, a run with no host card, and a host already there.
@@ -50,6 +53,7 @@ def add(run_dirs, ledger, runs_dir):
     \b
     eg, ./report.py hosts add flamegraphs/RUN
     """
+    ledger = ledger or ctx.obj
     line = add_hosts([resolve(d, runs_dir) for d in run_dirs], load_rules(), ledger)
     show(f"{shown(ledger)}: added host {line['host']} (kernel {line['kernel']}, {line['date']}) from "
          f"{', '.join(line['runs'])}\n")
