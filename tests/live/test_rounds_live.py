@@ -5,6 +5,7 @@ has its interval over the adjacent pairs."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -79,17 +80,23 @@ def test_every_round_profiles_and_counts_and_compare_gives_intervals(profile, po
 
 
 def test_a_run_cards_its_host_and_records_each_window_over_time(profile, port):
-    done = profile.run("run", "rust_tonic_st", "-d", "2", "-w", "0.5", "--profile-duration", "1",
+    done = profile.run("run", "rust_tonic_st", "-d", "2", "-w", "0.5", "--profile-duration", "1", "--rounds", "2",
                        "--min-samples", "300", "--port", str(port), measure_card=True)
     assert done.returncode == 0, done.stderr
     manifest, metrics = load_run(done.run_dir)
     card = manifest["host"]
     assert "taken_from" not in card
+    # a card before each round; the run's: each unit the median of theirs, its range and batches all of theirs
+    rounds = manifest["parameters"]["repeat"]
+    assert rounds > 1 and [c["round"] for c in card["cards"]] == list(range(1, rounds + 1))
     for key in ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns"):
-        f = card[key]
-        assert 0 < f["min"] <= f["median"] <= f["max"] and len(f["batches"]) == 7, (key, f)
+        f, each = card[key], [c[key] for c in card["cards"]]
+        assert all(0 < g["min"] <= g["median"] <= g["max"] and len(g["batches"]) == 7 for g in each), (key, each)
+        assert f["median"] == statistics.median(g["median"] for g in each) and len(f["batches"]) == 7 * rounds
+        assert (f["min"], f["max"]) == (min(g["min"] for g in each), max(g["max"] for g in each))
     assert card["server_cpu"] == 0 and card["idle"] == manifest["parameters"]["idle"]
     assert "rpcprof: host: syscall " in done.stderr
+    assert f"the median of {rounds} cards' medians" in done.stderr
     # the measured window in 0.5 s slices: its CPU per request near the window's own
     t = metrics["rust_tonic_st"]["timeline"]
     assert len(t["t_s"]) >= 3 and all(x is not None and x > 0 for x in t["cpu_us_per_req"])

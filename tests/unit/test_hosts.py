@@ -343,3 +343,42 @@ def test_hosts_add_writes_the_ledger_its_ledger_option_names_before_or_after_add
     assert result.exit_code == 0, result.output
     assert [json.loads(x)["host"] for x in ledger.read_text().splitlines()] == [LEDGER_LINES[0]["host"]]
     assert published.read_text() == before
+
+
+PUBLISHED_CARDS = [load_run(ROOT / "docs" / "data" / r)[0]["host"] for r in LEDGER_LINES[0]["runs"]]
+
+
+def test_a_runs_card_is_the_median_of_the_cards_before_its_rounds_with_all_their_batches_and_what_was_busy():
+    from rpcprof.measure.hostcard import card_line, combine
+    from rpcprof.records import beside_busy
+    cards = [{**c, "round": k} for k, c in enumerate(PUBLISHED_CARDS, 1)]
+    cards[1] = {**cards[1], "steal": {"0": 0.07, "1": 0.0}}
+    run = combine(cards)
+    for key in ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns"):
+        each = [c[key] for c in cards]
+        assert run[key]["median"] == statistics.median(f["median"] for f in each)
+        assert (run[key]["min"], run[key]["max"]) == (min(f["min"] for f in each), max(f["max"] for f in each))
+        assert run[key]["batches"] == [b for f in each for b in f["batches"]]
+    assert [c["round"] for c in run["cards"]] == [1, 2, 3] and "round" not in run
+    assert run["steal"]["0"] == 0.07 and beside_busy(run)          # one busy card flags the run's
+    assert "the median of 3 cards' medians" in card_line(run)
+    assert combine(cards[:1]) == cards[0]
+
+
+def test_the_units_that_moved_with_a_servers_paces_are_named_and_none_where_the_cards_did_not():
+    from rpcprof.analyze.hosts import pace_units
+    from rpcprof.report.summary import pace_line
+    base = PUBLISHED_CARDS[0]
+    l3 = {"median": 19.0, "min": 18.0, "max": 22.0, "batches": [19.0] * 7}
+    dear = {k: v * 10 for k, v in l3.items() if k != "batches"}
+    cards = [{**base, "round": k, "mem_l3_ns": l3 if k == 1 else dear} for k in (1, 2, 3, 4)]
+    run = {**base, "cards": cards}
+    (moved,) = pace_units(run, (1,), (2, 3, 4))
+    assert (moved["unit"], moved["fast"], moved["slow"], moved["apart"]) == ("mem_l3_ns", 19.0, 190.0, 10.0)
+    assert pace_units(run, (2, 3, 4), (1,)) == []                  # dearer before the fast pace: not its cause
+    assert pace_units(base, (1,), (2, 3)) is None                  # a card of the run's start alone
+    paces = {"fast_rounds": [1], "slow_rounds": [2, 3, 4], "fast_cpu_us_per_req": 29.0, "slow_cpu_us_per_req": 40.0,
+             "apart": 1.38, "t": 5.0, "critical_t": 2.9, "p": 0.0}
+    assert "load in L3 19 ns before the fast pace, 190 before the slow (10.00x)" in pace_line("s", paces, [moved])
+    assert "in no unit beyond their batches' spread" in pace_line("s", paces, [])
+    assert "host cards" not in pace_line("s", paces, None)

@@ -53,9 +53,9 @@ def test_without_a_polling_state_a_run_keeps_the_server_cpu_busy_with_an_idle_pr
     monkeypatch.setattr(run_module, "IdlePoll", refuse)
     the_run = Run(RunOptions(servers=["rust_tonic_st"], server_cpus=[0], load_cpus=[1], profile=False), ["t"])
     with Session() as machine:
-        the_run.hold_idle(machine)
+        holder = run_module.hold_idle(the_run.opts, machine)
         assert the_run.opts.idle == "spin"
-        (proc,) = the_run.idle_holder.procs
+        (proc,) = holder.procs
         assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
         assert os.sched_getaffinity(proc.pid) == {0}
     assert proc.poll() is not None                  # stopped with the session, by PID
@@ -157,6 +157,6 @@ def test_by_default_a_run_polls_and_where_it_cannot_it_halts_says_so_and_records
     monkeypatch.setattr(run_module, "IdlePoll", refuse)
     r = Run(RunOptions(servers=["rust_tonic_mt"], profile=False), [])
     with Session() as machine:
-        r.hold_idle(machine)
+        assert run_module.hold_idle(r.opts, machine) is None
     assert r.opts.idle == "halt"
     assert "WARNING: --idle poll: cannot set /sys/x" in capsys.readouterr().err

@@ -26,6 +26,17 @@ def stolen_cpus(record: dict) -> dict[str, float]:
     return {cpu: share for cpu, share in (record.get("steal") or {}).items() if share >= STEAL_SHARE}
 
 
+def merge_busy(record: dict, seen: dict) -> None:
+    """What was busy beside another window or card (seen: its neighbours and steal) taken into record: each pid
+    once at the most CPU it used, each CPU's steal at its most."""
+    known = {n["pid"]: n for n in record.get("neighbours") or []}
+    for n in seen.get("neighbours") or []:
+        known[n["pid"]] = max(known.get(n["pid"], n), n, key=lambda x: x["cores"])
+    record["neighbours"] = sorted(known.values(), key=lambda x: -x["cores"])
+    steal, more = record.get("steal") or {}, seen.get("steal") or {}
+    record["steal"] = {cpu: max(steal.get(cpu, 0.0), more.get(cpu, 0.0)) for cpu in sorted({*steal, *more})}
+
+
 def beside_busy(record: dict) -> bool:
     """A result or a host card measured beside busy programs (BUSY-HOST): its neighbours, or a CPU stolen."""
     return bool(record.get("neighbours") or stolen_cpus(record))

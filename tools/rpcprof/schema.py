@@ -95,7 +95,9 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
         "type": "object", "required": ["connections", "streams", "run"], "properties": {
             "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},
     "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
-    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS, "steal": NUMBERS}},
+    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS, "steal": NUMBERS, "cards": {
+        "type": ["array", "null"], "items": {"type": "object", "required": ["round"], "properties": {
+            "round": {"type": "integer"}, "neighbours": NEIGHBOURS, "steal": NUMBERS}}}}},
 }, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
 
 # categorize.yaml: every mapping closed (additionalProperties: false), so a misspelt key is refused. What a

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rpcprof.analyze.intervals import figure_by_round, t975
-from rpcprof.host_units import FIRST_UNITS
+from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
 from rpcprof.records import beside_busy
 
 
@@ -93,6 +93,25 @@ def predictions(loaded: list[tuple[Path, dict, dict]], servers: list[str]) -> li
                                           if beyond else None),
                         "terms_a": here, "terms_b": there, "counts_a": a, "counts_b": b})
     return out
+
+
+def pace_units(card: dict | None, fast: tuple[int, ...], slow: tuple[int, ...]) -> list[dict] | None:
+    """The units of the host cards taken before a server's rounds (a run's card's `cards`, one before each round)
+    that moved with its paces: dearer before every slow-pace round than before every fast-pace one, beyond their
+    batches' spread (the lowest batch of every slow-pace card above the highest of every fast-pace card); each
+    with the median of each pace's cards, the most apart first. None where either pace has no card."""
+    cards = {c.get("round"): c for c in (card or {}).get("cards") or []}
+    before = [[cards[k] for k in rounds if k in cards] for rounds in (fast, slow)]
+    if not all(before):
+        return None
+    out = []
+    for key, *_ in HOST_UNITS:
+        a, b = ([c[key] for c in group if isinstance(c.get(key), dict)] for group in before)
+        if a and b and min(f["min"] for f in b) > max(f["max"] for f in a):
+            low, high = statistics.median(f["median"] for f in a), statistics.median(f["median"] for f in b)
+            out.append({"unit": key, "fast": low, "slow": high, "apart": high / low,
+                        "fast_cards": len(a), "slow_cards": len(b)})
+    return sorted(out, key=lambda u: -u["apart"])
 
 
 def change_noise(a: list[float], b: list[float]) -> float | None:

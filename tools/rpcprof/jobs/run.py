@@ -146,6 +146,41 @@ def check_options(opts: RunOptions) -> None:
         raise UserError("--otlp-endpoint sends the profiles a run makes: not with --no-profile")
 
 
+def hold_idle(opts: RunOptions, machine: Session):
+    """--idle (poll by default) held on the server's CPUs, owned by machine: poll where cpuidle offers a polling
+    state, else a SCHED_IDLE busy loop (spin); halt where neither can be set. opts.idle says the mode in force;
+    what holds it is returned (None: halt)."""
+    holders = {"poll": IdlePoll, "spin": IdleSpin}
+    while opts.idle in holders:
+        try:
+            return machine.own(holders[opts.idle](opts.server_cpus))
+        except NoPollingState as e:
+            log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
+            opts.idle = "spin"
+        except UserError as e:
+            log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
+            opts.idle = "halt"
+    return None
+
+
+def card_before_round(cards: list[dict], k: int, server_cpu: int, load_cpu: int, idle: str) -> dict | None:
+    """Round k's host card, taken before its servers start, appended to cards (those the run measured, from its
+    first); the run's card combining them returned (hostcard.combine). None where the run measured no card of
+    its own (a sweep's cell, --host-card) or this one could not be made (said)."""
+    if not cards:
+        return None
+    try:
+        card = hostcard.measure(server_cpu, load_cpu, idle)
+    except (hostcard.HostCardError, OSError) as e:
+        log(f"rpcprof: WARNING: no host card before round {k}: {e}")
+        return None
+    if beside_busy(card):
+        log(f"rpcprof: WARNING: other programs were busy while round {k}'s host card was measured "
+            f"({busy_host(card)}): its unit costs are not this host's alone")
+    cards.append({**card, "round": k})
+    return hostcard.combine(cards)
+
+
 class Run(Job):
     """One invocation of `profile.sh run` (or one cell of a sweep): a folder, a manifest, a result per server."""
 
@@ -175,6 +210,7 @@ class Run(Job):
         self.exiting = Session()        # counters still exiting after their window: stopped before the next one
         self.server_round = ServerRound(self)
         self.host: dict | None = None   # the host card; a sweep measures it once for all its cells
+        self.cards: list[dict] = []     # the cards this run measured, one before each round (round_card)
         self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
 
     def write(self, status: Status) -> None:
@@ -184,25 +220,10 @@ class Run(Job):
 
     def execute(self, base: Path | None = None) -> Path:
         with Session() as machine:      # --idle poll's setting, held for the whole run, given back on any exit
-            self.hold_idle(machine)
+            self.idle_holder = hold_idle(self.opts, machine)
             if self.opts.host_card:     # an earlier run's, taken before any folder is made: checked against the idle in force
                 self.host = card_of(self.opts.host_card, self.opts.server_cpus[0], self.load_cpus[0], self.opts.idle)
             return self._execute(base)
-
-    def hold_idle(self, machine: Session) -> None:
-        """--idle (poll by default) held on the server's CPUs, owned by machine: poll where cpuidle offers a polling
-        state, else a SCHED_IDLE busy loop (spin); halt where neither can be set. opts.idle says the mode in force."""
-        holders = {"poll": IdlePoll, "spin": IdleSpin}
-        while self.opts.idle in holders:
-            try:
-                self.idle_holder = machine.own(holders[self.opts.idle](self.opts.server_cpus))
-                return
-            except NoPollingState as e:
-                log(f"rpcprof: {e}; a SCHED_IDLE busy loop keeps them from halting instead (recorded as --idle spin)")
-                self.opts.idle = "spin"
-            except UserError as e:
-                log(f"rpcprof: WARNING: {e}; this run's server CPUs halt when idle (recorded as --idle halt)")
-                self.opts.idle = "halt"
 
     def _execute(self, base: Path | None) -> Path:
         keep_off(self.load_cpus)    # rpcprof and its instruments stay off the server's CPUs
@@ -212,8 +233,10 @@ class Run(Job):
         try:
             with self.exiting, lifecycle(self.write) as life:
                 log(f"rpcprof: run folder {shown(self.dir)}")
+                own = self.host is None         # measured here: then again before each round after the first
                 self.host = self.manifest.host = host_card(self.host, self.opts.server_cpus[0], self.load_cpus[0],
                                                            self.opts.idle)
+                self.cards = [{**self.host, "round": 1}] if own and not self.host.get("error") else []
                 log(f"rpcprof: {len(self.specs)} server(s) x ({self.opts.warmup:g} s warm-up + {self.opts.duration:g} "
                     f"s measured), {self.opts.driver} C={self.opts.connections} S={self.opts.streams}, server CPU "
                     f"{self.opts.server_cpus}, load CPU {self.load_cpus}. Ctrl-C stops.")
@@ -225,6 +248,8 @@ class Run(Job):
                         self.results.setdefault(spec.name, ServerResult(spec.name, Status.NOT_RUN))
                     raise
                 say_idle_effect()
+                if len(self.cards) > 1:
+                    log(f"rpcprof: {hostcard.card_line(self.host)}")
                 life.failed = any(r.status != Status.OK for r in self.results.values())
         except KeyboardInterrupt:
             self.pictures()             # what was captured, drawn; then the interruption goes on
@@ -251,6 +276,8 @@ class Run(Job):
             while k < wanted:
                 k += 1
                 started = time.monotonic()
+                if k > 1 and (card := card_before_round(self.cards, k, opts.server_cpus[0], self.load_cpus[0], opts.idle)):
+                    self.host = self.manifest.host = card
                 for spec in self.specs:
                     done = measured[spec.name]
                     if done and done[-1].status != Status.OK:

@@ -22,7 +22,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.windows import measured_window, window_metrics
 from rpcprof import rundir
 from rpcprof.progress import log
-from rpcprof.records import beside_busy
+from rpcprof.records import beside_busy, merge_busy
 from rpcprof.report.summary import busy_host
 from rpcprof.rundir import OFFCPU_LOAD_LOG, PROFILE_LOAD_LOG, WARMUP_LOG, RunFolder
 
@@ -125,12 +125,7 @@ def busy_beside(subject: Subject, figures: dict, seen: dict, window: str) -> Non
     """What was busy beside one of the subject's windows (seen: NeighbourWindow.busy(), measure/neighbours.py)
     goes in the result: its neighbours, each pid once at the most CPU it used in a window, and each CPU's
     steal at its most; a WARNING names what flags it BUSY-HOST."""
-    known = {n["pid"]: n for n in figures.get("neighbours") or []}
-    for n in seen["neighbours"]:
-        known[n["pid"]] = max(known.get(n["pid"], n), n, key=lambda x: x["cores"])
-    figures["neighbours"] = sorted(known.values(), key=lambda x: -x["cores"])
-    steal = figures.get("steal") or {}
-    figures["steal"] = {cpu: max(share, steal.get(cpu, 0.0)) for cpu, share in seen["steal"].items()}
+    merge_busy(figures, seen)
     if beside_busy(seen):
         log(f"rpcprof: WARNING: {subject.name}: other programs were busy in the {window} window ({busy_host(seen)}): "
             "its figures are not this host's alone; run again with the machine otherwise idle")

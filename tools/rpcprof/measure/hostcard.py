@@ -1,5 +1,6 @@
-"""The host card: what this host charges for the unit costs RPC servers are made of, measured once per
-run in about a second, so that runs on different hosts can be set side by side (report/hosts.py).
+"""The host card: what this host charges for the unit costs RPC servers are made of, measured in about a
+second before each round of a run (the run's card combines them: combine), so that runs on different hosts
+can be set side by side (report/hosts.py), and a round's figures beside the host as it was then.
 
 Hosts of one machine kind differ 1.7-3.8x in a server's CPU per request, and unevenly across servers: a
 server that writes once per response pays the host's loopback write, one that sleeps between bursts its
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -27,6 +29,7 @@ from rpcprof.measure.children import boot_id
 from rpcprof.measure.idle import idle_driver
 from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.paths import ROOT
+from rpcprof.records import merge_busy
 
 SOURCE = ROOT / "tools" / "hostcard.c"
 TIMEOUT_S = 30
@@ -74,6 +77,27 @@ def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
             "idle": idle, "cpuidle_driver": idle_driver(), "boot_id": boot_id(), **others.busy()}
 
 
+def combine(cards: list[dict]) -> dict:
+    """A run's card from the cards it took, one before each round: each unit's median the median of the cards'
+    medians, its min and max the lowest and highest batch of any card, its batches all of theirs; what was busy
+    beside any of them; and each card as it was (`cards`, in round order), so that a round's figures can be set
+    beside the host as it was then. One card is itself."""
+    if len(cards) < 2:
+        return cards[0]
+    out = {**{k: v for k, v in cards[0].items() if k != "round"}, "neighbours": [], "steal": {},
+           "seconds": round(sum(c.get("seconds", 0) for c in cards), 2)}
+    for key, *_ in HOST_UNITS:
+        each = [c[key] for c in cards if isinstance(c.get(key), dict)]
+        if each:
+            out[key] = {**each[0], "median": statistics.median(f["median"] for f in each),
+                        "min": min(f["min"] for f in each), "max": max(f["max"] for f in each),
+                        "batches": [b for f in each for b in f.get("batches") or []]}
+    for c in cards:
+        merge_busy(out, c)
+    out["cards"] = [{k: v for k, v in c.items() if k != "cards"} for c in cards]
+    return out
+
+
 def card_line(card: dict | None) -> str:
     """`host: syscall 118 ns [112-125], ...`: each figure's median [min-max] over its batches."""
     if not card:
@@ -83,6 +107,8 @@ def card_line(card: dict | None) -> str:
     parts = [f"{label} {fmt.format(f['median'])} {unit} [{fmt.format(f['min'])}-{fmt.format(f['max'])}]"
              + (f" ({f['set_kib']:,} KiB)" if f.get("set_kib") else "")
              for key, label, unit, fmt in HOST_UNITS if (f := card.get(key))]
-    return (f"host: {', '.join(parts)} (median [min-max] of 7 batches each, CPU {card.get('server_cpu')} and "
+    of = (f"the median of {len(card['cards'])} cards' medians [their lowest-highest batch], a card before each round"
+          if card.get("cards") else "median [min-max] of 7 batches each")
+    return (f"host: {', '.join(parts)} ({of}, CPU {card.get('server_cpu')} and "
             f"{card.get('load_cpu')}, {card.get('seconds', 0):.1f} s"
             + (f"; taken from {card['taken_from']})" if card.get("taken_from") else ")"))

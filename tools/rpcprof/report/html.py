@@ -119,7 +119,7 @@ def build_html(run_dir: Path, rules: Rules, indirect=None) -> str:
 def _page(run_dir: Path, rules: Rules, indirect, scratch: Path) -> str:
     manifest, metrics = load_run(run_dir)
     servers = manifest["parameters"]["servers"]
-    rows = run_rows(metrics, servers, pilot_of(manifest["parameters"]))
+    rows = run_rows(metrics, servers, pilot_of(manifest["parameters"]), manifest.get("host"))
     parts = [f"<h1>rpcprof run {esc(run_dir.name)}</h1>",
              f"<p>status <b>{esc(manifest.get('status'))}</b> · mode {esc(manifest.get('mode', 'run'))} · "
              f"command <code>{esc(' '.join(manifest.get('command') or []))}</code></p>",

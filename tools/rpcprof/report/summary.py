@@ -12,13 +12,15 @@ from pathlib import Path
 
 from rpcprof.analyze.breakdowns import round_numbers
 from rpcprof.analyze.categorize import Rules
+from rpcprof.analyze.hosts import pace_units
 from rpcprof.analyze.intervals import RatioInterval, cv, figure_by_round, pilot_of, server_ratio
 from rpcprof.analyze.paces import pace_categories, pace_ratios, server_paces
 from rpcprof.analyze.regime import counters_steady, profiler_paced, regime_flags
+from rpcprof.host_units import HOST_UNITS
 from rpcprof.report.mechanism import describe
 from rpcprof.report.tables import Shown, render
 from rpcprof.records import beside_busy, round_rows, rounds_asked, stolen_cpus, view_of
-from rpcprof.rundir import load_run, profile_folded
+from rpcprof.rundir import load_manifest, load_run, profile_folded
 from rpcprof.status import Status
 
 # what a run's --idle did, in its headline (runs made before the option halted)
@@ -109,10 +111,12 @@ PASSED_ON = ("req_per_s", "req_per_cpu_s", "cpu_us_per_req", "client_bound", "la
              "client_cpu_share", "neighbours", "steal")
 
 
-def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None) -> list[dict]:
+def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: int | None = None,
+             host: dict | None = None) -> list[dict]:
     """One row per server in run order; 'relative' is req/s per CPU over the first measured server's.
     A server that failed shows no figures: a window it did not finish is not a measurement. pilot: the
-    run's --precision pilot (intervals.pilot_of), for the two-stage interval."""
+    run's --precision pilot (intervals.pilot_of), for the two-stage interval; host: the run's host card,
+    whose cards before each round are set beside a server's paces (analyze/hosts.pace_units)."""
     names = order or list(metrics)
     figures = {n: (metrics[n] if metrics.get(n, {}).get("status") == Status.OK else {}) for n in names}
     # ratios from adjacent pairs of the interleaved rounds, over the first measured server
@@ -158,6 +162,7 @@ def run_rows(metrics: dict[str, dict], order: list[str] | None = None, pilot: in
             "ratio_high": interval and interval.high,
             "paces": paces.as_dict() if paces else None,
             "pace_ratios": pace_ratios(figures, names, name, paces) if paces else [],
+            "pace_units": pace_units(host, paces.fast, paces.slow) if paces else None,
         })
     return rows
 
@@ -216,7 +221,7 @@ def ratio_lines(rows: list[dict]) -> list[str]:
                          "pace; a longer -d adds only silence.")
             continue
         if r.get("paces"):
-            lines += [pace_line(r["server"], r["paces"]), *pace_ratio_lines(r["pace_ratios"])]
+            lines += [pace_line(r["server"], r["paces"], r.get("pace_units")), *pace_ratio_lines(r["pace_ratios"])]
         if r.get("client_bound"):
             lines.append(f"{r['server']}: the load generator was the bottleneck (client CPU "
                          f"{r['client_cpu_pct']:.0f} %): req/s understates the server; req/s per CPU still holds.")
@@ -291,7 +296,7 @@ def column_after(columns: list[tuple[str, str]], key: str, column: tuple[str, st
 def render_run(run_dir: Path, fmt: str = "table", latency: str = "seed") -> str:
     manifest, metrics = load_run(run_dir)
     p = manifest["parameters"]
-    rows = run_rows(metrics, p["servers"], pilot_of(p))
+    rows = run_rows(metrics, p["servers"], pilot_of(p), manifest.get("host"))
     if fmt == "json":
         return json.dumps({"manifest": manifest, "rows": rows, "metrics": metrics}, indent=2, sort_keys=True) + "\n"
     rounds = f"rounds to ±{100 * p['precision']:g} %" if p.get("precision") else f"{rounds_asked(p)} rounds"
@@ -311,12 +316,29 @@ def _rounds(ks) -> str:
     return f"round{'s' * (len(ks) > 1)} {', '.join(map(str, ks))}"
 
 
-def pace_line(server: str, p: dict) -> str:
-    """One line: the rounds in each pace, each pace's CPU µs per request, and the test (p: Paces.as_dict())."""
+def pace_line(server: str, p: dict, units: list[dict] | None = None) -> str:
+    """One line: the rounds in each pace, each pace's CPU µs per request, and the test (p: Paces.as_dict());
+    then what the host cards taken before its rounds showed of them (units: analyze/hosts.pace_units)."""
     noise = f", noise from the rounds and their {p['slices']} slices" if p.get("slices") else ""
     return (f"{server} ran at two paces: {_rounds(p['fast_rounds'])} at {p['fast_cpu_us_per_req']:.3g} CPU µs/req, "
             f"{_rounds(p['slow_rounds'])} at {p['slow_cpu_us_per_req']:.3g} ({p['apart']:.2f}x; split test t "
-            f"{p['t']:.1f} > {p['critical_t']:.1f}{noise}, p {p['p']:.3f}): its intervals over all rounds mix the two.")
+            f"{p['t']:.1f} > {p['critical_t']:.1f}{noise}, p {p['p']:.3f}): its intervals over all rounds mix the two."
+            + pace_units_text(units))
+
+
+def pace_units_text(units: list[dict] | None) -> str:
+    """What the host cards before each pace's rounds showed: the units dearer before the slow pace beyond their
+    batches' spread, or that none was; nothing where the run took no card before its rounds."""
+    if units is None:
+        return ""
+    if not units:
+        return (" The host cards taken before its rounds moved with it in no unit beyond their batches' spread: "
+                "what changed is not among the card's units.")
+    names = {k: (name, unit, fmt) for k, name, unit, fmt in HOST_UNITS}
+    moved = "; ".join(f"{names[u['unit']][0]} {names[u['unit']][2].format(u['fast'])} {names[u['unit']][1]} before "
+                      f"the fast pace, {names[u['unit']][2].format(u['slow'])} before the slow ({u['apart']:.2f}x)"
+                      for u in units[:3])
+    return f" The host cards taken before its rounds moved with it: {moved}."
 
 
 def pace_ratio_lines(rows: list[dict]) -> list[str]:
@@ -362,6 +384,7 @@ def run_pace_findings(run_dir: Path, rules: Rules, metrics: dict, servers: list[
             continue
         profiles = {k: profile_folded(run_dir, name, k) for k in round_numbers(metrics[name])}
         rows = pace_categories(profiles, rules, metrics[name], name, p)
-        lines = [pace_line(name, p.as_dict())] + [x for x in (pace_category_line(name, rows),) if x]
-        out.append({"server": name, "paces": p.as_dict(), "categories": rows, "lines": lines})
+        units = pace_units(load_manifest(run_dir).get("host"), p.fast, p.slow)
+        lines = [pace_line(name, p.as_dict(), units)] + [x for x in (pace_category_line(name, rows),) if x]
+        out.append({"server": name, "paces": p.as_dict(), "units": units, "categories": rows, "lines": lines})
     return out
