@@ -74,8 +74,8 @@ def test_a_card_measured_beside_busy_programs_is_named_in_the_hosts_section_and_
         {"pid": 4242, "name": "python", "cores": 0.83}]}, "boot-b")
     c = copy_run(tmp_path, "20261126-000200-c", card(), "boot-c")
     text = render_runs([a, b, c])
-    assert ("Run #2: the host card was measured beside busy programs (BUSY-HOST): its unit costs are not its host's "
-            "alone, and nothing is predicted with them.") in text
+    assert ("Run #2: the host card was measured beside busy programs or a stolen CPU (BUSY-HOST): its unit costs are "
+            "not its host's alone, and nothing is predicted with them.") in text
     assert " on #2: " not in text and " on #3: " in text           # the clean card still predicts
     assert {p["run"] for p in json.loads(render_runs([a, b, c], "json"))["predictions"]} == {"#3"}
     assert json.loads(render_runs([b, a, c], "json"))["predictions"] == []     # nor from a busy first card
@@ -284,11 +284,11 @@ BUSY = [{"pid": 4242, "name": "python", "cores": 0.83}]
 @pytest.mark.parametrize("name, busy, refusal", [
     # a published run, its rust_tonic_mt's measured window given a busy process outside the run ...
     ("metrics.json", lambda d: d["rust_tonic_mt"].update(neighbours=BUSY),
-     "rust_tonic_mt BUSY-HOST .*run again with the machine otherwise idle"),
+     r"BUSY-HOST: rust_tonic_mt \(pid 4242 python 0.83 CPU\): .*run again with the machine otherwise idle"),
     # ... or its host card measured beside one
-    ("manifest.json", lambda d: d["host"].update(neighbours=BUSY), "its host card BUSY-HOST"),
+    ("manifest.json", lambda d: d["host"].update(neighbours=BUSY), r"BUSY-HOST: its host card \(pid 4242 python 0.83 CPU\)"),
     # ... or its server's CPU stolen by the hypervisor while a window was measured
-    ("metrics.json", lambda d: d["rust_pajamax"].update(steal={"0": 0.12, "1": 0.0}), "rust_pajamax BUSY-HOST"),
+    ("metrics.json", lambda d: d["rust_pajamax"].update(steal={"0": 0.12, "1": 0.0}), r"BUSY-HOST: rust_pajamax \(CPU 0 12 % stolen\)"),
 ], ids=["a window's neighbour", "the card's neighbour", "a window's steal"])
 def test_a_run_beside_a_busy_program_is_refused(tmp_path, name, busy, refusal):
     published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"

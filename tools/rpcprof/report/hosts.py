@@ -98,7 +98,8 @@ def render_hosts(loaded: list[tuple[Path, dict, dict]], servers: list[str], fmt:
                  " no host card (made before runs had one): how those hosts differ is not known.\n")
     if busy := [r["#"] for r, (_, m, _) in zip(rows, loaded) if beside_busy(m.get("host") or {})]:
         text += (f"Run{'s' * (len(busy) > 1)} #{', #'.join(map(str, busy))}: the host card was measured beside busy "
-                 "programs (BUSY-HOST): its unit costs are not its host's alone, and nothing is predicted with them.\n")
+                 "programs or a stolen CPU (BUSY-HOST): its unit costs are not its host's alone, and nothing is "
+                 "predicted with them.\n")
     if preds:
         text += ("\nWhat the unit costs predict from run #1's counts (writes, other syscalls and sleeps per request, "
                  "the rest scaled by the loop), against what was measured:\n\n"
@@ -141,9 +142,8 @@ def run_entry(run_dir: Path, rules: Rules) -> tuple[dict, dict]:
         raise UserError(f"{run_dir}: {', '.join(contended)} CPU-CONTENDED (other programs had the server's CPU): its "
                         "figures are not the host's; run again with the machine otherwise idle")
     if busy := busy_parts(manifest, metrics):
-        raise UserError(f"{run_dir}: {', '.join(busy)} BUSY-HOST (other programs were busy beside them; "
-                        "report.py run names them): "
-                        "its figures are not the host's; run again with the machine otherwise idle")
+        raise UserError(f"{run_dir}: BUSY-HOST: {', '.join(busy)}: its figures are not the host's alone; run again "
+                        "with the machine otherwise idle")
     rows = compare_rows(run_dir, rules)[0]
     return manifest, {s: {r["category"]: r[f"{s}_us"] for r in rows if r["category"] != "total"}
                       for s in README_SETUP["servers"]}

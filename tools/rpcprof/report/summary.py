@@ -80,9 +80,11 @@ def notes_for(m: dict) -> str:
 
 
 def busy_parts(manifest: dict, metrics: dict) -> list[str]:
-    """What of a run had other programs busy beside it (BUSY-HOST): its servers' windows, and its host card."""
-    return [s for s, m in metrics.items() if isinstance(m, dict) and beside_busy(m)] + \
-        ["its host card"] * beside_busy(manifest.get("host") or {})
+    """What of a run had other programs busy beside it, or a CPU stolen (BUSY-HOST): its servers' windows, and its
+    host card, each with what was busy (`rust_tonic_mt (CPU 1 6 % stolen)`)."""
+    host = manifest.get("host") or {}
+    return [f"{s} ({busy_host(m)})" for s, m in metrics.items() if isinstance(m, dict) and beside_busy(m)] + \
+        [f"its host card ({busy_host(host)})"] * beside_busy(host)
 
 
 def busy_flags(m: dict) -> list[str]:
