@@ -382,3 +382,27 @@ def test_the_units_that_moved_with_a_servers_paces_are_named_and_none_where_the_
     assert "load in L3 19 ns before the fast pace, 190 before the slow (10.00x)" in pace_line("s", paces, [moved])
     assert "in no unit beyond their batches' spread" in pace_line("s", paces, [])
     assert "host cards" not in pace_line("s", paces, None)
+
+
+def test_two_hosts_whose_cards_hold_no_unit_dearer_on_the_dearer_one_are_named_with_the_least_alike_miss():
+    from rpcprof.analyze.hosts import alike_cards
+    line = LEDGER_LINES[0]
+    cheap, dear = host_like(line, "a", {}, {}), host_like(line, "b", {}, {"protocol": 3.0})
+    pairs = {p.server: p for p in alike_cards([cheap, dear])}
+    assert set(pairs) == {"rust_tonic_mt", "rust_pajamax"}
+    for s, p in pairs.items():
+        a, b = sum(cheap.servers[s].values()), sum(dear.servers[s].values())
+        assert (p.cheap, p.dear) == ("a", "b") and p.apart == pytest.approx(b / a)
+        # predicting both p: errors p/a - 1 and 1 - p/b; the larger is least at p = 2ab/(a+b), where it is the floor
+        alike = 2 * a * b / (a + b)
+        assert p.floor_pct == pytest.approx(100 * (alike / a - 1)) == pytest.approx(100 * (1 - alike / b))
+    # one unit dearer beyond its batches' spread on the dearer host, and the card can tell them apart
+    assert alike_cards([cheap, host_like(line, "b", {"write_us": 1.5}, {"protocol": 3.0})]) == []
+    # costs within what alike predictions can meet are no finding
+    assert alike_cards([cheap, host_like(line, "b", {}, {"protocol": 1.2})]) == []
+    dearer = {**line, "host": "b", "servers": {s: {**c, "protocol": 3 * c["protocol"]} for s, c in line["servers"].items()}}
+    text = render_model([line, dearer], Path("docs/data/hosts.jsonl"))
+    assert (f"rust_tonic_mt costs {pairs['rust_tonic_mt'].apart:.2f}x as much on b as on {line['host'][:8]}") in text
+    assert "the card cannot tell that host dearer" in text
+    card = {**line["card"], "write_us": {k: v * 1.5 if isinstance(v, float) else v for k, v in line["card"]["write_us"].items()}}
+    assert "cannot tell" not in render_model([line, {**dearer, "card": card}], Path("docs/data/hosts.jsonl"))

@@ -219,3 +219,42 @@ def leave_one_out(ledger: list[LedgerHost]) -> list[HostMiss]:
             out.append(HostMiss(h.host, server, measured, predicted, 100 * (predicted / measured - 1), worst,
                                 cats[worst], fits[worst][0], {c: u for c, (_, u) in fits.items()}))
     return out
+
+
+@dataclass(frozen=True)
+class AlikeCards:
+    """Two hosts a server costs apart on whose cards tell them apart in no unit the right way: no unit of the dearer
+    host's card is dearer than the cheaper's beyond their batches' spread. A model whose slopes are all ≥ 0
+    then has nothing to predict the dearer host dearer with; predicting the two alike misses one of them by
+    floor_pct or more (the miss is least at the harmonic mean of the two)."""
+    server: str
+    cheap: str
+    dear: str
+    cheap_us: float
+    dear_us: float
+    apart: float                # dear_us / cheap_us
+    floor_pct: float            # 100 (dear - cheap) / (dear + cheap)
+    closest: str                # the unit dearer on the dear host by the most, within its spread
+    closest_apart: float        # its ratio (≤ 1 where every unit is cheaper there)
+
+
+def alike_cards(ledger: list[LedgerHost]) -> list[AlikeCards]:
+    """Per server, the pairs of hosts whose costs differ by more than the model's target allows for alike
+    predictions (floor_pct above TARGET_PCT) while no unit both cards have is dearer on the dearer host beyond
+    the batches' spread; the most apart first."""
+    out = []
+    for a in ledger:
+        for b in ledger:
+            units = [u for u in a.units if u in b.units]
+            if a is b or not units:
+                continue
+            if any(b.spans.get(u, (b.units[u],) * 2)[0] > a.spans.get(u, (a.units[u],) * 2)[1] for u in units):
+                continue
+            closest = max(units, key=lambda u: b.units[u] / a.units[u])
+            for server in a.servers.keys() & b.servers.keys():
+                ta, tb = sum(a.servers[server].values()), sum(b.servers[server].values())
+                floor = 100 * (tb - ta) / (tb + ta)
+                if floor > TARGET_PCT:
+                    out.append(AlikeCards(server, a.host, b.host, ta, tb, tb / ta, floor, closest,
+                                          b.units[closest] / a.units[closest]))
+    return sorted(out, key=lambda x: -x.apart)

@@ -9,8 +9,8 @@ import statistics
 from pathlib import Path
 
 from rpcprof.analyze.categorize import Rules
-from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, leave_one_out, predictions,
-                                   unit_cost)
+from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, alike_cards, leave_one_out,
+                                   predictions, unit_cost)
 from rpcprof.analyze.waits import contention
 from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
@@ -265,7 +265,8 @@ def own_spread(line: dict, server: str) -> str:
 
 def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     """The ledger's hosts and the host model's leave-one-host-out error per server (analyze/hosts.py)."""
-    misses = leave_one_out(ledger_hosts(lines))
+    hosts = ledger_hosts(lines)
+    misses = leave_one_out(hosts)
     by_host = {line["host"]: line for line in lines}
     rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()},
              **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None)))}
@@ -291,6 +292,13 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
                  + ".\n")
+    for s in README_SETUP["servers"]:
+        if pair := next((x for x in alike_cards(hosts) if x.server == s), None):
+            name = dict((k, n) for k, n, *_ in HOST_UNITS)[pair.closest]
+            text += (f"{s} costs {pair.apart:.2f}x as much on {pair.dear[:8]} as on {pair.cheap[:8]} ({pair.dear_us:.3g} "
+                     f"against {pair.cheap_us:.3g} µs/req), yet no unit of {pair.dear[:8]}'s card is dearer beyond its "
+                     f"batches' spread (the nearest, {name}, x{pair.closest_apart:.2f}): the card cannot tell that host "
+                     f"dearer, and predicting the two alike misses one by {pair.floor_pct:.1f} % or more.\n")
     fitted = len(lines) - 1
     slopes = min(MAX_SLOPES, fitted - 1)
     if slopes < MAX_SLOPES:
