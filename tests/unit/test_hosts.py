@@ -377,6 +377,7 @@ def test_the_units_that_moved_with_a_servers_paces_are_named_and_none_where_the_
     assert (moved["unit"], moved["fast"], moved["slow"], moved["apart"]) == ("mem_l3_ns", 19.0, 190.0, 10.0)
     assert pace_units(run, (2, 3, 4), (1,)) == []                  # dearer before the fast pace: not its cause
     assert pace_units(base, (1,), (2, 3)) is None                  # a card of the run's start alone
+    assert pace_units({**run, "taken_from": "RUN"}, (1,), (2, 3, 4)) is None     # another run's cards
     paces = {"fast_rounds": [1], "slow_rounds": [2, 3, 4], "fast_cpu_us_per_req": 29.0, "slow_cpu_us_per_req": 40.0,
              "apart": 1.38, "t": 5.0, "critical_t": 2.9, "p": 0.0}
     assert "load in L3 19 ns before the fast pace, 190 before the slow (10.00x)" in pace_line("s", paces, [moved])

@@ -99,7 +99,10 @@ def pace_units(card: dict | None, fast: tuple[int, ...], slow: tuple[int, ...]) 
     """The units of the host cards taken before a server's rounds (a run's card's `cards`, one before each round)
     that moved with its paces: dearer before every slow-pace round than before every fast-pace one, beyond their
     batches' spread (the lowest batch of every slow-pace card above the highest of every fast-pace card); each
-    with the median of each pace's cards, the most apart first. None where either pace has no card."""
+    with the median of each pace's cards, the most apart first. None where either pace has no card, or the card
+    is another run's (taken_from: a sweep's later cells, --host-card), its cards before that run's rounds."""
+    if (card or {}).get("taken_from"):
+        return None
     cards = {c.get("round"): c for c in (card or {}).get("cards") or []}
     before = [[cards[k] for k in rounds if k in cards] for rounds in (fast, slow)]
     if not all(before):
