@@ -13,6 +13,7 @@ import pytest
 from rpcprof.analyze.categorize import load_rules
 from rpcprof.analyze.hosts import HOSTS_TO_SCORE, TARGET_PCT, LedgerHost, apart, change_noise, leave_one_out
 from rpcprof.errors import UserError
+from rpcprof.host_units import HOST_UNITS
 from rpcprof.analyze.intervals import figure_by_round, t975
 from rpcprof.records import ROUNDS_KEY
 from rpcprof.report.agreement import render_runs
@@ -407,3 +408,20 @@ def test_two_hosts_whose_cards_hold_no_unit_dearer_on_the_dearer_one_are_named_w
     assert "the card cannot tell that host dearer" in text
     card = {**line["card"], "write_us": {k: v * 1.5 if isinstance(v, float) else v for k, v in line["card"]["write_us"].items()}}
     assert "cannot tell" not in render_model([line, {**dearer, "card": card}], Path("docs/data/hosts.jsonl"))
+
+
+def test_a_runs_published_card_is_its_cards_combined_and_names_only_units_that_lie_apart():
+    from rpcprof.analyze.hosts import pace_units
+    from rpcprof.measure.hostcard import combine
+    host = json.loads((ROOT / "tests" / "data" / "cards" / "20261129-124813-rust_tonic_mt-rust_pajamax.host.json").read_text())
+    assert [c["round"] for c in host["cards"]] == [1, 2, 3, 4, 5]
+    assert combine(host["cards"]) == host                          # the run's card, made again from its cards
+    by_round = {c["round"]: c for c in host["cards"]}
+    seen = set()
+    for fast, slow in [((1,), (2, 3, 4, 5)), ((1, 2), (3, 4, 5)), ((2, 4), (1, 3, 5)), ((5,), (1, 2, 3, 4))]:
+        named = {u["unit"] for u in pace_units(host, fast, slow)}
+        seen |= named
+        for key, *_ in HOST_UNITS:
+            apart = min(by_round[k][key]["min"] for k in slow) > max(by_round[k][key]["max"] for k in fast)
+            assert (key in named) == apart, (fast, slow, key)
+    assert seen == {"wake_us", "wake_cpu_us"}       # round 5's card: both wake-up figures below every other card's
