@@ -210,7 +210,7 @@ class Run(Job):
         self.exiting = Session()        # counters still exiting after their window: stopped before the next one
         self.server_round = ServerRound(self)
         self.host: dict | None = None   # the host card; a sweep measures it once for all its cells
-        self.cards: list[dict] = []     # the cards this run measured, one before each round (round_card)
+        self.cards: list[dict] = []     # the cards this run measured, one before each round (card_before_round)
         self.idle_holder = None         # what keeps the server's CPUs from halting (--idle poll or spin)
 
     def write(self, status: Status) -> None:
