@@ -110,7 +110,7 @@ def pace_units(card: dict | None, fast: tuple[int, ...], slow: tuple[int, ...]) 
     out = []
     for key, *_ in HOST_UNITS:
         a, b = ([c[key] for c in group if isinstance(c.get(key), dict)] for group in before)
-        if a and b and min(f["min"] for f in b) > max(f["max"] for f in a):
+        if a and b and lies_above([(f["min"], f["max"]) for f in b], [(f["min"], f["max"]) for f in a]):
             low, high = statistics.median(f["median"] for f in a), statistics.median(f["median"] for f in b)
             out.append({"unit": key, "fast": low, "slow": high, "apart": high / low,
                         "fast_cards": len(a), "slow_cards": len(b)})
@@ -157,12 +157,18 @@ class LedgerHost:
     spans: dict[str, tuple[float, float]]   # each unit's lowest and highest batch
 
 
+def lies_above(high: list[tuple[float, float]], low: list[tuple[float, float]]) -> bool:
+    """Whether every (lowest, highest) batch range in high lies wholly above every one in low: dearer beyond the
+    batches' spread."""
+    return min(h[0] for h in high) > max(lo[1] for lo in low)
+
+
 def apart(hosts: list[LedgerHost], unit: str) -> bool:
     """Whether the unit's cost differs between some two of the hosts beyond its batches' spread (their ranges
     do not meet): otherwise a slope fitted on it would be a slope through noise, and a category takes its next
     candidate unit (two hosts' wake-ups 10 % apart, within their spread, once fitted a slope of 8)."""
     spans = [h.spans.get(unit, (h.units[unit], h.units[unit])) for h in hosts]
-    return any(a[1] < b[0] or b[1] < a[0] for i, a in enumerate(spans) for b in spans[i + 1:])
+    return any(lies_above([a], [b]) or lies_above([b], [a]) for i, a in enumerate(spans) for b in spans[i + 1:])
 
 
 @dataclass(frozen=True)
@@ -251,7 +257,7 @@ def alike_cards(ledger: list[LedgerHost]) -> list[AlikeCards]:
             units = [u for u in a.units if u in b.units]
             if a is b or not units:
                 continue
-            if any(b.spans.get(u, (b.units[u],) * 2)[0] > a.spans.get(u, (a.units[u],) * 2)[1] for u in units):
+            if any(lies_above([b.spans.get(u, (b.units[u],) * 2)], [a.spans.get(u, (a.units[u],) * 2)]) for u in units):
                 continue
             closest = max(units, key=lambda u: b.units[u] / a.units[u])
             for server in a.servers.keys() & b.servers.keys():

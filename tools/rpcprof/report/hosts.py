@@ -292,8 +292,9 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
                  + ".\n")
+    alike = alike_cards(hosts)
     for s in README_SETUP["servers"]:
-        if pair := next((x for x in alike_cards(hosts) if x.server == s), None):
+        if pair := next((x for x in alike if x.server == s), None):
             name = dict((k, n) for k, n, *_ in HOST_UNITS)[pair.closest]
             text += (f"{s} costs {pair.apart:.2f}x as much on {pair.dear[:8]} as on {pair.cheap[:8]} ({pair.dear_us:.3g} "
                      f"against {pair.cheap_us:.3g} µs/req), yet no unit of {pair.dear[:8]}'s card is dearer beyond its "
