@@ -78,6 +78,10 @@ RUN_FILE_CASES = {
                      "metrics.json: key 'rust_tonic_mt.steal' must be a mapping, got a list"),
     "a card's steal a word": ("manifest.json", lambda d: d.update(host={"steal": {"0": "much"}}),
                               "manifest.json: key 'host.steal.0' must be a number, got a string"),
+    "halting CPUs a word": ("metrics.json", lambda d: d["rust_tonic_mt"].update(halting="1"),
+                            "metrics.json: key 'rust_tonic_mt.halting' must be a list, got a string"),
+    "a card's halting CPU negative": ("manifest.json", lambda d: d.update(host={"halting": [-1]}),
+                                      "manifest.json: key 'host.halting[1]' must be as documented, got -1"),
     "sweep without cells": ("manifest.json", lambda d: d.update(mode="sweep", cells=None),
                             "manifest.json: key 'cells' must be a mapping, got null"),
 }

@@ -274,6 +274,11 @@ def test_each_cpus_steal_is_recorded_as_its_share_of_the_windows(metrics, manife
     for steal in [metrics[name]["steal"] for name in SERVERS] + [manifest["host"]["steal"]]:
         assert sorted(steal) == [str(cpu) for cpu in range(os.cpu_count())], steal
         assert all(0.0 <= share <= 1.0 for share in steal.values()), steal
+    # with the CPUs that halted when idle beside it: the load generator's, the server's too under --idle halt
+    p = manifest["parameters"]
+    halting = [*p["load_cpus"], *(p["server_cpus"] if p["idle"] == "halt" else [])]
+    for record in [metrics[name] for name in SERVERS] + [manifest["host"]]:
+        assert record["halting"] == sorted(halting), record["halting"]
 
 
 def test_a_busy_program_beside_a_run_is_named_and_the_server_flagged_busy_host(profile, port):

@@ -290,7 +290,10 @@ BUSY = [{"pid": 4242, "name": "python", "cores": 0.83}]
     ("manifest.json", lambda d: d["host"].update(neighbours=BUSY), r"BUSY-HOST: its host card \(pid 4242 python 0.83 CPU\)"),
     # ... or its server's CPU stolen by the hypervisor while a window was measured
     ("metrics.json", lambda d: d["rust_pajamax"].update(steal={"0": 0.12, "1": 0.0}), r"BUSY-HOST: rust_pajamax \(CPU 0 12 % stolen\)"),
-], ids=["a window's neighbour", "the card's neighbour", "a window's steal"])
+    # ... or the load generator's CPU, halting when idle, stolen beyond what its wake-ups cost
+    ("metrics.json", lambda d: d["rust_tonic_mt"].update(steal={"0": 0.0, "1": 0.25}, halting=[1]),
+     r"BUSY-HOST: rust_tonic_mt \(CPU 1 25 % stolen\)"),
+], ids=["a window's neighbour", "the card's neighbour", "a window's steal", "a halting CPU's steal"])
 def test_a_run_beside_a_busy_program_is_refused(tmp_path, name, busy, refusal):
     published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
     run = tmp_path / published.name
@@ -301,6 +304,19 @@ def test_a_run_beside_a_busy_program_is_refused(tmp_path, name, busy, refusal):
     with pytest.raises(UserError, match=refusal):
         add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
     assert not (tmp_path / "hosts.jsonl").exists()
+
+
+def test_a_run_whose_load_cpu_was_charged_its_wake_ups_is_taken(tmp_path):
+    # a published run, the load generator's CPU, which halts between the client's bursts, stolen 8 % in
+    # rust_tonic_mt's windows, as the host's delay in waking it was on a host of this kind: the line is added
+    published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
+    run = tmp_path / published.name
+    shutil.copytree(published, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["rust_tonic_mt"].update(steal={"0": 0.0, "1": 0.08}, halting=[1])
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
+    assert len(read_ledger(tmp_path / "hosts.jsonl")) == 1
 
 
 def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):

@@ -6,7 +6,8 @@ import sys
 import time
 
 from rpcprof.measure.neighbours import NEIGHBOUR_CORES, NeighbourWindow, busy_outside, cpu_steal, outside, scan, stolen
-from rpcprof.records import STEAL_SHARE, beside_busy
+from rpcprof.measure.idle import halting_cpus
+from rpcprof.records import HALT_STEAL_SHARE, STEAL_SHARE, beside_busy
 from rpcprof.report.summary import busy_host, notes_for
 
 BUSY = [sys.executable, "-c", "while True: pass"]
@@ -99,14 +100,30 @@ def test_a_cpu_stolen_from_flags_the_window_busy_host_as_a_neighbour_does():
     assert busy_host(both) == "pid 7 a 0.60 CPU, CPU 1 20 % stolen"
 
 
+def test_a_cpu_that_halts_when_idle_flags_only_at_the_higher_share():
+    # the load generator's CPU halts between the client's bursts, and the host's delay in waking it counts as
+    # steal: 8 % of it flags nothing where the record names it halting, and still flags a CPU kept from halting
+    load_cpu_stolen = {"neighbours": [], "steal": {"0": 0.0, "1": 0.08}}
+    assert not beside_busy({**load_cpu_stolen, "halting": [1]})
+    assert beside_busy({**load_cpu_stolen, "halting": [0]})
+    assert beside_busy(load_cpu_stolen)                       # a record from before `halting`: as it was read then
+    at = {"neighbours": [], "steal": {"0": 0.0, "1": HALT_STEAL_SHARE}, "halting": [1]}
+    assert busy_host(at) == f"CPU 1 {100 * HALT_STEAL_SHARE:.0f} % stolen"
+    below = {"neighbours": [], "steal": {"0": 0.0, "1": round(HALT_STEAL_SHARE - 0.001, 4)}, "halting": [1]}
+    assert not beside_busy(below)
+    # which CPUs halt: the load generator's; the server's too where the run does not hold their idle
+    assert halting_cpus([0], [1], "spin") == halting_cpus([0], [1], "poll") == (1,)
+    assert halting_cpus([0], [1, 2], "halt") == (0, 1, 2)
+
+
 
 def test_each_window_adds_its_busy_programs_to_the_result_each_pid_once_at_its_most(capsys):
     from pathlib import Path
     from rpcprof.jobs.steps import Subject, busy_beside
     subject = Subject("s", 1, None, Path("."))
     figures = {"neighbours": [], "steal": {}}
-    busy_beside(subject, figures, {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}}, "measured")
-    assert figures == {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}}      # a figure, kept
+    busy_beside(subject, figures, {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}, "halting": [1]}, "measured")
+    assert figures == {"neighbours": [], "steal": {"0": 0.01, "1": 0.0}, "halting": [1]}      # figures, kept
     assert capsys.readouterr().err == ""                                      # and nothing said of a quiet window
     busy_beside(subject, figures, {"neighbours": [{"pid": 7, "name": "a", "cores": 0.2}], "steal": {"0": 0.0, "1": 0.0}},
                 "measured")

@@ -19,22 +19,33 @@ from rpcprof.status import Status, read_statuses
 # a CPU whose time the hypervisor gave another guest for 5 % of a window or more (its steal) flags the window
 # BUSY-HOST, as a program outside the run at 5 % of a CPU does (measure/neighbours.py)
 STEAL_SHARE = 0.05
+# ... where the run kept the CPU from halting when idle. A CPU that halts (the load generator's; every CPU
+# under --idle halt or attach: the record's `halting`) is also charged as steal the host's delay in waking
+# it: on an otherwise idle guest of this machine kind a thread waking 900-3,500 times a second had up to 6 % of
+# its CPU stolen, none with a SCHED_IDLE loop keeping the CPU from halting (bench/halt_steal); h2load's CPU
+# beside tonic_mt, up to 8 % in rounds whose server's CPU, held, had none. Such a CPU flags at 20 %.
+HALT_STEAL_SHARE = 0.20
 
 
 def stolen_cpus(record: dict) -> dict[str, float]:
-    """{cpu: share} of the CPUs stolen STEAL_SHARE or more in a result's windows or a host card (its `steal`)."""
-    return {cpu: share for cpu, share in (record.get("steal") or {}).items() if share >= STEAL_SHARE}
+    """{cpu: share} of the CPUs stolen STEAL_SHARE or more in a result's windows or a host card (its `steal`),
+    HALT_STEAL_SHARE or more for a CPU it names among those that halted when idle (its `halting`)."""
+    halting = {str(cpu) for cpu in record.get("halting") or []}
+    return {cpu: share for cpu, share in (record.get("steal") or {}).items()
+            if share >= (HALT_STEAL_SHARE if cpu in halting else STEAL_SHARE)}
 
 
 def merge_busy(record: dict, seen: dict) -> None:
     """What was busy beside another window or card (seen: its neighbours and steal) taken into record: each pid
-    once at the most CPU it used, each CPU's steal at its most."""
+    once at the most CPU it used, each CPU's steal at its most, the CPUs that halted in any."""
     known = {n["pid"]: n for n in record.get("neighbours") or []}
     for n in seen.get("neighbours") or []:
         known[n["pid"]] = max(known.get(n["pid"], n), n, key=lambda x: x["cores"])
     record["neighbours"] = sorted(known.values(), key=lambda x: -x["cores"])
     steal, more = record.get("steal") or {}, seen.get("steal") or {}
     record["steal"] = {cpu: max(steal.get(cpu, 0.0), more.get(cpu, 0.0)) for cpu in sorted({*steal, *more})}
+    if "halting" in record or "halting" in seen:        # a record from before it was kept stays without it
+        record["halting"] = sorted({*(record.get("halting") or []), *(seen.get("halting") or [])})
 
 
 def beside_busy(record: dict) -> bool:

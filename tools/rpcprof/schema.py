@@ -28,6 +28,7 @@ NUMBER = {"type": ["number", "null"]}
 FLAG = {"type": ["boolean", "null"]}
 TEXT = {"type": ["string", "null"]}
 NUMBERS = {"type": ["object", "null"], "additionalProperties": NUMBER}
+CPUS = {"type": ["array", "null"], "items": {"type": "integer", "minimum": 0}}
 COLOR = {"type": "string", "pattern": r"^#[0-9a-fA-F]{6}\Z", "description": "a colour like #4caf50"}
 
 # the busy processes outside a run beside its windows or the host card (measure/neighbours.py)
@@ -69,7 +70,7 @@ RESULT = {"type": "object", "properties": {
     "latency": NUMBERS, "memory": NUMBERS, "proc": NUMBERS, "proc_per_req": NUMBERS, "offcpu": OFFCPU,
     "profile": {"anyOf": [{"type": "null"}, PROFILE]},
     "spread": {"type": ["object", "null"]}, "neighbours": NEIGHBOURS, "steal": NUMBERS,
-    "syscalls": {"type": ["object", "null"], "properties": {
+    "halting": CPUS, "syscalls": {"type": ["object", "null"], "properties": {
         **{k: NUMBER for k in ("per_req", "named_per_req", "writes_per_req", "reads_per_req", "bytes_per_write", "bytes_per_read",
                                "req_per_write", "eagain_reads_per_req", "req_per_s", "window_s", "total")},
         **{k: NUMBERS for k in ("events", "events_per_req", "by_syscall", "by_syscall_per_req")},
@@ -95,9 +96,9 @@ MANIFEST = {"type": "object", "required": ["status", "parameters"], "properties"
         "type": "object", "required": ["connections", "streams", "run"], "properties": {
             "connections": {"type": "integer"}, "streams": {"type": "integer"}, "run": {"type": "string"}}}},
     "stopped_by": TEXT, "started": TEXT, "finished": TEXT,
-    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS, "steal": NUMBERS, "cards": {
-        "type": ["array", "null"], "items": {"type": "object", "required": ["round"], "properties": {
-            "round": {"type": "integer"}, "neighbours": NEIGHBOURS, "steal": NUMBERS}}}}},
+    "host": {"type": ["object", "null"], "properties": {"neighbours": NEIGHBOURS, "steal": NUMBERS, "halting": CPUS,
+        "cards": {"type": ["array", "null"], "items": {"type": "object", "required": ["round"], "properties": {
+            "round": {"type": "integer"}, "neighbours": NEIGHBOURS, "steal": NUMBERS, "halting": CPUS}}}}},
 }, "if": {"properties": {"mode": {"const": "sweep"}}, "required": ["mode"]}, "then": {"required": ["cells"], "properties": {"cells": {"type": "object"}}}}
 
 # categorize.yaml: every mapping closed (additionalProperties: false), so a misspelt key is refused. What a

@@ -36,6 +36,8 @@ def aggregate_rounds(rounds: list[ServerResult]) -> ServerResult:
             out[f"{flag}_rounds"] = [r.round for r in flagged]
     steals = [r.figures.get("steal") or {} for r in rounds]      # each CPU's steal, at its most in any round
     out["steal"] = {cpu: max(s.get(cpu, 0.0) for s in steals) for cpu in sorted(set().union(*steals))}
+    if any("halting" in f for f in each):
+        out["halting"] = sorted(set().union(*(f.get("halting") or [] for f in each)))
     out["spread"] = {k: [min(f[k] for f in each), max(f[k] for f in each)] for k in SPREAD}
     for k in ("p99_ms", "avg_ms"):
         out["spread"][k] = [min(f["latency"][k] for f in each), max(f["latency"][k] for f in each)]

@@ -163,7 +163,7 @@ class Attach(Job):
         figures = result.figures
         load = (make_driver(opts.driver, self.scenario, out), self.settings, self.port, len(self.info.affinity),
                 tuple(self.load_cpus)) if opts.load else ()
-        subject = steps.Subject(name, self.info.pid, monitor, out, *load)
+        subject = steps.Subject(name, self.info.pid, monitor, out, *load, halting=tuple(range(os.cpu_count() or 1)))
         try:
             if measured:                                   # the second profile reuses the measured window
                 figures.update({k: measured.figures[k] for k in MEASURED_KEYS if k in measured.figures})

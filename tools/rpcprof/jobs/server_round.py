@@ -18,6 +18,7 @@ from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import profile_plan, round_sample_target
 from rpcprof.measure.connections import h2_settings
+from rpcprof.measure.idle import halting_cpus
 from rpcprof.measure.load import make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name
@@ -91,7 +92,8 @@ class ServerRound:
         opts = self.opts
         server = self._start(session, spec, out, figures)
         subject = steps.Subject(spec.name, server.pid, server.monitor, out, make_driver(opts.driver, self.run.scenario, out),
-                                self.run.settings, opts.port, len(opts.server_cpus), tuple(self.run.load_cpus))
+                                self.run.settings, opts.port, len(opts.server_cpus), tuple(self.run.load_cpus),
+                                halting=halting_cpus(opts.server_cpus, self.run.load_cpus, opts.idle))
         steps.use_reply(subject, server.reply, figures)
         windows = steps.warmup_windows(opts.warmup, spec.warmup_s)
         if sum(windows) > opts.warmup and first:

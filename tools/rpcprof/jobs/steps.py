@@ -44,6 +44,7 @@ class Subject:
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
     lead: float = 0.0               # seconds each window's load runs on its own connections before it (warm_up)
+    halting: tuple[int, ...] = ()   # the CPUs let halt when idle (measure/idle.py halting_cpus)
 
     def drive(self, seconds: float, log_name: str, window=None, lead: float = 0.0):
         """Load for seconds, after lead seconds on the same connections; marks window's start and end at the
@@ -105,7 +106,8 @@ def measure(subject: Subject) -> dict:
     after = f", after {lead:g} s of load on its connections" if lead else ""
     log(f"rpcprof: {subject.name}: measuring {subject.settings.duration:g} s (no profiler attached{after})")
     settings = replace(subject.settings, lead=lead)
-    load, cpu_ns, memory, proc, busy = measured_window(subject.driver, settings, subject.port, subject.out, subject.monitor)
+    load, cpu_ns, memory, proc, busy = measured_window(subject.driver, settings, subject.port, subject.out,
+                                                       subject.monitor, subject.halting)
     if lead and not load.ok:
         # the connections ended in the lead (a server that closes a connection, as rust_pajamax does on a
         # message split across DATA frames): the window is measured again on connections of its own
@@ -222,7 +224,7 @@ def count_syscalls(session: Session, subject: Subject, seconds: float, figures: 
     what = "counting syscalls" + (" and recording read/write sizes" if record_io else "")
     log(f"rpcprof: {subject.name}: {what} for {seconds:g} s (tracepoints, "
         f"{'CPU ' + ','.join(map(str, cpus)) if cpus else 'every thread'})")
-    window, others = CpuWindow(subject.monitor), NeighbourWindow(subject.pid)
+    window, others = CpuWindow(subject.monitor), NeighbourWindow(subject.pid, halting=subject.halting)
     load, finish = counted_window(session, subject, seconds, rundir.SYSCALLS_WINDOW, Marks(window, others), subject.lead,
                                   record_io=record_io, cpus=cpus, reap=reap)
     busy_beside(subject, figures, others.busy(), "read/write size" if record_io else "syscall-count")
@@ -243,7 +245,7 @@ def profile(session: Session, subject: Subject, target: ProfileTarget, plan: Pro
     # the subject's lead, after which the samples begin (perf's events are enabled, py-spy is started)
     lead = subject.lead if drive is None else 0.0
     # beside the subject's own load, the other programs' CPU too (beside someone else's load, that load is theirs)
-    others = NeighbourWindow(subject.pid) if drive is None else None
+    others = NeighbourWindow(subject.pid, halting=subject.halting) if drive is None else None
     if drive is None:
         def drive(window):
             window = Marks(window, others)
@@ -341,7 +343,7 @@ def off_cpu(session: Session, subject: Subject, seconds: float, call_graph: str,
                                         late=bool(lead))) if ports else None
     window = CpuWindow(subject.monitor)
     if subject.driver is not None:
-        others = NeighbourWindow(subject.pid)
+        others = NeighbourWindow(subject.pid, halting=subject.halting)
         load = subject.drive(seconds, OFFCPU_LOAD_LOG, Marks(window, others, *((recorder, wakes, sampler) if lead else ())),
                              lead)
         busy_beside(subject, figures, others.busy(), "off-CPU")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rpcprof.host_units import HOST_UNITS
 from rpcprof.measure.children import boot_id
-from rpcprof.measure.idle import idle_driver
+from rpcprof.measure.idle import halting_cpus, idle_driver
 from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.paths import ROOT
 from rpcprof.records import merge_busy
@@ -60,7 +60,7 @@ def build(source: Path = SOURCE) -> Path:
 def measure(server_cpu: int, load_cpu: int, idle: str) -> dict:
     """The host card: each figure of tools/hostcard.c, and where and how it was taken."""
     exe = build()
-    started, others = time.monotonic(), NeighbourWindow()
+    started, others = time.monotonic(), NeighbourWindow(halting=halting_cpus([server_cpu], [load_cpu], idle))
     others.start()
     try:
         r = subprocess.run([str(exe), str(server_cpu), str(load_cpu)], capture_output=True, text=True,

@@ -15,7 +15,8 @@ writeback, RCU) is the run's own as often as not.
 In a virtual machine the other programs may be another guest's: the hypervisor runs them on the physical
 CPU and the guest's CPU waits, its steal time (/proc/stat). The same two readings take each CPU's share of
 the window stolen (`steal`, as top's st); a CPU stolen STEAL_SHARE of the window or more flags it BUSY-HOST
-too (records.py).
+too (records.py). A CPU the run lets halt when idle (`halting`) is also charged the host's delay in waking
+it as steal, and flags only at HALT_STEAL_SHARE.
 """
 from __future__ import annotations
 
@@ -94,9 +95,10 @@ class NeighbourWindow(Window):
     """The other programs' CPU, and each CPU's steal, between a window's start and end (a Window: a load
     driver marks it)."""
 
-    def __init__(self, *measured: int):
+    def __init__(self, *measured: int, halting: tuple[int, ...] = ()):
         super().__init__(lambda: (time.monotonic(), scan(), cpu_steal()))
         self.roots = {os.getpid(), *measured}
+        self.halting = sorted(set(halting))
 
     def found(self) -> list[dict]:
         (t0, old, _), (t1, new, _) = self.ends()
@@ -107,5 +109,6 @@ class NeighbourWindow(Window):
         return stolen(old, new)
 
     def busy(self) -> dict:
-        """{"neighbours": [...], "steal": {cpu: share}}: what a result or a host card records of it."""
-        return {"neighbours": self.found(), "steal": self.steal()}
+        """{"neighbours": [...], "steal": {cpu: share}, "halting": [cpu, ...]}: what a result or a host card records
+        of it."""
+        return {"neighbours": self.found(), "steal": self.steal(), "halting": self.halting}

@@ -37,13 +37,15 @@ def classify_bottleneck(server_cores: float, server_cpu_count: int, client_cores
             "unsaturated": server_share < SATURATED_SHARE and not client_bound and not latency_bound}
 
 
-def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor):
+def measured_window(driver, settings: LoadSettings, port: int, out: Path, monitor: ProcessMonitor,
+                    halting: tuple[int, ...] = ()):
     """The efficiency window: load with no profiler attached, and the server's CPU and RSS over exactly
     it, and the process's own kernel counters (free to read: measure/threads.py).
     With a driver that marks its timed window (h2load), the server's established connections are
     counted at its start and END_EARLY_S before its end (memory["connections"]; measure/connections.py):
     at the end line h2load is already closing them.
-    The other programs' CPU and each CPU's steal over it are taken at its ends too (measure/neighbours.py).
+    The other programs' CPU and each CPU's steal over it are taken at its ends too (measure/neighbours.py;
+    halting: the CPUs let halt when idle).
     Returns (load result, CPU ns, memory figures, counters, what was busy beside it: NeighbourWindow.busy())."""
     memory, conns = {}, {}
     late = threading.Timer(max(0.0, settings.duration - END_EARLY_S), lambda: conns.update(end=established(port)))
@@ -59,7 +61,7 @@ def measured_window(driver, settings: LoadSettings, port: int, out: Path, monito
         rss, points = monitor.stop_window()
         memory.update(rss, series=points)
     window = CpuWindow(monitor, on_start=start, on_end=end)
-    own, others = ProcWindow(monitor.pid, monitor.switches), NeighbourWindow(monitor.pid)
+    own, others = ProcWindow(monitor.pid, monitor.switches), NeighbourWindow(monitor.pid, halting=halting)
     marks = Marks(window, own, others)
     load = driver.run(settings, port, out / LOAD_LOG, on_start=marks.start, on_end=marks.end)
     cpu_ns = window.ns()
