@@ -43,7 +43,7 @@ TEXT = {
     # the keys of the records behind a figure (`repeats[repeat=1].cpu_us_per_req`), kernels and drivers, hosts
     # (a boot id)
     "run", "ratio_of", "outside_interval_of", "cell", "profile", "given", "file", "key", "svg", "frame", "path",
-    "rule", "pattern", "category", "group", "kernel", "driver", "host",
+    "rule", "pattern", "category", "group", "kernel", "driver", "host", "alike_host", "alike host",
     # flags and notes (`CLIENT-BOUND, PROFILE-REGIME: req/s +21 %`), and verdicts
     "notes", "regime_flags", "waits_verdicts", "verdict",
     # sentences for people, whose figures the same document carries as numbers of their own

@@ -47,6 +47,15 @@ def test_no_cell_draws_its_pictures_when_asked_and_each_says_how_to(sweep):
     assert proc.stderr.count("no pictures drawn (--no-pictures): report.py svg, chart and html") == 2
 
 
+def test_the_later_cells_take_the_first_cells_card_named_by_its_folder(sweep):
+    proc, folder = sweep
+    cells = json.loads((folder / "manifest.json").read_text())["cells"]
+    first, later = (folder / cells["C1-S1"]["run"], folder / cells["C1-S10"]["run"])
+    card = json.loads((later / "manifest.json").read_text())["host"]
+    assert card["taken_from"] == first.name and (folder / card["taken_from"] / "manifest.json").exists()
+    assert f"taken from {first.name})" in proc.stderr
+
+
 def test_ratio_is_the_mean_of_the_paired_rounds_with_its_interval(sweep):
     """Each cell's ratio: the geometric mean of pajamax over tonic round by round (both rounds of a cell
     were measured in turn), bracketed by its 95 % interval."""

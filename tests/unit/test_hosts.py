@@ -422,6 +422,10 @@ def test_two_hosts_whose_cards_hold_no_unit_dearer_on_the_dearer_one_are_named_w
     text = render_model([line, dearer], Path("docs/data/hosts.jsonl"))
     assert (f"rust_tonic_mt costs {pairs['rust_tonic_mt'].apart:.2f}x as much on b as on {line['host'][:8]}") in text
     assert "the card cannot tell that host dearer" in text
+    rows = {(r["host"], r["server"]): r for r in json.loads(render_model([line, dearer], Path("x"), "json"))}
+    assert rows[("b", "rust_tonic_mt")]["alike_host"] == line["host"][:8]                # json says it too
+    assert rows[("b", "rust_tonic_mt")]["alike_floor_pct"] == pytest.approx(pairs["rust_tonic_mt"].floor_pct)
+    assert rows[(line["host"][:8], "rust_tonic_mt")]["alike_host"] is None
     card = {**line["card"], "write_us": {k: v * 1.5 if isinstance(v, float) else v for k, v in line["card"]["write_us"].items()}}
     assert "cannot tell" not in render_model([line, {**dearer, "card": card}], Path("docs/data/hosts.jsonl"))
 

@@ -96,7 +96,7 @@ class Sweep(Job):
                 log(f"rpcprof: [{i + 1}/{len(self.cells)}] C={c} S={s}: elapsed {_fmt_duration(done)}, "
                      f"ETA {_fmt_duration(left)}")
                 first = self.runs[0]                # the host card: measured by the first cell, taken by the others
-                run.host = {**first.host, "taken_from": str(first.dir)} if i and first.host else None
+                run.host = {**first.host, "taken_from": first.dir.name} if i and first.host else None   # a sibling
                 run_dir = run.execute(self.dir)
                 self.manifest.host = self.runs[0].host
                 self.results[f"C{c}-S{s}"] = {"connections": c, "streams": s, "run": run_dir.name}

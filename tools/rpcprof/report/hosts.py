@@ -233,6 +233,9 @@ MISS_COLUMNS = [("host", "host"), ("server", "server"), ("measured", "measured [
                 ("predicted", "predicted [µs/req]"), ("error_pct", "error [%]"), ("category", "missed most in"),
                 ("category_measured", "its measured [µs/req]"), ("category_predicted", "its predicted [µs/req]"),
                 ("runs_spread", "the host's runs [µs/req]")]
+# json and csv: the host whose card cannot tell this one dearer, for a server it costs more on here (alike_cards)
+ALIKE_COLUMNS = [("alike_host", "alike host"),
+                 ("alike_floor_pct", "the least miss predicting the two alike [%]")]
 MISS_CELLS = {"runs_spread": Shown(lambda r: None if r["runs_low"] is None else f"{r['runs_low']:.3g}-{r['runs_high']:.3g}",
                                    (("runs_low", "the host's runs, lowest [µs/req]"),
                                     ("runs_high", "the host's runs, highest [µs/req]")))}
@@ -268,11 +271,15 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     hosts = ledger_hosts(lines)
     misses = leave_one_out(hosts)
     by_host = {line["host"]: line for line in lines}
+    alike = alike_cards(hosts)
+    pairs = {(x.dear, x.server): x for x in alike}
     rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()},
-             **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None)))}
+             **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None))),
+             "alike_host": pair.cheap[:8] if (pair := pairs.get((m.host, m.server))) else None,
+             "alike_floor_pct": pair.floor_pct if pair else None}
             for m in misses]
     if fmt in ("json", "csv"):
-        return render(rows, MISS_COLUMNS, fmt, MISS_CELLS)
+        return render(rows, MISS_COLUMNS + ALIKE_COLUMNS * (fmt == "csv"), fmt, MISS_CELLS)
     text = (f"The ledger ({path}) holds {len(lines)} host{'s' * (len(lines) != 1)}:\n\n"
             + render(*ledger_rows(lines), fmt))
     if len(lines) < 2:
@@ -292,7 +299,6 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
                     f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
                  + ".\n")
-    alike = alike_cards(hosts)
     for s in README_SETUP["servers"]:
         if pair := next((x for x in alike if x.server == s), None):
             name = dict((k, n) for k, n, *_ in HOST_UNITS)[pair.closest]
