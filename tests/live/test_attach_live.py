@@ -50,11 +50,14 @@ def stop(proc: subprocess.Popen) -> None:
     Path(f"/tmp/perf-{proc.pid}.map").unlink(missing_ok=True)    # node --perf-basic-prof leaves it
 
 
-RUNS = Path(tempfile.mkdtemp(prefix="rpcprof-test-attach-"))     # this module's --runs-dir
+# this module's --runs-dir: made when its first test runs, not when it is collected (every pytest session,
+# each of its workers, collects it), and removed after its last
+RUNS = Path(tempfile.gettempdir()) / f"rpcprof-test-attach-{os.getpid()}"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _remove_runs():
+    RUNS.mkdir(exist_ok=True)
     yield
     shutil.rmtree(RUNS, ignore_errors=True)
 
