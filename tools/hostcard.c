@@ -26,7 +26,13 @@
  *                  block's first byte written), ns per pair
  *   indirect_ns    a call through a table of 16 functions, the target drawn at random each time (the
  *                  branch predictor cannot learn it), ns per call
- *   user_units_s   the wall time of the last six, set-up included
+ *   ilp_ns         the same xorshift step in eight independent chains at once, ns per step: what the core
+ *                  does when instructions need not wait for each other (loop_ns waits for each), the work
+ *                  a hyperthread sharing the physical core takes a share of
+ *   code_ns        a call into each of 4,000 functions in turn, 512 bytes apart (2,000 KiB of code, beyond
+ *                  L2 and the instruction caches), in a random cyclic order the predictor cannot hold, ns
+ *                  per call: code whose instructions must be fetched from afar, as a large server's are
+ *   user_units_s   the wall time of the last eight, set-up included
  *
  * eg,
  *   cc -O2 -pthread tools/hostcard.c -o /tmp/hostcard && /tmp/hostcard 0 1
@@ -195,6 +201,66 @@ static void indirect_calls(double *out) {
     (void)sink;
 }
 
+/* ns per xorshift step, eight chains stepped side by side: no step waits for another (GCC: not vectorised) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
+#endif
+static void independent_chains(double *out) {
+    const long n = 4000000;
+    volatile uint64_t sink;
+#define STEP(y) (y ^= y << 13, y ^= y >> 7, y ^= y << 17)
+    for (int b = 0; b < BATCHES; b++) {
+        uint64_t y0 = b + 1, y1 = b + 2, y2 = b + 3, y3 = b + 4, y4 = b + 5, y5 = b + 6, y6 = b + 7, y7 = b + 8;
+        double t0 = now_ns(CLOCK_MONOTONIC);
+        for (long i = 0; i < n / 8; i++) {
+            STEP(y0); STEP(y1); STEP(y2); STEP(y3); STEP(y4); STEP(y5); STEP(y6); STEP(y7);
+        }
+        out[b] = (now_ns(CLOCK_MONOTONIC) - t0) / n;
+        sink = y0 ^ y1 ^ y2 ^ y3 ^ y4 ^ y5 ^ y6 ^ y7;
+    }
+#undef STEP
+    (void)sink;
+}
+
+/* 4,000 functions, each alone in 512 bytes of code: c1000 ... c4999 */
+#define CODE_ALIGN 512
+#define C(k) static __attribute__((noinline, aligned(CODE_ALIGN))) uint64_t c##k(uint64_t x) { return x + k; }
+#define C10(p) C(p##0) C(p##1) C(p##2) C(p##3) C(p##4) C(p##5) C(p##6) C(p##7) C(p##8) C(p##9)
+#define C100(p) C10(p##0) C10(p##1) C10(p##2) C10(p##3) C10(p##4) C10(p##5) C10(p##6) C10(p##7) C10(p##8) C10(p##9)
+#define C1000(p) C100(p##0) C100(p##1) C100(p##2) C100(p##3) C100(p##4) C100(p##5) C100(p##6) C100(p##7) \
+    C100(p##8) C100(p##9)
+C1000(1) C1000(2) C1000(3) C1000(4)
+#undef C
+#define C(k) c##k,
+static uint64_t (*const code[])(uint64_t) = {C1000(1) C1000(2) C1000(3) C1000(4)};
+#define CODE_N (long)(sizeof code / sizeof code[0])
+
+/* ns per call, each into the next of the functions in a random cycle through all of them */
+static void code_calls(double *out) {
+    static uint32_t next[CODE_N];
+    for (long i = 0; i < CODE_N; i++) next[i] = (uint32_t)i;
+    for (long i = CODE_N - 1; i > 0; i--) {         /* Sattolo, as the chase: one cycle through them all */
+        long j = (long)(next_random() % (uint64_t)i);
+        uint32_t t = next[i];
+        next[i] = next[j];
+        next[j] = t;
+    }
+    const long n = 4 * CODE_N;
+    volatile uint64_t sink;
+    uint64_t acc = 0;
+    uint32_t at = 0;
+    for (int b = -1; b < BATCHES; b++) {    /* batch -1 maps the code in */
+        double t0 = now_ns(CLOCK_MONOTONIC);
+        for (long i = 0; i < n; i++) {
+            acc = code[at](acc);
+            at = next[at];
+        }
+        if (b >= 0) out[b] = (now_ns(CLOCK_MONOTONIC) - t0) / n;
+    }
+    sink = acc;
+    (void)sink;
+}
+
 static void bare_syscall(double *out) {
     const int n = 100000;
     for (int b = 0; b < BATCHES; b++) {
@@ -306,13 +372,15 @@ int main(int argc, char **argv) {
     static const char *mem_names[] = {"mem_l1_ns", "mem_l2_ns", "mem_l3_ns", "mem_dram_ns"};
     long sets[] = {l1 / 2, l2 / 2, l3 / 2 < 4 * l2 ? l3 / 2 : 4 * l2, 2 * l3};
     long loads[] = {200000, 100000, 30000, 20000};
-    double mem_ns[4][BATCHES], alloc[BATCHES], calls[BATCHES];
+    double mem_ns[4][BATCHES], alloc[BATCHES], calls[BATCHES], ilp[BATCHES], far[BATCHES];
     char *mem = mmap(NULL, sets[3] * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (mem == MAP_FAILED) die("memory for the chase");
     for (int i = 0; i < 4; i++) chase(mem, sets[i], loads[i], mem_ns[i]);
     munmap(mem, sets[3] * 1024);
     alloc_pairs(alloc);
     indirect_calls(calls);
+    independent_chains(ilp);
+    code_calls(far);
     double user_s = (now_ns(CLOCK_MONOTONIC) - user0) / 1e9;
     printf("{\n");
     print_figure("syscall_ns", sys, 0);
@@ -323,6 +391,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) print_figure(mem_names[i], mem_ns[i], sets[i]);
     print_figure("alloc_ns", alloc, 0);
     print_figure("indirect_ns", calls, 0);
+    print_figure("ilp_ns", ilp, 0);
+    print_figure("code_ns", far, CODE_N * CODE_ALIGN / 1024);
     printf("  \"caches_kib\": {\"l1d\": %ld, \"l2\": %ld, \"l3\": %ld},\n", l1, l2, l3);
     printf("  \"user_units_s\": %.3f\n}\n", user_s);
     return 0;

@@ -14,6 +14,8 @@ HOST_UNITS = (
     ("mem_dram_ns", "load in DRAM", "ns", "{:.0f}"),
     ("alloc_ns", "malloc+free", "ns", "{:.0f}"),
     ("indirect_ns", "indirect call", "ns", "{:.1f}"),
+    ("ilp_ns", "loop, 8 chains at once", "ns/step", "{:.2f}"),
+    ("code_ns", "call into far code", "ns", "{:.0f}"),
 )
 # the units every card has had (runs' cards before the user-code units: the pairwise model's)
 FIRST_UNITS = ("syscall_ns", "write_us", "wake_us", "wake_cpu_us", "loop_ns")

@@ -249,10 +249,11 @@ def runs_spread(line: dict, server: str) -> list[float] | None:
 
 
 def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
-    """(rows, columns) of the ledger as a table: a row per unit cost and per server's CPU µs/req, a column per host."""
+    """(rows, columns) of the ledger as a table: a row per unit cost some host's card has and per server's CPU
+    µs/req, a column per host."""
     hosts = [(f"h{i}", f"{line['host'][:8]} {line['kernel']} {line['date']}") for i, line in enumerate(lines, 1)]
-    rows = [{"figure": f"{name} [{unit}]", **{h: unit_cost(line["card"], key) for (h, _), line in zip(hosts, lines)}}
-            for key, name, unit, _ in HOST_UNITS]
+    rows = [{"figure": f"{name} [{unit}]", **costs} for key, name, unit, _ in HOST_UNITS
+            if any((costs := {h: unit_cost(line["card"], key) for (h, _), line in zip(hosts, lines)}).values())]
     rows += [{"figure": f"{s} [µs/req]", **{h: sum(line["servers"].get(s, {}).values()) or None
                                            for (h, _), line in zip(hosts, lines)}}
              for s in README_SETUP["servers"]]
