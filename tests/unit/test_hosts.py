@@ -15,7 +15,7 @@ from rpcprof.analyze.hosts import HOSTS_TO_SCORE, TARGET_PCT, LedgerHost, apart,
 from rpcprof.errors import UserError
 from rpcprof.host_units import HOST_UNITS
 from rpcprof.analyze.intervals import figure_by_round, t975
-from rpcprof.records import ROUNDS_KEY
+from rpcprof.records import ROUNDS_KEY, beside_busy
 from rpcprof.report.agreement import render_runs
 from rpcprof.report.hosts import add_hosts, ledger_hosts, read_ledger, render_model
 from rpcprof.rundir import load_run
@@ -306,17 +306,43 @@ def test_a_run_beside_a_busy_program_is_refused(tmp_path, name, busy, refusal):
     assert not (tmp_path / "hosts.jsonl").exists()
 
 
-def test_a_run_whose_load_cpu_was_charged_its_wake_ups_is_taken(tmp_path):
+@pytest.mark.parametrize("recorded", [True, False], ids=["halting recorded", "a folder from before it"])
+def test_a_run_whose_load_cpu_was_charged_its_wake_ups_is_taken(tmp_path, recorded):
     # a published run, the load generator's CPU, which halts between the client's bursts, stolen 8 % in
-    # rust_tonic_mt's windows, as the host's delay in waking it was on a host of this kind: the line is added
+    # rust_tonic_mt's windows, as the host's delay in waking it was on a host of this kind: the line is added,
+    # whether the folder names the CPUs that halted or its parameters say (--load-cpus 1, --idle poll)
     published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
     run = tmp_path / published.name
     shutil.copytree(published, run)
     metrics = json.loads((run / "metrics.json").read_text())
-    metrics["rust_tonic_mt"].update(steal={"0": 0.0, "1": 0.08}, halting=[1])
+    metrics["rust_tonic_mt"].update(steal={"0": 0.0, "1": 0.08}, **({"halting": [1]} if recorded else {}))
     (run / "metrics.json").write_text(json.dumps(metrics))
     add_hosts([run], load_rules(), tmp_path / "hosts.jsonl")
     assert len(read_ledger(tmp_path / "hosts.jsonl")) == 1
+
+
+def test_a_folder_from_before_halting_was_recorded_reads_it_from_its_parameters(tmp_path):
+    from rpcprof.rundir import load_run
+    published = ROOT / "docs" / "data" / "20261126-023410-rust_tonic_mt-rust_pajamax"
+    run = tmp_path / published.name
+    shutil.copytree(published, run)
+    metrics, manifest = (json.loads((run / f).read_text()) for f in ("metrics.json", "manifest.json"))
+    metrics["rust_tonic_mt"]["steal"] = metrics["rust_pajamax"]["steal"] = {"0": 0.06, "1": 0.08}
+    manifest["host"]["steal"] = {"0": 0.0, "1": 0.0}
+    for idle, halting in (("poll", [1]), ("halt", [0, 1])):
+        manifest["parameters"]["idle"] = idle
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        read_manifest, read_metrics = load_run(run)
+        assert [read_metrics[s]["halting"] for s in ("rust_tonic_mt", "rust_pajamax")] == [halting, halting]
+        assert read_manifest["host"]["halting"] == halting
+    # CPU 0 held (poll) at 6 % flags; halting (halt) it does not
+    manifest["parameters"]["idle"] = "poll"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert beside_busy(load_run(run)[1]["rust_tonic_mt"])
+    manifest["parameters"]["idle"] = "halt"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert not beside_busy(load_run(run)[1]["rust_tonic_mt"])
 
 
 def test_a_run_whose_server_was_cpu_contended_is_refused(tmp_path):

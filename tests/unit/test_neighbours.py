@@ -6,8 +6,7 @@ import sys
 import time
 
 from rpcprof.measure.neighbours import NEIGHBOUR_CORES, NeighbourWindow, busy_outside, cpu_steal, outside, scan, stolen
-from rpcprof.measure.idle import halting_cpus
-from rpcprof.records import HALT_STEAL_SHARE, STEAL_SHARE, beside_busy
+from rpcprof.records import HALT_STEAL_SHARE, STEAL_SHARE, beside_busy, halting_cpus
 from rpcprof.report.summary import busy_host, notes_for
 
 BUSY = [sys.executable, "-c", "while True: pass"]

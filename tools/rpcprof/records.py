@@ -35,6 +35,26 @@ def stolen_cpus(record: dict) -> dict[str, float]:
             if share >= (HALT_STEAL_SHARE if cpu in halting else STEAL_SHARE)}
 
 
+def halting_cpus(server_cpus, load_cpus, idle: str) -> tuple[int, ...]:
+    """The CPUs a run lets halt when idle: the load generator's, and the server's too under --idle halt (or no
+    --idle: runs from before it halted)."""
+    return tuple(sorted({*load_cpus, *(server_cpus if idle in ("halt", None) else ())}))
+
+
+def with_halting(manifest: dict, metrics: dict) -> None:
+    """A folder from before `halting` was recorded beside steal: the CPUs its run let halt, from its parameters
+    (every CPU when it attached), put in each result and card that has a steal and no `halting`: the one reader
+    of them."""
+    p = manifest.get("parameters") or {}
+    cpus = range((manifest.get("machine") or {}).get("cpus") or 0)
+    halting = list(cpus) if manifest.get("mode") == "attach" else \
+        list(halting_cpus(p.get("server_cpus") or [], p.get("load_cpus") or [], p.get("idle")))
+    host = manifest.get("host") or {}
+    for record in [*(m for m in metrics.values() if isinstance(m, dict)), host, *(host.get("cards") or [])]:
+        if "steal" in record and "halting" not in record:
+            record["halting"] = halting
+
+
 def merge_busy(record: dict, seen: dict) -> None:
     """What was busy beside another window or card (seen: its neighbours and steal) taken into record: each pid
     once at the most CPU it used, each CPU's steal at its most, the CPUs that halted in any."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from rpcprof import schema
 from rpcprof.errors import EXIT_FAILED, EXIT_USAGE, UserError
 from rpcprof.paths import RUNS_DIR
-from rpcprof.records import Manifest, ServerResult
+from rpcprof.records import Manifest, ServerResult, with_halting
 from rpcprof.status import Status, read_statuses
 
 RUNS = "--runs-dir"                         # what to change when a run folder cannot be written
@@ -254,7 +254,9 @@ def load_run(run_dir: Path) -> tuple[dict, dict]:
     metrics = read_json(path, "a run folder")
     if isinstance(metrics, dict):
         metrics = {name: read_statuses(result, "server") for name, result in metrics.items()}
-    return manifest, schema.check(metrics, schema.METRICS, path)
+    metrics = schema.check(metrics, schema.METRICS, path)
+    with_halting(manifest, metrics)
+    return manifest, metrics
 
 
 def load_sweep(sweep_dir: Path) -> tuple[dict, dict[str, tuple[dict, dict]]]:

@@ -18,7 +18,6 @@ from rpcprof.errors import UserError
 from rpcprof.jobs import steps
 from rpcprof.jobs.base import profile_plan, round_sample_target
 from rpcprof.measure.connections import h2_settings
-from rpcprof.measure.idle import halting_cpus
 from rpcprof.measure.load import make_driver
 from rpcprof.measure.process import ServerFailed, ServerProcess, check_port_free, log_tail
 from rpcprof.measure.procstat import cgroup_name
@@ -27,7 +26,7 @@ from rpcprof.measure.session import Session
 from rpcprof.measure.syscalls import IO_FIGURES
 from rpcprof.measure.windows import too_short
 from rpcprof.progress import log
-from rpcprof.records import ServerResult
+from rpcprof.records import ServerResult, halting_cpus
 from rpcprof.report.mechanism import describe
 from rpcprof.rundir import BUILD_LOG, LOAD_LOG, RUNS, SERVER_LOG, RunFolder, now, write_text
 from rpcprof.status import Status

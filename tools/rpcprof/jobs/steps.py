@@ -44,7 +44,7 @@ class Subject:
     server_cpu_count: int = 1
     load_cpus: tuple[int, ...] = ()
     lead: float = 0.0               # seconds each window's load runs on its own connections before it (warm_up)
-    halting: tuple[int, ...] = ()   # the CPUs let halt when idle (measure/idle.py halting_cpus)
+    halting: tuple[int, ...] = ()   # the CPUs let halt when idle (records.halting_cpus)
 
     def drive(self, seconds: float, log_name: str, window=None, lead: float = 0.0):
         """Load for seconds, after lead seconds on the same connections; marks window's start and end at the

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from rpcprof.host_units import HOST_UNITS
 from rpcprof.measure.children import boot_id
-from rpcprof.measure.idle import halting_cpus, idle_driver
+from rpcprof.measure.idle import idle_driver
 from rpcprof.measure.neighbours import NeighbourWindow
 from rpcprof.paths import ROOT
-from rpcprof.records import merge_busy
+from rpcprof.records import halting_cpus, merge_busy
 
 SOURCE = ROOT / "tools" / "hostcard.c"
 TIMEOUT_S = 30

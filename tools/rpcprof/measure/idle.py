@@ -53,11 +53,6 @@ def polling_state(cpu: int, root: Path = CPU_ROOT) -> Path | None:
     return next((state for state in states if read_stripped(state / "name") == "POLL"), None)
 
 
-def halting_cpus(server_cpus, load_cpus, idle: str) -> tuple[int, ...]:
-    """The CPUs a run lets halt when idle: the load generator's, and the server's too under --idle halt."""
-    return tuple(sorted({*load_cpus, *(server_cpus if idle == "halt" else ())}))
-
-
 def idle_driver(root: Path = CPU_ROOT) -> str:
     return read_stripped(root / "cpuidle" / "current_driver") or "none"
 
