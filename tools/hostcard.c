@@ -29,9 +29,10 @@
  *   ilp_ns         the same xorshift step in eight independent chains at once, ns per step: what the core
  *                  does when instructions need not wait for each other (loop_ns waits for each), the work
  *                  a hyperthread sharing the physical core takes a share of
- *   code_ns        a call into each of 4,000 functions in turn, 512 bytes apart (2,000 KiB of code, beyond
- *                  L2 and the instruction caches), in a random cyclic order the predictor cannot hold, ns
- *                  per call: code whose instructions must be fetched from afar, as a large server's are
+ *   code_ns        a call into each of 1,000 functions in turn, 2 KiB apart (2,000 KiB of code: their
+ *                  lines fall in a 32nd of the sets of L2 and of the instruction caches, which hold a
+ *                  quarter of them at most, and spread over 500 pages), in a random cyclic order the
+ *                  predictor cannot hold, ns per call: code fetched from afar, as a large server's is
  *   user_units_s   the wall time of the last eight, set-up included
  *
  * eg,
@@ -222,17 +223,17 @@ static void independent_chains(double *out) {
     (void)sink;
 }
 
-/* 4,000 functions, each alone in 512 bytes of code: c1000 ... c4999 */
-#define CODE_ALIGN 512
+/* 1,000 functions, each alone in 2 KiB of code: c1000 ... c1999 */
+#define CODE_ALIGN 2048
 #define C(k) static __attribute__((noinline, aligned(CODE_ALIGN))) uint64_t c##k(uint64_t x) { return x + k; }
 #define C10(p) C(p##0) C(p##1) C(p##2) C(p##3) C(p##4) C(p##5) C(p##6) C(p##7) C(p##8) C(p##9)
 #define C100(p) C10(p##0) C10(p##1) C10(p##2) C10(p##3) C10(p##4) C10(p##5) C10(p##6) C10(p##7) C10(p##8) C10(p##9)
 #define C1000(p) C100(p##0) C100(p##1) C100(p##2) C100(p##3) C100(p##4) C100(p##5) C100(p##6) C100(p##7) \
     C100(p##8) C100(p##9)
-C1000(1) C1000(2) C1000(3) C1000(4)
+C1000(1)
 #undef C
 #define C(k) c##k,
-static uint64_t (*const code[])(uint64_t) = {C1000(1) C1000(2) C1000(3) C1000(4)};
+static uint64_t (*const code[])(uint64_t) = {C1000(1)};
 #define CODE_N (long)(sizeof code / sizeof code[0])
 
 /* ns per call, each into the next of the functions in a random cycle through all of them */
@@ -245,7 +246,7 @@ static void code_calls(double *out) {
         next[i] = next[j];
         next[j] = t;
     }
-    const long n = 4 * CODE_N;
+    const long n = 16 * CODE_N;
     volatile uint64_t sink;
     uint64_t acc = 0;
     uint32_t at = 0;

@@ -29,7 +29,7 @@ def test_the_card_carries_every_unit_and_records_what_the_user_code_units_took()
     assert caches == {"l1d": sysfs_kib(1), "l2": sysfs_kib(2), "l3": sysfs_kib(3)}
     sets = [card[k]["set_kib"] for k in ("mem_l1_ns", "mem_l2_ns", "mem_l3_ns", "mem_dram_ns")]
     assert sets == [caches["l1d"] // 2, caches["l2"] // 2, min(caches["l3"] // 2, 4 * caches["l2"]), 2 * caches["l3"]]
-    assert card["code_ns"]["set_kib"] == 4000 * 512 // 1024             # the far code: 4,000 functions 512 B apart
+    assert card["code_ns"]["set_kib"] == 1000 * 2048 // 1024            # the far code: 1,000 functions 2 KiB apart
     # a load that misses every cache waits longer than one that hits L1, whatever else runs on the machine
     assert card["mem_dram_ns"]["min"] > card["mem_l1_ns"]["median"]
     assert card["user_units_s"] > 0      # recorded, not bounded here: a test asserts no timing (docs/hosts.md: the budget)

@@ -23,7 +23,7 @@ STEAL_SHARE = 0.05
 # under --idle halt or attach: the record's `halting`) is also charged as steal the host's delay in waking
 # it: on an otherwise idle guest of this machine kind a thread waking 900-3,500 times a second had up to 6 % of
 # its CPU stolen, none with a SCHED_IDLE loop keeping the CPU from halting (bench/halt_steal); h2load's CPU
-# beside tonic_mt, up to 8 % in rounds whose server's CPU, held, had none. Such a CPU flags at 20 %.
+# beside tonic_mt, up to 8 % in rounds whose server's CPU, held, had at most 2 %. Such a CPU flags at 20 %.
 HALT_STEAL_SHARE = 0.20
 
 
