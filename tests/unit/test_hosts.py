@@ -246,6 +246,17 @@ def test_where_the_model_misses_it_names_the_category_it_missed():
     assert "outside the 15 % target; it missed most in protocol on odd (" in text
 
 
+def test_the_ledger_table_shows_a_unit_once_some_host_has_it():
+    # the published ledger's cards predate the eight-chain loop: no row for it; a host whose card has it: a row,
+    # '-' for the hosts without
+    text = render_model(LEDGER_LINES, Path("docs/data/hosts.jsonl"))
+    assert "loop, 8 chains at once" not in text and "indirect call [ns]" in text
+    card = {**LEDGER_LINES[-1]["card"], "ilp_ns": {"median": 0.54, "min": 0.52, "max": 0.82}}
+    text = render_model([*LEDGER_LINES[:-1], {**LEDGER_LINES[-1], "card": card}], Path("docs/data/hosts.jsonl"))
+    row = next(line for line in text.splitlines() if line.startswith("loop, 8 chains at once [ns/step]"))
+    assert row.split()[-len(LEDGER_LINES):] == ["-"] * (len(LEDGER_LINES) - 1) + ["0.54"]
+
+
 def test_the_ledger_refuses_another_setup_a_run_without_card_and_a_host_it_has(tmp_path):
     ledger = tmp_path / "hosts.jsonl"
     ledger.write_text((ROOT / "docs" / "data" / "hosts.jsonl").read_text())
