@@ -35,7 +35,7 @@ def stolen_cpus(record: dict) -> dict[str, float]:
             if share >= (HALT_STEAL_SHARE if cpu in halting else STEAL_SHARE)}
 
 
-def halting_cpus(server_cpus, load_cpus, idle: str) -> tuple[int, ...]:
+def halting_cpus(server_cpus, load_cpus, idle: str | None) -> tuple[int, ...]:
     """The CPUs a run lets halt when idle: the load generator's, and the server's too under --idle halt (or no
     --idle: runs from before it halted)."""
     return tuple(sorted({*load_cpus, *(server_cpus if idle in ("halt", None) else ())}))
