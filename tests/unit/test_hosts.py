@@ -154,8 +154,8 @@ def test_the_seeded_line_is_the_published_host_with_each_figure_the_median_of_it
 
 def test_a_line_keeps_each_runs_totals_and_the_model_sets_a_miss_beside_its_hosts_own_spread(tmp_path):
     runs = [ROOT / "docs" / "data" / r for r in LEDGER_LINES[0]["runs"]]
-    line = add_hosts(runs, load_rules(), tmp_path / "hosts.jsonl")
-    assert line == LEDGER_LINES[0]                    # as the ledger has it
+    line, remade = add_hosts(runs, load_rules(), tmp_path / "hosts.jsonl")
+    assert line == LEDGER_LINES[0] and not remade                    # as the ledger has it
     for server, totals in line["totals"].items():
         assert len(totals) == len(runs)
         assert statistics.median(totals) == pytest.approx(sum(line["servers"][server].values()), rel=0.05)
@@ -277,6 +277,25 @@ def test_the_ledger_refuses_another_setup_a_run_without_card_and_a_host_it_has(t
     with pytest.raises(UserError, match="no host card"):
         add_hosts([no_card], load_rules(), ledger)
     assert ledger.read_text() == (ROOT / "docs" / "data" / "hosts.jsonl").read_text()
+
+
+def test_a_host_the_ledger_has_is_made_anew_in_its_place_from_all_its_runs_and_never_from_fewer(tmp_path):
+    ledger, published = tmp_path / "hosts.jsonl", ROOT / "docs" / "data" / "hosts.jsonl"
+    # the published ledger, its first host's line altered (as if made by an older rpcprof)
+    others = published.read_text().splitlines(keepends=True)[1:]
+    ledger.write_text(json.dumps({**LEDGER_LINES[0], "servers": {}, "totals": {}}) + "\n" + "".join(others))
+    before = ledger.read_text()
+    runs = [ROOT / "docs" / "data" / r for r in LEDGER_LINES[0]["runs"]]
+    with pytest.raises(UserError, match=f"already, from .*: to make its line anew from all its runs, give {runs[1].name} too"):
+        add_hosts([runs[0], runs[2]], load_rules(), ledger)
+    with pytest.raises(UserError, match=f"{runs[0].name}: given twice"):
+        add_hosts([runs[0], *runs], load_rules(), ledger)
+    assert ledger.read_text() == before
+    # its line made anew from its runs given in another order: the same line, oldest run first, in the same
+    # place, and the other lines as they were, byte for byte
+    line, remade = add_hosts(runs[::-1], load_rules(), ledger)
+    assert remade and line == LEDGER_LINES[0]
+    assert ledger.read_text() == published.read_text()
 
 
 def test_a_ledger_line_that_is_not_a_hosts_is_refused_in_one_line(tmp_path):

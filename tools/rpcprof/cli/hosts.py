@@ -48,12 +48,13 @@ def hosts(ctx, ledger, fmt):
 def add(ctx, run_dirs, ledger, runs_dir):
     """Adds the host of a run of the README's setup (./profile.sh run rust_tonic_mt rust_pajamax) to the
     ledger: its card, kernel, date and each server's CPU µs/req by category (several runs of one host: the
-    median of each figure). Refuses another setup, a run with no host card, and a host already there.
+    median of each figure). A host the ledger has already is made anew, in its place, from the runs given,
+    which must include every run its line was made from. Refuses another setup and a run with no host card.
 
     \b
     eg, ./report.py hosts add flamegraphs/RUN
     """
     ledger = ledger or ctx.obj
-    line = add_hosts([resolve(d, runs_dir) for d in run_dirs], load_rules(), ledger)
-    show(f"{shown(ledger)}: added host {line['host']} (kernel {line['kernel']}, {line['date']}) from "
-         f"{', '.join(line['runs'])}\n")
+    line, remade = add_hosts([resolve(d, runs_dir) for d in run_dirs], load_rules(), ledger)
+    what = f"made host {line['host']}'s line anew" if remade else f"added host {line['host']}"
+    show(f"{shown(ledger)}: {what} (kernel {line['kernel']}, {line['date']}) from {', '.join(line['runs'])}\n")

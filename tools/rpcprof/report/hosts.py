@@ -19,7 +19,7 @@ from rpcprof.report.compare import compare_rows
 from rpcprof.records import beside_busy
 from rpcprof.report.summary import busy_parts
 from rpcprof.report.tables import Shown, render
-from rpcprof.rundir import load_run
+from rpcprof.rundir import load_run, write_text
 
 UNITS = [(key, f"{name} [{unit}]") for key, name, unit, _ in HOST_UNITS]
 
@@ -201,10 +201,16 @@ def read_ledger(path: Path = LEDGER, missing_ok: bool = False) -> list[dict]:
     return lines
 
 
-def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
-    """Appends the line of one host made of run_dirs (one or more runs of it) to the ledger; UserError for
-    runs of several hosts, not the README's setup, or of a host the ledger has."""
-    runs = [(d, *run_entry(d, rules)) for d in run_dirs]
+def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> tuple[dict, bool]:
+    """(the line of one host made of run_dirs, whether it replaced that host's line): appended to the ledger, or
+    made anew in its place where the ledger has the host and run_dirs hold every run its line was made from (by
+    folder name); UserError for runs of several hosts, a run given twice, not the README's setup, or a host the
+    ledger has from runs not given."""
+    given = [d.name for d in run_dirs]
+    if twice := sorted({name for name in given if given.count(name) > 1}):
+        raise UserError(f"{', '.join(twice)}: given twice: give each run once")
+    # oldest first, whatever the order given: the line's date is its first run's
+    runs = sorted(((d, *run_entry(d, rules)) for d in run_dirs), key=lambda r: (r[1].get("finished") or "", r[0].name))
     keys = {host_key(m) for _, m, _ in runs}
     if len(keys) > 1:
         raise UserError(f"{', '.join(map(str, run_dirs))}: runs of {len(keys)} hosts (boot and kernel): "
@@ -212,14 +218,19 @@ def add_hosts(run_dirs: list[Path], rules: Rules, path: Path = LEDGER) -> dict:
     (host, kernel), = keys
     if not host or not kernel:
         raise UserError(f"{run_dirs[0]}: its manifest names no boot or no kernel: which host it ran on is not known")
-    for line in read_ledger(path, missing_ok=True):
-        if (line["host"], line["kernel"]) == (host, kernel):
-            raise UserError(f"{run_dirs[0]}: its host (boot {host}, kernel {kernel}) is in {path} already, from "
-                            f"{', '.join(line['runs'])}")
+    lines = read_ledger(path, missing_ok=True)
+    at = next((i for i, line in enumerate(lines) if (line["host"], line["kernel"]) == (host, kernel)), None)
+    if at is not None and (missing := [r for r in lines[at]["runs"] if r not in given]):
+        raise UserError(f"{run_dirs[0]}: its host (boot {host}, kernel {kernel}) is in {path} already, from "
+                        f"{', '.join(lines[at]['runs'])}: to make its line anew from all its runs, give "
+                        f"{', '.join(missing)} too")
     line = ledger_line(runs)
-    with path.open("a") as f:
-        f.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
-    return line
+    if at is None:
+        lines.append(line)
+    else:
+        lines[at] = line
+    write_text(path, "".join(json.dumps(x, sort_keys=True, ensure_ascii=False) + "\n" for x in lines), "--ledger")
+    return line, at is not None
 
 
 def ledger_hosts(lines: list[dict]) -> list[LedgerHost]:
