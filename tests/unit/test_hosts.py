@@ -279,6 +279,27 @@ def test_the_ledger_refuses_another_setup_a_run_without_card_and_a_host_it_has(t
     assert ledger.read_text() == (ROOT / "docs" / "data" / "hosts.jsonl").read_text()
 
 
+def test_a_miss_on_a_host_of_six_runs_or_more_is_set_beside_the_95_percent_interval_of_their_median():
+    from rpcprof.analyze.intervals import median_interval
+    many = max(LEDGER_LINES, key=lambda line: len(line["runs"]))
+    totals = many["totals"]["rust_tonic_mt"]
+    assert len(totals) >= 6
+    low, high = median_interval(totals)
+    # predicted from a host alike (within that interval) or from one twice as dear (beyond it): the sentence says which
+    for factor, said in ((1.0, "within which the prediction lies: the miss is within that host's own noise"),
+                         (2.0, "outside which the prediction")):
+        other = {**many, "host": "other", "servers": {s: {c: us * factor for c, us in cats.items()}
+                                                      for s, cats in many["servers"].items()}, "totals": {}}
+        text = render_model([many, other], Path("docs/data/hosts.jsonl"))
+        assert f"the 95 % interval of their median {low:.3g}-{high:.3g}, {said}" in text, text
+        rows = json.loads(render_model([many, other], Path("docs/data/hosts.jsonl"), "json"))
+        assert [(r["median_low"], r["median_high"]) for r in rows
+                if r["host"] == many["host"][:8] and r["server"] == "rust_tonic_mt"] == [(low, high)]
+    # three runs: their range, and no interval
+    assert "interval of their median" not in render_model([LEDGER_LINES[0], {**LEDGER_LINES[0], "host": "b"}],
+                                                          Path("docs/data/hosts.jsonl"))
+
+
 def test_a_host_the_ledger_has_is_made_anew_in_its_place_from_all_its_runs_and_never_from_fewer(tmp_path):
     ledger, published = tmp_path / "hosts.jsonl", ROOT / "docs" / "data" / "hosts.jsonl"
     # the published ledger, its first host's line altered (as if made by an older rpcprof)

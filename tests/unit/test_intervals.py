@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from reference_statistics import T975
-from rpcprof.analyze.intervals import cv, paired_ratio, pilot_of, rounds_needed, server_ratio, t975
+from rpcprof.analyze.intervals import cv, median_interval, paired_ratio, pilot_of, rounds_needed, server_ratio, t975
 
 
 def test_t_quantiles_are_the_tables():
@@ -124,3 +124,13 @@ def test_two_stage_precision_keeps_its_95_percent_promise(sigma):
 def test_cv():
     assert cv([10, 10, 10]) == 0 and cv([1]) is None
     assert cv([9, 11]) == pytest.approx(statistics.stdev([9, 11]) / 10)
+
+
+@pytest.mark.parametrize("n", range(1, 31))
+def test_the_interval_of_a_median_is_the_widest_pair_of_order_statistics_scipys_binomial_gives_95_percent(n):
+    from scipy.stats import binom
+    values = [float(v) for v in range(n, 0, -1)]            # any order: 1..n, so a value is its rank
+    # k-th lowest to k-th highest covers the median with 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2)
+    covering = [k for k in range(1, n // 2 + 1) if 1 - 2 * binom.cdf(k - 1, n, 0.5) >= 0.95]
+    assert median_interval(values) == ((max(covering), n + 1 - max(covering)) if covering else None)
+    assert (median_interval(values) is None) == (n < 6)

@@ -139,3 +139,15 @@ def cv(values: list[float]) -> float | None:
     """Coefficient of variation (sample standard deviation over the mean); None for fewer than two."""
     values = [v for v in values if v is not None]
     return statistics.stdev(values) / statistics.fmean(values) if len(values) >= 2 else None
+
+
+def median_interval(values: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The distribution-free interval of the median of what values were drawn from: the k-th lowest and the k-th
+    highest value, k the largest whose coverage 1 - 2 P(Binomial(n, 1/2) < k) is at least level (13 values: the
+    3rd of each end, 97.8 %); None where even the lowest and the highest cover less (fewer than 6 values at 95 %)."""
+    ordered, n = sorted(values), len(values)
+    below, k = 0.0, 0               # P(Binomial(n, 1/2) < k + 1), k + 1 the rank tried next
+    while k < n // 2 and 1 - 2 * (below + math.comb(n, k) / 2 ** n) >= level:
+        below += math.comb(n, k) / 2 ** n
+        k += 1
+    return (ordered[k - 1], ordered[n - k]) if k else None

@@ -11,6 +11,7 @@ from pathlib import Path
 from rpcprof.analyze.categorize import Rules
 from rpcprof.analyze.hosts import (HOSTS_TO_SCORE, MAX_SLOPES, TARGET_PCT, LedgerHost, alike_cards, leave_one_out,
                                    predictions, unit_cost)
+from rpcprof.analyze.intervals import median_interval
 from rpcprof.analyze.waits import contention
 from rpcprof.errors import UserError
 from rpcprof.host_units import FIRST_UNITS, HOST_UNITS
@@ -243,20 +244,24 @@ def ledger_hosts(lines: list[dict]) -> list[LedgerHost]:
 MISS_COLUMNS = [("host", "host"), ("server", "server"), ("measured", "measured [µs/req]"),
                 ("predicted", "predicted [µs/req]"), ("error_pct", "error [%]"), ("category", "missed most in"),
                 ("category_measured", "its measured [µs/req]"), ("category_predicted", "its predicted [µs/req]"),
-                ("runs_spread", "the host's runs [µs/req]")]
+                ("runs_spread", "the host's runs [µs/req]"), ("median_spread", "their median, 95 % [µs/req]")]
 # json and csv: the host whose card cannot tell this one dearer, for a server it costs more on here (alike_cards)
 ALIKE_COLUMNS = [("alike_host", "alike host"),
                  ("alike_floor_pct", "the least miss predicting the two alike [%]")]
-MISS_CELLS = {"runs_spread": Shown(lambda r: None if r["runs_low"] is None else f"{r['runs_low']:.3g}-{r['runs_high']:.3g}",
-                                   (("runs_low", "the host's runs, lowest [µs/req]"),
-                                    ("runs_high", "the host's runs, highest [µs/req]")))}
+MISS_CELLS = {f"{kind}_spread": Shown(lambda r, kind=kind: None if r[f"{kind}_low"] is None
+                                      else f"{r[f'{kind}_low']:.3g}-{r[f'{kind}_high']:.3g}",
+                                      ((f"{kind}_low", f"{what}, lowest [µs/req]"), (f"{kind}_high", f"{what}, highest [µs/req]")))
+              for kind, what in (("runs", "the host's runs"), ("median", "their median's 95 % interval"))}
 
 
-def runs_spread(line: dict, server: str) -> list[float] | None:
-    """[lowest, highest] of a server's total CPU µs/req over the runs a ledger line was made of; None for one run
-    (or a line made before the runs' totals were kept)."""
+def runs_spread(line: dict, server: str) -> dict[str, float | None]:
+    """A server's total CPU µs/req over the runs a ledger line was made of: the lowest and highest (runs_low,
+    runs_high; None for one run, or a line made before the runs' totals were kept) and the 95 % interval of their
+    median (median_low, median_high; None for fewer than 6 runs: analyze/intervals.py's median_interval)."""
     totals = (line.get("totals") or {}).get(server) or []
-    return [min(totals), max(totals)] if len(totals) > 1 else None
+    spread = (min(totals), max(totals)) if len(totals) > 1 else (None, None)
+    return dict(zip(("runs_low", "runs_high", "median_low", "median_high"),
+                    (*spread, *(median_interval(totals) or (None, None)))))
 
 
 def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
@@ -271,11 +276,20 @@ def ledger_rows(lines: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
     return rows, [("figure", "host (boot, kernel, date):")] + hosts
 
 
-def own_spread(line: dict, server: str) -> str:
-    """How far the host's own runs of server spread, as against the model's error there; "" for one run."""
-    spread = runs_spread(line, server)
-    return (f"; that host's own runs of it spread by {100 * (spread[1] / spread[0] - 1):.0f} % "
-            f"({spread[0]:.3g}-{spread[1]:.3g} µs/req)") if spread else ""
+def own_spread(line: dict, server: str, predicted: float) -> str:
+    """How far the host's own runs of server spread, and whether the prediction lies within the 95 % interval of
+    their median (the host's own noise); "" for one run."""
+    r = runs_spread(line, server)
+    if r["runs_low"] is None:
+        return ""
+    text = (f"; that host's own runs of it spread by {100 * (r['runs_high'] / r['runs_low'] - 1):.0f} % "
+            f"({r['runs_low']:.3g}-{r['runs_high']:.3g} µs/req)")
+    if r["median_low"] is None:
+        return text
+    within = r["median_low"] <= predicted <= r["median_high"]
+    return text + (f", the 95 % interval of their median {r['median_low']:.3g}-{r['median_high']:.3g}, "
+                   + ("within which the prediction lies: the miss is within that host's own noise" if within
+                      else f"outside which the prediction ({predicted:.3g}) lies"))
 
 
 def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
@@ -286,7 +300,7 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
     alike = alike_cards(hosts)
     pairs = {(x.dear, x.server): x for x in alike}
     rows = [{**m.__dict__, "host": m.host[:8], "units": {c: list(u) for c, u in m.units.items()},
-             **dict(zip(("runs_low", "runs_high"), runs_spread(by_host[m.host], m.server) or (None, None))),
+             **runs_spread(by_host[m.host], m.server),
              "alike_host": pair.cheap[:8] if (pair := pairs.get((m.host, m.server))) else None,
              "alike_floor_pct": pair.floor_pct if pair else None}
             for m in misses]
@@ -309,7 +323,7 @@ def render_model(lines: list[dict], path: Path, fmt: str = "table") -> str:
                    + f" (scored from {HOSTS_TO_SCORE} hosts)" * (len(lines) < HOSTS_TO_SCORE))
         text += (f"{s}: leave-one-host-out error up to {abs(worst.error_pct):.0f} % over {len(mine)} hosts, {verdict}"
                  + ("" if met else f"; it missed most in {worst.category} on {worst.host[:8]} ({worst.category_measured:.3g} "
-                    f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s)
+                    f"µs/req measured, {worst.category_predicted:.3g} predicted)") + own_spread(by_host[worst.host], s, worst.predicted)
                  + ".\n")
     for s in README_SETUP["servers"]:
         if pair := next((x for x in alike if x.server == s), None):
