@@ -12,7 +12,6 @@ within a panel.
 from __future__ import annotations
 
 import io
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -29,21 +28,9 @@ from rpcprof.report.svg import write_svg  # noqa: E402
 from rpcprof.report.text import plot_label  # noqa: E402
 
 STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
-
-
-def _fits(fig: Figure) -> bool:
-    """True if, once laid out, fig's legend is no wider than its axes and everything fig draws lies
-    between the figure's left and right edges. A legend so wide that the constrained layout gave up
-    (matplotlib warns that the axes collapsed) does not fit either: a narrower one is tried, silently."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fig.draw_without_rendering()
-    if any("constrained_layout not applied" in str(w.message) for w in caught):
-        return False
-    drawn, box = fig.get_tightbbox(), fig.bbox_inches
-    ax = next(a for a in fig.axes if a.get_legend())
-    legend, under = ax.get_legend().get_window_extent(), ax.get_window_extent()
-    return drawn.x0 >= box.x0 and drawn.x1 <= box.x1 and legend.x1 <= under.x1 + 1
+# the breakdown's legend, above its left axes (in as many columns as fit: _svg_with_a_legend_that_fits)
+LEGEND = {"loc": "lower left", "bbox_to_anchor": (0, 1.0), "frameon": False, "fontsize": 8.5, "handlelength": 1.0,
+          "handleheight": 1.0}
 
 
 def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_override: str | None = None) -> None:
@@ -91,8 +78,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         absolute.invert_yaxis()
         absolute.set_xlabel(f"server CPU µs per request\n(unprofiled window × {grouping} share of the profile)")
         shares.set_xlabel(f"{grouping} share of the profile [%]")
-        absolute.legend(ncols=ncols, loc="lower left", bbox_to_anchor=(0, 1.0),
-                        frameon=False, fontsize=8.5, handlelength=1.0, handleheight=1.0)
+        absolute.legend(ncols=ncols, **LEGEND)
         p = manifest.get("parameters", {})
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
         fig.suptitle(plot_label(f"Where each request's CPU goes, by {grouping} · {run_dir.name}") + "\n" +
@@ -112,24 +98,27 @@ def svg_of(fig: Figure) -> str:
 
 
 def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
-    """The SVG of draw(ncols), in fewer legend columns where ncols would push the chart past its edges."""
-    # The legend above the left axes, in as many columns (up to 7) as keep the figure inside its edges:
-    # the constrained layout makes room for a legend wider than those axes by squeezing them and pushing
-    # the right axes past the figure's edge, where the SVG's box cuts it (level 2's eighteen sub-categories).
+    """The SVG of draw(n), n the most legend columns (up to ncols) that fit (columns_that_fit)."""
     with matplotlib.rc_context(STYLE):
         fig = draw(ncols)
-        if ncols > 1 and not _fits(fig):
-            # a first guess from the widths of that legend and of the axes laid out without it, then fewer
-            ax = next(a for a in fig.axes if a.get_legend())
-            ax.get_legend().set_in_layout(False)
-            fig.draw_without_rendering()
-            ratio = ax.get_window_extent().width / ax.get_legend().get_window_extent().width
-            ncols = max(1, min(ncols - 1, int(ncols * ratio)))
-            fig = draw(ncols)
-            while ncols > 1 and not _fits(fig):
-                ncols -= 1
-                fig = draw(ncols)
+        if ncols > 1 and (fits := columns_that_fit(fig, ncols)) != ncols:
+            fig = draw(fits)            # anew: a legend of more rows makes the figure taller
         return svg_of(fig)
+
+
+def columns_that_fit(fig: Figure, ncols: int) -> int:
+    """The most columns, up to ncols, in which the legend above fig's left axes ends within those axes' right edge.
+    The constrained layout makes room for a wider legend by squeezing the axes and pushing the right ones past the
+    figure's edge, where the SVG's box cuts them (level 2's eighteen sub-categories). So fig is laid out once with
+    its legend left out of the layout, and legends of fewer columns are set above the axes, each measured alone (a
+    legend lays out its own box), until one ends within their right edge."""
+    ax = next(a for a in fig.axes if a.get_legend())
+    ax.get_legend().set_in_layout(False)
+    fig.draw_without_rendering()
+    right = ax.get_window_extent().x1 + 1
+    while ncols > 1 and ax.legend(ncols=ncols, **LEGEND).get_window_extent().x1 > right:
+        ncols -= 1
+    return ncols
 
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
