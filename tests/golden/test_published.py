@@ -163,10 +163,10 @@ def laid_out(fig):
 @pytest.mark.parametrize("run, level, view", [("20261126-041905-seed-000/20261126-042638-C10-S10", 2, "category"),
                                                ("20261125-171838-rust_tonic_mt-rust_pajamax", 1, "tax")])
 def test_the_breakdown_legend_has_the_most_columns_that_end_within_its_axes(monkeypatch, run, level, view):
-    """Measured on the settled layout, apart from how the chart finds it: the legend in the columns chosen ends
-    within the left axes' right edge (1 px allowed), and one in a column more would not. The tax view's shares
-    axis label runs past the figure's edge by 2 px whatever the legend: the search this replaced took that for
-    its legend's fault and drew that chart in 1 column."""
+    """Measured on the settled layout, apart from how the chart finds it: everything drawn lies within the
+    figure's edges, the legend in the columns chosen ends within the left axes' right edge (1 px allowed), and
+    one in a column more would not. (The tax view's shares label ran 2 px past the edge on one line, and the
+    search this replaced took that for its legend's fault: it drew those charts in 1 column.)"""
     import matplotlib
     from rpcprof.analyze.categorize import load_rules
     from rpcprof.report import chart
@@ -176,8 +176,11 @@ def test_the_breakdown_legend_has_the_most_columns_that_end_within_its_axes(monk
     chart.render_breakdown_chart(DATA / run, load_rules().using(level, view), Path("unused.svg"))
     with matplotlib.rc_context(chart.STYLE):
         n = chart.columns_that_fit(asked["draw"](asked["most"]), asked["most"])
-        axes_x1, legend_x1 = laid_out(asked["draw"](n))
+        fig = asked["draw"](n)
+        axes_x1, legend_x1 = laid_out(fig)
         assert legend_x1 <= axes_x1 + 1, (n, legend_x1, axes_x1)
+        drawn = fig.get_tightbbox()
+        assert 0 <= drawn.x0 and drawn.x1 <= fig.bbox_inches.x1, (drawn, fig.bbox_inches)
         assert n < asked["most"], "no legend needed fewer columns: the test would not test the search"
         axes_x1, legend_x1 = laid_out(asked["draw"](n + 1))
         assert legend_x1 > axes_x1 + 1, (n + 1, legend_x1, axes_x1)

@@ -77,7 +77,7 @@ def render_breakdown_chart(run_dir: Path, rules: Rules, out_svg: Path, app_overr
         absolute.set_yticks(ys, labels)
         absolute.invert_yaxis()
         absolute.set_xlabel(f"server CPU µs per request\n(unprofiled window × {grouping} share of the profile)")
-        shares.set_xlabel(f"{grouping} share of the profile [%]")
+        shares.set_xlabel(f"share of the profile [%]\n(by {grouping})")
         absolute.legend(ncols=ncols, **LEGEND)
         p = manifest.get("parameters", {})
         scenario = (manifest.get("scenario") or {}).get("name") or p.get("scenario", "?")
