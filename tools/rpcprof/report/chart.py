@@ -28,7 +28,7 @@ from rpcprof.report.svg import write_svg  # noqa: E402
 from rpcprof.report.text import plot_label  # noqa: E402
 
 STYLE = {"svg.hashsalt": "rpcprof", "svg.fonttype": "none", "font.size": 9}
-# the breakdown's legend, above its left axes (in as many columns as fit: _svg_with_a_legend_that_fits)
+# the breakdown's legend, above its left axes (in as many columns as fit: columns_that_fit)
 LEGEND = {"loc": "lower left", "bbox_to_anchor": (0, 1.0), "frameon": False, "fontsize": 8.5, "handlelength": 1.0,
           "handleheight": 1.0}
 
