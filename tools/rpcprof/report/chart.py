@@ -17,6 +17,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("svg")
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import LogFormatter  # noqa: E402
 
@@ -103,7 +104,20 @@ def _svg_with_a_legend_that_fits(draw, ncols: int) -> str:
         fig = draw(ncols)
         if ncols > 1 and (fits := columns_that_fit(fig, ncols)) != ncols:
             fig = draw(fits)            # anew: a legend of more rows makes the figure taller
+            # laid out once without its legend, as columns_that_fit measured it: the SVG's layout then starts from
+            # those axes, not from matplotlib's narrower defaults, whose first pass squeezes them for the legend
+            # (seed 000's C=10 S=10 level 2: its legend ran 26 px past its axes in the SVG)
+            laid_out_without_its_legend(fig)
         return svg_of(fig)
+
+
+def laid_out_without_its_legend(fig: Figure) -> Axes:
+    """Lay fig out once with its legend left out of the layout (it stays on the figure); the axes it is on."""
+    ax = next(a for a in fig.axes if a.get_legend())
+    ax.get_legend().set_in_layout(False)
+    fig.draw_without_rendering()
+    ax.get_legend().set_in_layout(True)
+    return ax
 
 
 def columns_that_fit(fig: Figure, ncols: int) -> int:
@@ -112,9 +126,7 @@ def columns_that_fit(fig: Figure, ncols: int) -> int:
     figure's edge, where the SVG's box cuts them (level 2's eighteen sub-categories). So fig is laid out once with
     its legend left out of the layout, and legends of fewer columns are set above the axes, each measured alone (a
     legend lays out its own box), until one ends within their right edge."""
-    ax = next(a for a in fig.axes if a.get_legend())
-    ax.get_legend().set_in_layout(False)
-    fig.draw_without_rendering()
+    ax = laid_out_without_its_legend(fig)
     right = ax.get_window_extent().x1 + 1
     while ncols > 1 and ax.legend(ncols=ncols, **LEGEND).get_window_extent().x1 > right:
         ncols -= 1
